@@ -1,0 +1,55 @@
+# make demo / make test: each installs everything it needs on a fresh Debian machine (as root),
+# then runs the demo / the whole suite.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEB_PACKAGES := ibsim-utils libumad2sim0 infiniband-diags opensm perftest python3-pyverbs \
+	openssh-server slurmctld slurm-client prometheus iproute2 tmux
+
+.PHONY: install debs venv demo test lint typecheck unit bench clean
+
+install: debs venv
+
+# apt only runs when a package is missing, so a second run costs nothing.
+debs:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+venv: $(BIN)/ibfab
+
+$(BIN)/ibfab: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@# pyverbs is only packaged by Debian (PyPI's needs a full rdma-core build); expose just that package.
+	@site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	if [ -d /usr/lib/python3/dist-packages/pyverbs ] && [ ! -e $$site/pyverbs ]; then \
+		ln -s /usr/lib/python3/dist-packages/pyverbs $$site/pyverbs; fi
+	touch $@
+
+demo: install
+	$(BIN)/ibfab demo
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest -q -m 'not lab and not sshd'
+
+test: install lint typecheck
+	$(BIN)/pytest -q -ra
+
+bench: install
+	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

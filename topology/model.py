@@ -1,0 +1,212 @@
+"""The fabric model: nodes, ports, links. Knows no tool.
+
+GUIDs are kept as normalised strings ``0x`` + 16 lower-case hex digits so that every source
+(ibnetdiscover, perfquery, UFM) agrees on one spelling.
+
+>>> normalise_guid("2c5eab0300b87b40")
+'0x2c5eab0300b87b40'
+>>> Link(PortRef(Guid("0x2"), 1), PortRef(Guid("0x1"), 3), 4, "HDR").key
+(('0x0000000000000001', 3), ('0x0000000000000002', 1))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NewType
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+Guid = NewType("Guid", str)
+Lid = NewType("Lid", int)
+
+# Per-lane signalling rate in Gb/s as operators quote it (4xHDR = 200 Gb/s, 4xNDR = 400 Gb/s).
+LANE_GBPS: Mapping[str, float] = MappingProxyType(
+    {
+        "SDR": 2.5,
+        "DDR": 5.0,
+        "QDR": 10.0,
+        "FDR10": 10.0,
+        "FDR": 14.0,
+        "EDR": 25.0,
+        "HDR": 50.0,
+        "NDR": 100.0,
+        "XDR": 200.0,
+    }
+)
+SPEED_ORDER: tuple[str, ...] = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
+
+
+def normalise_guid(text: str) -> Guid:
+    """Return ``0x`` + 16 hex digits for any spelling of a GUID (with or without 0x, any case)."""
+    value = int(text, 16)
+    if value < 0 or value >= 1 << 64:
+        raise ValueError(f"not a 64-bit GUID: {text!r}")
+    return Guid(f"0x{value:016x}")
+
+
+def link_gbps(width: int, speed: str) -> float:
+    """Data rate of a link in Gb/s; 0.0 when the speed is unknown (``???``)."""
+    return width * LANE_GBPS.get(speed, 0.0)
+
+
+class NodeKind(str, Enum):
+    SWITCH = "switch"
+    HCA = "hca"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A switch, HCA or router as the subnet sees it."""
+
+    guid: Guid
+    kind: NodeKind
+    description: str
+    nports: int
+    lid: Lid | None = None
+    sysimgguid: Guid | None = None
+    vendid: int | None = None
+    devid: int | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PortRef:
+    guid: Guid
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.guid}/{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One cable between two ports. ``a`` is the lower port reference so that a link has one key.
+
+    ``width`` is the active lane count (1, 2, 4, 8, 12) and ``speed`` the active speed token
+    (``HDR``, ``NDR``, ``???`` when the tool could not tell).
+    """
+
+    a: PortRef
+    b: PortRef
+    width: int
+    speed: str
+
+    def __post_init__(self) -> None:
+        if self.b < self.a:
+            a, b = self.b, self.a
+            object.__setattr__(self, "a", a)
+            object.__setattr__(self, "b", b)
+
+    @property
+    def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
+        return ((self.a.guid, self.a.port), (self.b.guid, self.b.port))
+
+    @property
+    def gbps(self) -> float:
+        return link_gbps(self.width, self.speed)
+
+    def other(self, guid: Guid) -> PortRef:
+        """The end that is not on ``guid`` (for a loopback cable, the b end)."""
+        return self.b if self.a.guid == guid else self.a
+
+    def end(self, guid: Guid) -> PortRef:
+        return self.a if self.a.guid == guid else self.b
+
+
+@dataclass(frozen=True, slots=True)
+class UnconnectedPort:
+    """A port the tool listed without a peer (``ibnetdiscover -p``: down, polling or unused)."""
+
+    ref: PortRef
+    width: int
+    speed: str
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """A discovered fabric. Immutable; build one with :meth:`build`."""
+
+    nodes: Mapping[Guid, Node]
+    links: tuple[Link, ...]
+    unconnected: tuple[UnconnectedPort, ...] = ()
+    source: str = ""
+    _by_node: Mapping[Guid, tuple[Link, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(
+        cls,
+        nodes: Iterable[Node],
+        links: Iterable[Link],
+        unconnected: Iterable[UnconnectedPort] = (),
+        source: str = "",
+    ) -> Fabric:
+        node_map = {n.guid: n for n in nodes}
+        link_list = tuple(sorted(set(links), key=lambda lk: lk.key))
+        by_node: dict[Guid, list[Link]] = {g: [] for g in node_map}
+        for lk in link_list:
+            by_node.setdefault(lk.a.guid, []).append(lk)
+            if lk.b.guid != lk.a.guid:
+                by_node.setdefault(lk.b.guid, []).append(lk)
+        return cls(
+            nodes=MappingProxyType(dict(sorted(node_map.items()))),
+            links=link_list,
+            unconnected=tuple(sorted(unconnected, key=lambda u: u.ref)),
+            source=source,
+            _by_node=MappingProxyType({g: tuple(v) for g, v in by_node.items()}),
+        )
+
+    # -- lookups ---------------------------------------------------------------------------
+    def node(self, guid: Guid) -> Node:
+        return self.nodes[guid]
+
+    def links_of(self, guid: Guid) -> tuple[Link, ...]:
+        return self._by_node.get(guid, ())
+
+    def neighbours(self, guid: Guid) -> Iterator[tuple[int, PortRef, Link]]:
+        """(local port, remote end, link) for every cable of ``guid``."""
+        for lk in self.links_of(guid):
+            if lk.a.guid == guid:
+                yield lk.a.port, lk.b, lk
+            if lk.b.guid == guid:
+                yield lk.b.port, lk.a, lk
+
+    def switches(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind is NodeKind.SWITCH]
+
+    def hcas(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind is not NodeKind.SWITCH]
+
+    def by_lid(self) -> dict[int, Node]:
+        return {n.lid: n for n in self.nodes.values() if n.lid is not None}
+
+    def find(self, text: str) -> Node:
+        """A node by GUID, LID or exact description; raises KeyError if none or ambiguous."""
+        try:
+            g = normalise_guid(text)
+            if g in self.nodes:
+                return self.nodes[g]
+        except ValueError:
+            pass
+        if text.isdigit():
+            hit = self.by_lid().get(int(text))
+            if hit is not None:
+                return hit
+        matches = [n for n in self.nodes.values() if n.description == text]
+        if len(matches) == 1:
+            return matches[0]
+        raise KeyError(text)
+
+    def graph(self) -> nx.MultiGraph:
+        """A networkx view: one vertex per node GUID, one edge per cable (keyed by the link key)."""
+        import networkx as nx
+
+        g = nx.MultiGraph()
+        for n in self.nodes.values():
+            g.add_node(n.guid, kind=n.kind.value, description=n.description)
+        for lk in self.links:
+            g.add_edge(lk.a.guid, lk.b.guid, key=lk.key, link=lk)
+        return g
