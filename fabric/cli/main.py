@@ -1,0 +1,43 @@
+"""The root click group, error mapping and command registry."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from topology.errors import IbfabError
+
+# module path -> attribute holding a click command or group. Add a line to add a command.
+_COMMANDS: tuple[tuple[str, str], ...] = (
+)
+
+
+class _Root(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except IbfabError as exc:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"ibfab: error: {exc.one_line()}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("ibfab: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            ctx.exit(141)
+
+
+@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="ibfab")
+def main(debug: bool) -> None:
+    """InfiniBand fabric health and routing toolkit."""
+
+
+for _module, _attr in _COMMANDS:
+    main.add_command(getattr(importlib.import_module(_module), _attr))
