@@ -42,3 +42,19 @@ BY_PMA_NAME: Mapping[str, str] = MappingProxyType({pma: name for name, (_, pma) 
 def max_value(name: str) -> int:
     """The value at which ``name`` saturates."""
     return (1 << COUNTERS[name][0]) - 1
+
+
+# The counter table: how samples travel between parsers, the store and health scoring.
+# A pandas DataFrame (long by sample, wide by counter), one row per (snapshot, port):
+#   snapshot  int      id of the fabric-wide collection the sample belongs to
+#   time      float    seconds since the epoch when the port was read
+#   guid      str      normalised node GUID (topology.model.normalise_guid)
+#   port      int      port number
+#   lid       Int64    LID the port answered on (NA if unknown)
+#   peer_guid str|None the far end of the cable at collection time (None if not cabled/known)
+#   peer_port Int64
+#   reachable bool     False when the port did not answer this time (counters NA)
+#   <one column per COUNTER_NAMES entry>  Int64, NA when not read
+# A value equal to max_value(name) means the counter is saturated: the true count is at least that.
+FRAME_KEY_COLUMNS: tuple[str, ...] = ("snapshot", "time", "guid", "port", "lid", "peer_guid", "peer_port", "reachable")
+FRAME_COLUMNS: tuple[str, ...] = FRAME_KEY_COLUMNS + COUNTER_NAMES
