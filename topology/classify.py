@@ -1,0 +1,360 @@
+"""Classify a discovered fabric: switch tiers, hosts and HCA index, rails, groups, uplinks.
+
+Everything is derived from the cabling and the node descriptions, never from switch names:
+
+* **tier**: HCAs are tier 0; a switch with a host HCA is a leaf (1); other switches are counted up
+  from the leaves by breadth-first search (2 spine, 3 core, ...).
+* **host / HCA index** from NodeDescription: ``dgx-0042 mlx5_3`` (index 3), ``node01 HCA-1``
+  (1-based, index 0), ``luna-0123 mlx5_6``. Descriptions without a real host name (``localhost``,
+  ``ubuntu``, a bare adapter model such as ``MT4129 ConnectX7 Mellanox Technologies``) are
+  *unnamed*: they are never merged into one host. SHARP aggregation nodes and switch management
+  ports are not hosts.
+* **rails**: a fabric is rail-optimized when its leaves each carry one HCA index of many
+  multi-HCA hosts. Rails are numbered 0.. in the order of the HCA indexes they carry, so a
+  DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails 0-7. Rail leaves of one scalable unit stay
+  separate vertices (unlike topograph, which merges them).
+* **groups**: leaves that serve the same hosts (a scalable unit); where no host spans leaves,
+  leaves that reach the same upper switches (a pod).
+
+>>> from topology.model import Fabric
+>>> parse_hca_description("dgx-0042 mlx5_3")
+('dgx-0042', 'mlx5_3', 3)
+>>> parse_hca_description("node01 HCA-1")
+('node01', 'HCA-1', 0)
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+from topology.model import Fabric, Guid, Node, NodeKind
+
+_ADAPTER = re.compile(
+    r"^(?:(mlx\d+|hfi\d+|qib|bnxt_re|irdma|mthca|ocrdma|efa|erdma)_?(\d+)|HCA-(\d+)|(ib\S+|rocep\S+|roce\S+))$"
+)
+_UNNAMED_HOSTS = frozenset(
+    {"localhost", "localhost.localdomain", "ubuntu", "debian", "centos", "rhel", "rocky", "linux", "(none)", "none"}
+)
+_ADAPTER_MODEL = re.compile(r"^(?:MT\d+|ConnectX|InfiniHost|Mellanox|MCX|BlueField)", re.IGNORECASE)
+_SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
+_SWITCH_NAME = re.compile(r"^MF0;([^:]+):")
+
+
+class Role(str, Enum):
+    COMPUTE = "compute"  # an HCA with a real host name
+    UNNAMED = "unnamed"  # an HCA whose description names no host
+    AGGREGATION = "aggregation"  # SHARP aggregation node
+    SWITCH_MGMT = "switch_mgmt"  # a switch's own management HCA
+    SWITCH = "switch"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClass:
+    guid: Guid
+    name: str  # what an operator calls it: host + adapter, or the switch's short name
+    role: Role
+    tier: int | None  # 0 HCA, 1 leaf, 2 spine, 3 core; None for a switch no host reaches
+    host: str | None = None
+    adapter: str | None = None
+    hca_index: int | None = None
+    rail: int | None = None  # HCAs: rail of their index; leaves: the rail they carry
+    group: int | None = None  # leaves and their HCAs: scalable unit / pod
+    leaf: Guid | None = None  # HCAs: the switch they are cabled to
+
+
+@dataclass(frozen=True)
+class Group:
+    index: int
+    leaves: tuple[Guid, ...]
+    hosts: tuple[str, ...]
+    rails: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Classification:
+    nodes: Mapping[Guid, NodeClass]
+    rail_optimized: bool
+    rail_indexes: tuple[int, ...]  # rail r carries HCA index rail_indexes[r]
+    groups: tuple[Group, ...]
+    uplinks: Mapping[Guid, int]  # per switch: cables to switches of a higher tier
+    hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
+
+    def of(self, guid: Guid) -> NodeClass:
+        return self.nodes[guid]
+
+    def tier_counts(self) -> dict[int, int]:
+        return dict(Counter(c.tier for c in self.nodes.values() if c.role is Role.SWITCH and c.tier is not None))
+
+    def leaves(self) -> list[Guid]:
+        return [g for g, c in self.nodes.items() if c.role is Role.SWITCH and c.tier == 1]
+
+
+def parse_hca_description(desc: str) -> tuple[str | None, str | None, int | None]:
+    """(host, adapter, index) from an HCA NodeDescription; host None when it names no host."""
+    tokens = desc.split()
+    if not tokens:
+        return None, None, None
+    adapter = index = None
+    host_tokens = tokens
+    m = _ADAPTER.match(tokens[-1]) if len(tokens) >= 2 else None
+    if m:
+        adapter = tokens[-1]
+        host_tokens = tokens[:-1]
+        if m.group(2) is not None:
+            index = int(m.group(2))
+        elif m.group(3) is not None:
+            index = int(m.group(3)) - 1
+    if len(host_tokens) != 1:
+        return None, adapter, index
+    host = host_tokens[0]
+    if host.lower() in _UNNAMED_HOSTS or _ADAPTER_MODEL.match(host):
+        return None, adapter, index
+    return host, adapter, index
+
+
+def switch_name(desc: str) -> str:
+    """``MF0;leaf-su01-r3:MQM9700/U1`` -> ``leaf-su01-r3``; other descriptions unchanged."""
+    m = _SWITCH_NAME.match(desc)
+    return m.group(1) if m else desc.strip()
+
+
+def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
+    desc = node.description
+    if "aggregation node" in desc.lower():
+        return Role.AGGREGATION, None, None, None
+    if node.kind is NodeKind.ROUTER:
+        return Role.ROUTER, None, None, None
+    if _SWITCH_DESC.search(desc) and not _ADAPTER.match(desc.split()[-1] if desc.split() else ""):
+        return Role.SWITCH_MGMT, None, None, None
+    host, adapter, index = parse_hca_description(desc)
+    if host is None:
+        return Role.UNNAMED, None, adapter, index
+    return Role.COMPUTE, host, adapter, index
+
+
+def classify(fabric: Fabric) -> Classification:
+    roles: dict[Guid, tuple[Role, str | None, str | None, int | None]] = {}
+    for n in fabric.nodes.values():
+        roles[n.guid] = (Role.SWITCH, None, None, None) if n.kind is NodeKind.SWITCH else _hca_role(n)
+
+    tiers = _tiers(fabric, roles)
+    hca_leaf: dict[Guid, Guid] = {}
+    for n in fabric.hcas():
+        for _, far, _ in fabric.neighbours(n.guid):
+            if fabric.nodes.get(far.guid) is not None and fabric.nodes[far.guid].kind is NodeKind.SWITCH:
+                hca_leaf.setdefault(n.guid, far.guid)
+
+    hosts: dict[str, list[Guid]] = defaultdict(list)
+    for g, (role, host, _, _) in roles.items():
+        if role is Role.COMPUTE and host is not None:
+            hosts[host].append(g)
+
+    rail_indexes, leaf_rail = _rails(fabric, roles, tiers, hca_leaf, hosts)
+    groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
+    index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
+
+    uplinks: dict[Guid, int] = {}
+    for sw in fabric.switches():
+        t = tiers.get(sw.guid)
+        if t is None:
+            continue
+        uplinks[sw.guid] = sum(
+            1
+            for _, far, _ in fabric.neighbours(sw.guid)
+            if far.guid != sw.guid and (tiers.get(far.guid) or 0) > t
+        )
+
+    nodes: dict[Guid, NodeClass] = {}
+    for n in fabric.nodes.values():
+        role, host, adapter, index = roles[n.guid]
+        if role is Role.SWITCH:
+            nodes[n.guid] = NodeClass(
+                n.guid,
+                switch_name(n.description) or n.guid,
+                role,
+                tiers.get(n.guid),
+                rail=leaf_rail.get(n.guid),
+                group=leaf_group.get(n.guid),
+            )
+            continue
+        leaf = hca_leaf.get(n.guid)
+        name = f"{host} {adapter}" if host and adapter else (host or n.description or n.guid)
+        nodes[n.guid] = NodeClass(
+            n.guid,
+            name,
+            role,
+            0,
+            host=host,
+            adapter=adapter,
+            hca_index=index,
+            rail=index_rail.get(index) if index is not None and role is Role.COMPUTE else None,
+            group=leaf_group.get(leaf) if leaf is not None else None,
+            leaf=leaf,
+        )
+    return Classification(
+        nodes=MappingProxyType(nodes),
+        rail_optimized=bool(rail_indexes),
+        rail_indexes=rail_indexes,
+        groups=groups,
+        uplinks=MappingProxyType(uplinks),
+        hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
+    )
+
+
+def _is_host_hca(role: Role) -> bool:
+    return role in (Role.COMPUTE, Role.UNNAMED)
+
+
+def _tiers(fabric: Fabric, roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]]) -> dict[Guid, int]:
+    """Leaves are switches with host HCAs; the rest are counted up from them.
+
+    A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
+    candidate linked to two or more other candidates that carry a larger share of hosts, and whose
+    own ports are mostly switch links, is demoted before counting.
+    """
+    host_ports: dict[Guid, int] = {}
+    switch_ports: dict[Guid, int] = {}
+    for sw in fabric.switches():
+        h = s = 0
+        for _, far, _ in fabric.neighbours(sw.guid):
+            node = fabric.nodes.get(far.guid)
+            if node is None or far.guid == sw.guid:
+                continue
+            if node.kind is NodeKind.SWITCH:
+                s += 1
+            elif _is_host_hca(roles[far.guid][0]):
+                h += 1
+        host_ports[sw.guid], switch_ports[sw.guid] = h, s
+    candidates = {g for g, h in host_ports.items() if h > 0}
+
+    def share(g: Guid) -> float:
+        return host_ports[g] / max(1, host_ports[g] + switch_ports[g])
+
+    demoted = set()
+    for g in candidates:
+        richer = {
+            far.guid
+            for _, far, _ in fabric.neighbours(g)
+            if far.guid in candidates and far.guid != g and share(far.guid) > share(g)
+        }
+        if len(richer) >= 2 and share(g) < 0.25:
+            demoted.add(g)
+    tiers: dict[Guid, int] = {}
+    queue: deque[Guid] = deque()
+    for g in sorted(candidates - demoted):
+        tiers[g] = 1
+        queue.append(g)
+    while queue:
+        g = queue.popleft()
+        for _, far, _ in fabric.neighbours(g):
+            node = fabric.nodes.get(far.guid)
+            if node is not None and node.kind is NodeKind.SWITCH and far.guid not in tiers:
+                tiers[far.guid] = tiers[g] + 1
+                queue.append(far.guid)
+    return tiers
+
+
+def _rails(
+    fabric: Fabric,
+    roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
+    tiers: Mapping[Guid, int],
+    hca_leaf: Mapping[Guid, Guid],
+    hosts: Mapping[str, list[Guid]],
+) -> tuple[tuple[int, ...], dict[Guid, int]]:
+    """Rail-optimized when most leaves carry one HCA index of multi-HCA hosts spread over leaves."""
+    per_leaf: dict[Guid, Counter[int]] = defaultdict(Counter)
+    for host_hcas in hosts.values():
+        if len(host_hcas) < 2:
+            continue
+        for g in host_hcas:
+            index = roles[g][3]
+            leaf = hca_leaf.get(g)
+            if index is not None and leaf is not None and tiers.get(leaf) == 1:
+                per_leaf[leaf][index] += 1
+    dominant: dict[Guid, int] = {}
+    aligned = 0
+    for leaf, counts in per_leaf.items():
+        index, count = counts.most_common(1)[0]
+        if count * 2 > sum(counts.values()):
+            dominant[leaf] = index
+        if count * 4 >= 3 * sum(counts.values()):
+            aligned += 1
+    distinct = sorted(set(dominant.values()))
+    if len(per_leaf) < 2 or len(distinct) < 2 or aligned * 4 < 3 * len(per_leaf):
+        return (), {}
+    index_rail = {idx: r for r, idx in enumerate(distinct)}
+    return tuple(distinct), {leaf: index_rail[idx] for leaf, idx in dominant.items()}
+
+
+def _groups(
+    fabric: Fabric,
+    roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
+    tiers: Mapping[Guid, int],
+    hca_leaf: Mapping[Guid, Guid],
+    hosts: Mapping[str, list[Guid]],
+    leaf_rail: Mapping[Guid, int],
+) -> tuple[tuple[Group, ...], dict[Guid, int]]:
+    leaves = sorted(g for g, t in tiers.items() if t == 1)
+    leaf_hosts: dict[Guid, set[str]] = {leaf: set() for leaf in leaves}
+    for host, hcas in hosts.items():
+        for g in hcas:
+            leaf = hca_leaf.get(g)
+            if leaf in leaf_hosts:
+                leaf_hosts[leaf].add(host)
+    parent = {leaf: leaf for leaf in leaves}
+
+    def find(x: Guid) -> Guid:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    # Two leaves are in one unit when they share at least half of the smaller one's hosts,
+    # so a single miswired cable to another unit's leaf does not merge two units.
+    by_host: dict[str, list[Guid]] = defaultdict(list)
+    for leaf, hs in leaf_hosts.items():
+        for h in hs:
+            by_host[h].append(leaf)
+    shared: Counter[tuple[Guid, Guid]] = Counter()
+    for ls in by_host.values():
+        ls.sort()
+        for i, a in enumerate(ls):
+            for b in ls[i + 1 :]:
+                shared[(a, b)] += 1
+    for (a, b), n in shared.items():
+        if 2 * n >= min(len(leaf_hosts[a]), len(leaf_hosts[b])):
+            parent[find(a)] = find(b)
+    if not shared:
+        # No host spans two leaves: group leaves by the set of upper switches they reach (pods).
+        by_uppers: dict[frozenset[Guid], Guid] = {}
+        for leaf in leaves:
+            uppers = frozenset(
+                far.guid for _, far, _ in fabric.neighbours(leaf) if (tiers.get(far.guid) or 0) > 1
+            )
+            if uppers:
+                first = by_uppers.setdefault(uppers, leaf)
+                parent[find(leaf)] = find(first)
+    members: dict[Guid, list[Guid]] = defaultdict(list)
+    for leaf in leaves:
+        members[find(leaf)].append(leaf)
+    ordered = sorted(members.values(), key=lambda ls: _group_sort_key(fabric, ls))
+    groups: list[Group] = []
+    leaf_group: dict[Guid, int] = {}
+    for i, ls in enumerate(ordered):
+        hs: set[str] = set()
+        for leaf in ls:
+            hs |= leaf_hosts[leaf]
+            leaf_group[leaf] = i
+        rails = tuple(sorted({leaf_rail[leaf] for leaf in ls if leaf in leaf_rail}))
+        groups.append(Group(i, tuple(sorted(ls, key=lambda g: fabric.nodes[g].description)), tuple(sorted(hs)), rails))
+    return tuple(groups), leaf_group
+
+
+def _group_sort_key(fabric: Fabric, leaves: list[Guid]) -> str:
+    return min(switch_name(fabric.nodes[g].description) for g in leaves)

@@ -1,0 +1,365 @@
+"""Wiring anomalies an operator must fix, found by comparing every element with its peers.
+
+Nothing is compared with a fixed design: a leaf is judged against the other leaves of its unit,
+a link against links of the same kind (tier pair and hardware), a host against the rails of its
+unit. That keeps real fabrics with their own conventions free of false alarms.
+
+Kinds: ``rail_miswire``, ``missing_link``, ``degraded_link``, ``uplink_imbalance``,
+``down_port``, ``unnamed_hca``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from topology.classify import Classification, NodeClass, Role
+from topology.model import SPEED_ORDER, Fabric, Guid, Link, NodeKind, PortRef
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    kind: str
+    severity: Severity
+    nodes: tuple[Guid, ...]
+    ports: tuple[PortRef, ...]
+    message: str
+
+
+def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    found: list[Anomaly] = []
+    found += _rail_anomalies(fabric, cls)
+    found += _uplink_anomalies(fabric, cls)
+    found += _degraded_links(fabric, cls)
+    found += _down_ports(fabric, cls)
+    order = {s: i for i, s in enumerate(reversed(list(Severity)))}
+    return sorted(found, key=lambda a: (order[a.severity], a.kind, a.message))
+
+
+def _label(cls: Classification, guid: Guid) -> str:
+    c = cls.nodes.get(guid)
+    return c.name if c is not None else str(guid)
+
+
+def _leaf_port_of(fabric: Fabric, hca: Guid) -> PortRef | None:
+    for _, far, _ in fabric.neighbours(hca):
+        node = fabric.nodes.get(far.guid)
+        if node is not None and node.kind is NodeKind.SWITCH:
+            return far
+    return None
+
+
+# -- rails: miswires, hosts missing a rail, unnamed HCAs -----------------------------------------
+def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    leaf_of_rail: dict[tuple[int, int], Guid] = {}
+    for g in cls.leaves():
+        c = cls.nodes[g]
+        if c.group is not None and c.rail is not None:
+            leaf_of_rail.setdefault((c.group, c.rail), g)
+    explained_unnamed: dict[Guid, str] = {}
+    if cls.rail_optimized:
+        for host, hcas in cls.hosts.items():
+            members = [cls.nodes[g] for g in hcas]
+            group = _host_group(members)
+            if group is None:
+                continue
+            rails = cls.groups[group].rails
+            # Only hosts cabled like rail members are checked; a management or UFM host with
+            # two adapters is not a DGX missing six rails.
+            if len(members) < 2 or 4 * len(members) < 3 * len(rails):
+                continue
+            out += _miswires(fabric, cls, host, members)
+            out += _missing_rails(fabric, cls, host, members, rails, group, leaf_of_rail, explained_unnamed)
+    for g, c in cls.nodes.items():
+        if c.role is Role.UNNAMED:
+            desc = fabric.nodes[g].description
+            port = _leaf_port_of(fabric, g)
+            where = f" on {_label(cls, port.guid)} port {port.port}" if port else ""
+            guess = explained_unnamed.get(g)
+            hint = f"; by its cabling it is {guess}" if guess else ""
+            out.append(
+                Anomaly(
+                    "unnamed_hca",
+                    Severity.WARNING,
+                    (g,),
+                    (port,) if port else (),
+                    f"HCA {g}{where} has no host name (description {desc!r}){hint}: "
+                    "set its node description (rdma system set / node_desc) so it maps to a host",
+                )
+            )
+    return out
+
+
+def _host_group(members: list[NodeClass]) -> int | None:
+    groups = Counter(c.group for c in members if c.group is not None)
+    return groups.most_common(1)[0][0] if groups else None
+
+
+def _miswires(fabric: Fabric, cls: Classification, host: str, members: list[NodeClass]) -> list[Anomaly]:
+    wrong = [
+        c
+        for c in members
+        if c.rail is not None and c.leaf is not None and cls.nodes[c.leaf].rail not in (None, c.rail)
+    ]
+    if not wrong:
+        return []
+    parts = []
+    ports: list[PortRef] = []
+    for c in sorted(wrong, key=lambda c: c.hca_index or 0):
+        assert c.leaf is not None
+        leaf = cls.nodes[c.leaf]
+        port = _leaf_port_of(fabric, c.guid)
+        if port is not None:
+            ports.append(port)
+        parts.append(
+            f"{c.adapter} (rail {c.rail}) is cabled to {leaf.name}"
+            + (f" port {port.port}" if port else "")
+            + f" (rail {leaf.rail})"
+        )
+    fix = "swap these cables" if len(wrong) > 1 else "move it to its rail's leaf"
+    return [
+        Anomaly(
+            "rail_miswire",
+            Severity.ERROR,
+            tuple(sorted({c.guid for c in wrong} | {p.guid for p in ports})),
+            tuple(sorted(ports)),
+            f"{host}: " + "; ".join(parts) + f": {fix}",
+        )
+    ]
+
+
+def _missing_rails(
+    fabric: Fabric,
+    cls: Classification,
+    host: str,
+    members: list[NodeClass],
+    rails: tuple[int, ...],
+    group: int,
+    leaf_of_rail: dict[tuple[int, int], Guid],
+    explained_unnamed: dict[Guid, str],
+) -> list[Anomaly]:
+    present = {c.rail for c in members}
+    out: list[Anomaly] = []
+    # Rail leaves are cabled alike: the host's usual port number on its other rail leaves.
+    usual = Counter(p.port for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
+    port_no = usual.most_common(1)[0][0] if usual else None
+    for rail in rails:
+        if rail in present:
+            continue
+        leaf = leaf_of_rail.get((group, rail))
+        if leaf is None:
+            continue
+        if port_no is not None:
+            peer = next((far for p, far, _ in fabric.neighbours(leaf) if p == port_no), None)
+            if peer is not None and cls.nodes.get(peer.guid, None) is not None:
+                pc = cls.nodes[peer.guid]
+                if pc.role is Role.UNNAMED:
+                    explained_unnamed[peer.guid] = f"probably {host} rail {rail}"
+                    continue
+        where = f"{_label(cls, leaf)} port {port_no}" if port_no is not None else _label(cls, leaf)
+        idx = cls.rail_indexes[rail]
+        out.append(
+            Anomaly(
+                "missing_link",
+                Severity.ERROR,
+                tuple(sorted({c.guid for c in members} | {leaf})),
+                (PortRef(leaf, port_no),) if port_no is not None else (),
+                f"{host} has no HCA on rail {rail} (HCA index {idx}): nothing answers at {where}; "
+                "a missing cable, a dead HCA or a link that is down",
+            )
+        )
+    return out
+
+
+# -- leaf and spine uplinks -----------------------------------------------------------------------
+def _upper_counts(fabric: Fabric, cls: Classification, sw: Guid) -> Counter[Guid]:
+    tier = cls.nodes[sw].tier or 0
+    return Counter(
+        far.guid
+        for _, far, _ in fabric.neighbours(sw)
+        if far.guid != sw and (cls.nodes[far.guid].tier or 0) > tier if far.guid in cls.nodes
+    )
+
+
+def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    by_tier: dict[int, list[Guid]] = defaultdict(list)
+    for g, c in cls.nodes.items():
+        if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
+            by_tier[c.tier].append(g)
+    for _tier, switches in sorted(by_tier.items()):
+        if len(switches) < 3:
+            continue  # too few peers to tell a fault from a design
+        expected = _mode([cls.uplinks[g] for g in switches])
+        usual_ports = _usual_uplink_ports(fabric, cls, switches)
+        for g in sorted(switches, key=lambda g: _label(cls, g)):
+            n = cls.uplinks[g]
+            uppers = _upper_counts(fabric, cls, g)
+            if n < expected:
+                linked = {p for p, _, _ in fabric.neighbours(g)}
+                free = sorted(p for p in usual_ports if p not in linked)
+                out.append(
+                    Anomaly(
+                        "missing_link",
+                        Severity.ERROR if n * 4 < expected * 3 else Severity.WARNING,
+                        (g,),
+                        tuple(PortRef(g, p) for p in free),
+                        f"{_label(cls, g)} has {n} uplinks where its {len(switches) - 1} peers have {expected}"
+                        + (f"; uncabled uplink ports: {', '.join(map(str, free))}" if free else "")
+                        + _spread_note(cls, uppers),
+                    )
+                )
+            elif n == expected and len(uppers) > 1:
+                spread = sorted(uppers.values())
+                if spread[-1] - spread[0] > 1 and _peers_even(fabric, cls, switches):
+                    out.append(
+                        Anomaly(
+                            "uplink_imbalance",
+                            Severity.WARNING,
+                            (g, *sorted(uppers)),
+                            (),
+                            f"{_label(cls, g)} spreads its {n} uplinks unevenly:"
+                            + _spread_note(cls, uppers)
+                            + "; its peers spread theirs evenly",
+                        )
+                    )
+    return out
+
+
+def _spread_note(cls: Classification, uppers: Counter[Guid]) -> str:
+    if not uppers:
+        return ""
+    parts = ", ".join(f"{_label(cls, g)}: {n}" for g, n in sorted(uppers.items(), key=lambda kv: _label(cls, kv[0])))
+    return f" ({parts})"
+
+
+def _peers_even(fabric: Fabric, cls: Classification, switches: list[Guid]) -> bool:
+    even = 0
+    for g in switches:
+        vals = _upper_counts(fabric, cls, g).values()
+        if vals and max(vals) - min(vals) <= 1:
+            even += 1
+    return even * 2 > len(switches)
+
+
+def _usual_uplink_ports(fabric: Fabric, cls: Classification, switches: list[Guid]) -> set[int]:
+    """Uplink port numbers used by most peers (cabling plans reuse the same ports)."""
+    counts: Counter[int] = Counter()
+    for g in switches:
+        tier = cls.nodes[g].tier or 0
+        for p, far, _ in fabric.neighbours(g):
+            fc = cls.nodes.get(far.guid)
+            if fc is not None and (fc.tier or 0) > tier:
+                counts[p] += 1
+    return {p for p, n in counts.items() if n * 2 > len(switches)}
+
+
+# -- link width and speed -------------------------------------------------------------------------
+def _tier_pair(cls: Classification, lk: Link) -> tuple[int, int]:
+    ta = cls.nodes[lk.a.guid].tier if lk.a.guid in cls.nodes else None
+    tb = cls.nodes[lk.b.guid].tier if lk.b.guid in cls.nodes else None
+    a, b = (ta if ta is not None else -1), (tb if tb is not None else -1)
+    return (a, b) if a <= b else (b, a)
+
+
+def _speed_peer_key(fabric: Fabric, cls: Classification, lk: Link) -> tuple[object, ...]:
+    """Links that should run at one speed: a host's HCA cables, or switch cables of one hardware pair.
+
+    An EDR storage host on an HDR leaf is a design, not a fault, so host cables are compared with
+    the same host's other cables (or, for single-HCA hosts, with same-model HCAs on that leaf).
+    """
+    for end, far in ((lk.a, lk.b), (lk.b, lk.a)):
+        c = cls.nodes.get(end.guid)
+        if c is not None and c.tier == 0:
+            if c.host is not None and len(cls.hosts.get(c.host, ())) >= 2:
+                return ("host", c.host)
+            return ("leaf", far.guid, fabric.nodes[end.guid].devid)
+    devs = tuple(sorted((fabric.nodes[lk.a.guid].devid or 0, fabric.nodes[lk.b.guid].devid or 0)))
+    return ("switches", _tier_pair(cls, lk), devs)
+
+
+def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    by_tiers: dict[tuple[int, int], list[Link]] = defaultdict(list)
+    by_speed_key: dict[tuple[object, ...], list[Link]] = defaultdict(list)
+    for lk in fabric.links:
+        if lk.a.guid != lk.b.guid:
+            by_tiers[_tier_pair(cls, lk)].append(lk)
+            by_speed_key[_speed_peer_key(fabric, cls, lk)].append(lk)
+    width_mode = {key: _mode([lk.width for lk in links]) for key, links in by_tiers.items() if len(links) >= 2}
+    speed_mode: dict[tuple[object, ...], int] = {}
+    for key, links in by_speed_key.items():
+        ranks = [SPEED_ORDER.index(lk.speed) for lk in links if lk.speed in SPEED_ORDER]
+        if len(ranks) >= 3:
+            speed_mode[key] = _mode(ranks)
+    for key, links in by_tiers.items():
+        for lk in links:
+            problems = []
+            wm = width_mode.get(key)
+            if wm is not None and lk.width < wm:
+                problems.append(f"{lk.width}x where its peers run {wm}x")
+            sm = speed_mode.get(_speed_peer_key(fabric, cls, lk))
+            if sm is not None and lk.speed in SPEED_ORDER and SPEED_ORDER.index(lk.speed) < sm:
+                problems.append(f"{lk.speed} where its peers run {SPEED_ORDER[sm]}")
+            if problems:
+                out.append(
+                    Anomaly(
+                        "degraded_link",
+                        Severity.ERROR if wm is not None and lk.width < wm else Severity.WARNING,
+                        (lk.a.guid, lk.b.guid),
+                        (lk.a, lk.b),
+                        f"cable {_label(cls, lk.a.guid)} port {lk.a.port} <-> {_label(cls, lk.b.guid)} "
+                        f"port {lk.b.port} trains at {lk.width}x{lk.speed} ({lk.gbps:g} Gb/s): "
+                        + " and ".join(problems)
+                        + "; reseat or replace the cable/transceiver",
+                    )
+                )
+    return out
+
+
+# -- ports the tool lists as down ----------------------------------------------------------------
+def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    """A port listed without a peer where most same-tier peers have that port cabled."""
+    out: list[Anomaly] = []
+    if not fabric.unconnected:
+        return out
+    by_tier: dict[int, list[Guid]] = defaultdict(list)
+    for g, c in cls.nodes.items():
+        if c.role is Role.SWITCH and c.tier is not None:
+            by_tier[c.tier].append(g)
+    for up in fabric.unconnected:
+        c = cls.nodes.get(up.ref.guid)
+        if c is None or c.tier is None:
+            continue
+        peers = [g for g in by_tier[c.tier] if g != up.ref.guid]
+        if len(peers) < 2:
+            continue
+        cabled = sum(1 for g in peers if any(p == up.ref.port for p, _, _ in fabric.neighbours(g)))
+        if cabled * 2 > len(peers):
+            out.append(
+                Anomaly(
+                    "down_port",
+                    Severity.WARNING,
+                    (up.ref.guid,),
+                    (up.ref,),
+                    f"{c.name} port {up.ref.port} is down ({up.width}x {up.speed}) while {cabled} of "
+                    f"{len(peers)} peers have it cabled",
+                )
+            )
+    return out
+
+
+def _mode(values: Iterable[int]) -> int:
+    """The most common value; ties go to the larger (the design, not the fault)."""
+    counts = Counter(values)
+    return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
