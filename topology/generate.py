@@ -1,0 +1,446 @@
+"""Synthetic fabrics: leaf-spine fat trees and rail-optimised (DGX SuperPOD-like) fabrics.
+
+A *spec* says what to build, *faults* say what to break, and :func:`build_design` returns a
+:class:`Design`: the intended switches, HCAs and cables, the cables as built (faults applied) and
+the anomalies a discovery tool should report. The writers in :mod:`topology.generate_text` turn a
+design into an ibsim net file or into real-looking ``ibnetdiscover`` output.
+
+Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values the keys override)::
+
+    leafspine:leaves=4,spines=2,hosts=8,radix=40,speed=HDR
+    rail:units=2,nodes=4,hcas=8,spines=4,core=0,radix=64,speed=NDR
+    rail-small            rail-small:speed=HDR
+
+Fault grammar (``KIND:ARGS``, colon separated)::
+
+    miswire:HOST:A:B                   swap the leaf cables of HCAs mlx5_A and mlx5_B of HOST
+    missing-link:SWITCH[:PORT]         drop one switch-to-switch cable (first uplink, or the one on PORT)
+    missing-hca:HOST:N                 HCA mlx5_N of HOST is absent (dead card)
+    degraded-width:SWITCH:PORT[:W]     the cable on PORT trains at W lanes (1 or 2; default 1)
+    degraded-speed:SWITCH:PORT[:SPEED] the cable on PORT trains at SPEED (default one step below)
+
+>>> d = build_design(parse_fabric_spec("rail:units=1,nodes=2,hcas=2,spines=1,radix=64"))
+>>> [s.name for s in d.switches], [h.description for h in d.hcas][:2]
+(['leaf-su01-r0', 'leaf-su01-r1', 'spine-01'], ['dgx-0001 mlx5_0', 'dgx-0001 mlx5_1'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from topology.errors import ParseError, UsageError
+from topology.model import SPEED_ORDER, Guid, Link, PortRef
+
+KINDS = ("leafspine", "rail")
+# Switch model by radix: (model, PCI device id, default speed).
+SWITCH_MODELS: Mapping[int, tuple[str, int, str]] = MappingProxyType(
+    {36: ("MSB7800", 0xCB84, "EDR"), 40: ("MQM8700", 0xCF08, "HDR"), 64: ("MQM9700", 0xD2F0, "NDR")}
+)
+# HCA device id by fabric speed (ConnectX-5 / -6 / -7).
+HCA_DEVIDS: Mapping[str, int] = MappingProxyType({"EDR": 0x1017, "HDR": 0x101B, "NDR": 0x1021})
+VENDOR_ID = 0x2C9
+FABRIC_SPEEDS = ("EDR", "HDR", "NDR")
+_LEAF_GUID, _SPINE_GUID, _CORE_GUID = 0x0C42A10300A00000, 0x0C42A10300A10000, 0x0C42A10300A20000
+_HCA_GUID = 0x1070FD0300100000
+
+PRESETS: Mapping[str, str] = MappingProxyType(
+    {
+        "rail-small": "rail:units=2,nodes=4,hcas=8,spines=4,radix=64,speed=NDR",
+        "rail-3tier": "rail:units=2,nodes=4,hcas=4,spines=2,core=2,radix=64,speed=NDR",
+        "fattree-small": "leafspine:leaves=4,spines=2,hosts=8,radix=40,speed=HDR",
+        "superpod-1su": "rail:units=1,nodes=32,hcas=8,spines=4,radix=64,speed=NDR",
+        "superpod-4su": "rail:units=4,nodes=32,hcas=8,spines=16,radix=64,speed=NDR",
+        "superpod-64su": "rail:units=64,nodes=32,hcas=8,spines=8,core=256,radix=64,speed=NDR",
+    }
+)
+DEFAULT_PRESET = "rail-small"
+_KEYS = {
+    "leafspine": ("leaves", "spines", "hosts", "radix", "speed", "cables"),
+    "rail": ("units", "nodes", "hcas", "spines", "core", "radix", "speed", "cables"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FabricSpec:
+    """What to build. ``cables`` is the number of cables from each leaf to each spine (0 = auto)."""
+
+    kind: str
+    spines: int
+    radix: int
+    speed: str
+    leaves: int = 0  # leafspine
+    hosts: int = 0  # leafspine: hosts per leaf
+    units: int = 0  # rail: scalable units
+    nodes: int = 0  # rail: nodes per unit
+    hcas: int = 0  # rail: HCAs (= rails) per node
+    core: int = 0  # rail: core switches (0 = two tiers)
+    cables: int = 0
+
+    def text(self) -> str:
+        """The canonical spec string (parses back to an equal spec)."""
+        vals = {k: getattr(self, k) for k in _KEYS[self.kind] if k != "cables" or self.cables}
+        return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
+
+
+@dataclass(frozen=True, slots=True)
+class DesignSwitch:
+    guid: Guid
+    name: str  # the short node id (ibsim console, net file)
+    description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
+    role: str  # leaf | spine | core
+    unit: int | None
+    rail: int | None
+    nports: int
+    devid: int
+
+
+@dataclass(frozen=True, slots=True)
+class DesignHca:
+    guid: Guid
+    port_guid: Guid
+    host: str
+    index: int  # the N of mlx5_N, which is also the rail on rail fabrics
+    unit: int
+    devid: int
+    present: bool = True
+
+    @property
+    def description(self) -> str:
+        return f"{self.host} mlx5_{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlantedFault:
+    """An anomaly planted on purpose, as discovery should report it."""
+
+    kind: str  # rail_miswire | missing_link | degraded_link
+    fault: str  # the fault spec that planted it
+    guids: tuple[Guid, ...]
+    ports: tuple[PortRef, ...]
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Design:
+    spec: FabricSpec
+    faults: tuple[str, ...]
+    switches: tuple[DesignSwitch, ...]
+    hcas: tuple[DesignHca, ...]
+    cables: tuple[Link, ...]  # as intended
+    built: tuple[Link, ...]  # as built: faults applied
+    planted: tuple[PlantedFault, ...]
+
+    @property
+    def speed(self) -> str:
+        return self.spec.speed
+
+    def present_hcas(self) -> list[DesignHca]:
+        return [h for h in self.hcas if h.present]
+
+    def switch(self, name: str) -> DesignSwitch:
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    kind: str  # miswire | missing-link | missing-hca | degraded-width | degraded-speed
+    target: str  # host or switch name
+    args: tuple[str, ...]
+    text: str
+
+
+# -- parsing ------------------------------------------------------------------------------------
+def parse_fabric_spec(text: str) -> FabricSpec:
+    """Parse ``BASE[:KEY=VALUE,...]``; raises UsageError naming the problem."""
+    raw = text.strip() or DEFAULT_PRESET
+    base, _, rest = raw.partition(":")
+    values: dict[str, str] = {}
+    if base in PRESETS:
+        kind, _, preset_rest = PRESETS[base].partition(":")
+        values.update(_pairs(preset_rest, raw))
+    elif base in KINDS:
+        kind = base
+    else:
+        known = ", ".join((*KINDS, *PRESETS))
+        raise UsageError(f"fabric spec {raw!r}: unknown kind or preset {base!r} (known: {known})")
+    values.update(_pairs(rest, raw))
+    for key in values:
+        if key not in _KEYS[kind]:
+            raise UsageError(f"fabric spec {raw!r}: {kind} has no {key!r} (keys: {', '.join(_KEYS[kind])})")
+    ints: dict[str, int] = {}
+    for key, val in values.items():
+        if key == "speed":
+            continue
+        if not val.isdigit():
+            raise UsageError(f"fabric spec {raw!r}: {key}={val!r} is not a whole number")
+        ints[key] = int(val)
+    radix = ints.pop("radix", 64 if kind == "rail" else 40)
+    if radix not in SWITCH_MODELS:
+        raise UsageError(f"fabric spec {raw!r}: radix {radix} unknown (use 36, 40 or 64)")
+    speed = values.get("speed", SWITCH_MODELS[radix][2]).upper()
+    if speed not in FABRIC_SPEEDS:
+        raise UsageError(f"fabric spec {raw!r}: speed {speed!r} unknown (use {', '.join(FABRIC_SPEEDS)})")
+    need = ("leaves", "spines", "hosts") if kind == "leafspine" else ("units", "hcas", "spines")
+    defaults = {
+        "leafspine": {"leaves": 4, "spines": 2, "hosts": 8},
+        "rail": {"units": 1, "hcas": 8, "spines": 4},
+    }
+    for key in need:
+        ints.setdefault(key, defaults[kind][key])
+        if ints[key] < 1:
+            raise UsageError(f"fabric spec {raw!r}: {key} must be at least 1")
+    if kind == "rail":
+        ints.setdefault("nodes", 32)
+        if ints["nodes"] < 1:
+            raise UsageError(f"fabric spec {raw!r}: nodes must be at least 1")
+    spec = FabricSpec(kind=kind, radix=radix, speed=speed, **ints)
+    _plan(spec, raw)  # radix checks
+    return spec
+
+
+def _pairs(text: str, raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip() or not val.strip():
+            raise UsageError(f"fabric spec {raw!r}: {item!r} is not KEY=VALUE")
+        out[key.strip().lower()] = val.strip()
+    return out
+
+
+_FAULT_ARITY = {
+    "miswire": (3, 3),
+    "missing-link": (1, 2),
+    "missing-hca": (2, 2),
+    "degraded-width": (2, 3),
+    "degraded-speed": (2, 3),
+}
+
+
+def parse_fault(text: str) -> FaultSpec:
+    """Parse one fault spec such as ``miswire:dgx-0002:1:2`` (syntax only; targets are checked later)."""
+    parts = [p.strip() for p in text.strip().split(":")]
+    kind = parts[0].lower()
+    if kind not in _FAULT_ARITY:
+        raise UsageError(f"fault {text!r}: unknown kind {parts[0]!r} (known: {', '.join(_FAULT_ARITY)})")
+    lo, hi = _FAULT_ARITY[kind]
+    if not lo <= len(parts) - 1 <= hi or not all(parts[1:]):
+        raise UsageError(f"fault {text!r}: {kind} takes {lo}{'' if lo == hi else f' to {hi}'} arguments")
+    return FaultSpec(kind, parts[1], tuple(parts[2:]), text.strip())
+
+
+# -- building -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    down: int  # host ports per leaf
+    per_group: int  # leaves per spine group
+    k: int  # cables from each leaf to each spine of its group
+    c: int  # cables from each spine to each core of its plane (3-tier)
+    cores_per_plane: int
+
+
+def _plan(spec: FabricSpec, raw: str) -> _Plan:
+    r, s = spec.radix, spec.spines
+    if spec.kind == "leafspine":
+        down, leaves_per_group = spec.hosts, spec.leaves
+    else:
+        down = spec.nodes
+        leaves_per_group = spec.hcas if spec.core else spec.units * spec.hcas
+    k = spec.cables or max(1, down // s)
+    if down + k * s > r:
+        raise UsageError(
+            f"fabric spec {raw!r}: a leaf needs {down} host ports + {k * s} uplinks but has radix {r}"
+        )
+    spine_down = leaves_per_group * k
+    if not spec.core:
+        if spine_down > r:
+            raise UsageError(f"fabric spec {raw!r}: a spine needs {spine_down} ports but has radix {r}")
+        return _Plan(down, leaves_per_group, k, 0, 0)
+    if spec.core % s:
+        raise UsageError(f"fabric spec {raw!r}: core={spec.core} must be a multiple of spines={s}")
+    cpp = spec.core // s
+    c = min(max(1, spine_down // cpp), (r - spine_down) // cpp)
+    if c < 1:
+        raise UsageError(f"fabric spec {raw!r}: a spine has no ports left for {cpp} core uplinks (radix {r})")
+    if spec.units * c > r:
+        raise UsageError(f"fabric spec {raw!r}: a core needs {spec.units * c} ports but has radix {r}")
+    return _Plan(down, leaves_per_group, k, c, cpp)
+
+
+def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> Design:
+    """The intended fabric for ``spec`` with ``faults`` planted (UsageError on a bad fault)."""
+    plan = _plan(spec, spec.text())
+    model, sw_devid, _ = SWITCH_MODELS[spec.radix]
+    hca_devid = HCA_DEVIDS[spec.speed]
+    switches: list[DesignSwitch] = []
+    hcas: list[DesignHca] = []
+    cables: list[Link] = []
+    speed, r = spec.speed, spec.radix
+
+    def switch(base: int, idx: int, name: str, role: str, unit: int | None, rail: int | None) -> Guid:
+        guid = Guid(f"0x{base + idx:016x}")
+        desc = f"MF0;{name}:{model}/U1"
+        switches.append(DesignSwitch(guid, name, desc, role, unit, rail, r, sw_devid))
+        return guid
+
+    def cable(a: Guid, pa: int, b: Guid, pb: int) -> None:
+        cables.append(Link(PortRef(a, pa), PortRef(b, pb), 4, speed))
+
+    rail = spec.kind == "rail"
+    groups = (spec.units if spec.core else 1) if rail else 1
+    # leaves[group] = list of (leaf guid, [(host, index, unit)] in port order)
+    leaf_groups: list[list[tuple[Guid, list[tuple[str, int, int]]]]] = [[] for _ in range(groups)]
+    if rail:
+        for u in range(spec.units):
+            group = leaf_groups[u if spec.core else 0]
+            for rl in range(spec.hcas):
+                name = f"leaf-su{u + 1:02d}-r{rl}"
+                g = switch(_LEAF_GUID, u * spec.hcas + rl, name, "leaf", u + 1, rl)
+                hosts = [(f"dgx-{u * spec.nodes + n + 1:04d}", rl, u + 1) for n in range(spec.nodes)]
+                group.append((g, hosts))
+    else:
+        for li in range(spec.leaves):
+            g = switch(_LEAF_GUID, li, f"leaf-{li + 1:02d}", "leaf", None, None)
+            leaf_groups[0].append(
+                (g, [(f"cn{li * spec.hosts + h + 1:04d}", 0, 1) for h in range(spec.hosts)])
+            )
+    # HCAs: numbered host by host so that GUIDs of one host are adjacent.
+    slots: dict[tuple[str, int], tuple[Guid, int]] = {}
+    for group in leaf_groups:
+        for leaf, hosts in group:
+            for port, (host, idx, _unit) in enumerate(hosts, 1):
+                slots[(host, idx)] = (leaf, port)
+    units_of = {h: u for group in leaf_groups for _, hosts in group for h, _, u in hosts}
+    for n, (host, idx) in enumerate(sorted(slots, key=lambda hi: (hi[0], hi[1]))):
+        guid = _HCA_GUID + 2 * n
+        hca = DesignHca(
+            Guid(f"0x{guid:016x}"), Guid(f"0x{guid + 1:016x}"), host, idx, units_of[host], hca_devid
+        )
+        hcas.append(hca)
+        leaf, port = slots[(host, idx)]
+        cable(leaf, port, hca.guid, 1)
+    # Spines per group, leaves cabled evenly to every spine of their group.
+    spine_guids: list[list[Guid]] = []
+    for gi, group in enumerate(leaf_groups):
+        spines = []
+        for j in range(spec.spines):
+            name = f"spine-su{gi + 1:02d}-{j + 1:02d}" if spec.core else f"spine-{j + 1:02d}"
+            unit = gi + 1 if spec.core else None
+            spines.append(switch(_SPINE_GUID, gi * spec.spines + j, name, "spine", unit, None))
+        spine_guids.append(spines)
+        for li, (leaf, _) in enumerate(group):
+            for j, sg in enumerate(spines):
+                for c in range(plan.k):
+                    cable(leaf, plan.down + 1 + j * plan.k + c, sg, 1 + li * plan.k + c)
+    if spec.core:
+        spine_down = plan.per_group * plan.k
+        for j in range(spec.spines):  # plane j: spine j of every group, cores_per_plane cores
+            for q in range(plan.cores_per_plane):
+                qi = j * plan.cores_per_plane + q
+                core = switch(_CORE_GUID, qi, f"core-{qi + 1:02d}", "core", None, None)
+                for gi in range(groups):
+                    for c in range(plan.c):
+                        sp = spine_down + 1 + q * plan.c + c
+                        cable(spine_guids[gi][j], sp, core, 1 + gi * plan.c + c)
+    design = Design(spec, (), tuple(switches), tuple(hcas), tuple(cables), tuple(cables), ())
+    from topology.generate_faults import plant
+
+    return plant(design, [f if isinstance(f, FaultSpec) else parse_fault(f) for f in faults])
+
+
+def generate(spec: str = DEFAULT_PRESET, faults: Sequence[str] = ()) -> Design:
+    """Parse ``spec`` and ``faults`` and build the design."""
+    return build_design(parse_fabric_spec(spec), [parse_fault(f) for f in faults])
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+def design_to_dict(design: Design) -> dict[str, Any]:
+    def link(lk: Link) -> list[Any]:
+        return [lk.a.guid, lk.a.port, lk.b.guid, lk.b.port, lk.width, lk.speed]
+
+    return {
+        "format": "ibfab-design/1",
+        "spec": design.spec.text(),
+        "faults": list(design.faults),
+        "switches": [dataclasses.asdict(s) for s in design.switches],
+        "hcas": [dataclasses.asdict(h) for h in design.hcas],
+        "cables": [link(lk) for lk in design.cables],
+        "built": [link(lk) for lk in design.built],
+        "planted": [
+            {
+                "kind": p.kind,
+                "fault": p.fault,
+                "guids": list(p.guids),
+                "ports": [[ref.guid, ref.port] for ref in p.ports],
+                "description": p.description,
+            }
+            for p in design.planted
+        ],
+    }
+
+
+def design_from_dict(data: Mapping[str, Any], source: str = "design.json") -> Design:
+    """Inverse of :func:`design_to_dict`; raises ParseError on a malformed record."""
+    try:
+        if data.get("format") != "ibfab-design/1":
+            raise ValueError(f"unknown format {data.get('format')!r}")
+
+        def link(row: Sequence[Any]) -> Link:
+            a, pa, b, pb, w, s = row
+            return Link(PortRef(Guid(a), int(pa)), PortRef(Guid(b), int(pb)), int(w), str(s))
+
+        return Design(
+            spec=parse_fabric_spec(str(data["spec"])),
+            faults=tuple(str(f) for f in data["faults"]),
+            switches=tuple(DesignSwitch(**s) for s in data["switches"]),
+            hcas=tuple(DesignHca(**h) for h in data["hcas"]),
+            cables=tuple(link(r) for r in data["cables"]),
+            built=tuple(link(r) for r in data["built"]),
+            planted=tuple(
+                PlantedFault(
+                    kind=p["kind"],
+                    fault=p["fault"],
+                    guids=tuple(Guid(g) for g in p["guids"]),
+                    ports=tuple(PortRef(Guid(g), int(n)) for g, n in p["ports"]),
+                    description=p["description"],
+                )
+                for p in data["planted"]
+            ),
+        )
+    except (KeyError, TypeError, ValueError, UsageError) as exc:
+        raise ParseError("design", source, 0, "", f"not an ibfab design: {exc}") from exc
+
+
+def lower_speed(speed: str) -> str:
+    """The next slower speed token: ``lower_speed('HDR') == 'EDR'``."""
+    i = SPEED_ORDER.index(speed)
+    return SPEED_ORDER[max(0, i - 1 if SPEED_ORDER[i - 1] != "FDR10" else i - 2)]
+
+
+# -- writers (kept in topology.generate_text; re-exported here for one import site) -----------
+def to_ibsim_net(design: Design) -> str:
+    """The ibsim net file for ``design`` (see :func:`topology.generate_text.to_ibsim_net`)."""
+    from topology.generate_text import to_ibsim_net as write
+
+    return write(design)
+
+
+def ibsim_limits(design: Design) -> list[str]:
+    """The ``-N/-S/-P/-L`` options ibsim needs for ``design`` (empty for small fabrics)."""
+    from topology.generate_text import ibsim_limits as limits
+
+    return limits(design)
+
+
+def to_ibnetdiscover(design: Design, generated_on: str = "Mon Jan  1 00:00:00 2024") -> str:
+    """``design`` as real ibnetdiscover topology output (see :mod:`topology.generate_text`)."""
+    from topology.generate_text import to_ibnetdiscover as write
+
+    return write(design, generated_on)
