@@ -12,6 +12,7 @@ from topology.errors import IbfabError
 
 # module path -> attribute holding a click command or group. Add a line to add a command.
 _COMMANDS: tuple[tuple[str, str], ...] = (
+    ("fabric.cli.lab", "lab"),
 )
 
 

@@ -1,0 +1,517 @@
+"""The lab: a simulated fabric (ibsim + OpenSM) that the real infiniband-diags tools run against.
+
+One directory per lab name holds everything: the net file, the design, the console FIFO, ibsim's
+stdout/stderr, OpenSM's log and dumps, a scratch directory for clients (umad2sim writes
+``./sys-<pid>`` there) and ``state.json`` with the PIDs and the socket name. ibsim and OpenSM run
+in their own sessions so that they outlive the CLI; ``down`` stops only the recorded PIDs.
+
+>>> state = up("rail-small", ["degraded-width:leaf-su01-r0:3"])        # doctest: +SKIP
+>>> run_tool("default", ["ibnetdiscover"]).stdout                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from probes.runner import CommandResult, run
+from topology.errors import LabError, UsageError
+from topology.generate import (
+    DEFAULT_PRESET,
+    Design,
+    design_from_dict,
+    design_to_dict,
+    generate,
+    ibsim_limits,
+    to_ibsim_net,
+)
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+PROMPT = "sim> "
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+# Console replies that are errors: "# nodeid "x" not found", "# port 9 ... is not linked",
+# "command 'x' unknown - skipped". Informational lines start "# Net status", "#  dumped", "#\t".
+_CONSOLE_ERROR = re.compile(r"^(# [a-z].*|command '.*' unknown.*)$", re.MULTILINE)
+_STOP_GRACE = 3.0
+# Popen objects of the processes this Python process started: kept so they are reaped, not leaked.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class LabState:
+    name: str
+    directory: str
+    spec: str
+    faults: tuple[str, ...]
+    sockname: str
+    ibsim_pid: int
+    opensm_pid: int
+    started: float  # epoch seconds
+    up_seconds: float  # how long `up` took
+    switches: int
+    hcas: int  # present HCAs (absent ones planted by faults are not counted)
+    ibsim_alive: bool
+    opensm_alive: bool
+
+    @property
+    def running(self) -> bool:
+        return self.ibsim_alive and self.opensm_alive
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["faults"] = list(self.faults)
+        data["running"] = self.running
+        data["env"] = {"LD_PRELOAD": UMAD2SIM, "IBSIM_SOCKNAME": self.sockname}
+        data["tool_cwd"] = str(Path(self.directory) / "scratch")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class _Paths:
+    root: Path
+
+    @property
+    def net(self) -> Path:
+        return self.root / "fabric.net"
+
+    @property
+    def design(self) -> Path:
+        return self.root / "design.json"
+
+    @property
+    def fifo(self) -> Path:
+        return self.root / "console.fifo"
+
+    @property
+    def ibsim_out(self) -> Path:
+        return self.root / "ibsim.out"
+
+    @property
+    def ibsim_err(self) -> Path:
+        return self.root / "ibsim.err"
+
+    @property
+    def osm_log(self) -> Path:
+        return self.root / "osm.log"
+
+    @property
+    def osm_dir(self) -> Path:
+        return self.root / "opensm"
+
+    @property
+    def scratch(self) -> Path:
+        return self.root / "scratch"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+
+# -- where labs live ----------------------------------------------------------------------------
+def labs_root() -> Path:
+    """``$IBFAB_LAB_DIR``, else ``$XDG_STATE_HOME/ibfab/labs``, else ``~/.local/state/ibfab/labs``."""
+    explicit = os.environ.get("IBFAB_LAB_DIR")
+    if explicit:
+        return Path(explicit)
+    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state_home) / "ibfab" / "labs"
+
+
+def lab_dir(name: str) -> Path:
+    if not _NAME.match(name):
+        raise UsageError(f"lab name {name!r}: use up to 32 letters, digits, '.', '_' or '-'")
+    return labs_root() / name
+
+
+def _paths(name: str) -> _Paths:
+    return _Paths(lab_dir(name))
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(ln.strip() for ln in text.splitlines()[-lines:] if ln.strip())
+
+
+# -- processes ----------------------------------------------------------------------------------
+def _alive(pid: int, program: str) -> bool:
+    """True if ``pid`` runs ``program`` (guards against PID reuse); a zombie counts as dead."""
+    if pid <= 0:
+        return False
+    child = _CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:
+        del _CHILDREN[pid]
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return False
+    if stat[stat.rfind(")") + 2 :].startswith(("Z", "X")):
+        return False
+    return Path(argv0).name == program
+
+
+def _stop(pid: int, program: str) -> None:
+    """SIGTERM, then SIGKILL after a grace period; only if ``pid`` still runs ``program``."""
+    if not _alive(pid, program):
+        return
+    for sig, wait in ((signal.SIGTERM, _STOP_GRACE), (signal.SIGKILL, _STOP_GRACE)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _alive(pid, program):
+                return
+            time.sleep(0.02)
+    raise LabError(f"{program} (pid {pid}) did not stop after SIGKILL")
+
+
+def _start(argv: Sequence[str], env: dict[str, str], cwd: Path, out: Path, err: Path, stdin: int) -> int:
+    with out.open("ab") as fout, err.open("ab") as ferr:
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdin=stdin, stdout=fout, stderr=ferr, env=env, cwd=cwd, start_new_session=True
+            )
+        except OSError as exc:
+            raise LabError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+    _CHILDREN[proc.pid] = proc
+    return proc.pid
+
+
+def _wait_for(path: Path, needle: str, pid: int, program: str, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError):
+            if needle in path.read_text(errors="replace"):
+                return
+        if not _alive(pid, program):
+            raise LabError(f"{program} exited before {what}")
+        if time.monotonic() > deadline:
+            raise LabError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def _clean_litter(scratch: Path, only_dead: bool = True) -> None:
+    """Remove ``sys-<pid>`` trees that umad2sim clients left behind when they were killed."""
+    import shutil
+
+    if not scratch.is_dir():
+        return
+    for entry in scratch.glob("sys-*"):
+        pid = entry.name[4:]
+        if only_dead and pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+def up(spec: str = DEFAULT_PRESET, faults: Sequence[str] = (), name: str = "default") -> LabState:
+    """Generate the fabric, start ibsim and OpenSM, wait for SUBNET UP; LabError on any failure."""
+    paths = _paths(name)
+    design = generate(spec, faults)  # UsageError before anything is touched
+    paths.root.mkdir(parents=True, exist_ok=True)
+    with _locked(paths.root / "lab.lock"):
+        old = _read_state(paths)
+        if old is not None:
+            if old.ibsim_alive or old.opensm_alive:
+                raise LabError(
+                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
+                )
+            _teardown(paths, old)
+        return _bring_up(paths, name, design)
+
+
+def _bring_up(paths: _Paths, name: str, design: Design) -> LabState:
+    start = time.monotonic()
+    for stale in (paths.ibsim_out, paths.ibsim_err, paths.osm_log, paths.root / "opensm.out", paths.fifo):
+        stale.unlink(missing_ok=True)
+    for d in (paths.osm_dir, paths.scratch):
+        d.mkdir(exist_ok=True)
+    paths.net.write_text(to_ibsim_net(design))
+    paths.design.write_text(json.dumps(design_to_dict(design)))
+    os.mkfifo(paths.fifo)
+    sockname = f"ibfab-{name}-{secrets.token_hex(4)}"
+    base_env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "SIM_HOST")}
+    base_env["IBSIM_SOCKNAME"] = sockname
+    nodes = len(design.switches) + len(design.present_hcas())
+    timeout = 20.0 + nodes / 100.0
+    ibsim_pid = opensm_pid = 0
+    try:
+        fd = os.open(paths.fifo, os.O_RDWR)  # read-write: never EOF, never blocks
+        try:
+            ibsim_argv = ["ibsim", "-s", *ibsim_limits(design), paths.net.name]
+            ibsim_pid = _start(ibsim_argv, base_env, paths.root, paths.ibsim_out, paths.ibsim_err, fd)
+        finally:
+            os.close(fd)
+        try:
+            _wait_for(paths.ibsim_out, PROMPT, ibsim_pid, "ibsim", timeout, "ibsim ready")
+        except LabError as exc:
+            raise LabError(f"{exc}: {_tail(paths.ibsim_err) or _tail(paths.ibsim_out)}") from None
+        osm_env = dict(base_env, LD_PRELOAD=UMAD2SIM, OSM_TMP_DIR=str(paths.osm_dir))
+        osm_env["OSM_CACHE_DIR"] = str(paths.osm_dir)
+        # -d 2 flushes the log after every message; -D 0x43 adds the routing dumps (LFTs).
+        flags = "0x43" if nodes <= 4096 else "0x03"
+        osm_argv = ["opensm", "-d", "2", "-D", flags, "-f", str(paths.osm_log)]
+        opensm_out = paths.root / "opensm.out"
+        opensm_pid = _start(osm_argv, osm_env, paths.scratch, opensm_out, opensm_out, subprocess.DEVNULL)
+        try:
+            _wait_for(paths.osm_log, "SUBNET UP", opensm_pid, "opensm", timeout, "SUBNET UP")
+        except LabError as exc:
+            detail = _tail(paths.osm_log, 4) or _tail(opensm_out) or _tail(paths.ibsim_err)
+            raise LabError(f"{exc}: {detail}") from None
+    except BaseException:
+        for pid, program in ((opensm_pid, "opensm"), (ibsim_pid, "ibsim")):
+            with contextlib.suppress(LabError):
+                _stop(pid, program)
+        paths.fifo.unlink(missing_ok=True)
+        _clean_litter(paths.scratch, only_dead=False)
+        raise
+    record = {
+        "name": name,
+        "spec": design.spec.text(),
+        "faults": list(design.faults),
+        "sockname": sockname,
+        "ibsim_pid": ibsim_pid,
+        "opensm_pid": opensm_pid,
+        "started": time.time(),
+        "up_seconds": round(time.monotonic() - start, 3),
+        "switches": len(design.switches),
+        "hcas": len(design.present_hcas()),
+    }
+    paths.state.write_text(json.dumps(record, indent=1))
+    return status(name)
+
+
+def _read_state(paths: _Paths) -> LabState | None:
+    try:
+        data = json.loads(paths.state.read_text())
+        ibsim_pid, opensm_pid = int(data["ibsim_pid"]), int(data["opensm_pid"])
+        return LabState(
+            name=str(data["name"]),
+            directory=str(paths.root),
+            spec=str(data["spec"]),
+            faults=tuple(data["faults"]),
+            sockname=str(data["sockname"]),
+            ibsim_pid=ibsim_pid,
+            opensm_pid=opensm_pid,
+            started=float(data["started"]),
+            up_seconds=float(data["up_seconds"]),
+            switches=int(data["switches"]),
+            hcas=int(data["hcas"]),
+            ibsim_alive=_alive(ibsim_pid, "ibsim"),
+            opensm_alive=_alive(opensm_pid, "opensm"),
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LabError(f"{paths.state}: unreadable lab state ({exc})") from exc
+
+
+def status(name: str = "default") -> LabState:
+    """The recorded state of lab ``name`` with liveness checked now; LabError if there is none."""
+    state = _read_state(_paths(name))
+    if state is None:
+        raise LabError(f"no lab named {name!r} (start one with 'ibfab lab up --name {name}')")
+    return state
+
+
+def list_labs() -> list[LabState]:
+    root = labs_root()
+    if not root.is_dir():
+        return []
+    found = (_read_state(_Paths(d)) for d in sorted(root.iterdir()) if (d / "state.json").is_file())
+    return [s for s in found if s is not None]
+
+
+def down(name: str = "default") -> LabState:
+    """Stop lab ``name`` (OpenSM, then ibsim) and clean up; returns the state it had."""
+    paths = _paths(name)
+    with _locked(paths.root / "lab.lock"):
+        state = _read_state(paths)
+        if state is None:
+            raise LabError(f"no lab named {name!r}")
+        _teardown(paths, state)
+        return state
+
+
+def _teardown(paths: _Paths, state: LabState) -> None:
+    _stop(state.opensm_pid, "opensm")
+    _stop(state.ibsim_pid, "ibsim")
+    paths.fifo.unlink(missing_ok=True)
+    _clean_litter(paths.scratch, only_dead=False)
+    paths.state.unlink(missing_ok=True)
+
+
+def _running(name: str) -> tuple[_Paths, LabState]:
+    state = status(name)
+    if not state.ibsim_alive:
+        raise LabError(f"lab {name!r} is not running (ibsim pid {state.ibsim_pid} is gone)")
+    return _paths(name), state
+
+
+def design_of(name: str = "default") -> Design:
+    """The design (intended fabric and planted faults) of lab ``name``."""
+    path = _paths(name).design
+    try:
+        return design_from_dict(json.loads(path.read_text()), str(path))
+    except (OSError, ValueError) as exc:
+        raise LabError(f"{path}: cannot read the lab design ({exc})") from exc
+
+
+# -- pointing real tools at the lab -------------------------------------------------------------
+def tool_env(name: str = "default") -> dict[str, str]:
+    """Environment for a client of the lab. Put it on the tool's subprocess only (it takes a slot)."""
+    return {"LD_PRELOAD": UMAD2SIM, "IBSIM_SOCKNAME": _running(name)[1].sockname}
+
+
+def tool_cwd(name: str = "default") -> str:
+    """A writable scratch directory for clients (umad2sim writes ./sys-<pid> into the CWD)."""
+    return str(_paths(name).scratch)
+
+
+def opensm_dump_dir(name: str = "default") -> str:
+    """OpenSM's dump directory (OSM_TMP_DIR): opensm-lfts.dump, opensm.fdbs, guid2lid, ..."""
+    return str(_paths(name).osm_dir)
+
+
+def opensm_log(name: str = "default") -> str:
+    return str(_paths(name).osm_log)
+
+
+def run_tool(
+    name: str,
+    argv: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    check: bool = True,
+    ok_codes: Sequence[int] = (0,),
+) -> CommandResult:
+    """Run a real infiniband-diags tool against lab ``name`` (CommandFailed on failure)."""
+    env = tool_env(name)
+    cwd = tool_cwd(name)
+    try:
+        return run(
+            argv, env=env, cwd=cwd, timeout=timeout, check=check, ok_codes=ok_codes, where=f"lab {name}"
+        )
+    finally:
+        _clean_litter(Path(cwd))
+
+
+# -- the simulator console ----------------------------------------------------------------------
+def console(name: str, command: str, *, timeout: float = 30.0) -> str:
+    """Send one console command to lab ``name``'s ibsim and return its reply (LabError on errors)."""
+    command = command.strip()
+    if not command or "\n" in command or "\r" in command:
+        raise UsageError(f"console command {command!r}: give exactly one non-empty line")
+    paths, _state = _running(name)
+    with _locked(paths.root / "console.lock"):
+        line = command
+        if len(command.encode()) > 120:  # ibsim splits lines at 127 bytes; a command file has 4096
+            (paths.root / "console.cmd").write_text(command + "\n")
+            line = "!console.cmd"  # relative to ibsim's CWD, the lab directory
+        offset = paths.ibsim_out.stat().st_size
+        fd = os.open(paths.fifo, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+        reply = _read_reply(paths, offset, timeout, command)
+    bad = _CONSOLE_ERROR.search(reply)
+    if bad:
+        raise LabError(f"ibsim console: {command}: {bad.group(0).lstrip('# ')}")
+    return reply
+
+
+def _read_reply(paths: _Paths, offset: int, timeout: float, command: str) -> str:
+    deadline = time.monotonic() + timeout
+    data = b""
+    with paths.ibsim_out.open("rb") as fh:
+        fh.seek(offset)
+        while True:
+            data += fh.read()
+            if data.endswith(PROMPT.encode()):
+                return data[: -len(PROMPT)].decode(errors="replace").rstrip()
+            if time.monotonic() > deadline:
+                raise LabError(f"ibsim console: no reply to {command!r} within {timeout:g} s")
+            time.sleep(0.01)
+
+
+# -- fault injection ----------------------------------------------------------------------------
+def _node_port(node: str, port: int | None) -> str:
+    if not node or '"' in node or "\n" in node:
+        raise UsageError(f"node {node!r}: give a node id such as leaf-su01-r0 or 'dgx-0001 mlx5_0'")
+    if port is None:
+        return f'"{node}"'
+    if port < 0:
+        raise UsageError(f"port {port}: must be 0 or more")
+    return f'"{node}"[{port}]'
+
+
+def link_down(name: str, node: str, port: int) -> str:
+    """Unplug the cable on ``node`` ``port`` (console Unlink; OpenSM gets a trap and resweeps)."""
+    return console(name, f"Unlink {_node_port(node, port)}")
+
+
+def link_up(name: str, node: str, port: int) -> str:
+    """Plug back the cable that link_down removed (console ReLink)."""
+    return console(name, f"ReLink {_node_port(node, port)}")
+
+
+def set_counter(name: str, node: str, port: int, field: str, value: int) -> str:
+    """Set a PMA counter: ``field`` is a PortCounters field (``SymbolErrorCounter``), an
+    ``Attribute.Field`` (``PortCountersExtended.PortXmitData``) or an ibfab counter name
+    (``symbol_errors``). The simulator clamps values to the counter width."""
+    from fabric.counters.fields import COUNTERS
+
+    if field in COUNTERS:
+        bits, pma = COUNTERS[field]
+        field = f"PortCountersExtended.{pma}" if bits == 64 else pma
+    if not re.fullmatch(r"[A-Za-z0-9]+(\.[A-Za-z0-9]+)?", field):
+        raise UsageError(f"counter field {field!r}: expected e.g. SymbolErrorCounter")
+    if value < 0:
+        raise UsageError(f"counter value {value}: must be 0 or more")
+    attr_field = field if "." in field else f"PortCounters.{field}"
+    return console(name, f"PerformanceSet {_node_port(node, port)} {attr_field}={value}")
+
+
+def set_error_rate(
+    name: str, node: str, rate: int, port: int | None = None, attribute: int | None = None
+) -> str:
+    """Drop ``rate`` % of the MADs arriving at ``node`` [``port``] (all ports if None); 0 turns it off."""
+    if not 0 <= rate <= 100:
+        raise UsageError(f"error rate {rate}: must be 0 to 100 (percent)")
+    tail = f" {attribute}" if attribute is not None else ""
+    return console(name, f"Error {_node_port(node, port)} {rate}{tail}")
+
+
+def resweep(name: str = "default") -> None:
+    """Force an OpenSM heavy sweep (SIGHUP to the lab's own opensm)."""
+    state = status(name)
+    if not state.opensm_alive:
+        raise LabError(f"lab {name!r}: opensm (pid {state.opensm_pid}) is not running")
+    os.kill(state.opensm_pid, signal.SIGHUP)
