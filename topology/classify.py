@@ -29,7 +29,7 @@ import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 
 from topology.model import Fabric, Guid, Node, NodeKind
@@ -38,14 +38,25 @@ _ADAPTER = re.compile(
     r"^(?:(mlx\d+|hfi\d+|qib|bnxt_re|irdma|mthca|ocrdma|efa|erdma)_?(\d+)|HCA-(\d+)|(ib\S+|rocep\S+|roce\S+))$"
 )
 _UNNAMED_HOSTS = frozenset(
-    {"localhost", "localhost.localdomain", "ubuntu", "debian", "centos", "rhel", "rocky", "linux", "(none)", "none"}
+    {
+        "localhost",
+        "localhost.localdomain",
+        "ubuntu",
+        "debian",
+        "centos",
+        "rhel",
+        "rocky",
+        "linux",
+        "(none)",
+        "none",
+    }
 )
 _ADAPTER_MODEL = re.compile(r"^(?:MT\d+|ConnectX|InfiniHost|Mellanox|MCX|BlueField)", re.IGNORECASE)
 _SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
 _SWITCH_NAME = re.compile(r"^MF0;([^:]+):")
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     COMPUTE = "compute"  # an HCA with a real host name
     UNNAMED = "unnamed"  # an HCA whose description names no host
     AGGREGATION = "aggregation"  # SHARP aggregation node
@@ -89,7 +100,9 @@ class Classification:
         return self.nodes[guid]
 
     def tier_counts(self) -> dict[int, int]:
-        return dict(Counter(c.tier for c in self.nodes.values() if c.role is Role.SWITCH and c.tier is not None))
+        return dict(
+            Counter(c.tier for c in self.nodes.values() if c.role is Role.SWITCH and c.tier is not None)
+        )
 
     def leaves(self) -> list[Guid]:
         return [g for g, c in self.nodes.items() if c.role is Role.SWITCH and c.tier == 1]
@@ -211,7 +224,9 @@ def _is_host_hca(role: Role) -> bool:
     return role in (Role.COMPUTE, Role.UNNAMED)
 
 
-def _tiers(fabric: Fabric, roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]]) -> dict[Guid, int]:
+def _tiers(
+    fabric: Fabric, roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]]
+) -> dict[Guid, int]:
     """Leaves are switches with host HCAs; the rest are counted up from them.
 
     A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
@@ -318,8 +333,8 @@ def _groups(
     # Two leaves are in one unit when they share at least half of the smaller one's hosts,
     # so a single miswired cable to another unit's leaf does not merge two units.
     by_host: dict[str, list[Guid]] = defaultdict(list)
-    for leaf, hs in leaf_hosts.items():
-        for h in hs:
+    for leaf, served in leaf_hosts.items():
+        for h in served:
             by_host[h].append(leaf)
     shared: Counter[tuple[Guid, Guid]] = Counter()
     for ls in by_host.values():
@@ -352,7 +367,9 @@ def _groups(
             hs |= leaf_hosts[leaf]
             leaf_group[leaf] = i
         rails = tuple(sorted({leaf_rail[leaf] for leaf in ls if leaf in leaf_rail}))
-        groups.append(Group(i, tuple(sorted(ls, key=lambda g: fabric.nodes[g].description)), tuple(sorted(hs)), rails))
+        groups.append(
+            Group(i, tuple(sorted(ls, key=lambda g: fabric.nodes[g].description)), tuple(sorted(hs)), rails)
+        )
     return tuple(groups), leaf_group
 
 

@@ -34,9 +34,7 @@ _KIND_BY_PREFIX = {"S": NodeKind.SWITCH, "H": NodeKind.HCA, "R": NodeKind.ROUTER
 _KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUTER}
 
 _HEADER_ASSIGN = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguids)\s*=\s*(\S+)")
-_NODE = re.compile(
-    r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"(?:[SHR]-)?([0-9a-fA-F]+)"\s*#\s*"(.*?)"(.*)$'
-)
+_NODE = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"(?:[SHR]-)?([0-9a-fA-F]+)"\s*#\s*"(.*?)"(.*)$')
 _PORT = re.compile(
     r"^\[(\d+)\]((?:\([^)]*\))*)\s+"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s*'
@@ -292,7 +290,9 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
         raise b.error(lineno, line, f"port {pnum} beyond the {current.nports} ports of its record")
     kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
     rlid = _LID.search(tail)
-    b.reference(remote_guid, kind, quoted[-1].strip() if quoted else "", int(rlid.group(1)) if rlid else None, rpnum)
+    b.reference(
+        remote_guid, kind, quoted[-1].strip() if quoted else "", int(rlid.group(1)) if rlid else None, rpnum
+    )
     b.sides.append(
         _Side(
             local=PortRef(current.guid, pnum),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NewType
 
@@ -53,7 +53,7 @@ def link_gbps(width: int, speed: str) -> float:
     return width * LANE_GBPS.get(speed, 0.0)
 
 
-class NodeKind(str, Enum):
+class NodeKind(StrEnum):
     SWITCH = "switch"
     HCA = "hca"
     ROUTER = "router"

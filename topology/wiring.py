@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from topology.classify import Classification, NodeClass, Role
 from topology.model import SPEED_ORDER, Fabric, Guid, Link, NodeKind, PortRef
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"
@@ -187,7 +187,8 @@ def _upper_counts(fabric: Fabric, cls: Classification, sw: Guid) -> Counter[Guid
     return Counter(
         far.guid
         for _, far, _ in fabric.neighbours(sw)
-        if far.guid != sw and (cls.nodes[far.guid].tier or 0) > tier if far.guid in cls.nodes
+        if far.guid != sw and (cls.nodes[far.guid].tier or 0) > tier
+        if far.guid in cls.nodes
     )
 
 
@@ -202,6 +203,11 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             continue  # too few peers to tell a fault from a design
         expected = _mode([cls.uplinks[g] for g in switches])
         usual_ports = _usual_uplink_ports(fabric, cls, switches)
+        per_upper: dict[Guid, list[int]] = defaultdict(list)
+        for g in switches:
+            for up, cnt in _upper_counts(fabric, cls, g).items():
+                per_upper[up].append(cnt)
+        usual_per_upper = {up: _mode(c) for up, c in per_upper.items()}
         for g in sorted(switches, key=lambda g: _label(cls, g)):
             n = cls.uplinks[g]
             uppers = _upper_counts(fabric, cls, g)
@@ -215,8 +221,8 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                         (g,),
                         tuple(PortRef(g, p) for p in free),
                         f"{_label(cls, g)} has {n} uplinks where its {len(switches) - 1} peers have {expected}"
-                        + (f"; uncabled uplink ports: {', '.join(map(str, free))}" if free else "")
-                        + _spread_note(cls, uppers),
+                        + _shortfall(cls, uppers, usual_per_upper)
+                        + (f"; uncabled uplink ports: {', '.join(map(str, free))}" if free else ""),
                     )
                 )
             elif n == expected and len(uppers) > 1:
@@ -236,10 +242,21 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     return out
 
 
+def _shortfall(cls: Classification, uppers: Counter[Guid], usual: dict[Guid, int]) -> str:
+    short = [
+        f"{_label(cls, up)} ({uppers.get(up, 0)} of {want})"
+        for up, want in sorted(usual.items(), key=lambda kv: _label(cls, kv[0]))
+        if uppers.get(up, 0) < want and (uppers.get(up, 0) > 0 or want > 0)
+    ]
+    return f"; short of cables to {', '.join(short)}" if short else ""
+
+
 def _spread_note(cls: Classification, uppers: Counter[Guid]) -> str:
     if not uppers:
         return ""
-    parts = ", ".join(f"{_label(cls, g)}: {n}" for g, n in sorted(uppers.items(), key=lambda kv: _label(cls, kv[0])))
+    parts = ", ".join(
+        f"{_label(cls, g)}: {n}" for g, n in sorted(uppers.items(), key=lambda kv: _label(cls, kv[0]))
+    )
     return f" ({parts})"
 
 
@@ -296,7 +313,9 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         if lk.a.guid != lk.b.guid:
             by_tiers[_tier_pair(cls, lk)].append(lk)
             by_speed_key[_speed_peer_key(fabric, cls, lk)].append(lk)
-    width_mode = {key: _mode([lk.width for lk in links]) for key, links in by_tiers.items() if len(links) >= 2}
+    width_mode = {
+        key: _mode([lk.width for lk in links]) for key, links in by_tiers.items() if len(links) >= 2
+    }
     speed_mode: dict[tuple[object, ...], int] = {}
     for key, links in by_speed_key.items():
         ranks = [SPEED_ORDER.index(lk.speed) for lk in links if lk.speed in SPEED_ORDER]
@@ -334,9 +353,9 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     if not fabric.unconnected:
         return out
     by_tier: dict[int, list[Guid]] = defaultdict(list)
-    for g, c in cls.nodes.items():
-        if c.role is Role.SWITCH and c.tier is not None:
-            by_tier[c.tier].append(g)
+    for g, sc in cls.nodes.items():
+        if sc.role is Role.SWITCH and sc.tier is not None:
+            by_tier[sc.tier].append(g)
     for up in fabric.unconnected:
         c = cls.nodes.get(up.ref.guid)
         if c is None or c.tier is None:

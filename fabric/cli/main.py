@@ -13,6 +13,8 @@ from topology.errors import IbfabError
 # module path -> attribute holding a click command or group. Add a line to add a command.
 _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.lab", "lab"),
+    ("fabric.cli.discover", "discover_cmd"),
+    ("fabric.cli.discover", "topology_group"),
 )
 
 

@@ -1,0 +1,170 @@
+"""Discovery use case: get ibnetdiscover text from a source, parse, classify, find anomalies.
+
+Sources: a saved file or stdin (text handed in by the caller), this machine (runs the real
+``ibnetdiscover``), a management host over SSH, or a lab fabric (``ibfab lab``). The CLI and the
+TUI both call :func:`discover`; neither parses nor connects.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from probes.runner import run
+from topology.classify import Classification, classify
+from topology.errors import CommandFailed, UsageError
+from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.model import Fabric
+from topology.wiring import Anomaly, find_anomalies
+
+IBNETDISCOVER_TIMEOUT = 300.0
+TIER_NAMES = {0: "hca", 1: "leaf", 2: "spine", 3: "core"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where ibnetdiscover text comes from: ``file``, ``stdin``, ``local``, ``ssh`` or ``lab``."""
+
+    kind: str
+    target: str = ""
+
+    @property
+    def label(self) -> str:
+        return {
+            "file": self.target,
+            "stdin": "<stdin>",
+            "local": "local ibnetdiscover",
+            "ssh": f"ssh {self.target}",
+            "lab": f"lab {self.target}",
+        }.get(self.kind, self.kind)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    fabric: Fabric
+    classification: Classification
+    anomalies: tuple[Anomaly, ...]
+    raw_text: str
+    source: str
+    tool_warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return discovery_to_dict(self)
+
+
+def analyse(
+    fabric: Fabric, raw_text: str = "", source: str = "", tool_warnings: tuple[str, ...] = ()
+) -> Discovery:
+    cls = classify(fabric)
+    return Discovery(
+        fabric, cls, tuple(find_anomalies(fabric, cls)), raw_text, source or fabric.source, tool_warnings
+    )
+
+
+def discover_text(text: str, source: str) -> Discovery:
+    return analyse(parse_ibnetdiscover(text.splitlines(), source), text, source)
+
+
+def fetch_ibnetdiscover(src: Source, text: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """Raw ibnetdiscover text and the tool's warning lines for ``src``."""
+    argv = ["ibnetdiscover"]
+    if src.kind in ("file", "stdin"):
+        if text is None:
+            raise UsageError(f"no text given for {src.label}")
+        return text, ()
+    if src.kind == "local":
+        res = run(argv, timeout=IBNETDISCOVER_TIMEOUT)
+        return res.stdout, _warnings(res.stderr)
+    if src.kind == "lab":
+        from fabric import lab
+
+        res = lab.run_tool(src.target, argv, timeout=IBNETDISCOVER_TIMEOUT)
+        return res.stdout, _warnings(res.stderr)
+    if src.kind == "ssh":
+        from fabric.remote import run_on_host
+
+        out = run_on_host(src.target, argv, timeout=IBNETDISCOVER_TIMEOUT)
+        return out.stdout, _warnings(out.stderr)
+    raise UsageError(f"unknown discovery source {src.kind!r}")
+
+
+def discover(src: Source, text: str | None = None) -> Discovery:
+    raw, warnings = fetch_ibnetdiscover(src, text)
+    if src.kind not in ("file", "stdin") and not raw.strip():
+        raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
+    fabric = parse_ibnetdiscover(raw.splitlines(), src.label)
+    return analyse(fabric, raw, src.label, warnings)
+
+
+def _warnings(stderr: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in stderr.splitlines() if line.strip())
+
+
+# -- the JSON form (stable schema: nodes, links, anomalies, summary) ------------------------------
+def discovery_to_dict(d: Discovery) -> dict[str, Any]:
+    fabric, cls = d.fabric, d.classification
+    nodes = []
+    for guid, node in fabric.nodes.items():
+        c = cls.nodes[guid]
+        nodes.append(
+            {
+                "guid": guid,
+                "kind": "switch" if node.kind.value == "switch" else "hca",
+                "name": c.name,
+                "description": node.description,
+                "role": c.role.value,
+                "tier": c.tier,
+                "tier_name": TIER_NAMES.get(c.tier) if c.tier is not None else None,
+                "host": c.host,
+                "adapter": c.adapter,
+                "hca_index": c.hca_index,
+                "rail": c.rail,
+                "group": c.group,
+                "lid": node.lid,
+                "ports": node.nports,
+                "uplinks": cls.uplinks.get(guid),
+            }
+        )
+    links = [
+        {
+            "a": {"guid": lk.a.guid, "port": lk.a.port, "name": cls.nodes[lk.a.guid].name},
+            "b": {"guid": lk.b.guid, "port": lk.b.port, "name": cls.nodes[lk.b.guid].name},
+            "width": lk.width,
+            "speed": lk.speed,
+            "gbps": lk.gbps,
+        }
+        for lk in fabric.links
+    ]
+    anomalies = [
+        {
+            "kind": a.kind,
+            "severity": a.severity.value,
+            "nodes": list(a.nodes),
+            "ports": [{"guid": p.guid, "port": p.port} for p in a.ports],
+            "message": a.message,
+        }
+        for a in d.anomalies
+    ]
+    return {"nodes": nodes, "links": links, "anomalies": anomalies, "summary": summary(d)}
+
+
+def summary(d: Discovery) -> dict[str, Any]:
+    cls = d.classification
+    tiers = cls.tier_counts()
+    roles = Counter(c.role.value for c in cls.nodes.values())
+    return {
+        "source": d.source,
+        "switches": len(d.fabric.switches()),
+        "hcas": len(d.fabric.hcas()),
+        "hosts": len(cls.hosts),
+        "links": len(d.fabric.links),
+        "rails": len(cls.rail_indexes),
+        "rail_optimized": cls.rail_optimized,
+        "rail_hca_indexes": list(cls.rail_indexes),
+        "groups": len(cls.groups),
+        "tiers": {TIER_NAMES.get(t, f"tier{t}"): n for t, n in sorted(tiers.items())},
+        "roles": dict(sorted(roles.items())),
+        "anomalies": dict(sorted(Counter(a.kind for a in d.anomalies).items())),
+        "tool_warnings": len(d.tool_warnings),
+    }

@@ -1,0 +1,135 @@
+"""Classification and wiring anomalies on the real captures.
+
+The expected anomalies are real findings, each checked by reading the capture (see comments):
+no capture may gain or lose one without this test noticing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.conftest import realdata_files
+from topology.classify import Role, classify, parse_hca_description, switch_name
+from topology.ibnetdiscover import read_ibnetdiscover
+from topology.wiring import find_anomalies
+
+CAPTURES = {p.name: p for p in realdata_files("ibnetdiscover")}
+
+EXPECTED_ANOMALIES: dict[str, dict[str, int]] = {
+    "garyli-ibdiagnet2-ndr-272nodes-label-ports.txt": {},
+    "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt": {},
+    # One end of two cables reports 1xSDR on a 4x fabric; the HCAs are bare "MT23108 InfiniHost".
+    "junousi-manpage-2007-voltaire-non-chassis-grouping.txt": {"degraded_link": 2, "unnamed_hca": 4},
+    "junousi-nvidia-kb-edr-fdr-mixed-loopbacks.txt": {},
+    "junousi-oracle-doc-sun-dcs36-qdr.txt": {},
+    # ib1 has no cable on port 25 to ib8 where ib2..ib6 have four cables to each spine.
+    "loginoff-qdr-fdr10-152nodes.txt": {"missing_link": 1},
+    "superbench-faked-hdr-mcs8500-full-f-flags.txt": {},
+    # b08-p1-dgx-08-c01 has HCA-5/HCA-6 swapped between the rail leaves; 12 leaves have fewer than
+    # the 18 spine cables of their 30 peers; 74 HCAs are named localhost/ubuntu/"MT4129 ConnectX7".
+    "topograph-dgx-ndr-superpod-622nodes.txt": {"rail_miswire": 1, "missing_link": 12, "unnamed_hca": 74},
+    "topograph-gb200-single-ca-isolated.txt": {},
+    "treydock-ibnetdiscover-p-ports-edr-osc.txt": {},
+    "treydock-ibnetdiscover-p-ports-hdr-qdr-odd-spaces.txt": {},
+    # 4 leaves and 2 spines lack one or two uplinks their peers have; one HCA is unnamed.
+    "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt": {"missing_link": 6, "unnamed_hca": 1},
+    # r-dcs96's second card (HCA-3/4) trains at FDR where its first card and the other hosts run EDR.
+    "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt": {"degraded_link": 2},
+}
+
+
+def test_every_capture_has_an_expectation() -> None:
+    assert set(CAPTURES) == set(EXPECTED_ANOMALIES)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ANOMALIES))
+def test_anomalies_on_real_captures(name: str) -> None:
+    fabric = read_ibnetdiscover(CAPTURES[name])
+    found = Counter(a.kind for a in find_anomalies(fabric, classify(fabric)))
+    assert dict(found) == EXPECTED_ANOMALIES[name]
+
+
+def test_superpod_classification() -> None:
+    f = read_ibnetdiscover(CAPTURES["topograph-dgx-ndr-superpod-622nodes.txt"])
+    c = classify(f)
+    assert c.tier_counts() == {1: 31, 2: 9}
+    assert c.rail_optimized and c.rail_indexes == (0, 1, 4, 5)
+    assert len(c.groups) == 8
+    roles = Counter(n.role for n in c.nodes.values())
+    assert roles[Role.AGGREGATION] == 40 and roles[Role.UNNAMED] == 74
+    # Per-rail identity: every leaf keeps its own rail, the four leaves of a full unit differ.
+    assert [len(g.leaves) for g in c.groups] == [3, 4, 4, 4, 4, 4, 4, 4]
+    for g in c.groups[1:]:
+        assert sorted(c.nodes[leaf].rail for leaf in g.leaves) == [0, 1, 2, 3]
+    # Unnamed HCAs are never merged into a host called "localhost" or "ubuntu".
+    assert "localhost" not in c.hosts and "ubuntu" not in c.hosts
+    # HCA-6 (1-based) and mlx5_5 are the same rail.
+    hca6 = next(n for n in c.nodes.values() if n.adapter == "HCA-6")
+    mlx55 = next(n for n in c.nodes.values() if n.adapter == "mlx5_5")
+    assert hca6.rail == mlx55.rail == 3
+
+
+def test_superpod_miswire_names_host_ports_and_fix() -> None:
+    f = read_ibnetdiscover(CAPTURES["topograph-dgx-ndr-superpod-622nodes.txt"])
+    (mis,) = [a for a in find_anomalies(f, classify(f)) if a.kind == "rail_miswire"]
+    assert mis.message.startswith("b08-p1-dgx-08-c01:")
+    assert "swap these cables" in mis.message
+    assert {(f.nodes[p.guid].description, p.port) for p in mis.ports} == {
+        ("MF0;B09-P1-IBLEAF-03-08:MQM9701/U1", 1),
+        ("MF0;B09-P1-IBLEAF-04-08:MQM9701/U1", 1),
+    }
+
+
+def test_spine_with_storage_hosts_is_not_a_leaf() -> None:
+    f = read_ibnetdiscover(CAPTURES["loginoff-qdr-fdr10-152nodes.txt"])
+    c = classify(f)
+    tiers = {c.nodes[g].name: c.nodes[g].tier for g in c.nodes if c.nodes[g].role is Role.SWITCH}
+    assert tiers["ib7"] == tiers["ib8"] == 2
+    assert all(tiers[f"ib{i}"] == 1 for i in range(1, 7))
+
+
+def test_director_chassis_boards_get_tiers() -> None:
+    f = read_ibnetdiscover(CAPTURES["superbench-faked-hdr-mcs8500-full-f-flags.txt"])
+    c = classify(f)
+    by_name = {n.name: n.tier for n in c.nodes.values() if n.role is Role.SWITCH}
+    assert by_name["rmd70-0101-0908-01ib1-A"] in (2, 3)
+    assert by_name["rmd70-0101-0919-01ib0"] == 1
+
+
+def test_selene_is_not_rail_optimized_and_has_three_tiers() -> None:
+    f = read_ibnetdiscover(CAPTURES["ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"])
+    c = classify(f)
+    assert not c.rail_optimized
+    assert c.tier_counts() == {1: 60, 2: 64, 3: 36}
+
+
+@pytest.mark.parametrize(
+    ("desc", "expected"),
+    [
+        ("dgx-0042 mlx5_3", ("dgx-0042", "mlx5_3", 3)),
+        ("node01 HCA-1", ("node01", "HCA-1", 0)),
+        ("luna-0123 mlx5_6", ("luna-0123", "mlx5_6", 6)),
+        ("RMD701091901003 ibp11s0f0", ("RMD701091901003", "ibp11s0f0", None)),
+        ("localhost HCA-2", (None, "HCA-2", 1)),
+        ("ubuntu mlx5_1", (None, "mlx5_1", 1)),
+        ("MT4129 ConnectX7   Mellanox Technologies", (None, None, None)),
+        ("", (None, None, None)),
+        ("compute17", ("compute17", None, None)),
+    ],
+)
+def test_hca_descriptions(desc: str, expected: tuple[object, ...]) -> None:
+    assert parse_hca_description(desc) == expected
+
+
+def test_switch_names() -> None:
+    assert switch_name("MF0;leaf-su01-r3:MQM9700/U1") == "leaf-su01-r3"
+    assert switch_name("ISR9024 Voltaire") == "ISR9024 Voltaire"
+
+
+def test_uplinks_counted() -> None:
+    f = read_ibnetdiscover(CAPTURES["loginoff-qdr-fdr10-152nodes.txt"])
+    c = classify(f)
+    ups = {c.nodes[g].name: n for g, n in c.uplinks.items() if c.nodes[g].tier == 1}
+    assert ups["ib1"] == 7 and all(ups[f"ib{i}"] == 8 for i in range(2, 7))
