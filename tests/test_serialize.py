@@ -51,8 +51,8 @@ def test_round_trip_of_real_capture(path: Path) -> None:
     assert back.unconnected == fabric.unconnected
     assert back.source == str(path)
     # neighbour lookups are rebuilt too (they are not part of equality)
-    for guid in list(fabric.nodes)[:20]:
-        assert back.links_of(guid) == fabric.links_of(guid)
+    for some in list(fabric.nodes)[:20]:
+        assert back.links_of(some) == fabric.links_of(some)
     kind, guid, description = _first_node_line(path)
     node = back.nodes[Guid(guid)]
     assert node.description == description
