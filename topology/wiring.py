@@ -214,11 +214,12 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             if n < expected:
                 linked = {p for p, _, _ in fabric.neighbours(g)}
                 free = sorted(p for p in usual_ports if p not in linked)
+                short_of = sorted(up for up, want in usual_per_upper.items() if uppers.get(up, 0) < want)
                 out.append(
                     Anomaly(
                         "missing_link",
                         Severity.ERROR if n * 4 < expected * 3 else Severity.WARNING,
-                        (g,),
+                        (g, *short_of),
                         tuple(PortRef(g, p) for p in free),
                         f"{_label(cls, g)} has {n} uplinks where its {len(switches) - 1} peers have {expected}"
                         + _shortfall(cls, uppers, usual_per_upper)
