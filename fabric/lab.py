@@ -79,43 +79,23 @@ class LabState:
 
 @dataclass(frozen=True, slots=True)
 class _Paths:
+    """The files of one lab, all inside its directory."""
+
     root: Path
+    net: Path
+    design: Path
+    fifo: Path
+    ibsim_out: Path
+    ibsim_err: Path
+    osm_log: Path
+    osm_dir: Path  # OSM_TMP_DIR and OSM_CACHE_DIR: OpenSM's dumps and caches
+    scratch: Path  # the clients' CWD (umad2sim writes ./sys-<pid> there)
+    state: Path
 
-    @property
-    def net(self) -> Path:
-        return self.root / "fabric.net"
-
-    @property
-    def design(self) -> Path:
-        return self.root / "design.json"
-
-    @property
-    def fifo(self) -> Path:
-        return self.root / "console.fifo"
-
-    @property
-    def ibsim_out(self) -> Path:
-        return self.root / "ibsim.out"
-
-    @property
-    def ibsim_err(self) -> Path:
-        return self.root / "ibsim.err"
-
-    @property
-    def osm_log(self) -> Path:
-        return self.root / "osm.log"
-
-    @property
-    def osm_dir(self) -> Path:
-        return self.root / "opensm"
-
-    @property
-    def scratch(self) -> Path:
-        return self.root / "scratch"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state.json"
+    @classmethod
+    def at(cls, root: Path) -> _Paths:
+        names = ("fabric.net", "design.json", "console.fifo", "ibsim.out", "ibsim.err", "osm.log")
+        return cls(root, *(root / n for n in (*names, "opensm", "scratch", "state.json")))
 
 
 # -- where labs live ----------------------------------------------------------------------------
@@ -135,7 +115,7 @@ def lab_dir(name: str) -> Path:
 
 
 def _paths(name: str) -> _Paths:
-    return _Paths(lab_dir(name))
+    return _Paths.at(lab_dir(name))
 
 
 @contextlib.contextmanager
@@ -344,7 +324,7 @@ def list_labs() -> list[LabState]:
     root = labs_root()
     if not root.is_dir():
         return []
-    found = (_read_state(_Paths(d)) for d in sorted(root.iterdir()) if (d / "state.json").is_file())
+    found = (_read_state(_Paths.at(d)) for d in sorted(root.iterdir()) if (d / "state.json").is_file())
     return [s for s in found if s is not None]
 
 
