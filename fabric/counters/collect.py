@@ -1,0 +1,436 @@
+"""Fabric-wide port-counter collection: command lines, and tool runs turned into samples.
+
+DECISION (measured by bench/bench_collect_choice.py; numbers below): collect with two fabric-wide
+``ibqueryerrors`` passes, and keep per-node ``perfquery`` as the fallback for nodes that pass missed.
+
+* pass 1 ``ibqueryerrors --counters``: every port of every node it reaches, with the 64-bit data
+  counters (PortCountersExtended) and the node GUID. No error counters in this mode.
+* pass 2 ``ibqueryerrors --threshold-file /dev/null -r``: the error counters of every port whose
+  counters are above 0 (``/dev/null`` pins every threshold to 0 whatever the site's
+  error_thresholds says). A port the pass checked but did not list has all its error counters at
+  0; we only infer that when pass 2 checked at least as many nodes as pass 1, otherwise those
+  error counters stay NA. ``-r`` adds the port's LID, which maps the port GUIDs this mode prints
+  for CAs back to their node.
+* Never ``-k``/``-K`` (they clear counters) and never ``perfquery -r/-R``: the store keeps deltas.
+
+Why not per-switch ``perfquery -x``: one process per node and attribute (ibsim's and many real
+PMAs' ``-x`` has no error counters, so ``perfquery -x`` + ``perfquery`` per node), it needs every
+CA's LID (the model has none for CAs) and it is about NN x slower on 1,024 HCAs (see below).
+
+Measured on a 1,024-HCA fat tree (32 leaves x 32 hosts, 16 spines, 2,048 cables) in ibsim:
+    MEASUREMENTS
+
+``run_tool`` is injected (local, SSH or lab); it must return a CommandResult for any exit code
+(ibqueryerrors exits 1 when it finds errors) and raise CommandFailed only when the tool could not
+run to completion (not found, killed, timed out, connection lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from fabric.counters import fields
+from fabric.counters.parse import (
+    IbqueryerrorsReport,
+    PortSample,
+    Unreachable,
+    parse_ibqueryerrors,
+    parse_perfquery,
+)
+from probes.runner import CommandResult
+from topology.errors import CommandFailed, ParseError
+from topology.model import Fabric, Guid, Node, NodeKind, PortRef
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RunTool = Callable[[Sequence[str]], CommandResult]
+ERROR_COUNTERS: tuple[str, ...] = (*fields.ERROR_COUNTERS, "xmit_wait")
+FALLBACK_NODE_LIMIT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionResult:
+    """One fabric-wide read: samples, ports that did not answer, and every tool run as it came back."""
+
+    time: float
+    samples: tuple[PortSample, ...]
+    unreachable: tuple[Unreachable, ...]
+    raw: Mapping[tuple[str, ...], CommandResult]
+    peers: Mapping[tuple[Guid, int], PortRef]
+    problems: tuple[ParseError, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+# -- command lines -------------------------------------------------------------------------------
+def ibqueryerrors_argv() -> list[list[str]]:
+    """The two fabric-wide passes (data counters of every port; error counters above 0)."""
+    return [
+        ["ibqueryerrors", "--counters"],
+        ["ibqueryerrors", "--threshold-file", "/dev/null", "-r"],
+    ]
+
+
+def perfquery_argv(lid: int, ports: Sequence[int]) -> list[list[str]]:
+    """Per-node reads: 64-bit data counters (``-x``) and the PortCounters error counters."""
+    plist = _port_list(ports)
+    return [["perfquery", "-x", "-l", str(lid), plist], ["perfquery", "-l", str(lid), plist]]
+
+
+def _port_list(ports: Sequence[int]) -> str:
+    """``1-4,7`` style list, as perfquery takes it."""
+    out: list[str] = []
+    ps = sorted(set(ports))
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(str(ps[i]) if i == j else f"{ps[i]}-{ps[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# -- turning runs into samples -------------------------------------------------------------------
+def _run(run_tool: RunTool, argv: Sequence[str], raw: dict[tuple[str, ...], CommandResult]) -> CommandResult:
+    try:
+        result = run_tool(argv)
+    except CommandFailed as exc:
+        raw[tuple(argv)] = CommandResult(
+            tuple(argv), exc.returncode if exc.returncode is not None else -1, "", exc.stderr, 0.0
+        )
+        raise
+    raw[tuple(argv)] = result
+    return result
+
+
+def _failure_reason(result: CommandResult | None, default: str) -> str:
+    if result is None:
+        return default
+    for line in result.stderr.splitlines():
+        if ("failed" in line or "No SM" in line or "timed out" in line) and "sim_connect" not in line:
+            return line.strip()
+    return default
+
+
+def samples_from_run(
+    result: CommandResult, guid: Guid | None = None, problems: list[ParseError] | None = None
+) -> list[PortSample] | IbqueryerrorsReport:
+    """Parse one tool run by its argv: perfquery -> samples (of node ``guid``), ibqueryerrors -> report.
+
+    Lenient: bad lines go to ``problems`` and the rest of the output still counts.
+    """
+    problems = [] if problems is None else problems
+    source = " ".join(result.argv)
+    tool = result.argv[0].rsplit("/", 1)[-1] if result.argv else ""
+    if tool == "ibqueryerrors":
+        return parse_ibqueryerrors(result.stdout + "\n" + result.stderr, source, problems=problems)
+    if tool == "perfquery":
+        return parse_perfquery(result.stdout, source, guid, problems=problems)
+    raise ValueError(f"no parser for {tool!r}")
+
+
+def _expected_ports(fabric: Fabric) -> dict[Guid, list[int]]:
+    """The cabled ports of every node: what a collection must account for."""
+    out: dict[Guid, list[int]] = {g: [] for g in fabric.nodes}
+    for guid in fabric.nodes:
+        out[guid] = sorted({p for p, _, _ in fabric.neighbours(guid)})
+    return out
+
+
+def _peers(fabric: Fabric) -> dict[tuple[Guid, int], PortRef]:
+    return {(g, p): far for g in fabric.nodes for p, far, _ in fabric.neighbours(g)}
+
+
+def collect_fabric(
+    run_tool: RunTool,
+    fabric: Fabric,
+    now: float,
+    *,
+    approach: str = "ibqueryerrors",
+    lids: Mapping[Guid, int] | None = None,
+) -> CollectionResult:
+    """Read every cabled port of ``fabric``; ports that do not answer come back as unreachable.
+
+    ``approach`` is ``"ibqueryerrors"`` (the default, see the module docstring) or ``"perfquery"``.
+    ``lids`` adds LIDs the model lacks (it keeps none for CAs); perfquery needs one per node.
+    """
+    raw: dict[tuple[str, ...], CommandResult] = {}
+    problems: list[ParseError] = []
+    notes: list[str] = []
+    expected = _expected_ports(fabric)
+    got: dict[tuple[Guid, int], PortSample] = {}
+    reasons: dict[Guid, str] = {}
+    if approach == "ibqueryerrors":
+        missing = _collect_ibqueryerrors(run_tool, fabric, expected, got, reasons, raw, problems, notes)
+        if len(missing) > FALLBACK_NODE_LIMIT:
+            notes.append(
+                f"{len(missing)} nodes missed by ibqueryerrors; perfquery fallback limited to {FALLBACK_NODE_LIMIT}"
+            )
+        fallback = missing[:FALLBACK_NODE_LIMIT]
+    elif approach == "perfquery":
+        fallback = [fabric.nodes[g] for g in expected if expected[g]]
+    else:
+        raise ValueError(f"unknown approach {approach!r}")
+    _collect_perfquery(run_tool, fallback, expected, got, reasons, raw, problems, lids or {})
+    unreachable = [
+        Unreachable(guid, port, reasons.get(guid, "no counters returned"), fabric.nodes[guid].lid)
+        for guid, ports in expected.items()
+        for port in ports
+        if (guid, port) not in got
+    ]
+    samples = sorted((s for s in got.values()), key=lambda s: (s.guid or "", s.port))
+    return CollectionResult(
+        time=now,
+        samples=tuple(samples),
+        unreachable=tuple(unreachable),
+        raw=MappingProxyType(raw),
+        peers=MappingProxyType(_peers(fabric)),
+        problems=tuple(problems),
+        notes=tuple(notes),
+    )
+
+
+def _collect_ibqueryerrors(
+    run_tool: RunTool,
+    fabric: Fabric,
+    expected: Mapping[Guid, list[int]],
+    got: dict[tuple[Guid, int], PortSample],
+    reasons: dict[Guid, str],
+    raw: dict[tuple[str, ...], CommandResult],
+    problems: list[ParseError],
+    notes: list[str],
+) -> list[Node]:
+    counters_argv, errors_argv = ibqueryerrors_argv()
+    data: IbqueryerrorsReport | None = None
+    errors: IbqueryerrorsReport | None = None
+    reason = "not reached by ibqueryerrors"
+    try:
+        report = samples_from_run(_run(run_tool, counters_argv, raw), problems=problems)
+        assert isinstance(report, IbqueryerrorsReport)
+        data = report
+        if not data.checked_anything:
+            reason = _first_reason(data, "ibqueryerrors checked nothing (no SM?)")
+            notes.append(f"ibqueryerrors --counters checked nothing: {reason}")
+    except CommandFailed as exc:
+        reason = exc.one_line()
+        notes.append(reason)
+    try:
+        report = samples_from_run(_run(run_tool, errors_argv, raw), problems=problems)
+        assert isinstance(report, IbqueryerrorsReport)
+        errors = report
+    except CommandFailed as exc:
+        notes.append(exc.one_line())
+    if data is not None:
+        for s in data.samples:
+            if s.guid is not None and s.port in expected.get(s.guid, ()):
+                got[(s.guid, s.port)] = s
+    if errors is not None:
+        _merge_errors(fabric, expected, got, data, errors, notes)
+    missing = [
+        fabric.nodes[g] for g, ports in expected.items() if ports and not any((g, p) in got for p in ports)
+    ]
+    for node in missing:
+        reasons[node.guid] = reason
+    return missing
+
+
+def _first_reason(report: IbqueryerrorsReport, default: str) -> str:
+    return report.unreachable[0].reason if report.unreachable else default
+
+
+def _resolve(sample: PortSample, report: IbqueryerrorsReport, fabric: Fabric) -> Guid | None:
+    """The node GUID of an error-mode sample (CAs are printed by port GUID)."""
+    if sample.guid is not None and sample.guid in fabric.nodes:
+        return sample.guid
+    link = report.links.get((sample.guid, sample.port)) if sample.guid else None
+    if link is not None:
+        node = fabric.by_lid().get(link.lid)
+        if node is not None:
+            return node.guid
+        # the far end knows us: the cable from (peer guid, peer port) leads to our node
+        if link.peer_guid is not None and link.peer_port is not None:
+            for port, far, _ in fabric.neighbours(link.peer_guid):
+                if port == link.peer_port:
+                    return far.guid
+    named = [n for n in fabric.nodes.values() if n.description == sample.node_description]
+    return named[0].guid if len(named) == 1 else None
+
+
+def _merge_errors(
+    fabric: Fabric,
+    expected: Mapping[Guid, list[int]],
+    got: dict[tuple[Guid, int], PortSample],
+    data: IbqueryerrorsReport | None,
+    errors: IbqueryerrorsReport,
+    notes: list[str],
+) -> None:
+    listed: dict[tuple[Guid, int], PortSample] = {}
+    for s in errors.samples:
+        guid = _resolve(s, errors, fabric)
+        if guid is None:
+            notes.append(
+                f"ibqueryerrors listed {s.guid} port {s.port} ({s.node_description!r}), not in the fabric"
+            )
+            continue
+        listed[(guid, s.port)] = s
+    complete = (
+        data is not None
+        and errors.checked_anything
+        and (errors.nodes_checked or 0) >= (data.nodes_checked or 0)
+        and not errors.unreachable
+    )
+    if not complete:
+        notes.append("ibqueryerrors error pass incomplete: error counters of unlisted ports left unknown")
+    for key, s in list(got.items()):
+        err = listed.get(key)
+        values = dict(s.values)
+        if err is not None:
+            values.update({k: v for k, v in err.values.items() if k in ERROR_COUNTERS})
+            values.update({k: 0 for k in ERROR_COUNTERS if k not in err.values})
+        elif complete:
+            values.update({k: 0 for k in ERROR_COUNTERS})
+        got[key] = _with(s, values, guid=key[0])
+    for key, s in listed.items():  # error pass reached a port the data pass did not
+        if key not in got and key[1] in expected.get(key[0], []):
+            values = {k: v for k, v in s.values.items() if k in ERROR_COUNTERS}
+            values.update({k: 0 for k in ERROR_COUNTERS if k not in values})
+            got[key] = _with(s, values, guid=key[0], extended=False)
+
+
+def _with(s: PortSample, values: Mapping[str, int], guid: Guid, extended: bool | None = None) -> PortSample:
+    return PortSample(
+        guid=guid,
+        port=s.port,
+        lid=s.lid,
+        values=MappingProxyType({n: values[n] for n in fields.COUNTER_NAMES if n in values}),
+        node_description=s.node_description,
+        extended=s.extended if extended is None else extended,
+        guid_kind="node",
+        port_name=s.port_name,
+        other=s.other,
+    )
+
+
+def _collect_perfquery(
+    run_tool: RunTool,
+    nodes: Iterable[Node],
+    expected: Mapping[Guid, list[int]],
+    got: dict[tuple[Guid, int], PortSample],
+    reasons: dict[Guid, str],
+    raw: dict[tuple[str, ...], CommandResult],
+    problems: list[ParseError],
+    lids: Mapping[Guid, int],
+) -> None:
+    for node in nodes:
+        ports = expected.get(node.guid, [])
+        lid = node.lid if node.lid is not None else lids.get(node.guid)
+        if not ports:
+            continue
+        if lid is None:
+            reasons.setdefault(node.guid, "no LID known for perfquery")
+            continue
+        merged: dict[int, list[PortSample]] = {}
+        for argv in perfquery_argv(lid, ports):
+            try:
+                result = _run(run_tool, argv, raw)
+            except CommandFailed as exc:
+                reasons[node.guid] = exc.one_line()
+                continue
+            parsed = samples_from_run(result, node.guid, problems)
+            assert isinstance(parsed, list)
+            for s in parsed:
+                merged.setdefault(s.port, []).append(s)
+            if result.returncode != 0:
+                reasons[node.guid] = _failure_reason(result, f"perfquery exit {result.returncode}")
+        for port, parts in merged.items():
+            if port in ports:
+                got[(node.guid, port)] = _combine(parts, node)
+
+
+def _combine(parts: list[PortSample], node: Node) -> PortSample:
+    """One sample from the -x and the plain read of a port (64-bit data counters win)."""
+    values: dict[str, int] = {}
+    other: dict[str, int] = {}
+    extended = any(p.extended for p in parts)
+    for p in sorted(parts, key=lambda p: p.extended):
+        for k, v in p.values.items():
+            if k in {"xmit_data", "rcv_data", "xmit_pkts", "rcv_pkts"} and extended and not p.extended:
+                continue
+            values[k] = v
+        other.update(p.other)
+    first = parts[0]
+    return PortSample(
+        guid=node.guid,
+        port=first.port,
+        lid=first.lid,
+        values=MappingProxyType({n: values[n] for n in fields.COUNTER_NAMES if n in values}),
+        node_description=node.description,
+        extended=extended,
+        other=MappingProxyType(other),
+    )
+
+
+# -- the counter table ---------------------------------------------------------------------------
+def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
+    """The counter table of :mod:`fabric.counters.fields`: one row per port, unreachable ones included."""
+    import pandas as pd
+
+    rows: list[dict[str, object]] = []
+    for s in result.samples:
+        peer = result.peers.get((s.guid, s.port)) if s.guid is not None else None
+        row: dict[str, object] = {
+            "snapshot": snapshot_id,
+            "time": result.time,
+            "guid": s.guid,
+            "port": s.port,
+            "lid": s.lid,
+            "peer_guid": peer.guid if peer else None,
+            "peer_port": peer.port if peer else None,
+            "reachable": True,
+        }
+        row.update({name: s.values.get(name) for name in fields.COUNTER_NAMES})
+        rows.append(row)
+    for u in result.unreachable:
+        peer = result.peers.get((u.guid, u.port)) if u.guid is not None and u.port is not None else None
+        row = {
+            "snapshot": snapshot_id,
+            "time": result.time,
+            "guid": u.guid,
+            "port": u.port,
+            "lid": u.lid,
+            "peer_guid": peer.guid if peer else None,
+            "peer_port": peer.port if peer else None,
+            "reachable": False,
+        }
+        row.update({name: None for name in fields.COUNTER_NAMES})
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(fields.FRAME_COLUMNS))
+    frame = frame.astype(
+        {
+            "snapshot": "int64",
+            "time": "float64",
+            "guid": "object",
+            "port": "int64",
+            "lid": "Int64",
+            "peer_guid": "object",
+            "peer_port": "Int64",
+            "reachable": "bool",
+            **{name: "Int64" for name in fields.COUNTER_NAMES},
+        }
+    )
+    return frame.sort_values(["guid", "port"], ignore_index=True)
+
+
+__all__ = [
+    "CollectionResult",
+    "NodeKind",
+    "collect_fabric",
+    "ibqueryerrors_argv",
+    "perfquery_argv",
+    "samples_from_run",
+    "to_frame",
+]

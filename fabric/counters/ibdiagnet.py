@@ -1,0 +1,193 @@
+"""ibdiagnet port counters: ibdiagnet2.pm, and the PM_INFO section of ibdiagnet2.db_csv.
+
+Use through :func:`fabric.counters.parse.parse_ibdiagnet_pm`. Error counters come from the base
+attribute (their width is what :mod:`fabric.counters.fields` promises; the ``_extended``/``Ext``
+64-bit twins go to ``other``), data counters from their 64-bit ``_extended`` twins; ``NA``
+(``-1`` in db_csv) values are left out.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from fabric.counters import fields
+from fabric.counters.parse import DATA_COUNTERS, PortSample, _canonical_order, _fail, _int, _lines
+from topology.errors import ParseError
+from topology.model import normalise_guid
+
+# ibdiagnet2.pm key -> canonical name (base PortCounters). 64-bit data counters carry _extended.
+_PM_BASE: Mapping[str, str] = MappingProxyType(
+    {
+        "symbol_error_counter": "symbol_errors",
+        "link_error_recovery_counter": "link_error_recovery",
+        "link_down_counter": "link_downed",
+        "port_rcv_errors": "rcv_errors",
+        "port_rcv_remote_physical_errors": "rcv_remote_physical_errors",
+        "port_rcv_switch_relay_errors": "rcv_switch_relay_errors",
+        "port_xmit_discard": "xmit_discards",
+        "port_xmit_constraint_errors": "xmit_constraint_errors",
+        "port_rcv_constraint_errors": "rcv_constraint_errors",
+        "local_link_integrity_errors": "local_link_integrity_errors",
+        "excessive_buffer_errors": "excessive_buffer_overrun_errors",
+        "vl15_dropped": "vl15_dropped",
+        "port_xmit_wait": "xmit_wait",
+        "port_xmit_data": "xmit_data",
+        "port_rcv_data": "rcv_data",
+        "port_xmit_pkts": "xmit_pkts",
+        "port_rcv_pkts": "rcv_pkts",
+    }
+)
+_PM_EXTENDED: Mapping[str, str] = MappingProxyType(
+    {f"{k}_extended": v for k, v in _PM_BASE.items() if v in DATA_COUNTERS}
+)
+_PM_HEADER = re.compile(
+    r"^Port=(?P<port>\d+)\s+Lid=(?P<lid>0x[0-9a-fA-F]+|\d+)\s+GUID=(?P<guid>0x[0-9a-fA-F]+)"
+    r"(?:\s+Device=\d+)?(?:\s+Port Name=(?P<name>.*))?$"
+)
+_PM_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_]*)=(?P<value>\S+)$")
+
+
+def parse_pm(
+    text: str | Iterable[str], source: str, *, problems: list[ParseError] | None = None
+) -> list[PortSample]:
+    """Samples from ibdiagnet2.pm, or from the PM_INFO section when given an ibdiagnet2.db_csv.
+
+    ``NA`` values are left out; error counters come from the base attribute (their width is what
+    :mod:`fields` promises) and data counters from their ``_extended`` 64-bit twins.
+    """
+    lines = _lines(text)
+    if any(ln.strip() == "START_PM_INFO" for ln in lines):
+        return _parse_db_csv_pm(lines, source, problems)
+    out: list[PortSample] = []
+    head: re.Match[str] | None = None
+    kv: dict[str, str] = {}
+
+    def flush() -> None:
+        if head is not None:
+            out.append(_pm_sample(head, kv))
+
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#") or set(line) == {"-"}:
+            continue
+        m = _PM_HEADER.match(line)
+        if m:
+            flush()
+            head, kv = m, {}
+            continue
+        f = _PM_FIELD.match(line)
+        if f is None or head is None:
+            what = "counter before any 'Port=N Lid=... GUID=...' header" if f else "not a 'key=value' line"
+            _fail("ibdiagnet", source, lineno, raw, what, problems)
+            continue
+        value = f["value"]
+        if value != "NA":
+            try:
+                _int(value)
+            except ValueError:
+                _fail("ibdiagnet", source, lineno, raw, f"{f['key']} has no numeric value", problems)
+                continue
+        kv[f["key"]] = value
+    flush()
+    return out
+
+
+def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
+    values: dict[str, int] = {}
+    other: dict[str, int] = {}
+    for key, text in kv.items():
+        if text == "NA":
+            continue
+        number = _int(text)
+        if key in _PM_BASE and _PM_BASE[key] not in DATA_COUNTERS:
+            values[_PM_BASE[key]] = number
+        elif key not in _PM_BASE and key not in _PM_EXTENDED:
+            other[key] = number
+    extended = all(k in kv and kv[k] != "NA" for k in _PM_EXTENDED)
+    for key, name in (
+        _PM_EXTENDED if extended else {k: v for k, v in _PM_BASE.items() if v in DATA_COUNTERS}
+    ).items():
+        if key in kv and kv[key] != "NA":
+            values[name] = _int(kv[key])
+    return PortSample(
+        guid=normalise_guid(head["guid"]),
+        port=int(head["port"]),
+        lid=_int(head["lid"]),
+        values=MappingProxyType(_canonical_order(values)),
+        extended=extended,
+        port_name=(head["name"] or "").strip() or None,
+        other=MappingProxyType(other),
+    )
+
+
+def _db_csv_sections(lines: list[str]) -> dict[str, tuple[int, list[str]]]:
+    sections: dict[str, tuple[int, list[str]]] = {}
+    name: str | None = None
+    start = 0
+    body: list[str] = []
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if line.startswith("START_"):
+            name, start, body = line[6:], lineno + 1, []
+        elif name is not None and line == f"END_{name}":
+            sections[name] = (start, body)
+            name = None
+        elif name is not None:
+            body.append(raw)
+    return sections
+
+
+def _csv_rows(start: int, body: list[str]) -> Iterable[tuple[int, str, dict[str, str]]]:
+    rows = list(csv.reader(body))
+    if not rows:
+        return
+    header = [h.strip() for h in rows[0]]
+    for offset, row in enumerate(rows[1:], 1):
+        yield start + offset, body[offset], dict(zip(header, (c.strip() for c in row), strict=False))
+
+
+def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] | None) -> list[PortSample]:
+    sections = _db_csv_sections(lines)
+    descriptions = {r["NodeGUID"]: r["NodeDesc"] for _, _, r in _csv_rows(*sections.get("NODES", (0, [])))}
+    lids = {(r["NodeGuid"], r["PortNum"]): r["LID"] for _, _, r in _csv_rows(*sections.get("PORTS", (0, [])))}
+    ext_keys = {f"{pma}Extended": name for name, (_, pma) in fields.COUNTERS.items() if name in DATA_COUNTERS}
+    out = []
+    for lineno, raw, row in _csv_rows(*sections["PM_INFO"]):
+        try:
+            guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
+            numbers = {
+                k: _int(v) for k, v in row.items() if k not in {"NodeGUID", "PortGUID", "PortNumber"} and v
+            }
+        except (KeyError, ValueError) as exc:
+            _fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
+            continue
+        numbers = {k: v for k, v in numbers.items() if v != -1}  # -1: not read (NA)
+        extended = all(k in numbers for k in ext_keys)
+        values: dict[str, int] = {}
+        other: dict[str, int] = {}
+        for key, value in numbers.items():
+            name = fields.BY_PMA_NAME.get(key)
+            if name is not None and (name not in DATA_COUNTERS or not extended):
+                values[name] = value
+            elif key in ext_keys and extended:
+                values[ext_keys[key]] = value
+            elif name is None:
+                other[key] = value
+        lid_text = lids.get((row["NodeGUID"], row["PortNumber"]), "0")
+        if lid_text in {"0", ""}:  # switch ports answer on port 0's LID
+            lid_text = lids.get((row["NodeGUID"], "0"), "0")
+        out.append(
+            PortSample(
+                guid=guid,
+                port=port,
+                lid=int(lid_text) or None,
+                values=MappingProxyType(_canonical_order(values)),
+                node_description=descriptions.get(row["NodeGUID"]),
+                extended=extended,
+                other=MappingProxyType(other),
+            )
+        )
+    return out

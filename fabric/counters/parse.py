@@ -1,0 +1,429 @@
+"""Port-counter parsers: perfquery, ibqueryerrors, ibdiagnet (.pm and the PM_INFO section of .db_csv).
+
+Pure functions of text. Every parser emits :class:`PortSample` records keyed by the canonical counter
+names of :mod:`fabric.counters.fields`; fields we do not keep canonically go to ``PortSample.other``.
+
+Strict by default: a line that does not parse raises :class:`ParseError` naming source and line.
+Pass a list as ``problems`` and the bad lines are appended there instead, so one garbled line in a
+fabric-wide run does not cost the other ports.
+
+>>> s = parse_perfquery("# Port counters: Lid 2 port 5\\nSymbolErrorCounter:....65535\\n", "x")[0]
+>>> (s.lid, s.port, s.values["symbol_errors"], sorted(saturated(s)))
+(2, 5, 65535, ['symbol_errors'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from fabric.counters import fields
+from topology.errors import ParseError
+from topology.model import Guid, normalise_guid
+
+# Counters that exist both as 32-bit PortCounters and 64-bit PortCountersExtended fields.
+DATA_COUNTERS: frozenset[str] = frozenset({"xmit_data", "rcv_data", "xmit_pkts", "rcv_pkts"})
+SUMMED_PORT = 255
+
+
+@dataclass(frozen=True, slots=True)
+class PortSample:
+    """Counters of one port as one tool read them.
+
+    ``guid`` is the node GUID, or ``None`` when the text does not name the node (perfquery by
+    LID). ``guid_kind`` is ``"port"`` when the tool printed a port GUID the caller still has to map
+    to its node (ibqueryerrors' error report for CAs). ``extended`` is True when the data counters
+    came from the 64-bit PortCountersExtended attribute. ``summed`` marks a sum over all ports
+    (perfquery ``-a`` / port 255): never a port of its own.
+    """
+
+    guid: Guid | None
+    port: int
+    lid: int | None
+    values: Mapping[str, int]
+    node_description: str | None = None
+    extended: bool = False
+    summed: bool = False
+    guid_kind: str = "node"
+    port_name: str | None = None
+    other: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """A port (or, when the tool names none, a node or path) that did not answer."""
+
+    guid: Guid | None
+    port: int | None
+    reason: str
+    lid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInfo:
+    """ibqueryerrors ``-r`` link line: the local LID and the far end, when the link is up."""
+
+    lid: int
+    peer_guid: Guid | None
+    peer_lid: int | None
+    peer_port: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IbqueryerrorsReport:
+    """One ibqueryerrors run. ``nodes_checked is None`` means the tool printed no summary."""
+
+    samples: tuple[PortSample, ...]
+    sums: tuple[PortSample, ...]
+    links: Mapping[tuple[Guid, int], LinkInfo]
+    nodes_checked: int | None
+    bad_nodes: int | None
+    ports_checked: int | None
+    ports_with_errors: int | None
+    thresholds: Mapping[str, int]
+    suppressed: tuple[str, ...]
+    unreachable: tuple[Unreachable, ...]
+    counters_only: bool
+
+    @property
+    def checked_anything(self) -> bool:
+        """False for the silent no-SM run (rc 0, nothing printed): that is not a clean fabric."""
+        return bool(self.nodes_checked)
+
+
+def saturated(sample: PortSample) -> frozenset[str]:
+    """Counters of ``sample`` sitting at their maximum (sticky: the true count is at least that)."""
+    out = set()
+    for name, value in sample.values.items():
+        limit = fields.max_value(name)
+        if name in DATA_COUNTERS and not sample.extended:
+            limit = (1 << 32) - 1
+        if value >= limit:
+            out.add(name)
+    return frozenset(out)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _int(text: str) -> int:
+    text = text.strip()
+    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+
+
+def _fail(
+    tool: str, source: str, lineno: int, line: str, problem: str, problems: list[ParseError] | None
+) -> None:
+    err = ParseError(tool, source, lineno, line, problem)
+    if problems is None:
+        raise err
+    problems.append(err)
+
+
+def _lines(text: str | Iterable[str]) -> list[str]:
+    return text.splitlines() if isinstance(text, str) else [ln.rstrip("\n") for ln in text]
+
+
+_QUOTE = re.compile(r"^(?:>\s?)+")
+
+
+def _unquote(line: str) -> str:
+    """Drop a mail-quote prefix (``> ``) as found in pasted captures."""
+    return _QUOTE.sub("", line)
+
+
+# -- perfquery -----------------------------------------------------------------------------------
+_PQ_HEADER = re.compile(
+    r"^#\s*(?P<kind>Port extended counters|Port counters|[A-Za-z]+ counters):\s*Lid\s+(?P<lid>\d+)"
+    r"\s+port\s+(?P<port>\d+|ALL)",
+    re.IGNORECASE,
+)
+_PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_]*):\.*\s*(?P<value>.*)$")
+_NOT_COUNTERS = frozenset({"PortSelect", "CounterSelect", "CounterSelect2"})
+_FAILURE = re.compile(r"failed|bad status|timed out|timeout|No SM/SA|iberror|cannot|can't", re.IGNORECASE)
+
+
+class _Block:
+    __slots__ = ("extended", "fields", "lid", "port")
+
+    def __init__(self, lid: int | None, port: int, extended: bool) -> None:
+        self.lid = lid
+        self.port = port
+        self.extended = extended
+        self.fields: dict[str, int] = {}
+
+
+def parse_perfquery(
+    text: str | Iterable[str],
+    source: str,
+    guid: str | None = None,
+    port: int | None = None,
+    *,
+    keep_sums: bool = False,
+    problems: list[ParseError] | None = None,
+) -> list[PortSample]:
+    """Samples from perfquery output (plain, ``-x``, ``-l``, ``-a``, ``-E`` and concatenations).
+
+    Blocks for the same (LID, port) are merged; 64-bit data counters from an extended block win
+    over the 32-bit ones of a plain block. Sums over all ports (``-a``, port 255/ALL) are dropped
+    unless ``keep_sums``. ``guid``/``port`` name the node and port when the text does not.
+    """
+    node = normalise_guid(guid) if guid is not None else None
+    blocks: list[_Block] = []
+    current: _Block | None = None
+    for lineno, raw in enumerate(_lines(text), 1):
+        line = _unquote(raw).strip()
+        if not line:
+            continue
+        m = _PQ_HEADER.match(line)
+        if m:
+            p = SUMMED_PORT if m["port"].upper() == "ALL" else int(m["port"])
+            current = _Block(int(m["lid"]), p, m["kind"].lower() == "port extended counters")
+            blocks.append(current)
+            continue
+        if line.startswith("#") or line.startswith("ibwarn:") or _FAILURE.search(line):
+            continue  # the pasted command line, or stderr noise; failures are the collector's business
+        f = _PQ_FIELD.match(line)
+        if not f:
+            _fail("perfquery", source, lineno, raw, "not a 'Name:....value' line", problems)
+            continue
+        key, value = f["key"], f["value"].strip()
+        if key in _NOT_COUNTERS:
+            continue
+        try:
+            number = _int(value)
+        except ValueError:
+            _fail("perfquery", source, lineno, raw, f"{key} has no numeric value", problems)
+            continue
+        if current is None:
+            if port is None:
+                _fail(
+                    "perfquery",
+                    source,
+                    lineno,
+                    raw,
+                    "counter before any '# ... Lid N port N' header",
+                    problems,
+                )
+                continue
+            current = _Block(None, port, False)
+            blocks.append(current)
+        current.fields[key] = number
+    return _merge_blocks(blocks, node, keep_sums)
+
+
+def _merge_blocks(blocks: list[_Block], node: Guid | None, keep_sums: bool) -> list[PortSample]:
+    merged: dict[tuple[int | None, int], tuple[dict[str, int], dict[str, int], dict[str, int], bool]] = {}
+    for b in blocks:
+        if b.port == SUMMED_PORT and not keep_sums:
+            continue
+        base, ext, other, extended = merged.setdefault((b.lid, b.port), ({}, {}, {}, False))
+        for key, value in b.fields.items():
+            name = fields.BY_PMA_NAME.get(key)
+            if name is None:
+                other[key] = value
+            elif name in DATA_COUNTERS and b.extended:
+                ext[name] = value
+            else:
+                base[name] = value
+        merged[(b.lid, b.port)] = (base, ext, other, extended or (b.extended and bool(ext)))
+    out = []
+    for (lid, p), (base, ext, other, extended) in merged.items():
+        values = {**base, **ext} if extended else base
+        out.append(
+            PortSample(
+                guid=node,
+                port=p,
+                lid=lid,
+                values=MappingProxyType(_canonical_order(values)),
+                extended=extended,
+                summed=p == SUMMED_PORT,
+                other=MappingProxyType(other),
+            )
+        )
+    return out
+
+
+def _canonical_order(values: Mapping[str, int]) -> dict[str, int]:
+    return {name: values[name] for name in fields.COUNTER_NAMES if name in values}
+
+
+# -- ibqueryerrors -------------------------------------------------------------------------------
+_IQE_NODE = re.compile(
+    r'^(?P<what>Errors|Data Counters) for\s+(?:(?P<guid>0x[0-9a-fA-F]+)\s+)?"(?P<desc>.*)"\s*$'
+)
+_IQE_PORT = re.compile(r"^GUID\s+(?P<guid>0x[0-9a-fA-F]+)\s+port\s+(?P<port>\d+|ALL)\s*:\s*(?P<rest>.*)$")
+_IQE_COUNTER = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*==\s*(?P<value>[^\]\s]+)(?:\s*\([^)]*\))?\s*\]")
+_IQE_LINK = re.compile(
+    r"^Link info:\s+(?P<lid>\d+)\s+\d+\[[^\]]*\]\s+==\(.*?\)==>\s+"
+    r"(?:(?P<pguid>0x[0-9a-fA-F]+)\s+(?P<plid>\d+)\s+(?P<pport>\d+)\[)?"
+)
+_IQE_SUMMARY1 = re.compile(r"^##\s*Summary:\s*(?P<nodes>\d+) nodes checked,\s*(?P<bad>\d+) bad nodes? found")
+_IQE_SUMMARY2 = re.compile(r"^##\s*(?P<ports>\d+) ports checked,\s*(?P<bad>\d+) ports? have errors")
+_IQE_THRESH = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*=\s*(?P<value>\d+)\]")
+
+
+@dataclass
+class _PortAcc:
+    guid: Guid
+    port: int
+    summed: bool
+    description: str | None
+    guid_kind: str
+    values: dict[str, int] = field(default_factory=dict)
+    other: dict[str, int] = field(default_factory=dict)
+    lid: int | None = None
+
+
+def parse_ibqueryerrors(
+    text: str | Iterable[str], source: str, *, problems: list[ParseError] | None = None
+) -> IbqueryerrorsReport:
+    """The ports ibqueryerrors listed, its summary, and its failure lines (stdout and stderr alike).
+
+    In error mode only ports with a counter above threshold are listed (threshold 0 by default),
+    so a port that is absent had every error counter at or below threshold. ``--data`` and
+    ``--counters`` add data counters; the tool reads them from PortCountersExtended (64-bit).
+    """
+    ports: list[_PortAcc] = []
+    links: dict[tuple[Guid, int], LinkInfo] = {}
+    unreachable: list[Unreachable] = []
+    summary: dict[str, int] = {}
+    thresholds: dict[str, int] = {}
+    suppressed: tuple[str, ...] = ()
+    node_guid: Guid | None = None
+    desc: str | None = None
+    counters_only = False
+    current: _PortAcc | None = None
+    for lineno, raw in enumerate(_lines(text), 1):
+        line = _unquote(raw).strip()
+        if not line or line in {"#", "# ibqueryerrors"}:
+            continue
+        m = _IQE_NODE.match(line)
+        if m:
+            counters_only = counters_only or m["what"] == "Data Counters"
+            node_guid = normalise_guid(m["guid"]) if m["guid"] else None
+            desc = m["desc"]
+            current = None
+            continue
+        m = _IQE_PORT.match(line)
+        if m:
+            printed = normalise_guid(m["guid"])
+            summed = m["port"].upper() == "ALL"
+            kind = "node" if node_guid is not None or counters_only else "port"
+            current = _PortAcc(
+                guid=node_guid or printed,
+                port=SUMMED_PORT if summed else int(m["port"]),
+                summed=summed,
+                description=desc,
+                guid_kind=kind,
+            )
+            ports.append(current)
+            _iqe_counters(current, m["rest"], source, lineno, raw, problems)
+            continue
+        if line.startswith("[") and current is not None:  # a wrapped continuation of the port line
+            _iqe_counters(current, line, source, lineno, raw, problems)
+            continue
+        m = _IQE_LINK.match(line)
+        if m:
+            if current is None:
+                _fail("ibqueryerrors", source, lineno, raw, "link info outside a port", problems)
+                continue
+            current.lid = int(m["lid"])
+            links[(current.guid, current.port)] = LinkInfo(
+                lid=int(m["lid"]),
+                peer_guid=normalise_guid(m["pguid"]) if m["pguid"] else None,
+                peer_lid=int(m["plid"]) if m["plid"] else None,
+                peer_port=int(m["pport"]) if m["pport"] else None,
+            )
+            continue
+        if line.startswith("##"):
+            s1, s2 = _IQE_SUMMARY1.match(line), _IQE_SUMMARY2.match(line)
+            if s1:
+                summary["nodes"], summary["bad_nodes"] = int(s1["nodes"]), int(s1["bad"])
+            elif s2:
+                summary["ports"], summary["bad_ports"] = int(s2["ports"]), int(s2["bad"])
+            elif line.startswith("## Thresholds"):
+                thresholds.update({t["name"]: int(t["value"]) for t in _IQE_THRESH.finditer(line)})
+            elif line.startswith("## Suppressed"):
+                suppressed = tuple(line.split(":", 1)[1].replace(",", " ").split())
+            continue
+        if _FAILURE.search(line):
+            unreachable.append(Unreachable(None, None, line))
+            continue
+        if line.startswith("ibwarn:") or line.startswith("#"):
+            continue
+        _fail("ibqueryerrors", source, lineno, raw, "unrecognised line", problems)
+
+    def sample(acc: _PortAcc) -> PortSample:
+        return PortSample(
+            guid=acc.guid,
+            port=acc.port,
+            lid=acc.lid,
+            values=MappingProxyType(_canonical_order(acc.values)),
+            node_description=acc.description,
+            extended=any(k in DATA_COUNTERS for k in acc.values),
+            summed=acc.summed,
+            guid_kind=acc.guid_kind,
+            other=MappingProxyType(acc.other),
+        )
+
+    return IbqueryerrorsReport(
+        samples=tuple(sample(a) for a in ports if not a.summed),
+        sums=tuple(sample(a) for a in ports if a.summed),
+        links=MappingProxyType(links),
+        nodes_checked=summary.get("nodes"),
+        bad_nodes=summary.get("bad_nodes"),
+        ports_checked=summary.get("ports"),
+        ports_with_errors=summary.get("bad_ports"),
+        thresholds=MappingProxyType(thresholds),
+        suppressed=suppressed,
+        unreachable=tuple(unreachable),
+        counters_only=counters_only,
+    )
+
+
+def _iqe_counters(
+    acc: _PortAcc, rest: str, source: str, lineno: int, raw: str, problems: list[ParseError] | None
+) -> None:
+    for c in _IQE_COUNTER.finditer(rest):
+        try:
+            value = _int(c["value"])
+        except ValueError:
+            _fail("ibqueryerrors", source, lineno, raw, f"{c['name']} has no numeric value", problems)
+            continue
+        name = fields.BY_PMA_NAME.get(c["name"])
+        if name is None:
+            acc.other[c["name"]] = value
+        else:
+            acc.values[name] = value
+    if "[" in rest and not _IQE_COUNTER.search(rest):
+        _fail("ibqueryerrors", source, lineno, raw, "no '[Counter == N]' item", problems)
+
+
+# -- ibdiagnet (the parser lives in fabric.counters.ibdiagnet) -------------------------------------
+def parse_ibdiagnet_pm(
+    text: str | Iterable[str], source: str, *, problems: list[ParseError] | None = None
+) -> list[PortSample]:
+    """Samples from ibdiagnet2.pm, or from the PM_INFO section when given an ibdiagnet2.db_csv.
+
+    ``NA`` values are left out; error counters come from the base attribute and data counters
+    from their ``_extended`` 64-bit twins. Any other ibdiagnet file is a ParseError.
+    """
+    from fabric.counters.ibdiagnet import parse_pm
+
+    return parse_pm(text, source, problems=problems)
+
+
+def read_perfquery(path: str, guid: str | None = None) -> list[PortSample]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_perfquery(fh.read(), path, guid)
+
+
+def read_ibqueryerrors(path: str) -> IbqueryerrorsReport:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_ibqueryerrors(fh.read(), path)
+
+
+def read_ibdiagnet_pm(path: str) -> list[PortSample]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_ibdiagnet_pm(fh.read(), path)
