@@ -1,0 +1,70 @@
+"""The one SQLite store of everything ibfab measures, raw tool output kept beside parsed data.
+
+>>> import tempfile, pathlib
+>>> with Store.open(pathlib.Path(tempfile.mkdtemp()) / "ibfab.db") as store:
+...     store.audit("alice", "isolate", "0x0002c903006e29b0/5", "ibportstate 12 5 disable", "ok")
+1
+
+One module per group of tables; :class:`Store` puts them together. Open one Store per thread
+(sqlite3 connections stay in the thread that made them); several processes may share a file.
+"""
+
+from __future__ import annotations
+
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, default_db_path
+from fabric.store.counters import PORT_COUNTER_FIELDS, CounterTables
+from fabric.store.history import HistoryTables, link_subject
+from fabric.store.operations import OperationTables
+from fabric.store.probes import ProbeTables
+from fabric.store.records import (
+    AuditEntry,
+    Capture,
+    CaptureInfo,
+    CounterSnapshotInfo,
+    FindingRecord,
+    LinkEvent,
+    LinkKey,
+    PortCounterRow,
+    ProbeResultRow,
+    ProbeSweep,
+    RawCapture,
+    Run,
+    Schedule,
+    StoredSweep,
+    StoredTopology,
+    TopologySummary,
+)
+from fabric.store.schema import schema_version
+from fabric.store.topologies import TopologyTables
+from topology.errors import StoreError
+
+
+class Store(TopologyTables, CounterTables, HistoryTables, ProbeTables, OperationTables):
+    """Open with :meth:`Store.open` (a context manager); every method is one transaction."""
+
+
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "PORT_COUNTER_FIELDS",
+    "AuditEntry",
+    "Capture",
+    "CaptureInfo",
+    "CounterSnapshotInfo",
+    "FindingRecord",
+    "LinkEvent",
+    "LinkKey",
+    "PortCounterRow",
+    "ProbeResultRow",
+    "ProbeSweep",
+    "RawCapture",
+    "Run",
+    "Schedule",
+    "Store",
+    "StoreError",
+    "StoredSweep",
+    "StoredTopology",
+    "TopologySummary",
+    "default_db_path",
+    "link_subject",
+    "schema_version",
+]

@@ -1,0 +1,252 @@
+"""Counter snapshots: every port of the fabric read once, stored whole or not at all.
+
+Values are unsigned 64-bit; SQLite INTEGER is signed 64-bit. A value at or above 2**63 is stored
+as ``value - 2**64`` (negative) and restored on load, so :meth:`load_port_counters` gives the exact
+value back. In the pandas counter table (Int64, as fields.py specifies) such a value shows as
+2**63 - 1: no port counts that far (2**63 words is 23 years of 400 Gb/s traffic), so it can only
+be a misread, and clamping keeps deltas non-negative. Negative input values are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS
+from fabric.store.captures import CaptureTables
+from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
+from topology.errors import StoreError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The order of a row tuple given to save_counter_snapshot (the table's columns after snapshot_id).
+PORT_COUNTER_FIELDS: tuple[str, ...] = (
+    "guid",
+    "port",
+    "lid",
+    "peer_guid",
+    "peer_port",
+    "reachable",
+    "unreachable_reason",
+    "time",
+    *COUNTER_NAMES,
+)
+_FIRST_COUNTER = PORT_COUNTER_FIELDS.index(COUNTER_NAMES[0])
+_INT64_MAX = (1 << 63) - 1
+_TWO_64 = 1 << 64
+_INSERT = (
+    f"INSERT INTO port_counters (snapshot_id, {', '.join(PORT_COUNTER_FIELDS)})"
+    f" VALUES ({', '.join('?' * (len(PORT_COUNTER_FIELDS) + 1))})"
+)
+_ANY_NEGATIVE = " OR ".join(f"{name} < 0" for name in COUNTER_NAMES)
+_SNAPSHOT_INFO = "id, taken_at, source, topology_snapshot_id, ports, state"
+
+
+class CounterTables(CaptureTables):
+    def save_counter_snapshot(
+        self,
+        taken_at: float,
+        source: str,
+        topology_id: int | None,
+        rows: Iterable[Sequence[Any] | PortCounterRow],
+        raw_captures: Iterable[RawCapture] = (),
+    ) -> int:
+        """Store one snapshot (its raw captures, its port rows, the snapshot row) in ONE transaction.
+
+        A row is a :class:`PortCounterRow` or a tuple in :data:`PORT_COUNTER_FIELDS` order
+        (counters in COUNTER_NAMES order, None where not read). Readers never see a part of it: it
+        is either complete or absent, even if this process is killed half-way.
+        """
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO counter_snapshots (taken_at, source, topology_snapshot_id, ports, state)"
+                " VALUES (?, ?, ?, 0, 'writing')",
+                (taken_at, source, topology_id),
+            )
+            snapshot_id = cur.lastrowid
+            assert snapshot_id is not None
+            for capture in raw_captures:
+                capture_id = self._insert_capture(db, capture)
+                db.execute(
+                    "INSERT INTO counter_snapshot_captures (snapshot_id, capture_id) VALUES (?, ?)",
+                    (snapshot_id, capture_id),
+                )
+            params = [_params(snapshot_id, row) for row in rows]
+            db.execute("SAVEPOINT port_rows")
+            try:
+                db.executemany(_INSERT, params)
+            except OverflowError:
+                # Some value >= 2**63: redo this part with two's-complement storage.
+                db.execute("ROLLBACK TO port_rows")
+                db.executemany(_INSERT, [_wrap_large(p) for p in params])
+            else:
+                bad = db.execute(
+                    "SELECT guid, port FROM port_counters"
+                    f" WHERE snapshot_id = ? AND ({_ANY_NEGATIVE}) LIMIT 1",
+                    (snapshot_id,),
+                ).fetchone()
+                if bad is not None:
+                    raise StoreError(f"{self.path}: negative counter value for {bad[0]} port {bad[1]}")
+            db.execute("RELEASE port_rows")
+            db.execute(
+                "UPDATE counter_snapshots SET ports = ?, state = 'complete' WHERE id = ?",
+                (len(params), snapshot_id),
+            )
+        return snapshot_id
+
+    def list_counter_snapshots(
+        self, since: float | None = None, until: float | None = None
+    ) -> list[CounterSnapshotInfo]:
+        """Complete snapshots taken in [since, until], oldest first."""
+        where, args = _time_filter(since, until)
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT {_SNAPSHOT_INFO} FROM counter_snapshots WHERE {where} ORDER BY taken_at, id", args
+            ).fetchall()
+        return [CounterSnapshotInfo(*row) for row in rows]
+
+    def snapshot_captures(self, snapshot_id: int) -> list[CaptureInfo]:
+        """The raw captures a counter snapshot was parsed from (load their text with load_capture)."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT c.id, c.kind, c.tool, c.source, c.taken_at, c.parser_version, c.raw_size"
+                " FROM captures c JOIN counter_snapshot_captures l ON l.capture_id = c.id"
+                " WHERE l.snapshot_id = ? ORDER BY c.id",
+                (snapshot_id,),
+            ).fetchall()
+        return [CaptureInfo(*row) for row in rows]
+
+    def load_port_counters(self, snapshot_id: int) -> list[PortCounterRow]:
+        """One snapshot's rows with exact values (sorted by guid, port)."""
+        with self._read() as db:
+            if (
+                db.execute(
+                    "SELECT 1 FROM counter_snapshots WHERE id = ? AND state = 'complete'", (snapshot_id,)
+                ).fetchone()
+                is None
+            ):
+                raise StoreError(f"{self.path}: no counter snapshot {snapshot_id}")
+            rows = db.execute(
+                f"SELECT {', '.join(PORT_COUNTER_FIELDS)} FROM port_counters WHERE snapshot_id = ?"
+                " ORDER BY guid, port",
+                (snapshot_id,),
+            ).fetchall()
+        return [
+            PortCounterRow(
+                time=r[7],
+                guid=r[0],
+                port=r[1],
+                lid=r[2],
+                peer_guid=r[3],
+                peer_port=r[4],
+                reachable=bool(r[5]),
+                unreachable_reason=r[6],
+                counters={
+                    name: v + _TWO_64 if v < 0 else v
+                    for name, v in zip(COUNTER_NAMES, r[_FIRST_COUNTER:], strict=True)
+                    if v is not None
+                },
+            )
+            for r in rows
+        ]
+
+    def load_counters(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        guids: Iterable[str] | None = None,
+        snapshots: Iterable[int] | None = None,
+    ) -> pd.DataFrame:
+        """The counter table (fields.py FRAME_COLUMNS, Int64 counters) of complete snapshots taken in
+        [since, until], optionally only some node GUIDs or snapshot ids; sorted by snapshot, guid, port."""
+        import json
+
+        import pandas as pd
+
+        where, args = _time_filter(since, until, "s.")
+        if guids is not None:
+            where += " AND p.guid IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(set(guids))))
+        if snapshots is not None:
+            where += " AND s.id IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(set(snapshots))))
+        counters = ", ".join(f"CASE WHEN p.{n} < 0 THEN {_INT64_MAX} ELSE p.{n} END" for n in COUNTER_NAMES)
+        sql = (
+            "SELECT p.snapshot_id, p.time, p.guid, p.port, p.lid, p.peer_guid, p.peer_port, p.reachable, "
+            f"{counters} FROM counter_snapshots s JOIN port_counters p ON p.snapshot_id = s.id"
+            f" WHERE {where} ORDER BY p.snapshot_id, p.guid, p.port"
+        )
+        with self._read() as db:
+            rows = db.execute(sql, args).fetchall()
+        frame = pd.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS))
+        frame = frame.astype({"snapshot": "int64", "time": "float64", "port": "int64", "reachable": "bool"})
+        frame = frame.astype({name: "Int64" for name in ("lid", "peer_port", *COUNTER_NAMES)})
+        frame["guid"] = frame["guid"].astype(object)
+        frame["peer_guid"] = frame["peer_guid"].astype(object)
+        return frame
+
+    def prune_counters(self, before: float) -> int:
+        """Delete counter snapshots taken before ``before`` (and their raw captures); returns how many."""
+        with self._write() as db:
+            doomed = [
+                r[0] for r in db.execute("SELECT id FROM counter_snapshots WHERE taken_at < ?", (before,))
+            ]
+            db.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS doomed_captures (id INTEGER PRIMARY KEY)",
+            )
+            db.execute("DELETE FROM doomed_captures")
+            db.execute(
+                "INSERT INTO doomed_captures SELECT c.capture_id FROM counter_snapshot_captures c"
+                " JOIN counter_snapshots s ON s.id = c.snapshot_id WHERE s.taken_at < ?",
+                (before,),
+            )
+            db.execute("DELETE FROM counter_snapshots WHERE taken_at < ?", (before,))
+            db.execute(
+                "DELETE FROM captures WHERE id IN (SELECT id FROM doomed_captures)"
+                " AND id NOT IN (SELECT capture_id FROM counter_snapshot_captures)"
+                " AND id NOT IN (SELECT capture_id FROM topology_snapshots WHERE capture_id IS NOT NULL)"
+                " AND id NOT IN (SELECT capture_id FROM probe_results WHERE capture_id IS NOT NULL)"
+            )
+        return len(doomed)
+
+
+def _params(snapshot_id: int, row: Sequence[Any] | PortCounterRow) -> tuple[Any, ...]:
+    if isinstance(row, PortCounterRow):
+        values = row.counters
+        return (
+            snapshot_id,
+            row.guid,
+            row.port,
+            row.lid,
+            row.peer_guid,
+            row.peer_port,
+            row.reachable,
+            row.unreachable_reason,
+            row.time,
+            *[values.get(name) for name in COUNTER_NAMES],
+        )
+    return (snapshot_id, *row)
+
+
+def _wrap_large(params: tuple[Any, ...]) -> tuple[Any, ...]:
+    start = 1 + _FIRST_COUNTER
+    counters = []
+    for v in params[start:]:
+        if v is not None and (v < 0 or v >= _TWO_64):
+            raise StoreError(
+                f"counter value {v} of {params[1]} port {params[2]} is not an unsigned 64-bit value"
+            )
+        counters.append(v - _TWO_64 if v is not None and v > _INT64_MAX else v)
+    return (*params[:start], *counters)
+
+
+def _time_filter(since: float | None, until: float | None, prefix: str = "") -> tuple[str, list[Any]]:
+    where, args = [f"{prefix}state = 'complete'"], []
+    if since is not None:
+        where.append(f"{prefix}taken_at >= ?")
+        args.append(since)
+    if until is not None:
+        where.append(f"{prefix}taken_at <= ?")
+        args.append(until)
+    return " AND ".join(where), args

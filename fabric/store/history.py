@@ -1,0 +1,78 @@
+"""Link down/up events and the day-by-day findings history (for repeat offenders)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fabric.store.core import StoreBase
+from fabric.store.records import FindingRecord, LinkEvent, LinkKey
+
+
+def link_subject(link: LinkKey) -> str:
+    """The text that names a link in findings_history.
+
+    >>> link_subject((("0x0000000000000001", 3), ("0x0000000000000002", 1)))
+    '0x0000000000000001/3-0x0000000000000002/1'
+    """
+    (a_guid, a_port), (b_guid, b_port) = link
+    return f"{a_guid}/{a_port}-{b_guid}/{b_port}"
+
+
+class HistoryTables(StoreBase):
+    def add_link_events(self, events: Iterable[LinkEvent]) -> int:
+        """Append events; returns how many."""
+        rows = [
+            (e.time, e.link[0][0], e.link[0][1], e.link[1][0], e.link[1][1], e.kind, e.source) for e in events
+        ]
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO link_events (time, a_guid, a_port, b_guid, b_port, kind, source)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+    def load_link_events(
+        self, since: float | None = None, until: float | None = None, link: LinkKey | None = None
+    ) -> list[LinkEvent]:
+        """Events in [since, until] (optionally of one link), oldest first."""
+        where, args = ["1"], list[Any]()
+        if since is not None:
+            where.append("time >= ?")
+            args.append(since)
+        if until is not None:
+            where.append("time <= ?")
+            args.append(until)
+        if link is not None:
+            where.append("a_guid = ? AND a_port = ? AND b_guid = ? AND b_port = ?")
+            args.extend((link[0][0], link[0][1], link[1][0], link[1][1]))
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT time, a_guid, a_port, b_guid, b_port, kind, source FROM link_events"
+                f" WHERE {' AND '.join(where)} ORDER BY time, id",
+                args,
+            ).fetchall()
+        return [LinkEvent(r[0], ((r[1], r[2]), (r[3], r[4])), r[5], r[6]) for r in rows]
+
+    def record_findings(self, day: str, items: Iterable[tuple[str, str, str]]) -> int:
+        """Record the day's findings as (subject, kind, status); a second call for the same
+        (day, subject, kind) replaces its status. ``day`` is YYYY-MM-DD."""
+        rows = [(day, subject, kind, status) for subject, kind, status in items]
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO findings_history (day, subject, kind, status) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (day, subject, kind) DO UPDATE SET status = excluded.status",
+                rows,
+            )
+        return len(rows)
+
+    def load_findings_history(self, since: str | None = None) -> list[FindingRecord]:
+        """Findings from day ``since`` (YYYY-MM-DD) on, by day then subject."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT day, subject, kind, status FROM findings_history"
+                " WHERE day >= ? ORDER BY day, subject, kind",
+                (since or "",),
+            ).fetchall()
+        return [FindingRecord(*r) for r in rows]

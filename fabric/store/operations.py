@@ -1,0 +1,174 @@
+"""What operators and the daemon did: the isolation audit log, schedules and their runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fabric.store.core import StoreBase
+from fabric.store.records import AuditEntry, Run, Schedule
+from topology.errors import StoreError
+
+_SCHEDULE_COLUMNS = "id, name, kind, interval_seconds, cron, args, enabled, last_run, next_run"
+_RUN_COLUMNS = "id, schedule_id, started, finished, ok, error"
+_SCHEDULE_CHANGES = frozenset({"kind", "interval_seconds", "cron", "args", "enabled", "next_run"})
+
+
+class OperationTables(StoreBase):
+    # -- audit log ----------------------------------------------------------------------------
+    def audit(
+        self,
+        user: str,
+        action: str,
+        target: str,
+        command: str,
+        result: str,
+        undo_of: int | None = None,
+        when: float | None = None,
+    ) -> int:
+        """Append to the audit log (durable once this returns); returns the entry id."""
+        with self._write() as db:
+            try:
+                cur = db.execute(
+                    "INSERT INTO audit_log (time, user, action, target, command, result, undo_of)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (time.time() if when is None else when, user, action, target, command, result, undo_of),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"{self.path}: audit entry undoes unknown entry {undo_of}") from exc
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def audit_log(self, since: float | None = None) -> list[AuditEntry]:
+        """Audit entries from ``since`` on, oldest first."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, time, user, action, target, command, result, undo_of FROM audit_log"
+                " WHERE time >= ? ORDER BY id",
+                (since if since is not None else float("-inf"),),
+            ).fetchall()
+        return [AuditEntry(*r) for r in rows]
+
+    # -- schedules ----------------------------------------------------------------------------
+    def add_schedule(
+        self,
+        name: str,
+        kind: str,
+        *,
+        interval_seconds: int | None = None,
+        cron: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        enabled: bool = True,
+        next_run: float | None = None,
+    ) -> int:
+        """A schedule runs ``kind`` ("counters" or "sweep") every ``interval_seconds`` or by ``cron`` text."""
+        if (interval_seconds is None) == (cron is None):
+            raise StoreError(f"schedule {name!r}: give exactly one of an interval or a cron expression")
+        with self._write() as db:
+            try:
+                cur = db.execute(
+                    "INSERT INTO schedules (name, kind, interval_seconds, cron, args, enabled, next_run)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (name, kind, interval_seconds, cron, json.dumps(dict(args or {})), enabled, next_run),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"{self.path}: cannot add schedule {name!r}: {exc}") from exc
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def schedule(self, ref: int | str) -> Schedule:
+        """A schedule by id or name; unknown is a StoreError."""
+        column = "id" if isinstance(ref, int) else "name"
+        with self._read() as db:
+            row = db.execute(
+                f"SELECT {_SCHEDULE_COLUMNS} FROM schedules WHERE {column} = ?", (ref,)
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no schedule {ref!r}")
+        return _schedule(row)
+
+    def list_schedules(self, enabled_only: bool = False) -> list[Schedule]:
+        sql = f"SELECT {_SCHEDULE_COLUMNS} FROM schedules"
+        if enabled_only:
+            sql += " WHERE enabled"
+        with self._read() as db:
+            return [_schedule(r) for r in db.execute(sql + " ORDER BY name").fetchall()]
+
+    def update_schedule(self, ref: int | str, **changes: Any) -> Schedule:
+        """Change some of kind, interval_seconds, cron, args, enabled, next_run."""
+        unknown = set(changes) - _SCHEDULE_CHANGES
+        if unknown:
+            raise StoreError(f"cannot change schedule field(s) {', '.join(sorted(unknown))}")
+        if "args" in changes:
+            changes["args"] = json.dumps(dict(changes["args"]))
+        schedule_id = self.schedule(ref).id
+        if changes:
+            sets = ", ".join(f"{name} = ?" for name in changes)
+            with self._write() as db:
+                try:
+                    db.execute(f"UPDATE schedules SET {sets} WHERE id = ?", (*changes.values(), schedule_id))
+                except sqlite3.IntegrityError as exc:
+                    raise StoreError(f"{self.path}: cannot change schedule {ref!r}: {exc}") from exc
+        return self.schedule(schedule_id)
+
+    def delete_schedule(self, ref: int | str) -> None:
+        schedule_id = self.schedule(ref).id
+        with self._write() as db:
+            db.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,))
+
+    # -- runs ---------------------------------------------------------------------------------
+    def start_run(self, schedule_id: int | None, started: float | None = None) -> int:
+        """Record that a run began (schedule_id None: run by hand); returns the run id."""
+        with self._write() as db:
+            try:
+                cur = db.execute(
+                    "INSERT INTO runs (schedule_id, started) VALUES (?, ?)",
+                    (schedule_id, time.time() if started is None else started),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"{self.path}: no schedule {schedule_id}") from exc
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def finish_run(
+        self, run_id: int, ok: bool, error: str | None = None, finished: float | None = None
+    ) -> Run:
+        """Record how a run ended; also sets its schedule's last_run to the run's start."""
+        with self._write() as db:
+            end = time.time() if finished is None else finished
+            if (
+                db.execute(
+                    "UPDATE runs SET finished = ?, ok = ?, error = ? WHERE id = ?", (end, ok, error, run_id)
+                ).rowcount
+                == 0
+            ):
+                raise StoreError(f"{self.path}: no run {run_id}")
+            db.execute(
+                "UPDATE schedules SET last_run = (SELECT started FROM runs WHERE id = ?)"
+                " WHERE id = (SELECT schedule_id FROM runs WHERE id = ?)",
+                (run_id, run_id),
+            )
+            row = db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _run(row)
+
+    def list_runs(self, schedule_id: int | None = None, limit: int = 100) -> list[Run]:
+        """The newest runs first (of one schedule, or all)."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        args: tuple[Any, ...] = ()
+        if schedule_id is not None:
+            sql += " WHERE schedule_id = ?"
+            args = (schedule_id,)
+        with self._read() as db:
+            rows = db.execute(sql + " ORDER BY started DESC, id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [_run(r) for r in rows]
+
+
+def _schedule(row: tuple[Any, ...]) -> Schedule:
+    return Schedule(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), bool(row[6]), row[7], row[8])
+
+
+def _run(row: tuple[Any, ...]) -> Run:
+    return Run(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5])

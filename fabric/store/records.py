@@ -1,0 +1,200 @@
+"""The frozen records the store takes and hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from topology.model import Fabric
+
+# A link as topology.model.Link.key spells it: ((guid, port), (guid, port)), lower end first.
+LinkKey = tuple[tuple[str, int], tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class RawCapture:
+    """Tool output as it came, to be kept beside what was parsed from it.
+
+    ``raw`` is kept byte-exact: a ``str`` comes back as the same ``str``, ``bytes`` as ``bytes``.
+    ``parser_version`` names the parser that read it (e.g. ``"perfquery/3"``) so that a parser fix
+    can find and re-read old captures.
+    """
+
+    kind: str  # what it is for: "topology", "counters", "probe", ...
+    tool: str  # "ibnetdiscover", "perfquery", "ib_write_bw", ...
+    raw: str | bytes
+    taken_at: float
+    source: str = ""  # host or file it came from
+    argv: tuple[str, ...] = ()
+    parser_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """A stored capture, with its text."""
+
+    id: int
+    kind: str
+    tool: str
+    argv: tuple[str, ...]
+    source: str
+    taken_at: float
+    parser_version: str
+    raw: str | bytes
+    size: int  # bytes before compression
+
+    @property
+    def text(self) -> str:
+        """The raw output as text (bytes are decoded as UTF-8, undecodable bytes kept as escapes)."""
+        return self.raw if isinstance(self.raw, str) else self.raw.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureInfo:
+    """A stored capture without its text (for listings)."""
+
+    id: int
+    kind: str
+    tool: str
+    source: str
+    taken_at: float
+    parser_version: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySummary:
+    id: int
+    capture_id: int | None
+    taken_at: float
+    source: str
+    label: str | None
+    nodes: int
+    switches: int
+    hcas: int
+    links: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTopology:
+    summary: TopologySummary
+    fabric: Fabric
+
+    @property
+    def id(self) -> int:
+        return self.summary.id
+
+
+@dataclass(frozen=True, slots=True)
+class PortCounterRow:
+    """One port read in a counter snapshot.
+
+    ``counters`` maps COUNTER_NAMES entries to values; a name that is absent was not read.
+    """
+
+    time: float
+    guid: str
+    port: int
+    lid: int | None = None
+    peer_guid: str | None = None
+    peer_port: int | None = None
+    reachable: bool = True
+    unreachable_reason: str | None = None
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSnapshotInfo:
+    id: int
+    taken_at: float
+    source: str
+    topology_id: int | None
+    ports: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    time: float
+    link: LinkKey
+    kind: str  # "down" or "up"
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSweep:
+    id: int
+    started: float
+    finished: float | None
+    pattern: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResultRow:
+    """One pair measured in a sweep (client sends to server)."""
+
+    client_host: str
+    client_device: str
+    server_host: str
+    server_device: str
+    gbps: float | None
+    line_rate_gbps: float | None
+    ok: bool
+    error: str | None = None
+    capture_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSweep:
+    sweep: ProbeSweep
+    results: tuple[ProbeResultRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FindingRecord:
+    """What health found about one link or node on one day (for repeat offenders across days).
+
+    ``subject`` is a link (see :func:`fabric.store.link_subject`) or a node GUID.
+    """
+
+    day: str  # YYYY-MM-DD
+    subject: str
+    kind: str  # "ber", "flapping", "congestion", ...
+    status: str  # "warning", "error", "ok", ...
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: int
+    time: float
+    user: str
+    action: str  # "isolate", "deisolate", "dry-run", ...
+    target: str
+    command: str
+    result: str
+    undo_of: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    id: int
+    name: str
+    kind: str  # "counters" or "sweep"
+    interval_seconds: int | None
+    cron: str | None
+    args: Mapping[str, Any]
+    enabled: bool
+    last_run: float | None
+    next_run: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    schedule_id: int | None
+    started: float
+    finished: float | None
+    ok: bool | None
+    error: str | None

@@ -1,0 +1,165 @@
+"""The store's tables, its schema version and the migration steps between versions.
+
+A new store is built the same way an old one is upgraded: the version-1 tables, then every step
+in :data:`MIGRATIONS`, all in one transaction. To change the schema, append a step (never edit
+one that has shipped) and bump nothing else: :data:`SCHEMA_VERSION` follows the list.
+
+Counter values are unsigned 64-bit, SQLite INTEGER is signed 64-bit: values at or above 2**63
+are stored two's-complement (``value - 2**64``, so negative) and turned back on load; see
+``fabric.store.counters``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabric.counters.fields import COUNTER_NAMES
+
+# PRAGMA application_id marks the file as an ibfab store ("IBFB").
+APPLICATION_ID = 0x49424642
+
+_COUNTER_COLUMNS = ",\n    ".join(f"{name} INTEGER" for name in COUNTER_NAMES)
+
+BASE_SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE captures (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    argv TEXT NOT NULL,               -- JSON list
+    source TEXT NOT NULL,             -- host or file the output came from
+    taken_at REAL NOT NULL,           -- seconds since the epoch
+    parser_version TEXT NOT NULL,
+    raw_is_text INTEGER NOT NULL,     -- 1: raw was a str (UTF-8), 0: bytes
+    raw_size INTEGER NOT NULL,        -- bytes before compression
+    raw_zlib BLOB NOT NULL
+)""",
+    "CREATE INDEX captures_by_tool ON captures (tool, parser_version)",
+    """CREATE TABLE topology_snapshots (
+    id INTEGER PRIMARY KEY,
+    capture_id INTEGER REFERENCES captures (id),
+    taken_at REAL NOT NULL,
+    source TEXT NOT NULL,
+    label TEXT,
+    nodes INTEGER NOT NULL,
+    switches INTEGER NOT NULL,
+    hcas INTEGER NOT NULL,
+    links INTEGER NOT NULL,
+    fabric_json_zlib BLOB NOT NULL
+)""",
+    "CREATE INDEX topology_by_label ON topology_snapshots (label)",
+    """CREATE TABLE counter_snapshots (
+    id INTEGER PRIMARY KEY,
+    taken_at REAL NOT NULL,
+    source TEXT NOT NULL,
+    topology_snapshot_id INTEGER REFERENCES topology_snapshots (id),
+    ports INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('writing', 'complete'))
+)""",
+    "CREATE INDEX counter_snapshots_by_time ON counter_snapshots (taken_at)",
+    """CREATE TABLE counter_snapshot_captures (
+    snapshot_id INTEGER NOT NULL REFERENCES counter_snapshots (id) ON DELETE CASCADE,
+    capture_id INTEGER NOT NULL REFERENCES captures (id),
+    PRIMARY KEY (snapshot_id, capture_id)
+)""",
+    f"""CREATE TABLE port_counters (
+    snapshot_id INTEGER NOT NULL REFERENCES counter_snapshots (id) ON DELETE CASCADE,
+    guid TEXT NOT NULL,
+    port INTEGER NOT NULL,
+    lid INTEGER,
+    peer_guid TEXT,
+    peer_port INTEGER,
+    reachable INTEGER NOT NULL,
+    unreachable_reason TEXT,
+    time REAL NOT NULL,
+    {_COUNTER_COLUMNS},
+    PRIMARY KEY (snapshot_id, guid, port)
+)""",
+    """CREATE TABLE link_events (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    a_guid TEXT NOT NULL,
+    a_port INTEGER NOT NULL,
+    b_guid TEXT NOT NULL,
+    b_port INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('down', 'up')),
+    source TEXT NOT NULL
+)""",
+    "CREATE INDEX link_events_by_time ON link_events (time)",
+    """CREATE TABLE probe_sweeps (
+    id INTEGER PRIMARY KEY,
+    started REAL NOT NULL,
+    finished REAL,
+    pattern TEXT NOT NULL,
+    source TEXT NOT NULL
+)""",
+    """CREATE TABLE probe_results (
+    id INTEGER PRIMARY KEY,
+    sweep_id INTEGER NOT NULL REFERENCES probe_sweeps (id) ON DELETE CASCADE,
+    client_host TEXT NOT NULL,
+    client_device TEXT NOT NULL,
+    server_host TEXT NOT NULL,
+    server_device TEXT NOT NULL,
+    gbps REAL,
+    line_rate_gbps REAL,
+    ok INTEGER NOT NULL,
+    error TEXT,
+    capture_id INTEGER REFERENCES captures (id)
+)""",
+    "CREATE INDEX probe_results_by_sweep ON probe_results (sweep_id)",
+    """CREATE TABLE findings_history (
+    day TEXT NOT NULL,                -- YYYY-MM-DD
+    subject TEXT NOT NULL,            -- link (a_guid/a_port-b_guid/b_port) or node GUID
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    PRIMARY KEY (day, subject, kind)
+)""",
+    """CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    user TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    command TEXT NOT NULL,
+    result TEXT NOT NULL,
+    undo_of INTEGER REFERENCES audit_log (id)
+)""",
+    """CREATE TABLE schedules (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL CHECK (kind IN ('counters', 'sweep')),
+    interval_seconds INTEGER CHECK (interval_seconds > 0),
+    cron TEXT,
+    args TEXT NOT NULL,               -- JSON object
+    enabled INTEGER NOT NULL,
+    last_run REAL,
+    next_run REAL,
+    CHECK ((interval_seconds IS NULL) <> (cron IS NULL))
+)""",
+    """CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    schedule_id INTEGER REFERENCES schedules (id) ON DELETE SET NULL,
+    started REAL NOT NULL,
+    finished REAL,
+    ok INTEGER,
+    error TEXT
+)""",
+    "CREATE INDEX runs_by_schedule ON runs (schedule_id, started)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """SQL statements that take a store from ``to_version - 1`` to ``to_version``."""
+
+    to_version: int
+    statements: tuple[str, ...]
+
+
+# Append steps here; version 1 is BASE_SCHEMA.
+MIGRATIONS: tuple[Migration, ...] = ()
+
+
+def schema_version() -> int:
+    """The version this code writes: 1 plus one per migration step."""
+    return 1 + len(MIGRATIONS)
