@@ -143,7 +143,9 @@ def _alive(pid: int, program: str) -> bool:
     if pid <= 0:
         return False
     child = _CHILDREN.get(pid)
-    if child is not None and child.poll() is not None:
+    if child is not None:
+        if child.poll() is None:
+            return True  # our own child, not reaped: it cannot have been reused
         del _CHILDREN[pid]
         return False
     try:
@@ -151,9 +153,10 @@ def _alive(pid: int, program: str) -> bool:
         argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
     except OSError:
         return False
+    comm = stat[stat.find("(") + 1 : stat.rfind(")")]
     if stat[stat.rfind(")") + 2 :].startswith(("Z", "X")):
         return False
-    return Path(argv0).name == program
+    return program in (comm, Path(argv0).name)
 
 
 def _stop(pid: int, program: str) -> None:
