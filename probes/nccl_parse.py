@@ -258,7 +258,8 @@ def _error_line(
             f"{r.size} B: #wrong {r.out_of_place.wrong} out-of-place, {r.in_place.wrong} in-place"
             for r in bad[:3]
         )
-        return f"data corruption: {oob} out-of-bounds values" + (f" ({where})" if where else "")
+        found = f"{oob} out-of-bounds values" if oob else "wrong values"
+        return f"data corruption: {found}" + (f" ({where})" if where else "")
     if completions := [(w, w.completion) for w in warns if w.completion is not None]:
         w, c = completions[0]
         hca = f" hca {c.hca}" if c.hca else ""

@@ -286,6 +286,11 @@ def test_stray_info_line_inside_table_is_skipped_and_bad_row_raises() -> None:
     with pytest.raises(ParseError) as err:
         parse_nccl_tests(header + "     1048576   262144  float  sum  -1  62.20\n" + good, "bad.txt")
     assert (err.value.source, err.value.lineno) == ("bad.txt", 2)
+    wrong = parse_nccl_tests(header + good.replace("31.73  0", "31.73  7"), "wrong")  # no summary line
+    assert (
+        not wrong.ok
+        and wrong.error == "data corruption: wrong values (1048576 B: #wrong 0 out-of-place, 7 in-place)"
+    )
     cut = parse_nccl_tests(header + good + good[:40], "cut")  # a cut-off last line is only noted
     assert len(cut.rows) == 1 and "incomplete last row" in cut.notes[0]
 

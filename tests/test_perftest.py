@@ -232,6 +232,29 @@ def test_empty_output_is_a_parse_error() -> None:
         parse_perftest("", "empty")
 
 
+def test_bidirectional_roce_output() -> None:
+    text = (
+        "                    RDMA_Write Bidirectional BW Test\n"
+        " Dual-port       : OFF\t\tDevice         : mlx5_2\n"
+        " Number of qps   : 4\t\tTransport type : IB\n"
+        " Link type       : Ethernet\n"
+        " GID index       : 3\n"
+        "-" * 87 + "\n"
+        " local address: LID 0000 QPN 0x0108 PSN 0x1b5ed4 RKey 0x178e00 VAddr 0x007f4a0c800000\n"
+        " GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:168:01:02\n"
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+        " 65536      5000             180.12             179.85               0.343\n"
+    )
+    result = parse_perftest(text, "roce")
+    assert (result.tool, result.qps, result.link_type, result.field("GID index")) == (
+        "ib_write_bw", 4, "Ethernet", "3",
+    )  # fmt: skip
+    assert result.local_address is not None
+    assert result.local_address.gid == "00:00:00:00:00:00:00:00:00:00:255:255:192:168:01:02"
+    assert result.local_address.qpn == 0x0108
+    assert result.bandwidth_rows[0].bw_average_gbps == 179.85
+
+
 def test_header_only_is_not_ok() -> None:
     text = "                    RDMA_Write BW Test\n Dual-port       : OFF\t\tDevice         : mlx5_0\n"
     result = parse_perftest(text, "header-only")
