@@ -11,7 +11,7 @@ GUIDs are kept as normalised strings ``0x`` + 16 lower-case hex digits so that e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -96,7 +96,7 @@ class Link:
     speed: str
 
     def __post_init__(self) -> None:
-        if self.b < self.a:
+        if (self.b.guid, self.b.port) < (self.a.guid, self.a.port):
             a, b = self.b, self.a
             object.__setattr__(self, "a", a)
             object.__setattr__(self, "b", b)
@@ -135,6 +135,9 @@ class Fabric:
     unconnected: tuple[UnconnectedPort, ...] = ()
     source: str = ""
     _by_node: Mapping[Guid, tuple[Link, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _adjacency: Mapping[Guid, tuple[tuple[int, PortRef, Link], ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def build(
@@ -143,20 +146,31 @@ class Fabric:
         links: Iterable[Link],
         unconnected: Iterable[UnconnectedPort] = (),
         source: str = "",
+        unique: bool = False,
     ) -> Fabric:
+        """``unique=True`` promises the links are already distinct (skips hashing them all)."""
         node_map = {n.guid: n for n in nodes}
-        link_list = tuple(sorted(set(links), key=lambda lk: lk.key))
+        link_list = tuple(
+            sorted(
+                links if unique else set(links), key=lambda lk: (lk.a.guid, lk.a.port, lk.b.guid, lk.b.port)
+            )
+        )
         by_node: dict[Guid, list[Link]] = {g: [] for g in node_map}
+        adjacency: dict[Guid, list[tuple[int, PortRef, Link]]] = {g: [] for g in node_map}
         for lk in link_list:
-            by_node.setdefault(lk.a.guid, []).append(lk)
-            if lk.b.guid != lk.a.guid:
-                by_node.setdefault(lk.b.guid, []).append(lk)
+            a, b = lk.a, lk.b
+            by_node.setdefault(a.guid, []).append(lk)
+            adjacency.setdefault(a.guid, []).append((a.port, b, lk))
+            if b.guid != a.guid:
+                by_node.setdefault(b.guid, []).append(lk)
+            adjacency.setdefault(b.guid, []).append((b.port, a, lk))
         return cls(
             nodes=MappingProxyType(dict(sorted(node_map.items()))),
             links=link_list,
             unconnected=tuple(sorted(unconnected, key=lambda u: u.ref)),
             source=source,
             _by_node=MappingProxyType({g: tuple(v) for g, v in by_node.items()}),
+            _adjacency=MappingProxyType({g: tuple(v) for g, v in adjacency.items()}),
         )
 
     # -- lookups ---------------------------------------------------------------------------
@@ -166,13 +180,9 @@ class Fabric:
     def links_of(self, guid: Guid) -> tuple[Link, ...]:
         return self._by_node.get(guid, ())
 
-    def neighbours(self, guid: Guid) -> Iterator[tuple[int, PortRef, Link]]:
-        """(local port, remote end, link) for every cable of ``guid``."""
-        for lk in self.links_of(guid):
-            if lk.a.guid == guid:
-                yield lk.a.port, lk.b, lk
-            if lk.b.guid == guid:
-                yield lk.b.port, lk.a, lk
+    def neighbours(self, guid: Guid) -> tuple[tuple[int, PortRef, Link], ...]:
+        """(local port, remote end, link) for every cable of ``guid`` (a loopback cable twice)."""
+        return self._adjacency.get(guid, ())
 
     def switches(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.kind is NodeKind.SWITCH]

@@ -203,14 +203,16 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             continue  # too few peers to tell a fault from a design
         expected = _mode([cls.uplinks[g] for g in switches])
         usual_ports = _usual_uplink_ports(fabric, cls, switches)
+        upper_counts = {g: _upper_counts(fabric, cls, g) for g in switches}
         per_upper: dict[Guid, list[int]] = defaultdict(list)
         for g in switches:
-            for up, cnt in _upper_counts(fabric, cls, g).items():
+            for up, cnt in upper_counts[g].items():
                 per_upper[up].append(cnt)
         usual_per_upper = {up: _mode(c) for up, c in per_upper.items()}
+        peers_even = _peers_even(upper_counts)
         for g in sorted(switches, key=lambda g: _label(cls, g)):
             n = cls.uplinks[g]
-            uppers = _upper_counts(fabric, cls, g)
+            uppers = upper_counts[g]
             if n < expected:
                 linked = {p for p, _, _ in fabric.neighbours(g)}
                 free = sorted(p for p in usual_ports if p not in linked)
@@ -228,7 +230,7 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                 )
             elif n == expected and len(uppers) > 1:
                 spread = sorted(uppers.values())
-                if spread[-1] - spread[0] > 1 and _peers_even(fabric, cls, switches):
+                if spread[-1] - spread[0] > 1 and peers_even:
                     out.append(
                         Anomaly(
                             "uplink_imbalance",
@@ -261,13 +263,13 @@ def _spread_note(cls: Classification, uppers: Counter[Guid]) -> str:
     return f" ({parts})"
 
 
-def _peers_even(fabric: Fabric, cls: Classification, switches: list[Guid]) -> bool:
+def _peers_even(upper_counts: dict[Guid, Counter[Guid]]) -> bool:
     even = 0
-    for g in switches:
-        vals = _upper_counts(fabric, cls, g).values()
+    for counts in upper_counts.values():
+        vals = counts.values()
         if vals and max(vals) - min(vals) <= 1:
             even += 1
-    return even * 2 > len(switches)
+    return even * 2 > len(upper_counts)
 
 
 def _usual_uplink_ports(fabric: Fabric, cls: Classification, switches: list[Guid]) -> set[int]:
@@ -310,10 +312,12 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     by_tiers: dict[tuple[int, int], list[Link]] = defaultdict(list)
     by_speed_key: dict[tuple[object, ...], list[Link]] = defaultdict(list)
+    speed_key_of: dict[Link, tuple[object, ...]] = {}
     for lk in fabric.links:
         if lk.a.guid != lk.b.guid:
             by_tiers[_tier_pair(cls, lk)].append(lk)
-            by_speed_key[_speed_peer_key(fabric, cls, lk)].append(lk)
+            key = speed_key_of[lk] = _speed_peer_key(fabric, cls, lk)
+            by_speed_key[key].append(lk)
     width_mode = {
         key: _mode([lk.width for lk in links]) for key, links in by_tiers.items() if len(links) >= 2
     }
@@ -328,7 +332,7 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             wm = width_mode.get(key)
             if wm is not None and lk.width < wm:
                 problems.append(f"{lk.width}x where its peers run {wm}x")
-            sm = speed_mode.get(_speed_peer_key(fabric, cls, lk))
+            sm = speed_mode.get(speed_key_of[lk])
             if sm is not None and lk.speed in SPEED_ORDER and SPEED_ORDER.index(lk.speed) < sm:
                 problems.append(f"{lk.speed} where its peers run {SPEED_ORDER[sm]}")
             if problems:
