@@ -1,0 +1,409 @@
+"""SSH transport: the only module that imports paramiko.
+
+Host keys are checked against known_hosts (``~/.ssh/known_hosts`` and
+``/etc/ssh/ssh_known_hosts``, or one given file); an unknown or changed key is a
+:class:`HostError` of kind ``host_key``. Accepting a new key is an explicit opt-in
+(``accept_new=True``), which appends it to the known_hosts file, like OpenSSH's
+``StrictHostKeyChecking=accept-new``. Only connection failures are retried.
+
+Commands are argv lists joined with :func:`shlex.join`, never a shell string. The remote login
+shell prints its PID and ``exec``s the command; sshd gives every session its own process
+session, so on a timeout we kill that whole process session over a second channel and the
+remote command (with its children) is gone, not just our end of the channel.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import paramiko
+from paramiko.ssh_exception import NoValidConnectionsError
+
+from probes.inventory import HostEntry, check_address, check_user, parse_host_spec
+from probes.transport import FailureKind, HostError, HostResult
+from topology.errors import UsageError
+
+# paramiko logs handshake failures from its own thread; we report them as records instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
+
+DEFAULT_SSH_CONFIG = "~/.ssh/config"
+USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
+SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+RETRYABLE = frozenset({FailureKind.UNREACHABLE, FailureKind.REFUSED, FailureKind.TIMEOUT})
+_PID_MARK = b"ibfab-pid:"
+# $$ is the login shell sshd started in a fresh session (setsid), so its PID is also the
+# process group and session id of everything the command starts.
+_WRAPPER = "printf 'ibfab-pid:%s\\n' \"$$\"; exec "
+_known_hosts_lock = threading.Lock()
+
+
+class _UnknownHostKey(paramiko.SSHException):
+    def __init__(self, hostname: str, key: paramiko.PKey) -> None:
+        self.hostname = hostname
+        self.key = key
+        super().__init__(f"unknown host key for {hostname}")
+
+
+class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Reject unknown keys, or (opt-in) accept and append them to the known_hosts file."""
+
+    def __init__(self, accept_new: bool, known_hosts: Path) -> None:
+        self.accept_new = accept_new
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if not self.accept_new:
+            raise _UnknownHostKey(hostname, key)
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
+        with _known_hosts_lock:
+            self.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.known_hosts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="ascii") as f:
+                f.write(line)
+
+
+def apply_ssh_config(entry: HostEntry, path: str | Path | None = DEFAULT_SSH_CONFIG) -> HostEntry:
+    """Fill what the inventory left open (address, user, port, key, jump) from an ssh_config file."""
+    if path is None:
+        return entry
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return entry
+    where = f"{p} (Host {entry.name})"
+    try:
+        found = paramiko.SSHConfig.from_path(str(p)).lookup(entry.name)
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        raise UsageError(f"{p}: cannot read ssh config: {exc}") from exc
+    address = entry.address
+    hostname = found.get("hostname")
+    if address is None and hostname and hostname != entry.name:
+        check_address(hostname, where)
+        address = hostname
+    user = entry.user
+    if user is None and found.get("user"):
+        user = found["user"]
+        check_user(user, where)
+    port = entry.port
+    if port is None and found.get("port"):
+        try:
+            port = int(found["port"])
+        except ValueError as exc:
+            raise UsageError(f"{where}: bad Port {found['port']!r}") from exc
+    key_file = entry.key_file
+    identities: str | list[str] = found.get("identityfile") or []
+    if key_file is None and identities:
+        key_file = identities if isinstance(identities, str) else identities[0]
+    jump = entry.jump
+    proxy = found.get("proxyjump")
+    if jump is None and proxy and proxy.lower() != "none":
+        jump = parse_host_spec(proxy.split(",")[0], where)
+    return HostEntry(entry.name, address, user, port, key_file, jump)
+
+
+class SshTransport:
+    """Runs commands on one host over one SSH connection (opened on first use, reused after)."""
+
+    def __init__(
+        self,
+        entry: HostEntry,
+        *,
+        known_hosts: str | Path | None = None,
+        accept_new: bool = False,
+        connect_timeout: float = 10.0,
+        retries: int = 2,
+        retry_delay: float = 0.5,
+        ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
+    ) -> None:
+        self._entry = entry
+        self._known_hosts = Path(known_hosts).expanduser() if known_hosts else None
+        self._accept_new = accept_new
+        self._connect_timeout = connect_timeout
+        self._retries = max(0, retries)
+        self._retry_delay = retry_delay
+        self._ssh_config = ssh_config
+        self._client: paramiko.SSHClient | None = None
+        self._jump_client: paramiko.SSHClient | None = None
+
+    @property
+    def host(self) -> str:
+        return self._entry.name
+
+    def __enter__(self) -> SshTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for client in (self._client, self._jump_client):
+            if client is not None:
+                client.close()
+        self._client = self._jump_client = None
+
+    def connect(self) -> None:
+        """Open the connection; raises :class:`HostError` after the retries for connection failures."""
+        if self._client is not None:
+            transport = self._client.get_transport()
+            if transport is not None and transport.is_active():
+                return
+            self.close()
+        try:
+            entry = apply_ssh_config(self._entry, self._ssh_config)
+        except UsageError as exc:
+            raise HostError(self.host, FailureKind.ERROR, exc.one_line()) from exc
+        for attempt in range(self._retries + 1):
+            try:
+                self._open(entry)
+                return
+            except HostError as exc:
+                self.close()
+                if exc.kind not in RETRYABLE or attempt == self._retries:
+                    raise
+                time.sleep(self._retry_delay * (attempt + 1))
+
+    def run(self, argv: Sequence[str], timeout: float) -> HostResult:
+        """Run ``argv`` (quoted with shlex.join); every per-host problem comes back as a record."""
+        args = tuple(argv)
+        if not args:
+            raise UsageError("empty command")
+        start = time.monotonic()
+        try:
+            self.connect()
+            return self._exec(args, timeout, start)
+        except HostError as exc:
+            return HostResult(self.host, args, None, "", "", time.monotonic() - start, exc.kind, exc.message)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self.close()
+            msg = f"connection lost: {exc or type(exc).__name__}"
+            return HostResult(
+                self.host, args, None, "", "", time.monotonic() - start, FailureKind.UNREACHABLE, msg
+            )
+
+    # -- connecting ---------------------------------------------------------------------------
+
+    def _open(self, entry: HostEntry) -> None:
+        sock: paramiko.Channel | None = None
+        port = entry.port or 22
+        if entry.jump is not None:
+            jump = apply_ssh_config(entry.jump, self._ssh_config)
+            self._jump_client = self._client_for(jump, None, f"jump host {jump.name}: ")
+            jump_transport = self._jump_client.get_transport()
+            assert jump_transport is not None
+            try:
+                sock = jump_transport.open_channel(
+                    "direct-tcpip",
+                    (entry.connect_address, port),
+                    ("127.0.0.1", 0),
+                    timeout=self._connect_timeout,
+                )
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise HostError(
+                    self.host,
+                    FailureKind.UNREACHABLE,
+                    f"jump host {jump.name} could not connect to port {port}: {exc}",
+                ) from exc
+        self._client = self._client_for(entry, sock, "")
+
+    def _client_for(self, entry: HostEntry, sock: paramiko.Channel | None, prefix: str) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        write_to = self._known_hosts or Path(USER_KNOWN_HOSTS).expanduser()
+        try:
+            if self._known_hosts is not None:
+                if self._known_hosts.is_file():
+                    client.load_host_keys(str(self._known_hosts))
+            else:
+                for path in (Path(USER_KNOWN_HOSTS).expanduser(), Path(SYSTEM_KNOWN_HOSTS)):
+                    if path.is_file():
+                        client.load_system_host_keys(str(path))
+        except (OSError, paramiko.SSHException) as exc:
+            raise HostError(self.host, FailureKind.HOST_KEY, f"cannot read known_hosts: {exc}") from exc
+        client.set_missing_host_key_policy(_HostKeyPolicy(self._accept_new, write_to))
+        key_file = str(Path(entry.key_file).expanduser()) if entry.key_file else None
+        if key_file is not None and not os.path.isfile(key_file):
+            raise HostError(self.host, FailureKind.AUTH, f"{prefix}key file {key_file} not found")
+        port = entry.port or 22
+        t = self._connect_timeout
+        try:
+            client.connect(
+                entry.connect_address,
+                port=port,
+                username=entry.user,
+                key_filename=key_file,
+                look_for_keys=key_file is None,
+                allow_agent=key_file is None,
+                timeout=t,
+                banner_timeout=t,
+                auth_timeout=t,
+                channel_timeout=t,
+                sock=sock,
+            )
+        except Exception as exc:
+            # A handshake failure in paramiko's thread can surface here as a vaguer
+            # "No existing session"; the thread's own exception says what happened.
+            cause: BaseException = exc
+            saved = getattr(client.get_transport(), "saved_exception", None)
+            if isinstance(exc, paramiko.SSHException) and isinstance(saved, BaseException):
+                cause = saved
+            client.close()
+            kind, message = _classify(cause, port, t, write_to)
+            raise HostError(self.host, kind, prefix + message) from exc
+        return client
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _exec(self, args: tuple[str, ...], timeout: float, start: float) -> HostResult:
+        assert self._client is not None
+        transport = self._client.get_transport()
+        assert transport is not None
+        chan = transport.open_session(timeout=self._connect_timeout)
+        try:
+            chan.exec_command(_WRAPPER + shlex.join(args))
+            out, err, pid, finished = _collect(chan, start + timeout)
+            if not finished:
+                killed = self._kill_session(pid)
+                what = "killed" if killed else "could not be killed (no PID)"
+                return HostResult(
+                    self.host,
+                    args,
+                    None,
+                    _text(out),
+                    _text(err),
+                    time.monotonic() - start,
+                    FailureKind.COMMAND_TIMEOUT,
+                    f"command timed out after {timeout:g} s and was {what}",
+                )
+            status = chan.recv_exit_status()
+        finally:
+            chan.close()
+        duration = time.monotonic() - start
+        if status < 0:
+            msg = "command ended without an exit status (killed by a signal?)"
+            return HostResult(self.host, args, None, _text(out), _text(err), duration, FailureKind.ERROR, msg)
+        return HostResult(self.host, args, status, _text(out), _text(err), duration)
+
+    def _kill_session(self, pid: int | None) -> bool:
+        if pid is None or self._client is None:
+            return False
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            return False
+        # pid is an int we parsed; no user text reaches this command line.
+        script = (
+            f"kill -s TERM -- -{pid} 2>/dev/null; sleep 0.3; "
+            f"pkill -KILL -s {pid} 2>/dev/null; kill -s KILL -- -{pid} 2>/dev/null; true"
+        )
+        chan = transport.open_session(timeout=self._connect_timeout)
+        try:
+            chan.exec_command(script)
+            chan.status_event.wait(10.0)
+        finally:
+            chan.close()
+        return True
+
+
+def ssh_transport_factory(
+    *,
+    known_hosts: str | Path | None = None,
+    accept_new: bool = False,
+    connect_timeout: float = 10.0,
+    retries: int = 2,
+    retry_delay: float = 0.5,
+    ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
+) -> Callable[[HostEntry], SshTransport]:
+    """A ``transport_factory`` for :func:`probes.fanout.fan_out` with these settings for every host."""
+
+    def make(entry: HostEntry) -> SshTransport:
+        return SshTransport(
+            entry,
+            known_hosts=known_hosts,
+            accept_new=accept_new,
+            connect_timeout=connect_timeout,
+            retries=retries,
+            retry_delay=retry_delay,
+            ssh_config=ssh_config,
+        )
+
+    return make
+
+
+def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytearray, bytearray, int | None, bool]:
+    """Read stdout/stderr until exit status and EOF, or the deadline. Strips the PID line."""
+    out, err = bytearray(), bytearray()
+    pid: int | None = None
+    have_mark = False
+    while True:
+        while chan.recv_ready():
+            out += chan.recv(65536)
+        while chan.recv_stderr_ready():
+            err += chan.recv_stderr(65536)
+        if not have_mark and b"\n" in out:
+            first, _, rest = bytes(out).partition(b"\n")
+            if first.startswith(_PID_MARK) and first[len(_PID_MARK) :].isdigit():
+                pid = int(first[len(_PID_MARK) :])
+                out = bytearray(rest)
+            have_mark = True
+        eof = chan.eof_received or chan.closed
+        if eof and chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+            return out, err, pid, True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return out, err, pid, False
+        if eof:
+            chan.status_event.wait(min(remaining, 0.5))
+        else:
+            select.select([chan], [], [], min(remaining, 1.0))
+
+
+def _classify(exc: BaseException, port: int, timeout: float, known_hosts: Path) -> tuple[FailureKind, str]:
+    if isinstance(exc, _UnknownHostKey):
+        # no address or fingerprint in the words, so a first run over many new hosts folds to one line
+        return FailureKind.HOST_KEY, (
+            f"unknown host key ({exc.key.get_name()}), not in {known_hosts}; verify it, then connect once "
+            "with accept-new"
+        )
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return FailureKind.HOST_KEY, (
+            f"host key of {_known_hosts_name(exc.hostname, port)} has CHANGED (now {exc.key.get_name()} {exc.key.fingerprint}); "
+            f"if that is expected, remove the old line from {known_hosts}"
+        )
+    if isinstance(exc, paramiko.AuthenticationException):
+        return FailureKind.AUTH, f"authentication failed: {exc}"
+    if isinstance(exc, NoValidConnectionsError):
+        codes = {getattr(e, "errno", None) for e in exc.errors.values()}
+        if codes == {errno.ECONNREFUSED}:
+            return FailureKind.REFUSED, f"connection refused on port {port}"
+        return FailureKind.UNREACHABLE, f"host unreachable on port {port}"
+    if isinstance(exc, socket.gaierror):
+        return FailureKind.UNREACHABLE, f"name does not resolve: {exc.strerror}"
+    if isinstance(exc, TimeoutError):
+        return FailureKind.TIMEOUT, f"connect timed out after {timeout:g} s"
+    if isinstance(exc, OSError):
+        return FailureKind.UNREACHABLE, f"cannot connect to port {port}: {exc.strerror or exc}"
+    # paramiko's handshake wait ends at ``timeout`` and then reports "No existing session",
+    # or its thread reports the banner that never came: both mean the server did not speak SSH.
+    if isinstance(exc, paramiko.SSHException) and (
+        "banner" in str(exc).lower() or str(exc) == "No existing session"
+    ):
+        return FailureKind.TIMEOUT, f"no SSH handshake on port {port} within {timeout:g} s"
+    if isinstance(exc, paramiko.SSHException | EOFError):
+        return FailureKind.UNREACHABLE, f"SSH handshake failed: {exc or type(exc).__name__}"
+    return FailureKind.ERROR, f"{type(exc).__name__}: {exc}"
+
+
+def _known_hosts_name(address: str, port: int) -> str:
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def _text(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")

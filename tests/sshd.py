@@ -1,0 +1,145 @@
+"""A real OpenSSH sshd on loopback for tests and benchmarks.
+
+It listens on 127.0.0.2 ... 127.0.0.(N+1), so one daemon plays N "hosts"; keys, config, PID file
+and log live in a private directory, and it is stopped by PID. Use :func:`start_sshd` (a context
+manager) from a benchmark, or the ``sshd_server`` fixture (import it into a test module).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+
+
+@dataclass(frozen=True)
+class Sshd:
+    directory: Path
+    addresses: tuple[str, ...]
+    port: int
+    pid: int
+    user: str
+    user_key: Path  # private key authorised for ``user``
+    host_key: Path  # private host key; ``host_key.pub`` is its public half
+    log: Path
+
+    def known_hosts_lines(self, addresses: tuple[str, ...] | None = None) -> str:
+        """known_hosts lines for our host key on every (or the given) address."""
+        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
+        return "".join(f"[{a}]:{self.port} {kind} {blob}\n" for a in (addresses or self.addresses))
+
+    def write_known_hosts(self, path: Path) -> Path:
+        path.write_text(self.known_hosts_lines())
+        return path
+
+
+def keygen(path: Path, kind: str = "ed25519") -> Path:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", "ibfab-test", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1.0) as s:
+            return s.recv(64).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+@contextmanager
+def start_sshd(directory: Path, hosts: int = 8, user: str | None = None) -> Iterator[Sshd]:
+    """Start sshd on ``hosts`` loopback addresses (127.0.0.2 ...) and stop it afterwards."""
+    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+        pytest.skip("openssh-server is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("sshd needs root to switch to the logged-in user")
+    directory.mkdir(parents=True, exist_ok=True)
+    user = user or os.environ.get("USER") or "root"
+    host_key = keygen(directory / "host_ed25519")
+    user_key = keygen(directory / "user_ed25519")
+    authorized = directory / "authorized_keys"
+    authorized.write_text(user_key.with_suffix(".pub").read_text())
+    addresses = tuple(f"127.0.0.{n}" for n in range(2, hosts + 2))
+    port = free_port()
+    pidfile, log = directory / "sshd.pid", directory / "sshd.log"
+    config = directory / "sshd_config"
+    lines = [
+        f"Port {port}",
+        *(f"ListenAddress {a}" for a in addresses),
+        f"HostKey {host_key}",
+        f"PidFile {pidfile}",
+        f"AuthorizedKeysFile {authorized}",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "PubkeyAuthentication yes",
+        "PermitRootLogin prohibit-password",
+        "UsePAM no",
+        "StrictModes no",
+        "UseDNS no",
+        "AllowTcpForwarding yes",
+        # fan-out opens many connections at once; the default 10:30:100 drops some of them
+        "MaxStartups 200",
+        "MaxSessions 50",
+        "LogLevel VERBOSE",
+    ]
+    config.write_text("\n".join(lines) + "\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True, capture_output=True)
+    deadline = time.monotonic() + 15
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sshd did not start: {log.read_text() if log.exists() else ''}")
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    try:
+        for a in addresses:
+            while not _answers(a, port):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"sshd does not answer on {a}:{port}: {log.read_text()}")
+                time.sleep(0.05)
+        yield Sshd(directory, addresses, port, pid, user, user_key, host_key, log)
+    finally:
+        _stop(pid)
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """One sshd per test module, playing 8 hosts on 127.0.0.2-9."""
+    with start_sshd(tmp_path_factory.mktemp("sshd"), hosts=8) as server:
+        yield server
