@@ -15,6 +15,8 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.lab", "lab"),
     ("fabric.cli.discover", "discover_cmd"),
     ("fabric.cli.discover", "topology_group"),
+    ("fabric.cli.hosts", "hca_cmd"),
+    ("fabric.cli.hosts", "hosts_group"),
 )
 
 
