@@ -453,18 +453,17 @@ _WRITER = textwrap.dedent(
 )
 
 
-def _fingerprint(store: Store) -> list[tuple[int, int, int]]:
-    """(snapshot id, ports, sum of one counter) of every visible snapshot."""
-    return [
-        (
-            s.id,
+def _fingerprint(store: Store) -> dict[int, tuple[int, int, int]]:
+    """snapshot id -> (ports it claims, rows it has, sum of one counter) for every visible snapshot."""
+    return {
+        s.id: (
             s.ports,
-            store._db.execute("SELECT count(*) FROM port_counters WHERE snapshot_id = ?", (s.id,)).fetchone()[
-                0
-            ],
+            *store._db.execute(
+                "SELECT count(*), total(symbol_errors) FROM port_counters WHERE snapshot_id = ?", (s.id,)
+            ).fetchone(),
         )
         for s in store.list_counter_snapshots()
-    ]
+    }
 
 
 @pytest.mark.slow
@@ -497,11 +496,12 @@ def test_sigkill_mid_snapshot_leaves_all_or_nothing(tmp_path: Path) -> None:
         with Store.open(path, create=False) as s:
             assert s.integrity_check() == "ok"
             now = _fingerprint(s)
-            assert now[: len(before)] == before  # every earlier snapshot intact
-            new = now[len(before) :]
-            assert all(ports == nrows and count == nrows for _, ports, count in new), new
+            assert {k: now[k] for k in before if k in now} == before  # every earlier snapshot intact
+            new = [k for k in now if k not in before]
+            # the writer's symbol_errors of row i is i, so a complete snapshot sums to n(n-1)/2
+            assert len(new) <= 1 and all(now[k] == (nrows, nrows, nrows * (nrows - 1) / 2) for k in new), now
             if new:
-                assert len(s.snapshot_captures(new[0][0])) == 1
+                assert len(s.snapshot_captures(new[0])) == 1
             kept.append(bool(new))
             orphans = s._db.execute(
                 "SELECT count(*) FROM port_counters WHERE snapshot_id NOT IN (SELECT id FROM counter_snapshots)"
