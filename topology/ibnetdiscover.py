@@ -222,6 +222,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     port_match = _PORT.match
     fast_match = _PORT_FAST.match
     guids = b.guids
+    recorded = b.nodes
     sides = b.sides
     for lineno, raw in enumerate(lines, 1):
         last_lineno = lineno
@@ -245,13 +246,16 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                     except ValueError as exc:
                         raise b.error(lineno, raw, str(exc)) from exc
                 rpnum = int(rport)
-                b.reference(
-                    remote_guid,
-                    _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),
-                    desc.strip() if desc else "",
-                    int(rlid) if rlid else None,
-                    rpnum,
-                )
+                if remote_guid not in recorded:
+                    # Only far ends without a record of their own (yet) need remembering;
+                    # the few whose record comes later are dropped from this map at the end.
+                    b.reference(
+                        remote_guid,
+                        _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),
+                        desc.strip() if desc else "",
+                        int(rlid) if rlid else None,
+                        rpnum,
+                    )
                 sides.append(
                     (
                         current.guid,

@@ -1,0 +1,82 @@
+"""Benchmark: parse + classify + anomalies on a 2,048-node x 8-HCA rail-optimized fabric.
+
+The fabric (superpod-64su: 16,384 HCAs, 1,280 switches, 49,152 cables) is written as
+ibnetdiscover text by the generator. Baseline, measured in the same run: a bare Python pass that
+reads the same text and splits every line into fields. Targets: under 2 s, within 4x baseline.
+Each figure is the best of several runs (this machine is shared), CPU time and wall time both.
+
+Run: .venv/bin/python bench/bench_discover.py
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from topology.classify import classify  # noqa: E402
+from topology.generate import generate, to_ibnetdiscover  # noqa: E402
+from topology.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
+from topology.wiring import find_anomalies  # noqa: E402
+
+REPEAT = 5
+
+
+def best(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(best wall s, best cpu s, last result) over REPEAT runs."""
+    walls, cpus, out = [], [], None
+    for _ in range(REPEAT):
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return min(walls), min(cpus), out
+
+
+def main() -> None:
+    design = generate("superpod-64su")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fabric.topo"
+        path.write_text(to_ibnetdiscover(design))
+        size = path.stat().st_size
+
+        def baseline() -> list[list[str]]:
+            # Read and split every line into fields, keeping the fields (a parser needs them).
+            with open(path) as fh:
+                return [line.split() for line in fh]
+
+        def streaming() -> int:
+            # The cheapest possible pass: split and throw the fields away.
+            with open(path) as fh:
+                return sum(len(line.split()) for line in fh)
+
+        def full() -> tuple[int, int, int]:
+            with open(path) as fh:
+                fabric = parse_ibnetdiscover(fh.read().splitlines(), str(path))
+            cls = classify(fabric)
+            return len(fabric.nodes), len(fabric.links), len(find_anomalies(fabric, cls))
+
+        b_wall, b_cpu, _ = best(baseline)
+        s_wall, s_cpu, _ = best(streaming)
+        f_wall, f_cpu, (nodes, links, anomalies) = best(full)
+    peak = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    )
+    print(f"fabric: {len(design.hcas)} HCAs, {len(design.switches)} switches, {nodes} nodes, {links} cables, {size / 1e6:.1f} MB text")
+    print(f"anomalies found on the clean fabric: {anomalies}")
+    print(f"baseline (read + split, fields kept): wall {b_wall:.3f} s  cpu {b_cpu:.3f} s")
+    print(f"streaming split (fields dropped):    wall {s_wall:.3f} s  cpu {s_cpu:.3f} s")
+    print(f"parse+classify+anomalies: wall {f_wall:.3f} s  cpu {f_cpu:.3f} s  (target < 2 s)")
+    print(f"ratio to baseline: wall {f_wall / b_wall:.1f}x  cpu {f_cpu / b_cpu:.1f}x  (target <= 4x)")
+    print(f"ratio to streaming split: cpu {f_cpu / s_cpu:.1f}x")
+    print(f"peak memory: {peak / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
