@@ -67,9 +67,13 @@ class CollectionResult:
 
 # -- command lines -------------------------------------------------------------------------------
 def ibqueryerrors_argv() -> list[list[str]]:
-    """The two fabric-wide passes (data counters of every port; error counters above 0)."""
+    """The two fabric-wide passes (data counters of every port; error counters above 0).
+
+    ``-r`` adds each port's LID and its far end's LID: how CAs (no LID in the model) get one for
+    the perfquery fallback, even when the CA itself does not answer.
+    """
     return [
-        ["ibqueryerrors", "--counters"],
+        ["ibqueryerrors", "--counters", "-r"],
         ["ibqueryerrors", "--threshold-file", "/dev/null", "-r"],
     ]
 
@@ -110,10 +114,15 @@ def _run(run_tool: RunTool, argv: Sequence[str], raw: dict[tuple[str, ...], Comm
 def _failure_reason(result: CommandResult | None, default: str) -> str:
     if result is None:
         return default
-    for line in result.stderr.splitlines():
-        if ("failed" in line or "No SM" in line or "timed out" in line) and "sim_connect" not in line:
-            return line.strip()
-    return default
+    # iberror lands on stdout under umad2sim and on stderr on real hosts: look at both
+    lines = [ln.strip() for ln in (result.stderr + "\n" + result.stdout).splitlines()]
+    failures = [
+        ln
+        for ln in lines
+        if ("failed" in ln or "No SM" in ln or "timed out" in ln) and "sim_connect" not in ln
+    ]
+    # the tool's own verdict (iberror) says more than the transport warning before it
+    return next((ln for ln in failures if "iberror" in ln), failures[0] if failures else default)
 
 
 def samples_from_run(
@@ -165,7 +174,11 @@ def collect_fabric(
     got: dict[tuple[Guid, int], PortSample] = {}
     reasons: dict[Guid, str] = {}
     if approach == "ibqueryerrors":
-        missing = _collect_ibqueryerrors(run_tool, fabric, expected, got, reasons, raw, problems, notes)
+        learned: dict[Guid, int] = {}
+        missing = _collect_ibqueryerrors(
+            run_tool, fabric, expected, got, reasons, raw, problems, notes, learned
+        )
+        lids = {**learned, **(lids or {})}
         if len(missing) > FALLBACK_NODE_LIMIT:
             notes.append(
                 f"{len(missing)} nodes missed by ibqueryerrors; perfquery fallback limited to {FALLBACK_NODE_LIMIT}"
@@ -175,9 +188,12 @@ def collect_fabric(
         fallback = [fabric.nodes[g] for g in expected if expected[g]]
     else:
         raise ValueError(f"unknown approach {approach!r}")
-    _collect_perfquery(run_tool, fallback, expected, got, reasons, raw, problems, lids or {})
+    known = dict(lids or {})
+    _collect_perfquery(run_tool, fallback, expected, got, reasons, raw, problems, known)
     unreachable = [
-        Unreachable(guid, port, reasons.get(guid, "no counters returned"), fabric.nodes[guid].lid)
+        Unreachable(
+            guid, port, reasons.get(guid, "no counters returned"), fabric.nodes[guid].lid or known.get(guid)
+        )
         for guid, ports in expected.items()
         for port in ports
         if (guid, port) not in got
@@ -203,6 +219,7 @@ def _collect_ibqueryerrors(
     raw: dict[tuple[str, ...], CommandResult],
     problems: list[ParseError],
     notes: list[str],
+    learned: dict[Guid, int],
 ) -> list[Node]:
     counters_argv, errors_argv = ibqueryerrors_argv()
     data: IbqueryerrorsReport | None = None
@@ -228,6 +245,14 @@ def _collect_ibqueryerrors(
         for s in data.samples:
             if s.guid is not None and s.port in expected.get(s.guid, ()):
                 got[(s.guid, s.port)] = s
+        peers = _peers(fabric)
+        for (guid, port), link in data.links.items():
+            learned.setdefault(guid, link.lid)
+            far = peers.get((guid, port))
+            if far is not None and link.peer_lid is not None:
+                learned.setdefault(far.guid, link.peer_lid)
+        if data.unreachable and data.checked_anything:
+            reason = f"not in ibqueryerrors output; it reported: {data.unreachable[0].reason}"
     if errors is not None:
         _merge_errors(fabric, expected, got, data, errors, notes)
     missing = [
@@ -281,7 +306,6 @@ def _merge_errors(
         data is not None
         and errors.checked_anything
         and (errors.nodes_checked or 0) >= (data.nodes_checked or 0)
-        and not errors.unreachable
     )
     if not complete:
         notes.append("ibqueryerrors error pass incomplete: error counters of unlisted ports left unknown")

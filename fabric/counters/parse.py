@@ -318,7 +318,9 @@ def parse_ibqueryerrors(
                 guid_kind=kind,
             )
             ports.append(current)
-            _iqe_counters(current, m["rest"], source, lineno, raw, problems)
+            if not _iqe_counters(current, m["rest"], source, lineno, raw, problems):
+                ports.pop()  # a port line with no readable counter is no reading at all
+                current = None
             continue
         if line.startswith("[") and current is not None:  # a wrapped continuation of the port line
             _iqe_counters(current, line, source, lineno, raw, problems)
@@ -384,7 +386,8 @@ def parse_ibqueryerrors(
 
 def _iqe_counters(
     acc: _PortAcc, rest: str, source: str, lineno: int, raw: str, problems: list[ParseError] | None
-) -> None:
+) -> bool:
+    """Add the ``[Name == value]`` items of ``rest``; False when the line held items but none parsed."""
     for c in _IQE_COUNTER.finditer(rest):
         try:
             value = _int(c["value"])
@@ -398,6 +401,8 @@ def _iqe_counters(
             acc.values[name] = value
     if "[" in rest and not _IQE_COUNTER.search(rest):
         _fail("ibqueryerrors", source, lineno, raw, "no '[Counter == N]' item", problems)
+        return bool(acc.values or acc.other)
+    return True
 
 
 # -- ibdiagnet (the parser lives in fabric.counters.ibdiagnet) -------------------------------------
