@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabric.remote import SshOptions
 from probes.runner import run
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
@@ -66,7 +67,9 @@ def discover_text(text: str, source: str) -> Discovery:
     return analyse(parse_ibnetdiscover(text.splitlines(), source), text, source)
 
 
-def fetch_ibnetdiscover(src: Source, text: str | None = None) -> tuple[str, tuple[str, ...]]:
+def fetch_ibnetdiscover(
+    src: Source, text: str | None = None, ssh: SshOptions | None = None
+) -> tuple[str, tuple[str, ...]]:
     """Raw ibnetdiscover text and the tool's warning lines for ``src``."""
     argv = ["ibnetdiscover"]
     if src.kind in ("file", "stdin"):
@@ -84,13 +87,13 @@ def fetch_ibnetdiscover(src: Source, text: str | None = None) -> tuple[str, tupl
     if src.kind == "ssh":
         from fabric.remote import run_on_host
 
-        out = run_on_host(src.target, argv, timeout=IBNETDISCOVER_TIMEOUT)
+        out = run_on_host(src.target, argv, IBNETDISCOVER_TIMEOUT, ssh)
         return out.stdout, _warnings(out.stderr)
     raise UsageError(f"unknown discovery source {src.kind!r}")
 
 
-def discover(src: Source, text: str | None = None) -> Discovery:
-    raw, warnings = fetch_ibnetdiscover(src, text)
+def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None) -> Discovery:
+    raw, warnings = fetch_ibnetdiscover(src, text, ssh)
     if src.kind not in ("file", "stdin") and not raw.strip():
         raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
     fabric = parse_ibnetdiscover(raw.splitlines(), src.label)

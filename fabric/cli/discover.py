@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 
+from fabric.cli.options import ssh_options
 from fabric.discovery import Discovery, Source, discover, summary
+from fabric.remote import SshOptions
 from fabric.render import table
 from topology.errors import ParseError, UsageError
 
@@ -35,6 +37,7 @@ def _source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[S
 @click.option("--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin).")
 @click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH.")
 @click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric.")
+@ssh_options
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
 @click.option("--save", is_flag=True, help="Store the snapshot (raw text kept) in the store.")
 @click.option("--label", help="A name for the saved snapshot.")
@@ -44,6 +47,10 @@ def discover_cmd(
     input_path: str | None,
     ssh: str | None,
     lab: str | None,
+    inventory: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    identity: str | None,
     as_json: bool,
     save: bool,
     label: str | None,
@@ -52,7 +59,7 @@ def discover_cmd(
 ) -> None:
     """Discover the fabric, classify it and list wiring anomalies."""
     src, text = _source(input_path, ssh, lab)
-    d = discover(src, text)
+    d = discover(src, text, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
     snapshot_id = None
     if save:
         from fabric.store import Store
