@@ -100,8 +100,13 @@ def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None
     return analyse(fabric, raw, src.label, warnings)
 
 
+# stderr lines that say nothing about the fabric (the lab's umad2sim greeting).
+_NOISE = ("sim_connect: attached as client",)
+
+
 def _warnings(stderr: str) -> tuple[str, ...]:
-    return tuple(line.strip() for line in stderr.splitlines() if line.strip())
+    lines = (line.strip() for line in stderr.splitlines())
+    return tuple(line for line in lines if line and not any(n in line for n in _NOISE))
 
 
 # -- the JSON form (stable schema: nodes, links, anomalies, summary) ------------------------------

@@ -17,6 +17,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.discover", "topology_group"),
     ("fabric.cli.hosts", "hca_cmd"),
     ("fabric.cli.hosts", "hosts_group"),
+    ("fabric.cli.demo", "demo_cmd"),
 )
 
 

@@ -1,0 +1,32 @@
+"""``ibfab demo``: the main job on a simulated fabric with planted faults."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("demo")
+@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
+@click.option(
+    "--keep/--no-keep", default=True, help="Leave the lab fabric running afterwards (default: keep)."
+)
+def demo_cmd(db: str | None, keep: bool) -> None:
+    """Bring up a lab fabric with planted faults and show what ibfab finds."""
+    from fabric import lab
+    from fabric.demo import DEMO_LAB, run_demo
+
+    failed = False
+    try:
+        for step in run_demo(db):
+            click.echo(f"\n== {step.title}\n{step.text}")
+            failed |= not step.ok
+    finally:
+        if not keep and any(s.name == DEMO_LAB for s in lab.list_labs()):
+            lab.down(DEMO_LAB)
+    if keep:
+        click.echo(
+            f"\nThe lab fabric {DEMO_LAB!r} is still running: try `ibfab discover --lab {DEMO_LAB}`; "
+            f"stop it with `ibfab lab down --name {DEMO_LAB}`."
+        )
+    if failed:
+        raise click.exceptions.Exit(1)
