@@ -25,7 +25,7 @@ def row(
     guid: str = A,
     port: int = 1,
     peer: str | None = B,
-    peer_port: int = 7,
+    peer_port: int | None = 7,
     lid: int | None = 5,
     reachable: bool = True,
     **counters: int | None,
@@ -152,7 +152,7 @@ def test_unreachable_samples_give_no_delta_and_do_not_break_the_chain() -> None:
             [
                 row(1, 0.0, symbol_errors=1, link_downed=0),
                 row(2, 60.0, reachable=False),
-                row(3, 120.0, reachable=True, **dict.fromkeys(COUNTER_NAMES, None)),
+                {**row(3, 120.0), **dict.fromkeys(COUNTER_NAMES)},  # answered, but no counter read
                 row(4, 180.0, symbol_errors=7, link_downed=1),
             ]
         )
