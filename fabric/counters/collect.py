@@ -3,8 +3,9 @@
 DECISION (measured by bench/bench_collect_choice.py; numbers below): collect with two fabric-wide
 ``ibqueryerrors`` passes, and keep per-node ``perfquery`` as the fallback for nodes that pass missed.
 
-* pass 1 ``ibqueryerrors --counters``: every port of every node it reaches, with the 64-bit data
-  counters (PortCountersExtended) and the node GUID. No error counters in this mode.
+* pass 1 ``ibqueryerrors --counters -r``: every port of every node it reaches, with the 64-bit
+  data counters (PortCountersExtended), the node GUID, the port's LID and its far end's LID (how
+  CAs, which have no LID in the model, get one for the fallback). No error counters in this mode.
 * pass 2 ``ibqueryerrors --threshold-file /dev/null -r``: the error counters of every port whose
   counters are above 0 (``/dev/null`` pins every threshold to 0 whatever the site's
   error_thresholds says). A port the pass checked but did not list has all its error counters at
@@ -13,12 +14,23 @@ DECISION (measured by bench/bench_collect_choice.py; numbers below): collect wit
   for CAs back to their node.
 * Never ``-k``/``-K`` (they clear counters) and never ``perfquery -r/-R``: the store keeps deltas.
 
-Why not per-switch ``perfquery -x``: one process per node and attribute (ibsim's and many real
-PMAs' ``-x`` has no error counters, so ``perfquery -x`` + ``perfquery`` per node), it needs every
-CA's LID (the model has none for CAs) and it is about NN x slower on 1,024 HCAs (see below).
+Why not per-switch ``perfquery -x``: it needs one process per node and attribute (ibsim's ``-x``,
+like that of any PMA advertising CapMask2 0, carries no error counters, so ``perfquery -x -l`` plus
+``perfquery -l`` per node), it needs every CA's LID (the model keeps none for CAs), and reading
+the HCA end of every host cable costs one pair of runs per HCA. Per-switch runs alone are as
+fast as ibqueryerrors but leave the 1,024 HCA-side ports unread.
 
-Measured on a 1,024-HCA fat tree (32 leaves x 32 hosts, 16 spines, 2,048 cables) in ibsim:
-    MEASUREMENTS
+Measured with bench/bench_collect_choice.py on a 1,024-HCA fat tree in ibsim (32 leaves x 32
+hosts, 16 spines, 48 switches, 2,048 cables, 4,096 cabled ports), 2-core machine shared with
+other work (load average 3.5), two runs with the argv above:
+
+    approach        wall s        tool runs  ports read  64-bit data  all error counters  planted read
+    ibqueryerrors   1.07 / 2.54       2        4096        4096          4096                4/4
+    perfquery      32.97 / 40.95   2144        4096        4096          4096                4/4
+      of which per-switch runs 1.37 / 4.76 s (3,072 switch ports), per-HCA runs 30.2 / 34.6 s
+    ratio perfquery / ibqueryerrors: 30.7x / 16.2x
+    pass times: --counters -r 0.51 / 1.17 s (1.9 MB of text); error pass 0.29 / 1.14 s
+    peak RSS: bench process 40 MiB; largest child (ibsim/opensm/a tool) 39 MiB
 
 ``run_tool`` is injected (local, SSH or lab); it must return a CommandResult for any exit code
 (ibqueryerrors exits 1 when it finds errors) and raise CommandFailed only when the tool could not
@@ -42,7 +54,7 @@ from fabric.counters.parse import (
 )
 from probes.runner import CommandResult
 from topology.errors import CommandFailed, ParseError
-from topology.model import Fabric, Guid, Node, NodeKind, PortRef
+from topology.model import Fabric, Guid, Node, PortRef
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -451,7 +463,6 @@ def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
 
 __all__ = [
     "CollectionResult",
-    "NodeKind",
     "collect_fabric",
     "ibqueryerrors_argv",
     "perfquery_argv",
