@@ -1,0 +1,33 @@
+"""Link health: BER with confidence bounds, flaps, errors, congestion and repeat offenders.
+
+``assess(frame, fabric, since=..., now=...)`` scores every link of a fabric from the counter
+table and returns a :class:`HealthReport` (links worst first, nodes, summary).
+"""
+
+from __future__ import annotations
+
+from fabric.health.assess import assess
+from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
+from fabric.health.flaps import LinkEvent
+from fabric.health.history import PastFinding
+from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
+from fabric.health.status import Status
+from fabric.health.thresholds import HealthThresholds, thresholds_from_mapping
+
+__all__ = [
+    "BerEstimate",
+    "EndHealth",
+    "HealthReport",
+    "HealthSummary",
+    "HealthThresholds",
+    "LinkEvent",
+    "LinkHealth",
+    "NodeHealth",
+    "PastFinding",
+    "Status",
+    "assess",
+    "estimate_ber",
+    "poisson_lower",
+    "poisson_upper",
+    "thresholds_from_mapping",
+]

@@ -1,0 +1,200 @@
+"""From a link's facts over the window to penalties and reasons in an operator's words.
+
+Each finding carries a penalty; score = 100 - sum of penalties (floored at 0), and the status
+follows from the score (cut-offs in :mod:`fabric.health.status`). Every penalty grows with its
+count, so more errors never give a better score. Bands: critical >= 61, warn 31-60, watch 11-30.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass
+
+from fabric.health.ber import BerEstimate, bits_to_certify
+from fabric.health.flaps import Flaps
+from fabric.health.thresholds import HealthThresholds
+from topology.model import PortRef
+
+CRITICAL = 65
+WARN = 35
+WATCH = 15
+UNCERTIFIED = 12
+NOTE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFacts:
+    label: str  # "4xHDR"
+    rate_bps: float
+    seconds: float  # the assessment window
+    covered_s: float  # time both ends (or the one end read) were sampled on this cable
+    ends_seen: tuple[PortRef, ...]
+    ends_missing: tuple[PortRef, ...]
+    ber: BerEstimate
+    symbol_short: int
+    symbol_long: int
+    flaps: Flaps
+    rx_errors: tuple[tuple[PortRef, int], ...]  # per end, non-zero only
+    discards: tuple[tuple[PortRef, int], ...]
+    congestion: tuple[tuple[PortRef, float], ...]
+    saturated: tuple[tuple[PortRef, str], ...]
+    reset: tuple[PortRef, ...]
+    moved: tuple[PortRef, ...]  # ends found on another cable or LID during the window
+
+
+def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
+    """(penalty, reason) for every finding of one link; the caller sums the penalties."""
+    out: list[tuple[int, str]] = []
+    out.extend(_ber(f, t))
+    out.extend(_flaps(f, t))
+    rx = sum(n for _, n in f.rx_errors)
+    if rx:
+        pen = WARN if rx >= t.rcv_errors_warn else UNCERTIFIED
+        out.append(
+            (
+                pen,
+                f"receive errors: {rx} in {_dur(f.seconds)} ({_per_end(f.rx_errors)}; "
+                f"threshold {t.rcv_errors_warn})",
+            )
+        )
+    discards = sum(n for _, n in f.discards)
+    if discards:
+        pen = WARN if discards >= t.xmit_discards_warn else NOTE
+        out.append(
+            (
+                pen,
+                f"transmit discards: {discards} in {_dur(f.seconds)} ({_per_end(f.discards)}; "
+                f"threshold {t.xmit_discards_warn})",
+            )
+        )
+    if f.congestion:
+        ref, share = max(f.congestion, key=lambda e: e[1])
+        if share >= t.congestion_watch:
+            limit = t.congestion_warn if share >= t.congestion_warn else t.congestion_watch
+            pen = WARN if share >= t.congestion_warn else WATCH
+            out.append(
+                (pen, f"congestion: {ref} waited to send {share:.0%} of the time (threshold {limit:.0%})")
+            )
+    if f.saturated:
+        names = ", ".join(f"{name} at {ref}" for ref, name in f.saturated)
+        out.append((0, f"counters saturated ({names}): counts and BER are lower bounds"))
+    if f.reset:
+        out.append(
+            (0, f"counters were cleared during the window at {_refs(f.reset)}: counts are lower bounds")
+        )
+    if f.moved:
+        out.append((0, f"{_refs(f.moved)} moved to another cable or LID during the window"))
+    return out
+
+
+def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
+    if not f.ends_seen:
+        return [(UNCERTIFIED, "no counter samples from either end in the window: health unknown")]
+    b = f.ber
+    out: list[tuple[int, str]] = []
+    if f.ends_missing:
+        out.append(
+            (
+                0,
+                f"only {_refs(f.ends_seen)} answered: the receive direction at "
+                f"{_refs(f.ends_missing)} is not seen",
+            )
+        )
+    for count, window_s, target in (
+        (f.symbol_short, t.ber_window_s, t.ber_target),
+        (f.symbol_long, t.ber_window_long_s, t.ber_target_long),
+    ):
+        budget = f.rate_bps * window_s * target
+        if count > budget:
+            out.append(
+                (
+                    CRITICAL,
+                    f"symbol errors: {count} in the last {_dur(min(window_s, f.seconds))}, over the "
+                    f"{_dur(window_s)} budget of "
+                    f"{budget:.2f} at {f.label} (BER {target:g})",
+                )
+            )
+    if b.value is None or b.lower is None or b.upper is None:
+        out.append((UNCERTIFIED, f"no traffic time measured at {f.label}: BER unknown"))
+        return out
+    bounds = f"{b.confidence:.0%} bounds {b.lower:.2g}..{b.upper:.2g}"
+    over = f"{'at least ' if b.at_least else ''}{b.errors} symbol errors in {_dur(f.covered_s)}"
+    if b.lower > b.target:
+        pen = WARN + min(20, round(10 * math.log10(b.lower / b.target)))
+        out.append((pen, f"BER {b.value:.2g} ({bounds}) is above target {b.target:g}: {over} at {f.label}"))
+    elif b.value > b.target:
+        out.append(
+            (
+                WATCH + 5,
+                f"BER {b.value:.2g} ({bounds}) is above target {b.target:g} but not yet "
+                f"significant: {over} at {f.label}",
+            )
+        )
+    elif not b.certified:
+        need_s = bits_to_certify(b.errors, b.target, b.confidence) / f.rate_bps if f.rate_bps else math.inf
+        why = "" if len(f.ends_seen) == 2 else " (needs both ends)"
+        out.append(
+            (
+                UNCERTIFIED,
+                f"not yet certified{why}: {over}; {f.label} needs {_dur(need_s)} of samples "
+                f"to show BER < {b.target:g} at {b.confidence:.0%}",
+            )
+        )
+    elif b.errors:
+        out.append((NOTE, f"BER {b.value:.2g} within target {b.target:g}: {over}"))
+    return out
+
+
+def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    fl = f.flaps
+    hours = f.seconds / 3600 if f.seconds > 0 else 0.0
+    rate = f" ({fl.downs / hours:.1f}/h)" if hours else ""
+    merged = f"both ends within {t.flap_merge_s:g} s counted once"
+    if fl.down_since is not None:
+        out.append((CRITICAL + 5, f"link is down since {_when(fl.down_since)}"))
+    if fl.downs >= t.flap_critical:
+        out.append((CRITICAL, f"link went down {fl.downs} times in {_dur(f.seconds)}{rate}; {merged}"))
+    elif fl.downs >= t.flap_warn:
+        out.append(
+            (
+                WARN,
+                f"link went down {fl.downs} time{'s' if fl.downs > 1 else ''} in {_dur(f.seconds)}; {merged}",
+            )
+        )
+    if fl.recoveries >= t.recovery_watch:
+        pen = WARN if fl.recoveries >= t.recovery_warn else WATCH
+        out.append(
+            (
+                pen,
+                f"link retrained (error recovery) {fl.recoveries} times in {_dur(f.seconds)}; "
+                f"threshold {t.recovery_warn}",
+            )
+        )
+    return out
+
+
+def _per_end(items: tuple[tuple[PortRef, int], ...]) -> str:
+    return ", ".join(f"{n} at {ref}" for ref, n in items)
+
+
+def _refs(refs: tuple[PortRef, ...]) -> str:
+    return " and ".join(str(r) for r in refs)
+
+
+def _dur(seconds: float) -> str:
+    """12 min, 2.1 h, 3.0 days: the unit an operator would say."""
+    if math.isinf(seconds):
+        return "forever"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _when(epoch: float) -> str:
+    return _time.strftime("%Y-%m-%d %H:%M:%S UTC", _time.gmtime(epoch))
