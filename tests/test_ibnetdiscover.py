@@ -177,3 +177,10 @@ def test_guid_spelling_is_normalised() -> None:
     f = parse_ibnetdiscover(text.splitlines(), "x")
     assert set(f.nodes) == {"0x00000000000000ab", "0x00000000000000cd"}
     assert re.fullmatch(r"0x[0-9a-f]{16}", f.links[0].a.guid)
+
+
+def test_hca_lids_come_from_their_port_lines() -> None:
+    f = read_ibnetdiscover(SUPERPOD)
+    hca = next(n for n in f.nodes.values() if n.description == "a08-p1-dgx-04-c01 mlx5_5")
+    assert hca.lid == 647  # `[1](...) "S-2c5eab0300b87b40"[1] # lid 647 lmc 0 "MF0;A09-P1-IBLEAF-04-04..."`
+    assert sum(1 for n in f.hcas() if n.lid is None) == 0

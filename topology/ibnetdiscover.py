@@ -9,6 +9,7 @@ cables, and partial files whose links point at nodes that have no record of thei
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections.abc import Iterable
@@ -49,7 +50,7 @@ _PORT = re.compile(
 _PORT_FAST = re.compile(
     r"^\[(\d+)\](?:\([^)]*\))*\s+"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
-    r'#(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)(?:\s.*)?$'
+    r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)(?:\s.*)?$'
 )
 _LID = re.compile(r"\blid\s+(\d+)")
 _WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)")
@@ -235,8 +236,11 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             # The hot path: a port line inside a record (inlined; ~100k per 16k-HCA fabric).
             fm = fast_match(stripped)
             if fm is not None:
-                port, prefix, rgid, rport, desc, rlid, width, speed = fm.groups()
+                port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
                 pnum = int(port)
+                if own_lid is not None and current.lid is None:
+                    # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
+                    current = b.nodes[current.guid] = dataclasses.replace(current, lid=Lid(int(own_lid)))
                 if pnum > current.nports > 0:
                     raise b.error(lineno, raw, f"port {pnum} beyond the {current.nports} ports of its record")
                 remote_guid = guids.get(rgid)
