@@ -28,11 +28,14 @@ class Sshd:
     directory: Path
     addresses: tuple[str, ...]
     port: int
-    pid: int
+    pids: tuple[int, ...]  # one daemon per 16 addresses
     user: str
     user_key: Path  # private key authorised for ``user``
     host_key: Path  # private host key; ``host_key.pub`` is its public half
-    log: Path
+    logs: tuple[Path, ...]
+
+    def log_text(self) -> str:
+        return "".join(p.read_text() for p in self.logs if p.exists())
 
     def known_hosts_lines(self, addresses: tuple[str, ...] | None = None) -> str:
         """known_hosts lines for our host key on every (or the given) address."""
@@ -67,13 +70,27 @@ def _answers(address: str, port: int) -> bool:
         return False
 
 
+# OpenSSH's MAX_LISTEN_SOCKS: one daemon listens on at most 16 addresses.
+_ADDRESSES_PER_DAEMON = 16
+
+
 @contextmanager
-def start_sshd(directory: Path, hosts: int = 8, user: str | None = None) -> Iterator[Sshd]:
-    """Start sshd on ``hosts`` loopback addresses (127.0.0.2 ...) and stop it afterwards."""
+def start_sshd(
+    directory: Path, hosts: int = 8, user: str | None = None, skip_bashrc: bool = False
+) -> Iterator[Sshd]:
+    """Start sshd on ``hosts`` loopback addresses (127.0.0.2 ...) and stop it afterwards.
+
+    More than 16 addresses take several daemons on the same port, sharing the keys.
+    ``skip_bashrc``: Debian's bash sources ``~/.bashrc`` for every command run over ssh (and
+    root's here runs ``pyenv init``, ~0.3 s of CPU); ``SHLVL=1`` in the session makes bash skip it,
+    so a benchmark measures the transport rather than one user's shell start-up.
+    """
     if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed")
     if os.geteuid() != 0:
         pytest.skip("sshd needs root to switch to the logged-in user")
+    if not 1 <= hosts <= 250:
+        raise ValueError("1 to 250 loopback hosts")
     directory.mkdir(parents=True, exist_ok=True)
     user = user or os.environ.get("USER") or "root"
     host_key = keygen(directory / "host_ed25519")
@@ -82,6 +99,32 @@ def start_sshd(directory: Path, hosts: int = 8, user: str | None = None) -> Iter
     authorized.write_text(user_key.with_suffix(".pub").read_text())
     addresses = tuple(f"127.0.0.{n}" for n in range(2, hosts + 2))
     port = free_port()
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    pids: list[int] = []
+    logs: list[Path] = []
+    try:
+        for i in range(0, len(addresses), _ADDRESSES_PER_DAEMON):
+            chunk = addresses[i : i + _ADDRESSES_PER_DAEMON]
+            pid, log = _start_one(
+                directory / f"d{i // _ADDRESSES_PER_DAEMON}", chunk, port, host_key, authorized, skip_bashrc
+            )
+            pids.append(pid)
+            logs.append(log)
+        yield Sshd(directory, addresses, port, tuple(pids), user, user_key, host_key, tuple(logs))
+    finally:
+        for pid in pids:
+            _stop(pid)
+
+
+def _start_one(
+    directory: Path,
+    addresses: tuple[str, ...],
+    port: int,
+    host_key: Path,
+    authorized: Path,
+    skip_bashrc: bool,
+) -> tuple[int, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
     pidfile, log = directory / "sshd.pid", directory / "sshd.log"
     config = directory / "sshd_config"
     lines = [
@@ -102,14 +145,15 @@ def start_sshd(directory: Path, hosts: int = 8, user: str | None = None) -> Iter
         "MaxStartups 200",
         "MaxSessions 50",
         "LogLevel VERBOSE",
+        *(["SetEnv SHLVL=1"] if skip_bashrc else []),
     ]
     config.write_text("\n".join(lines) + "\n")
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True, capture_output=True)
     deadline = time.monotonic() + 15
     while not (pidfile.exists() and pidfile.read_text().strip()):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"sshd did not start: {log.read_text() if log.exists() else ''}")
+        text = log.read_text() if log.exists() else ""
+        if time.monotonic() > deadline or "fatal" in text.lower() or "Too many" in text:
+            raise RuntimeError(f"sshd did not start: {text.strip().splitlines()[-1:] or 'no log'}")
         time.sleep(0.05)
     pid = int(pidfile.read_text())
     try:
@@ -118,9 +162,10 @@ def start_sshd(directory: Path, hosts: int = 8, user: str | None = None) -> Iter
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"sshd does not answer on {a}:{port}: {log.read_text()}")
                 time.sleep(0.05)
-        yield Sshd(directory, addresses, port, pid, user, user_key, host_key, log)
-    finally:
+    except BaseException:
         _stop(pid)
+        raise
+    return pid, log
 
 
 def _stop(pid: int) -> None:

@@ -47,7 +47,7 @@ def transport(server: Sshd, known_hosts: Path, n: int = 2, **kw: object) -> SshT
 
 
 def connections_logged(server: Sshd, address: str) -> int:
-    return len(re.findall(rf"Connection from \S+ port \d+ on {re.escape(address)} ", server.log.read_text()))
+    return len(re.findall(rf"Connection from \S+ port \d+ on {re.escape(address)} ", server.log_text()))
 
 
 def test_success_gives_stdout_and_exit_code(sshd_server: Sshd, known_hosts: Path) -> None:
