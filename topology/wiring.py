@@ -285,69 +285,70 @@ def _usual_uplink_ports(fabric: Fabric, cls: Classification, switches: list[Guid
 
 
 # -- link width and speed -------------------------------------------------------------------------
-def _tier_pair(cls: Classification, lk: Link) -> tuple[int, int]:
-    ta = cls.nodes[lk.a.guid].tier if lk.a.guid in cls.nodes else None
-    tb = cls.nodes[lk.b.guid].tier if lk.b.guid in cls.nodes else None
-    a, b = (ta if ta is not None else -1), (tb if tb is not None else -1)
-    return (a, b) if a <= b else (b, a)
-
-
-def _speed_peer_key(fabric: Fabric, cls: Classification, lk: Link) -> tuple[object, ...]:
-    """Links that should run at one speed: a host's HCA cables, or switch cables of one hardware pair.
-
-    An EDR storage host on an HDR leaf is a design, not a fault, so host cables are compared with
-    the same host's other cables (or, for single-HCA hosts, with same-model HCAs on that leaf).
-    """
-    for end, far in ((lk.a, lk.b), (lk.b, lk.a)):
-        c = cls.nodes.get(end.guid)
-        if c is not None and c.tier == 0:
-            if c.host is not None and len(cls.hosts.get(c.host, ())) >= 2:
-                return ("host", c.host)
-            return ("leaf", far.guid, fabric.nodes[end.guid].devid)
-    devs = tuple(sorted((fabric.nodes[lk.a.guid].devid or 0, fabric.nodes[lk.b.guid].devid or 0)))
-    return ("switches", _tier_pair(cls, lk), devs)
+_SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
 
 
 def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
-    out: list[Anomaly] = []
-    by_tiers: dict[tuple[int, int], list[Link]] = defaultdict(list)
-    by_speed_key: dict[tuple[object, ...], list[Link]] = defaultdict(list)
-    speed_key_of: dict[Link, tuple[object, ...]] = {}
+    """Cables slower than their peers.
+
+    Width is compared across all cables of one tier pair. Speed is compared among cables that
+    should run at one speed: a host's HCA cables, single-HCA hosts of one model on one leaf, or
+    switch cables of one hardware pair (an EDR storage host on an HDR leaf is a design, not a fault).
+    """
+    tier = {g: (c.tier if c.tier is not None else -1) for g, c in cls.nodes.items()}
+    host_key: dict[Guid, tuple[object, ...]] = {}
+    for g, c in cls.nodes.items():
+        if c.tier == 0 and c.host is not None and len(cls.hosts.get(c.host, ())) >= 2:
+            host_key[g] = ("host", c.host)
+    devid = {g: n.devid or 0 for g, n in fabric.nodes.items()}
+    entries: list[tuple[Link, tuple[int, int], tuple[object, ...]]] = []
+    by_tiers: dict[tuple[int, int], list[int]] = defaultdict(list)
+    by_speed_key: dict[tuple[object, ...], list[int]] = defaultdict(list)
     for lk in fabric.links:
-        if lk.a.guid != lk.b.guid:
-            by_tiers[_tier_pair(cls, lk)].append(lk)
-            key = speed_key_of[lk] = _speed_peer_key(fabric, cls, lk)
-            by_speed_key[key].append(lk)
-    width_mode = {
-        key: _mode([lk.width for lk in links]) for key, links in by_tiers.items() if len(links) >= 2
-    }
-    speed_mode: dict[tuple[object, ...], int] = {}
-    for key, links in by_speed_key.items():
-        ranks = [SPEED_ORDER.index(lk.speed) for lk in links if lk.speed in SPEED_ORDER]
-        if len(ranks) >= 3:
-            speed_mode[key] = _mode(ranks)
-    for key, links in by_tiers.items():
-        for lk in links:
-            problems = []
-            wm = width_mode.get(key)
-            if wm is not None and lk.width < wm:
-                problems.append(f"{lk.width}x where its peers run {wm}x")
-            sm = speed_mode.get(speed_key_of[lk])
-            if sm is not None and lk.speed in SPEED_ORDER and SPEED_ORDER.index(lk.speed) < sm:
-                problems.append(f"{lk.speed} where its peers run {SPEED_ORDER[sm]}")
-            if problems:
-                out.append(
-                    Anomaly(
-                        "degraded_link",
-                        Severity.ERROR if wm is not None and lk.width < wm else Severity.WARNING,
-                        (lk.a.guid, lk.b.guid),
-                        (lk.a, lk.b),
-                        f"cable {_label(cls, lk.a.guid)} port {lk.a.port} <-> {_label(cls, lk.b.guid)} "
-                        f"port {lk.b.port} trains at {lk.width}x{lk.speed} ({lk.gbps:g} Gb/s): "
-                        + " and ".join(problems)
-                        + "; reseat or replace the cable/transceiver",
-                    )
-                )
+        ga, gb = lk.a.guid, lk.b.guid
+        if ga == gb:
+            continue
+        ta, tb = tier.get(ga, -1), tier.get(gb, -1)
+        tp = (ta, tb) if ta <= tb else (tb, ta)
+        if ta == 0 or tb == 0:
+            hca, far = (ga, gb) if ta == 0 else (gb, ga)
+            key = host_key.get(hca) or ("leaf", far, devid[hca])
+        else:
+            da, db = devid[ga], devid[gb]
+            key = ("switches", tp, (da, db) if da <= db else (db, da))
+        by_tiers[tp].append(lk.width)
+        rank = _SPEED_RANK.get(lk.speed)
+        if rank is not None:
+            by_speed_key[key].append(rank)
+        entries.append((lk, tp, key))
+    width_mode = {tp: _mode(ws) for tp, ws in by_tiers.items() if len(ws) >= 2}
+    speed_mode = {key: _mode(ranks) for key, ranks in by_speed_key.items() if len(ranks) >= 3}
+    out: list[Anomaly] = []
+    for lk, tp, key in entries:
+        wm = width_mode.get(tp)
+        sm = speed_mode.get(key)
+        rank = _SPEED_RANK.get(lk.speed)
+        narrow = wm is not None and lk.width < wm
+        slow = sm is not None and rank is not None and rank < sm
+        if not (narrow or slow):
+            continue
+        problems = []
+        if narrow:
+            problems.append(f"{lk.width}x where its peers run {wm}x")
+        if slow and sm is not None:
+            problems.append(f"{lk.speed} where its peers run {SPEED_ORDER[sm]}")
+        out.append(
+            Anomaly(
+                "degraded_link",
+                Severity.ERROR if narrow else Severity.WARNING,
+                (lk.a.guid, lk.b.guid),
+                (lk.a, lk.b),
+                f"cable {_label(cls, lk.a.guid)} port {lk.a.port} <-> {_label(cls, lk.b.guid)} "
+                f"port {lk.b.port} trains at {lk.width}x{lk.speed} ({lk.gbps:g} Gb/s): "
+                + " and ".join(problems)
+                + "; reseat or replace the cable/transceiver",
+            )
+        )
     return out
 
 
