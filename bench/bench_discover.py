@@ -11,19 +11,16 @@ Run: .venv/bin/python bench/bench_discover.py
 from __future__ import annotations
 
 import resource
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from topology.classify import classify  # noqa: E402
-from topology.generate import generate, to_ibnetdiscover  # noqa: E402
-from topology.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
-from topology.wiring import find_anomalies  # noqa: E402
+from topology.classify import classify
+from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.wiring import find_anomalies
 
 REPEAT = 5
 

@@ -57,7 +57,9 @@ class CommandFailed(IbfabError):
         self.where = where
         last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
         rc = "not found" if returncode is None else f"exit {returncode}"
-        super().__init__(f"{argv[0] if argv else '?'} on {where} failed ({rc})" + (f": {last}" if last else ""))
+        super().__init__(
+            f"{argv[0] if argv else '?'} on {where} failed ({rc})" + (f": {last}" if last else "")
+        )
 
 
 class StoreError(IbfabError):
