@@ -224,7 +224,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     fast_match = _PORT_FAST.match
     guids = b.guids
     recorded = b.nodes
-    sides = b.sides
+    sides_append = b.sides.append
+    cur_guid, cur_nports = Guid(""), 0
     for lineno, raw in enumerate(lines, 1):
         last_lineno = lineno
         stripped = raw.strip()
@@ -240,9 +241,9 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 pnum = int(port)
                 if own_lid is not None and current.lid is None:
                     # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
-                    current = b.nodes[current.guid] = dataclasses.replace(current, lid=Lid(int(own_lid)))
-                if pnum > current.nports > 0:
-                    raise b.error(lineno, raw, f"port {pnum} beyond the {current.nports} ports of its record")
+                    current = b.nodes[cur_guid] = dataclasses.replace(current, lid=Lid(int(own_lid)))
+                if pnum > cur_nports > 0:
+                    raise b.error(lineno, raw, f"port {pnum} beyond the {cur_nports} ports of its record")
                 remote_guid = guids.get(rgid)
                 if remote_guid is None:
                     try:
@@ -260,17 +261,15 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                         int(rlid) if rlid else None,
                         rpnum,
                     )
-                sides.append(
-                    (
-                        current.guid,
-                        pnum,
-                        remote_guid,
-                        rpnum,
-                        int(width),
-                        speed if speed == "???" else speed.upper(),
-                        lineno,
-                    )
-                )
+                sides_append((cur_guid, pnum, remote_guid, rpnum, int(width), speed.upper(), lineno))
+                continue
+        if first in "SCRH" and fmt == "topology":
+            m = _NODE.match(stripped)
+            if m:
+                saw_content = True
+                current = _node_record(b, m, header, lineno, raw)
+                cur_guid, cur_nports = current.guid, current.nports
+                header = {}
                 continue
         if first == "#":
             continue
@@ -308,6 +307,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             fmt = "topology"
             saw_content = True
             current = _node_record(b, m, header, lineno, raw)
+            cur_guid, cur_nports = current.guid, current.nports
             header = {}
             continue
         m = port_match(stripped)
