@@ -40,8 +40,15 @@ def host_entry(spec: str, opts: SshOptions) -> HostEntry:
     return entry
 
 
-def run_on_host(spec: str, argv: Sequence[str], timeout: float, opts: SshOptions | None = None) -> HostResult:
-    """Run ``argv`` on ``spec``; transport failures raise HostError, a failing command CommandFailed."""
+def run_on_host(
+    spec: str,
+    argv: Sequence[str],
+    timeout: float,
+    opts: SshOptions | None = None,
+    ok_codes: Sequence[int] = (0,),
+) -> HostResult:
+    """Run ``argv`` on ``spec``; transport failures raise HostError, an exit code outside
+    ``ok_codes`` CommandFailed (ibqueryerrors exits 1 when it finds errors: pass ``(0, 1)``)."""
     from probes.ssh import SshTransport
 
     opts = opts or SshOptions()
@@ -55,6 +62,6 @@ def run_on_host(spec: str, argv: Sequence[str], timeout: float, opts: SshOptions
         result = transport.run(argv, timeout)
     if result.failure is not None:
         raise HostError(entry.name, result.failure, result.message)
-    if result.exit_code != 0:
+    if result.exit_code not in ok_codes:
         raise CommandFailed(argv, result.exit_code, result.stderr, f"ssh {entry.name}")
     return result

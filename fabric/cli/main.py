@@ -18,6 +18,10 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.hosts", "hca_cmd"),
     ("fabric.cli.hosts", "hosts_group"),
     ("fabric.cli.demo", "demo_cmd"),
+    ("fabric.cli.place", "place_cmd"),
+    ("fabric.cli.export", "export_group"),
+    ("fabric.cli.counters", "counters_group"),
+    ("fabric.cli.health", "health_cmd"),
 )
 
 

@@ -1,0 +1,92 @@
+"""``ibfab counters collect``: read every port's counters into the store, once or on an interval."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fabric.cli.options import ssh_options
+
+
+def _every(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    from fabric.collection import parse_duration
+    from topology.errors import UsageError
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.group("counters")
+def counters_group() -> None:
+    """Port counters: collect them into the store (see also `ibfab health`)."""
+
+
+@counters_group.command("collect")
+@click.option("--lab", metavar="NAME", help="Read a lab fabric with the real tools.")
+@click.option("--ssh", metavar="HOST", help="Run the tools on a management host over SSH.")
+@ssh_options
+@click.option(
+    "--every",
+    metavar="DURATION",
+    callback=_every,
+    help="Time between collections: 30s, 5m, 1h (default 60s).",
+)
+@click.option("--count", type=click.IntRange(min=1), help="Stop after N collections (default: until Ctrl-C).")
+@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per snapshot instead of a line.")
+def collect_cmd(
+    lab: str | None,
+    ssh: str | None,
+    inventory: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    identity: str | None,
+    every: float | None,
+    count: int | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Discover the fabric and store every port's counters (unreachable ports included).
+
+    Runs until Ctrl-C (exit 130) unless --count is given; a failed collection prints one line,
+    is recorded as a failed run, and the loop goes on.
+    """
+    from fabric.cli.discover import _source
+    from fabric.collection import Collector, SnapshotOutcome
+    from fabric.remote import SshOptions
+    from fabric.store import Store
+    from topology.errors import IbfabError
+
+    src, _ = _source(None, ssh, lab)
+    if src.kind == "lab":
+        from fabric import lab as labs
+        from topology.errors import LabError
+
+        state = labs.status(src.target)
+        if not state.running:
+            raise LabError(
+                f"lab {src.target!r} is not running (start it with 'ibfab lab up --name {src.target}')"
+            )
+    last_error: list[IbfabError] = []
+
+    def stored(outcome: SnapshotOutcome) -> None:
+        click.echo(json.dumps(outcome.to_dict()) if as_json else outcome.line())
+
+    def failed(exc: IbfabError) -> None:
+        last_error.append(exc)
+        click.echo(f"ibfab: collection failed: {exc.one_line()}", err=True)
+
+    with Store.open(db) as store:
+        collector = Collector(store, src, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
+        try:
+            done, n_failed = collector.run(every if every is not None else 60.0, count, stored, failed)
+        except KeyboardInterrupt:
+            click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
+            raise click.exceptions.Exit(130) from None
+    if n_failed and not done:
+        raise last_error[-1]

@@ -1,0 +1,305 @@
+"""Counter collection use case: discover, keep topology changes as link events, read every port, store.
+
+One collection (:func:`collect_once`) runs discovery through the given source, saves the topology
+snapshot only when its cables differ from the latest stored one (cables removed become ``down``
+link events, cables added ``up`` events, at the discovery time: ibsim, like a real switch that
+is unplugged, does not always move LinkDownedCounter, so a flap must also be seen this way),
+then reads the counters of every cabled port with the two ibqueryerrors passes
+(:func:`fabric.counters.collect.collect_fabric`) and stores the raw texts, the parsed rows and
+the unreachable ports (``reachable`` False, with the tool's reason) as ONE counter snapshot.
+
+:class:`Collector` repeats that (``ibfab counters collect --every 60s``); a failed collection is
+recorded as a failed run and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fabric.counters import fields
+from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
+from fabric.discovery import Source, discover
+from fabric.remote import SshOptions
+from fabric.store import LinkEvent, RawCapture, Store
+from probes.runner import CommandResult
+from topology.diff import diff_fabrics
+from topology.errors import IbfabError, UsageError
+
+if TYPE_CHECKING:
+    from topology.model import Fabric
+
+COUNTERS_PARSER_VERSION = "ibqueryerrors/1"
+TOOL_TIMEOUT = 300.0
+_DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str, what: str = "--every") -> float:
+    """Seconds in ``30s``, ``5m``, ``1h``, ``2d``, ``0.2s`` or a bare number of seconds.
+
+    >>> parse_duration("5m"), parse_duration("0.2s"), parse_duration("90")
+    (300.0, 0.2, 90.0)
+    """
+    m = _DURATION.match(text or "")
+    if not m:
+        raise UsageError(f"{what} {text!r}: give a duration such as 30s, 5m or 1h")
+    seconds = float(m["n"]) * _UNIT_S[(m["unit"] or "s").lower()]
+    if seconds <= 0:
+        raise UsageError(f"{what} {text!r}: must be more than 0")
+    return seconds
+
+
+def tool_runner(src: Source, ssh: SshOptions | None = None) -> RunTool:
+    """How the counter tools run for ``src``: a CommandResult for any exit code (ibqueryerrors exits
+    1 when it finds errors, perfquery 255 when a node does not answer); CommandFailed only when the
+    tool could not run to the end (not found, timed out, connection lost)."""
+    if src.kind == "lab":
+        from fabric import lab
+
+        name = src.target
+        return lambda argv: lab.run_tool(name, argv, timeout=TOOL_TIMEOUT, check=False)
+    if src.kind == "local":
+        from probes.runner import run
+
+        return lambda argv: run(argv, timeout=TOOL_TIMEOUT, check=False)
+    if src.kind == "ssh":
+        from fabric.remote import run_on_host
+
+        host = src.target
+
+        def over_ssh(argv: Sequence[str]) -> CommandResult:
+            res = run_on_host(host, argv, TOOL_TIMEOUT, ssh, ok_codes=range(256))
+            return CommandResult(tuple(argv), res.exit_code or 0, res.stdout, res.stderr, res.duration)
+
+        return over_ssh
+    raise UsageError(f"counters cannot be collected from {src.label} (use --lab, --ssh or this machine)")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotOutcome:
+    """What one collection stored."""
+
+    snapshot_id: int
+    taken_at: float
+    topology_id: int
+    topology_saved: bool  # the cabling changed (or it was the first): a new topology snapshot
+    link_events: tuple[LinkEvent, ...]
+    ports_read: int
+    unreachable: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+    problems: int = 0  # unparsable tool lines (kept in the raw captures)
+
+    def line(self) -> str:
+        """The one-line summary the CLI prints per snapshot."""
+        when = time.strftime("%H:%M:%S", time.localtime(self.taken_at))
+        parts = [
+            f"{when} snapshot {self.snapshot_id}: {self.ports_read} ports read, "
+            f"{self.unreachable} unreachable, {self.seconds:.2f} s"
+        ]
+        if self.topology_saved:
+            parts.append(f"topology {self.topology_id} saved")
+        if self.link_events:
+            downs = sum(1 for e in self.link_events if e.kind == "down")
+            parts.append(f"{downs} links down, {len(self.link_events) - downs} up")
+        if self.problems:
+            parts.append(f"{self.problems} unparsable lines")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "taken_at": self.taken_at,
+            "topology_id": self.topology_id,
+            "topology_saved": self.topology_saved,
+            "link_events": [
+                {
+                    "time": e.time,
+                    "kind": e.kind,
+                    "a": {"guid": e.link[0][0], "port": e.link[0][1]},
+                    "b": {"guid": e.link[1][0], "port": e.link[1][1]},
+                }
+                for e in self.link_events
+            ],
+            "ports_read": self.ports_read,
+            "unreachable": self.unreachable,
+            "seconds": self.seconds,
+            "notes": list(self.notes),
+            "problems": self.problems,
+        }
+
+
+def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
+    """Store rows (``fabric.store.PORT_COUNTER_FIELDS`` order) of a collection, unreachable ports
+    included with ``reachable`` False and the reason."""
+    now = result.time
+    peers = result.peers
+    names = fields.COUNTER_NAMES
+    rows: list[tuple[object, ...]] = []
+    for s in result.samples:
+        peer = peers.get((s.guid, s.port)) if s.guid is not None else None
+        values = s.values
+        rows.append(
+            (
+                s.guid,
+                s.port,
+                s.lid,
+                peer.guid if peer else None,
+                peer.port if peer else None,
+                True,
+                None,
+                now,
+                *[values.get(n) for n in names],
+            )
+        )
+    blank = (None,) * len(names)
+    for u in result.unreachable:
+        if u.guid is None or u.port is None:
+            continue  # a tool-level failure line: it is in the raw capture and the notes
+        peer = peers.get((u.guid, u.port))
+        rows.append(
+            (
+                u.guid,
+                u.port,
+                u.lid,
+                peer.guid if peer else None,
+                peer.port if peer else None,
+                False,
+                u.reason,
+                now,
+                *blank,
+            )
+        )
+    return rows
+
+
+def raw_captures(result: CollectionResult, source: str) -> list[RawCapture]:
+    """Every tool run of a collection as it came back (stdout, then stderr after a marker line)."""
+    out = []
+    for argv, res in result.raw.items():
+        text = (
+            res.stdout
+            if not res.stderr
+            else f"{res.stdout}\n# --- stderr (exit {res.returncode})\n{res.stderr}"
+        )
+        tool = argv[0].rsplit("/", 1)[-1] if argv else "?"
+        out.append(RawCapture("counters", tool, text, result.time, source, argv, COUNTERS_PARSER_VERSION))
+    return out
+
+
+def link_events_between(before: Fabric, after: Fabric, when: float, source: str) -> list[LinkEvent]:
+    """Cables gone from ``before`` to ``after`` are ``down`` events, new ones ``up`` events."""
+    d = diff_fabrics(before, after)
+    return [LinkEvent(when, lk.key, "down", source) for lk in d.links_removed] + [
+        LinkEvent(when, lk.key, "up", source) for lk in d.links_added
+    ]
+
+
+@dataclass
+class Collector:
+    """Collects snapshots from one source into one store, remembering the latest topology."""
+
+    store: Store
+    source: Source
+    ssh: SshOptions | None = None
+    clock: Callable[[], float] = time.time
+    _topology: tuple[int, Fabric] | None = field(default=None, init=False)
+
+    def _latest_topology(self) -> tuple[int, Fabric] | None:
+        if self._topology is None and self.store.list_topologies():
+            stored = self.store.load_topology("latest")
+            self._topology = (stored.id, stored.fabric)
+        return self._topology
+
+    def collect_once(self) -> SnapshotOutcome:
+        """Discover, keep topology changes, read every port, store one snapshot (see module doc)."""
+        start = time.monotonic()
+        discovered_at = self.clock()
+        d = discover(self.source, ssh=self.ssh)
+        label = self.source.label
+        latest = self._latest_topology()
+        events: list[LinkEvent] = []
+        saved = False
+        if latest is None or not diff_fabrics(latest[1], d.fabric).empty:
+            if latest is not None:
+                events = link_events_between(latest[1], d.fabric, discovered_at, label)
+            # one transaction: a topology change is never stored without its link events
+            with self.store._write():
+                topology_id = self.store.save_topology(
+                    d.fabric, d.raw_text, tool="ibnetdiscover", source=label, taken_at=discovered_at
+                )
+                if events:
+                    self.store.add_link_events(events)
+            self._topology = (topology_id, d.fabric)
+            saved = True
+        else:
+            topology_id = latest[0]
+        result = collect_fabric(tool_runner(self.source, self.ssh), d.fabric, self.clock())
+        rows = snapshot_rows(result)
+        snapshot_id = self.store.save_counter_snapshot(
+            result.time, label, topology_id, rows, raw_captures(result, label)
+        )
+        return SnapshotOutcome(
+            snapshot_id=snapshot_id,
+            taken_at=result.time,
+            topology_id=topology_id,
+            topology_saved=saved,
+            link_events=tuple(events),
+            ports_read=len(result.samples),
+            unreachable=len(rows) - len(result.samples),
+            seconds=time.monotonic() - start,
+            notes=result.notes,
+            problems=len(result.problems),
+        )
+
+    def run(
+        self,
+        every: float,
+        count: int | None,
+        on_snapshot: Callable[[SnapshotOutcome], None],
+        on_failure: Callable[[IbfabError], None],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> tuple[int, int]:
+        """Collect every ``every`` seconds, ``count`` times (None: until interrupted).
+
+        Each collection is a run in the store (ok, or failed with its one-line error); a failed
+        one is reported through ``on_failure`` and the loop goes on. Returns (stored, failed).
+        """
+        done = failed = 0
+        next_at = time.monotonic()
+        while count is None or done + failed < count:
+            run_id = self.store.start_run(None, self.clock())
+            try:
+                outcome = self.collect_once()
+            except IbfabError as exc:
+                failed += 1
+                self.store.finish_run(run_id, False, exc.one_line(), self.clock())
+                on_failure(exc)
+            else:
+                done += 1
+                self.store.finish_run(run_id, True, None, self.clock())
+                on_snapshot(outcome)
+            if count is not None and done + failed >= count:
+                break
+            next_at += every
+            delay = next_at - time.monotonic()
+            if delay < 0:  # a collection took longer than the interval: start the next one now
+                next_at = time.monotonic()
+                delay = 0.0
+            sleep(delay)
+        return done, failed
+
+
+__all__ = [
+    "Collector",
+    "SnapshotOutcome",
+    "link_events_between",
+    "parse_duration",
+    "raw_captures",
+    "snapshot_rows",
+    "tool_runner",
+]

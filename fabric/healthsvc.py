@@ -1,0 +1,210 @@
+"""Health use case: from the store to a scored report, and today's findings back into the store.
+
+:func:`assess_store` loads the latest topology, the counter snapshots of the window, the link
+events (cables discovery saw go and come back) and the findings history, runs
+:func:`fabric.health.assess`, and records today's non-ok links in ``findings_history`` (one row
+per link and kind of finding per UTC day, keeping the worst status of the day), so links that
+keep failing become repeat offenders across days.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fabric.health import HealthReport, HealthThresholds, LinkEvent, LinkHealth, PastFinding, Status, assess
+from fabric.health.thresholds import thresholds_from_mapping
+from fabric.store import FindingRecord, Store, default_db_path, link_subject
+from topology.classify import switch_name
+from topology.errors import StoreError, UsageError
+from topology.model import Fabric, Guid, NodeKind
+
+DAY_S = 86400.0
+COLLECT_FIRST = "run `ibfab counters collect` first"
+_LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
+# The kind of a finding, from the words its reason starts with (fabric.health.score phrases them).
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("symbol errors", "ber"),
+    ("BER ", "ber"),
+    ("not yet certified", "ber"),
+    ("no traffic time", "ber"),
+    ("link is down", "flapping"),
+    ("link went down", "flapping"),
+    ("link retrained", "flapping"),
+    ("receive errors", "rcv_errors"),
+    ("transmit discards", "xmit_discards"),
+    ("congestion", "congestion"),
+    ("repeat offender", "repeat_offender"),
+    ("no counter samples", "unseen"),
+)
+_OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
+
+
+@dataclass(frozen=True, slots=True)
+class HealthView:
+    """A report with what the CLI needs to name things."""
+
+    report: HealthReport
+    fabric: Fabric
+    topology_id: int
+    names: Mapping[str, str]  # node GUID -> what an operator calls it
+    recorded: int  # findings written to findings_history by this assessment
+
+    def end_label(self, guid: str, port: int) -> str:
+        return f"{self.names.get(guid, guid)}:{port}"
+
+    def link_label(self, link: LinkHealth) -> str:
+        """``leaf-su01-r0:3 <-> dgx-0001 mlx5_0:1`` (switch end first)."""
+        a, b = link.a, link.b
+        if self._is_hca(a.guid) and not self._is_hca(b.guid):
+            a, b = b, a
+        return f"{self.end_label(a.guid, a.port)} <-> {self.end_label(b.guid, b.port)}"
+
+    def _is_hca(self, guid: str) -> bool:
+        node = self.fabric.nodes.get(Guid(guid))
+        return node is not None and node.kind is NodeKind.HCA
+
+
+def node_names(fabric: Fabric) -> dict[str, str]:
+    """Switches by their short name (``leaf-su01-r0``), HCAs by description (``dgx-0001 mlx5_0``)."""
+    out: dict[str, str] = {}
+    for guid, node in fabric.nodes.items():
+        if node.kind is NodeKind.SWITCH:
+            out[guid] = switch_name(node.description) or node.description or guid
+        else:
+            out[guid] = node.description or guid
+    return out
+
+
+def load_thresholds(path: str | Path) -> HealthThresholds:
+    """Thresholds from a TOML file (keys at top level or under ``[health]``)."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    return thresholds_from_mapping(data, str(path))
+
+
+def finding_kind(reason: str) -> str:
+    """``ber``, ``flapping``, ``rcv_errors``, ``xmit_discards``, ``congestion``, ... for a reason."""
+    return next((kind for start, kind in _KINDS if reason.startswith(start)), "other")
+
+
+def utc_day(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def _day_start(day: str) -> float:
+    return float(calendar.timegm(time.strptime(day, "%Y-%m-%d")))
+
+
+def _status(text: str) -> Status:
+    try:
+        return Status(text)
+    except ValueError:
+        return _OLD_STATUS.get(text, Status.WATCH)
+
+
+def past_findings(records: Iterable[FindingRecord]) -> list[PastFinding]:
+    """History records as the health model takes them: a link finding counts for both its ends."""
+    out: list[PastFinding] = []
+    for r in records:
+        when, status = _day_start(r.day), _status(r.status)
+        m = _LINK_SUBJECT.match(r.subject)
+        if m:
+            out.append(PastFinding(when, m["ag"], int(m["ap"]), status))
+            out.append(PastFinding(when, m["bg"], int(m["bp"]), status))
+        else:
+            out.append(PastFinding(when, r.subject, None, status))
+    return out
+
+
+def record_today(store: Store, report: HealthReport, now: float) -> int:
+    """Record the non-ok links of ``report`` for today's UTC day; idempotent, keeps the worst status."""
+    day = utc_day(now)
+    earlier = {
+        (r.subject, r.kind): _status(r.status) for r in store.load_findings_history(day) if r.day == day
+    }
+    items: list[tuple[str, str, str]] = []
+    for link in report.links:
+        if link.status is Status.OK or not link.reasons:
+            continue
+        subject, kind = link_subject(link.key), finding_kind(link.reasons[0])
+        status: Status = link.status
+        before = earlier.get((subject, kind))
+        if before is not None and before.rank > status.rank:
+            status = before
+        items.append((subject, kind, status.value))
+    return store.record_findings(day, items) if items else 0
+
+
+def open_store(db: str | None) -> Store:
+    """The store, which must exist and hold counters (a one-line error saying what to do otherwise)."""
+    path = Path(db) if db else default_db_path()
+    if not path.exists():
+        raise StoreError(f"{path}: no ibfab store there; {COLLECT_FIRST}")
+    return Store.open(path, create=False)
+
+
+def assess_store(
+    store: Store,
+    *,
+    since_s: float | None = 86400.0,
+    now: float | None = None,
+    thresholds: HealthThresholds | None = None,
+    record: bool = True,
+) -> HealthView:
+    """Score every link of the latest topology over the counters of the last ``since_s`` seconds
+    (None: all of them) and, if ``record``, add today's findings to the history."""
+    t = thresholds or HealthThresholds()
+    now = time.time() if now is None else now
+    since = None if since_s is None else now - since_s
+    if not store.list_topologies():
+        raise StoreError(f"{store.path}: no topology stored; {COLLECT_FIRST}")
+    frame = store.load_counters(since=since, until=now)
+    if frame.empty:
+        window = "" if since_s is None else f" in the last {_dur(since_s)}"
+        raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
+    stored = store.load_topology("latest")
+    lookback = now - t.repeat_lookback_days * DAY_S
+    events = [
+        LinkEvent(e.time, e.link, e.kind)
+        for e in store.load_link_events(since=lookback, until=now)
+        if e.kind in ("down", "up")
+    ]
+    # today's own records are left out: assess counts today from what it finds now, and first_seen
+    # stays the real time of the first sample instead of the start of the day
+    today = utc_day(now)
+    history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
+    report = assess(frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t)
+    recorded = record_today(store, report, now) if record else 0
+    return HealthView(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
+
+
+def _dur(seconds: float) -> str:
+    for unit, size in (("d", DAY_S), ("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+__all__ = [
+    "HealthView",
+    "assess_store",
+    "finding_kind",
+    "load_thresholds",
+    "node_names",
+    "open_store",
+    "past_findings",
+    "record_today",
+    "utc_day",
+]
