@@ -7,11 +7,18 @@ the real ibnetdiscover against ibsim + OpenSM, the real store.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fabric import lab
 from fabric.discovery import Source, discover
+
+if TYPE_CHECKING:
+    from fabric.store import Store
+    from topology.model import Fabric, Link
 
 DEMO_LAB = "demo"
 DEMO_SPEC = "rail-small"
@@ -32,9 +39,23 @@ class DemoStep:
     ok: bool = True
 
 
+def demo_db_path(db: str | None) -> Path:
+    """``--db`` as given, else a fresh ``demo.db`` beside the default store (removed first)."""
+    from fabric.store import default_db_path
+
+    if db:
+        return Path(db)
+    path = default_db_path().parent / "demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return path
+
+
 def run_demo(db: str | None = None) -> Iterator[DemoStep]:
     from fabric.cli.discover import render_discovery
     from fabric.store import Store
+
+    db = str(demo_db_path(db))
 
     if any(s.name == DEMO_LAB for s in lab.list_labs()):
         lab.down(DEMO_LAB)
@@ -63,4 +84,71 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         render_discovery(d)
         + f"\n\nsaved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}",
         ok=not missed,
+    )
+    with Store.open(db) as store:
+        yield health_step(store, d.fabric)
+
+
+def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, int, Link]]:
+    """Leaf-spine cables as (leaf, port, spine, port, link), away from the planted wiring faults."""
+    from topology.classify import switch_name
+
+    out = []
+    for lk in fabric.links:
+        a, b = fabric.nodes[lk.a.guid], fabric.nodes[lk.b.guid]
+        na, nb = switch_name(a.description), switch_name(b.description)
+        if not (na.startswith("leaf") and nb.startswith("spine")):
+            na, nb, pa, pb = nb, na, lk.b.port, lk.a.port
+        else:
+            pa, pb = lk.a.port, lk.b.port
+        if na.startswith("leaf") and nb.startswith("spine") and na not in avoid:
+            out.append((na, pa, nb, pb, lk))
+    return out
+
+
+def health_step(store: Store, fabric: Fabric) -> DemoStep:
+    """Three collections with a link whose symbol errors rise and a link that flaps, then health."""
+    from fabric.cli.health import render_health
+    from fabric.collection import Collector
+    from fabric.healthsvc import assess_store
+
+    start = time.time()
+    avoid = {f.split(":")[1] for f in DEMO_FAULTS if f.split(":")[1].startswith("leaf")}
+    candidates = _switch_links(fabric, avoid)
+    (sym_leaf, sym_port, _, _, sym_link), (flap_leaf, flap_port, flap_spine, flap_spine_port, flap_link) = (
+        candidates[0],
+        candidates[len(candidates) // 2],
+    )
+    collector = Collector(store, Source("lab", DEMO_LAB))
+    lines = [collector.collect_once().line() + "   (baseline)"]
+    lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 40)
+    for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
+        lab.set_counter(DEMO_LAB, node, port, "link_downed", 1)
+    lab.link_down(DEMO_LAB, flap_leaf, flap_port)
+    lines.append(collector.collect_once().line() + f"   ({flap_leaf}:{flap_port} unplugged)")
+    lab.link_up(DEMO_LAB, flap_leaf, flap_port)
+    lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 400)
+    for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
+        lab.set_counter(DEMO_LAB, node, port, "link_downed", 3)
+    lines.append(collector.collect_once().line() + f"   ({flap_leaf}:{flap_port} back)")
+    view = assess_store(store, since_s=time.time() - start + 1.0)
+    top = {lk.key for lk in view.report.links[:2]}
+    ok = top == {sym_link.key, flap_link.key} and all(
+        lk.status.value == "critical" for lk in view.report.links[:2]
+    )
+    verdict = (
+        "both planted links are on top"
+        if ok
+        else "MISSED: the planted links are not the two worst: "
+        + ", ".join(view.link_label(lk) for lk in view.report.links[:2])
+    )
+    return DemoStep(
+        "3. Link health from the real ibqueryerrors (ibfab counters collect; ibfab health)",
+        f"planted: symbol errors rising 0 -> 40 -> 400 on {sym_leaf}:{sym_port}; "
+        f"{flap_leaf}:{flap_port} unplugged and replugged, LinkDownedCounter 0 -> 1 -> 3 on both ends\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + render_health(view, limit=8)
+        + f"\n\n{verdict}; store: {store.path}",
+        ok=ok,
     )
