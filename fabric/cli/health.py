@@ -83,7 +83,9 @@ def render_health(view: HealthView, limit: int | None = DEFAULT_LIMIT, show_all:
     ]
     by_status = ", ".join(f"{n} {k}" for k, n in s.links_by_status.items())
     secs = s.seconds
-    span = f"{secs:.0f} s" if secs < 120 else f"{secs / 60:.0f} min" if secs < 7200 else f"{secs / 3600:.1f} h"
+    span = (
+        f"{secs:.0f} s" if secs < 120 else f"{secs / 60:.0f} min" if secs < 7200 else f"{secs / 3600:.1f} h"
+    )
     lines = []
     if rows:
         lines.append(
@@ -96,7 +98,7 @@ def render_health(view: HealthView, limit: int | None = DEFAULT_LIMIT, show_all:
     offenders = sum(1 for lk in report.links if lk.repeat_offender)
     lines.append("")
     lines.append(
-        f"{s.links} links over {span} ({{s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
+        f"{s.links} links over {span} ({s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
     )
     extra = []
     if offenders:
