@@ -1,0 +1,160 @@
+"""``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json``: the fabric as schedulers read it.
+
+Data goes to stdout; what was left out (aggregation nodes, unnamed HCAs, ...) goes to stderr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from fabric.cli.options import ssh_options
+
+if TYPE_CHECKING:
+    from fabric.discovery import Discovery
+    from fabric.exports import Export
+    from fabric.placement import HealthView
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def source_options(fn: F) -> F:
+    """``--input/--ssh/--lab`` and the SSH options, as ``ibfab discover`` has them."""
+    fn = ssh_options(fn)
+    for opt in reversed(
+        (
+            click.option(
+                "--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin)."
+            ),
+            click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH."),
+            click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def discover_from(opts: dict[str, Any]) -> Discovery:
+    """Discovery from the source options (pops them from ``opts``)."""
+    from fabric.cli.discover import _source
+    from fabric.discovery import discover
+    from fabric.remote import SshOptions
+
+    src, text = _source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
+    ssh = SshOptions(
+        opts.pop("inventory"), opts.pop("known_hosts"), opts.pop("accept_new_host_key"), opts.pop("identity")
+    )
+    return discover(src, text, ssh)
+
+
+def health_from_store(d: Discovery, db: str | None, hours: float) -> HealthView:
+    """Health over the last ``hours`` from the store, through the health service.
+
+    One-line errors when the health service is not installed or the store holds no samples."""
+    from topology.errors import UsageError
+
+    try:
+        from fabric.healthsvc import assess_store, open_store
+    except ImportError as exc:
+        raise UsageError(f"health: the health service (fabric.healthsvc) is not available: {exc}") from exc
+    from fabric.placement import health_view_from_links
+
+    with open_store(db) as store:
+        view = assess_store(store, since_s=hours * 3600.0, record=False)
+    return health_view_from_links(
+        d.fabric,
+        d.classification,
+        ((lk.key, lk.status.value, lk.reasons, lk.repeat_offender) for lk in view.report.links),
+    )
+
+
+def emit(result: Export) -> None:
+    click.echo(result.text, nl=False)
+    for item in result.left_out:
+        click.echo(f"left out: {item}", err=True)
+
+
+def _tree(d: Discovery) -> Any:
+    from fabric.exports.tree import build_tree
+
+    return build_tree(d.fabric, d.classification)
+
+
+@click.group("export")
+def export_group() -> None:
+    """Write the fabric for schedulers: Slurm, Kubernetes, Kueue, MPI hostfiles, JSON."""
+
+
+@export_group.command("slurm-topology")
+@source_options
+@click.option("--plugin", type=click.Choice(["tree", "block"]), default="tree", show_default=True)
+def slurm_cmd(plugin: str, **opts: Any) -> None:
+    """A topology.conf: units (or leaves) as the nodes' switches, spines and cores above."""
+    from fabric.exports.slurm import topology_conf
+
+    emit(topology_conf(_tree(discover_from(opts)), plugin))
+
+
+@export_group.command("k8s-labels")
+@source_options
+@click.option("--format", "fmt", type=click.Choice(["kubectl", "json"]), default="kubectl", show_default=True)
+@click.option(
+    "--legacy", "style", flag_value="legacy", help="network.topology.nvidia.com/leaf|spine|core only."
+)
+@click.option(
+    "--tier-n", "style", flag_value="tier-n", default=True, help="fabric.topograph.run/tier-N (default)."
+)
+@click.option("--both", "style", flag_value="both", help="Both key sets.")
+@click.option("--health", "with_health", is_flag=True, help="Add ibfab.io/health from the store's counters.")
+@click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
+@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
+def k8s_cmd(
+    fmt: str, style: str, with_health: bool, health_hours: float, db: str | None, **opts: Any
+) -> None:
+    """kubectl label lines (or JSON) with topograph's tier keys."""
+    from fabric.exports.k8s import k8s_labels
+
+    d = discover_from(opts)
+    health = health_from_store(d, db, health_hours) if with_health else None
+    emit(k8s_labels(_tree(d), style, fmt, health))
+
+
+@export_group.command("kueue")
+@source_options
+@click.option("--name", default="ibfab-fabric", show_default=True, help="metadata.name of the Topology.")
+@click.option("--legacy", is_flag=True, help="Levels in the network.topology.nvidia.com keys.")
+def kueue_cmd(name: str, legacy: bool, **opts: Any) -> None:
+    """A Kueue Topology resource whose levels are the k8s-labels keys."""
+    from fabric.exports.kueue import kueue_topology
+
+    emit(kueue_topology(_tree(discover_from(opts)), name, legacy))
+
+
+@export_group.command("hostfile")
+@source_options
+@click.option("--style", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
+@click.option("--slots", type=int, default=1, show_default=True, help="Slots (ranks) per host.")
+def hostfile_cmd(style: str, slots: int, **opts: Any) -> None:
+    """Every compute host in ring order (unit, leaf, name)."""
+    from fabric.exports import Export
+    from fabric.exports.hostfile import hostfile
+    from fabric.placement import ring_order
+
+    tree = _tree(discover_from(opts))
+    emit(Export(hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots), tree.left_out()))
+
+
+@export_group.command("json")
+@source_options
+@click.option("--health", "with_health", is_flag=True, help="Add each host's health from the store.")
+@click.option("--health-hours", type=float, default=24.0, show_default=True)
+@click.option("--db", metavar="PATH")
+def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any) -> None:
+    """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
+    from fabric.exports.json import scheduler_json
+
+    d = discover_from(opts)
+    health = health_from_store(d, db, health_hours) if with_health else None
+    emit(scheduler_json(d.fabric, d.classification, _tree(d), health))

@@ -1,0 +1,16 @@
+"""Scheduler exports: Slurm topology.conf, Kubernetes labels, a Kueue Topology, hostfiles, JSON.
+
+Each module only translates :class:`fabric.exports.tree.SchedulerTree` (built from the
+classification) into one format; none parses tool output or connects anywhere. Every export
+returns an :class:`Export`: the text for stdout and the items it left out, for stderr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    text: str
+    left_out: tuple[str, ...] = ()  # "name: reason" lines
