@@ -177,6 +177,19 @@ def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
     return rows
 
 
+def vanished_rows(before: Fabric, after: Fabric, when: float) -> list[tuple[object, ...]]:
+    """Unreachable rows for the cabled ports of nodes that discovery no longer finds (an unplugged
+    or dead HCA, a switch that went away): their counters could not be read this time."""
+    blank = (None,) * len(fields.COUNTER_NAMES)
+    rows: list[tuple[object, ...]] = []
+    for guid in sorted(before.nodes.keys() - after.nodes.keys()):
+        node = before.nodes[guid]
+        for port, far, _ in sorted(before.neighbours(guid), key=lambda x: x[0]):
+            reason = f"not found by ibnetdiscover (was cabled to {far.guid} port {far.port})"
+            rows.append((guid, port, node.lid, far.guid, far.port, False, reason, when, *blank))
+    return rows
+
+
 def raw_captures(result: CollectionResult, source: str) -> list[RawCapture]:
     """Every tool run of a collection as it came back (stdout, then stderr after a marker line)."""
     out = []
@@ -240,6 +253,8 @@ class Collector:
             topology_id = latest[0]
         result = collect_fabric(tool_runner(self.source, self.ssh), d.fabric, self.clock())
         rows = snapshot_rows(result)
+        if latest is not None and saved:
+            rows += vanished_rows(latest[1], d.fabric, result.time)
         snapshot_id = self.store.save_counter_snapshot(
             result.time, label, topology_id, rows, raw_captures(result, label)
         )
@@ -302,4 +317,5 @@ __all__ = [
     "raw_captures",
     "snapshot_rows",
     "tool_runner",
+    "vanished_rows",
 ]
