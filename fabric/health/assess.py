@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 
 from fabric.counters.deltas import compute_deltas
-from fabric.health.ber import estimate_ber
-from fabric.health.flaps import NO_FLAPS, CounterIncrement, LinkEvent, LinkKey, count_flaps
+from fabric.health.ber import BerEstimate, estimate_ber
+from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, LinkEvent, LinkKey, count_flaps
 from fabric.health.history import History, PastFinding, day_of
-from fabric.health.ports import SCORED, PortTable, port_table
+from fabric.health.ports import PortTable, port_table
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.score import WATCH, LinkFacts, judge
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds
 from topology.errors import UsageError
-from topology.model import Fabric, PortRef
+from topology.model import Fabric, Link, PortRef
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -61,7 +61,8 @@ def assess(
     if deltas is None:
         d = compute_deltas(window)
     else:
-        d = deltas[((deltas["prev_time"] >= start) & (deltas["time"] <= now)).to_numpy(dtype=bool)]
+        keep = ((deltas["prev_time"] >= start) & (deltas["time"] <= now)).to_numpy(dtype=bool)
+        d = deltas if keep.all() else deltas[keep]
     pt = port_table(d, now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
     seconds = now - start
 
@@ -77,13 +78,15 @@ def assess(
     sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
     sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
     sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
-    any_sum = np.zeros(len(pt) + 1, dtype=bool)
-    for name in SCORED:
-        any_sum[:-1] |= pt.sums[name] > 0
-    any_sum[:-1] |= pt.reset | (pt.link_changes > 0)
-    busy = any_sum[ia] | any_sum[ib]  # links with anything to say beyond BER certification
     sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
     lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
+    ends_of = _Ends(pt, t)
+    # Python lists: indexing them in the loop is far cheaper than numpy scalars
+    seen_l = (seen_a & seen_b).tolist()
+    bits_l = (rate * covered).tolist()
+    rate_l, covered_l, sym_l = rate.tolist(), covered.tolist(), sym.tolist()
+    sym_short_l, sym_long_l, lower_bound_l = sym_short.tolist(), sym_long.tolist(), lower_bound.tolist()
+    ia_l, ib_l = ia.tolist(), ib.tolist()
 
     downs, recoveries = _increments(pt.flap_rows)
     events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
@@ -93,19 +96,13 @@ def assess(
     today = day_of(now)
 
     results: list[LinkHealth] = []
+    keys = [lk.key for lk in links]
     for i, lk in enumerate(links):
-        a_key, b_key = (lk.a.guid, lk.a.port), (lk.b.guid, lk.b.port)
-        both = bool(seen_a[i] and seen_b[i])
-        ber = estimate_ber(
-            int(sym[i]),
-            float(rate[i] * covered[i]),
-            t.ber_target,
-            t.ber_confidence,
-            at_least=bool(lower_bound[i]),
-        )
-        if not both and ber.certified:
+        a_key, b_key = keys[i]
+        ber = estimate_ber(sym_l[i], bits_l[i], t.ber_target, t.ber_confidence, at_least=lower_bound_l[i])
+        if not seen_l[i] and ber.certified:
             ber = dataclasses.replace(ber, certified=False)
-        link_events = events_of.get(lk.key, [])
+        link_events = events_of.get(keys[i], [])
         flaps = NO_FLAPS
         if a_key in downs or b_key in downs or a_key in recoveries or b_key in recoveries or link_events:
             flaps = count_flaps(
@@ -116,26 +113,24 @@ def assess(
                 since=start,
                 now=now,
             )
-        ends = (_end(lk.a, ia[i], pt, float(rate[i]), t), _end(lk.b, ib[i], pt, float(rate[i]), t))
-        facts = LinkFacts(
-            label=f"{lk.width}x{lk.speed}",
-            rate_bps=float(rate[i]),
-            seconds=seconds,
-            covered_s=float(covered[i]),
-            ends_seen=tuple(e.ref for e in ends if e.samples),
-            ends_missing=tuple(e.ref for e in ends if not e.samples),
-            ber=ber,
-            symbol_short=int(sym_short[i]),
-            symbol_long=int(sym_long[i]),
-            flaps=flaps,
-            rx_errors=_nonzero(ends, lambda e: sum(e.counters.get(n, 0) for n in _RX)) if busy[i] else (),
-            discards=_nonzero(ends, lambda e: e.counters.get("xmit_discards", 0)) if busy[i] else (),
-            congestion=tuple((e.ref, e.congestion) for e in ends if e.congestion),
-            saturated=tuple((e.ref, name) for e in ends for name in e.saturated),
-            reset=tuple(e.ref for e in ends if e.reset),
-            moved=tuple(e.ref for e in ends if e.link_changes),
+        ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
+        quiet = (
+            ber.certified
+            and not ber.errors
+            and flaps is NO_FLAPS
+            and not ends_of.moved[ia_l[i]]
+            and not ends_of.moved[ib_l[i]]
+            and max(ends[0].congestion or 0.0, ends[1].congestion or 0.0) < t.congestion_watch
         )
-        findings = judge(facts, t)
+        # judge() has nothing to say about a quiet link; skipping it is what keeps 25k links fast
+        findings = (
+            []
+            if quiet
+            else judge(
+                _facts(lk, ends, ber, flaps, sym_short_l[i], sym_long_l[i], rate_l[i], seconds, covered_l[i]),
+                t,
+            )
+        )
         penalty = sum(p for p, _ in findings)
         days = past.link_days(a_key, b_key)
         if Status.of_score(max(0, 100 - penalty)).rank >= Status.WARN.rank:
@@ -152,9 +147,9 @@ def assess(
             penalty += WATCH
         score = max(0, 100 - penalty)
         seen_times = [*flaps.times, *past.link_times(a_key, b_key)]
-        for idx in (ia[i], ib[i]):
-            if idx >= 0 and not np.isnan(pt.first_finding[idx]):
-                seen_times += [float(pt.first_finding[idx]), float(pt.last_finding[idx])]
+        for end in ends:
+            if end.first_finding is not None and end.last_finding is not None:
+                seen_times += [end.first_finding, end.last_finding]
         results.append(
             LinkHealth(
                 a=lk.a,
@@ -177,10 +172,12 @@ def assess(
                 repeat_days=len(days),
             )
         )
-    results.sort(key=lambda h: (h.score, -h.status.rank, h.key))
-    nodes = _nodes(fabric, results, past, today, t)
-    link_keys = {lk.key for lk in links}
-    ends_on_links = {k for lk in links for k in lk.key}
+    results_by_link = list(results)
+    order = sorted(range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i]))
+    results = [results[i] for i in order]
+    nodes = _nodes(fabric, dict(zip(keys, results_by_link, strict=True)), past, today, t)
+    link_keys = set(keys)
+    ends_on_links = {end for key in keys for end in key}
     summary = HealthSummary(
         since=start,
         now=now,
@@ -207,24 +204,78 @@ def _at(values: NDArray[_T], idx: NDArray[np.int64], fill: object = 0) -> NDArra
     return padded[idx]
 
 
-def _end(ref: PortRef, idx: int, pt: PortTable, rate: float, t: HealthThresholds) -> EndHealth:
-    if idx < 0:
-        return EndHealth(ref, 0, 0.0, _EMPTY, None, None, (), False, 0)
-    seconds = float(pt.seconds[idx])
-    moved = {name: int(v[idx]) for name, v in pt.sums.items() if v[idx]}
-    bits = rate * seconds
-    wait = moved.get("xmit_wait", 0)
-    return EndHealth(
-        ref=ref,
-        samples=int(pt.samples[idx]),
+def _facts(
+    lk: Link,
+    ends: tuple[EndHealth, EndHealth],
+    ber: BerEstimate,
+    flaps: Flaps,
+    symbol_short: int,
+    symbol_long: int,
+    rate: float,
+    seconds: float,
+    covered: float,
+) -> LinkFacts:
+    return LinkFacts(
+        label=f"{lk.width}x{lk.speed}",
+        rate_bps=rate,
         seconds=seconds,
-        counters=MappingProxyType(moved) if moved else _EMPTY,
-        ber=moved.get("symbol_errors", 0) / bits if bits else None,
-        congestion=wait * t.xmit_wait_tick_bytes * 8 / bits if bits else None,
-        saturated=tuple(name for name, flags in pt.saturated.items() if flags[idx]),
-        reset=bool(pt.reset[idx]),
-        link_changes=int(pt.link_changes[idx]),
+        covered_s=covered,
+        ends_seen=tuple(e.ref for e in ends if e.samples),
+        ends_missing=tuple(e.ref for e in ends if not e.samples),
+        ber=ber,
+        symbol_short=symbol_short,
+        symbol_long=symbol_long,
+        flaps=flaps,
+        rx_errors=_nonzero(ends, _RX),
+        discards=_nonzero(ends, ("xmit_discards",)),
+        congestion=tuple((e.ref, e.congestion) for e in ends if e.congestion),
+        saturated=tuple((e.ref, name) for e in ends for name in e.saturated),
+        reset=tuple(e.ref for e in ends if e.reset),
+        moved=tuple(e.ref for e in ends if e.link_changes),
     )
+
+
+class _Ends:
+    """Builds EndHealth records from the port table; quiet ports (no error moved) take a short cut."""
+
+    def __init__(self, pt: PortTable, t: HealthThresholds) -> None:
+        self.pt = pt
+        self.t = t
+        moved = pt.reset | (pt.link_changes > 0) | ~np.isnan(pt.first_finding)
+        moved |= pt.sums["rcv_remote_physical_errors"] > 0
+        for flags in pt.saturated.values():
+            moved |= flags
+        self.moved = [*moved.tolist(), False]  # index -1: an end without samples
+        self.samples = pt.samples.tolist()
+        self.seconds = pt.seconds.tolist()
+        self.wait = pt.sums["xmit_wait"].tolist()
+
+    def end(self, ref: PortRef, idx: int, rate: float) -> EndHealth:
+        if idx < 0:
+            return EndHealth(ref, 0, 0.0, _EMPTY, None, None, (), False, 0)
+        seconds = self.seconds[idx]
+        bits = rate * seconds
+        congestion = self.wait[idx] * self.t.xmit_wait_tick_bytes * 8 / bits if bits else None
+        if not self.moved[idx]:
+            return EndHealth(
+                ref, self.samples[idx], seconds, _EMPTY, 0.0 if bits else None, congestion, (), False, 0
+            )
+        pt = self.pt
+        counters = {name: int(v[idx]) for name, v in pt.sums.items() if v[idx] and name != "xmit_wait"}
+        first = float(pt.first_finding[idx])
+        return EndHealth(
+            ref=ref,
+            samples=self.samples[idx],
+            seconds=seconds,
+            counters=MappingProxyType(counters) if counters else _EMPTY,
+            ber=counters.get("symbol_errors", 0) / bits if bits else None,
+            congestion=congestion,
+            saturated=tuple(name for name, flags in pt.saturated.items() if flags[idx]),
+            reset=bool(pt.reset[idx]),
+            link_changes=int(pt.link_changes[idx]),
+            first_finding=None if np.isnan(first) else first,
+            last_finding=None if np.isnan(first) else float(pt.last_finding[idx]),
+        )
 
 
 def _increments(
@@ -240,10 +291,13 @@ def _increments(
     return dict(downs), dict(recoveries)
 
 
-def _nonzero(
-    ends: tuple[EndHealth, EndHealth], count: Callable[[EndHealth], int]
-) -> tuple[tuple[PortRef, int], ...]:
-    return tuple((e.ref, n) for e in ends if (n := int(count(e))))
+def _nonzero(ends: tuple[EndHealth, EndHealth], names: tuple[str, ...]) -> tuple[tuple[PortRef, int], ...]:
+    """(end, count) for the ends where the counters ``names`` moved."""
+    out = []
+    for e in ends:
+        if e.counters and (n := sum(e.counters.get(name, 0) for name in names)):
+            out.append((e.ref, n))
+    return tuple(out)
 
 
 def _add(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
@@ -258,9 +312,8 @@ def _add(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
 
 
 def _nodes(
-    fabric: Fabric, links: list[LinkHealth], past: History, today: int, t: HealthThresholds
+    fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
 ) -> list[NodeHealth]:
-    by_key = {h.key: h for h in links}
     out: list[NodeHealth] = []
     for guid, node in fabric.nodes.items():
         mine = [by_key[lk.key] for lk in fabric.links_of(guid)]

@@ -58,7 +58,11 @@ class PortTable:
 
 def port_table(deltas: pd.DataFrame, *, now: float, short_s: float, long_s: float) -> PortTable:
     """Sum ``deltas`` (from :func:`fabric.counters.deltas.compute_deltas`) per (guid, port)."""
-    guid_codes, guid_names = pd.factorize(deltas["guid"], sort=False)
+    guid = deltas["guid"]
+    if isinstance(guid.dtype, pd.CategoricalDtype):  # as compute_deltas returns it: already coded
+        guid_codes, guid_names = guid.cat.codes.to_numpy(), guid.cat.categories
+    else:
+        guid_codes, guid_names = pd.factorize(guid, sort=False)
     port = deltas["port"].to_numpy(dtype=np.int64)
     span = int(port.max(initial=0)) + 1
     codes, keys = pd.factorize(guid_codes.astype(np.int64) * span + port, sort=False)
@@ -98,7 +102,7 @@ def port_table(deltas: pd.DataFrame, *, now: float, short_s: float, long_s: floa
     flap_mask = (counts["link_downed"] > 0) | (counts["link_error_recovery"] > 0)
     flap_rows = pd.DataFrame(
         {
-            "guid": deltas["guid"].to_numpy(dtype=object)[flap_mask],
+            "guid": np.asarray(guid_names, dtype=object)[guid_codes[flap_mask]],
             "port": port[flap_mask],
             "prev_time": deltas["prev_time"].to_numpy(dtype=np.float64)[flap_mask],
             "time": time[flap_mask],

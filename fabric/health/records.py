@@ -25,12 +25,14 @@ class EndHealth:
     ref: PortRef
     samples: int  # delta rows (pairs of consecutive reachable samples)
     seconds: float  # time covered by those deltas on the same cable
-    counters: Mapping[str, int]  # error counters and xmit_wait summed over the window
+    counters: Mapping[str, int]  # error counters that moved, summed over the window
     ber: float | None  # this end's receive-direction BER (its symbol errors / rate x seconds)
     congestion: float | None  # share of time waiting to send (xmit_wait ticks)
     saturated: tuple[str, ...]  # counters that hit their maximum: counts are lower bounds
     reset: bool  # a counter went down (was cleared) during the window
     link_changes: int  # samples where the port was found on another cable or LID
+    first_finding: float | None = None  # first/last sample time with an error counter moving
+    last_finding: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -43,6 +45,8 @@ class EndHealth:
             "saturated": list(self.saturated),
             "reset": self.reset,
             "link_changes": self.link_changes,
+            "first_finding": self.first_finding,
+            "last_finding": self.last_finding,
         }
 
 
@@ -62,7 +66,7 @@ class LinkHealth:
     reasons: tuple[str, ...]
     first_seen: float | None  # first/last time this link had any finding (history included)
     last_seen: float | None
-    counters: Mapping[str, int]  # both ends summed
+    counters: Mapping[str, int]  # error counters that moved, both ends summed
     ends: tuple[EndHealth, EndHealth]
     repeat_offender: bool
     repeat_days: int  # distinct UTC days with a finding within the lookback (today included)

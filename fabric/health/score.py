@@ -118,6 +118,8 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     if b.value is None or b.lower is None or b.upper is None:
         out.append((UNCERTIFIED, f"no traffic time measured at {f.label}: BER unknown"))
         return out
+    if b.certified and not b.errors:
+        return out  # the common case: a clean, certified link has nothing to say
     bounds = f"{b.confidence:.0%} bounds {b.lower:.2g}..{b.upper:.2g}"
     over = f"{'at least ' if b.at_least else ''}{b.errors} symbol errors in {_dur(f.covered_s)}"
     if b.lower > b.target:
