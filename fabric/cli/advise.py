@@ -1,0 +1,400 @@
+"""``ibfab recommend``, ``ibfab isolate`` and ``ibfab whatif``: advice, isolation with audit, what-if."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from topology.errors import ParseError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fabric_options(fn: F) -> F:
+    for opt in reversed(
+        (
+            click.option("--input", "input_path", metavar="TOPO", help="Saved ibnetdiscover output."),
+            click.option("--lab", metavar="NAME", help="A lab fabric (ibfab lab up)."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _policy_options(fn: F) -> F:
+    for opt in reversed(
+        (
+            click.option(
+                "--min-uplink-share",
+                type=click.FloatRange(0, 1),
+                default=0.75,
+                show_default=True,
+                help="A switch keeps at least this share of its uplinks.",
+            ),
+            click.option(
+                "--max-isolations", type=click.IntRange(0), help="Cap (default max(10, 0.5% of ports))."
+            ),
+            click.option(
+                "--allow-switch-to-host", is_flag=True, help="Allow isolating ports that face hosts."
+            ),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
+    from fabric.discovery import Source, discover
+
+    if sum(x is not None for x in (input_path, lab, ssh)) > 1:
+        raise UsageError("choose one of --input, --lab, --ssh")
+    if input_path:
+        try:
+            text = Path(input_path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
+        return discover(Source("file", input_path), text)
+    if lab:
+        return discover(Source("lab", lab))
+    if ssh:
+        return discover(Source("ssh", ssh))
+    return discover(Source("local"))
+
+
+def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
+    from fabric.advise.safety import SafetyPolicy
+
+    return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
+
+
+def _print_actions(actions: Any) -> None:
+    for i, a in enumerate(actions, 1):
+        click.echo(f"{i}. {a.kind.value}: {a.target}")
+        click.echo(f"   why: {a.reason}")
+        for e in a.evidence:
+            click.echo(f"   - {e}")
+        if a.impact:
+            click.echo(f"   cost: {a.impact}")
+        for c in a.commands:
+            lines = c.text.splitlines() or [""]
+            click.echo(f"   [{c.manager} {c.purpose}] {lines[0]}")
+            for more in lines[1:]:
+                click.echo(f"       {more}")
+
+
+# -- recommend ------------------------------------------------------------------------------------
+@click.command("recommend")
+@_fabric_options
+@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
+@click.option(
+    "--min-status",
+    type=click.Choice(["watch", "warn", "critical"]),
+    default="warn",
+    show_default=True,
+    help="Isolate links at this health status or worse.",
+)
+@_policy_options
+@click.option("--db", metavar="PATH", help="Store path (open isolations count toward the cap).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def recommend_cmd(
+    input_path: str | None,
+    lab: str | None,
+    ssh: str | None,
+    health_file: str | None,
+    min_status: str,
+    min_uplink_share: float,
+    max_isolations: int | None,
+    allow_switch_to_host: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings."""
+    from fabric.advise.candidates import read_health_file
+    from fabric.advise.recommend import recommend
+    from fabric.advise.routing_advice import SubnetManager, probe_subnet_manager
+
+    d = _discover(input_path, lab, ssh)
+    findings = read_health_file(health_file) if health_file else []
+    if not health_file:
+        click.echo(
+            "ibfab: no health input (--health FILE from 'ibfab health --json'): routing advice only", err=True
+        )
+    sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
+    open_count = 0
+    if db is not None or Path(_default_db()).exists():
+        from fabric.isolation import open_isolations
+        from fabric.store import Store
+
+        with Store.open(db) as store:
+            open_count = len(open_isolations(store))
+    recs = recommend(
+        d.fabric,
+        d.classification,
+        findings,
+        _policy(min_uplink_share, max_isolations, allow_switch_to_host),
+        sm,
+        min_status=min_status,
+        already_isolated=open_count,
+    )
+    if as_json:
+        click.echo(json.dumps(recs.to_dict(), indent=1))
+        return
+    click.echo(f"{recs.findings} links judged; {len(recs.actions)} actions; {recs.routing.summary}")
+    if recs.routing.subnet_manager.notes:
+        click.echo("subnet manager: " + "; ".join(recs.routing.subnet_manager.notes))
+    _print_actions(recs.actions)
+    for n in recs.notes:
+        click.echo(f"- {n}")
+
+
+def _default_db() -> str:
+    from fabric.store import default_db_path
+
+    return str(default_db_path())
+
+
+# -- isolate --------------------------------------------------------------------------------------
+@click.command("isolate")
+@click.argument("ports", nargs=-1)
+@_fabric_options
+@click.option(
+    "--undo", "undo_id", type=int, metavar="ID", help="Return the port of audit entry ID to service."
+)
+@click.option("--apply", "do_apply", is_flag=True, help="Make the change (default: print the plan only).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts).")
+@click.option("--force", is_flag=True, help="Undo inside the re-test window.")
+@click.option(
+    "--retest-window",
+    type=click.FloatRange(0),
+    default=126.0,
+    show_default=True,
+    help="Minutes an isolated port must re-test clean before it is returned.",
+)
+@_policy_options
+@click.option("--reason", default="requested by the operator", help="Why (kept in the audit log).")
+@click.option("--db", metavar="PATH", help="Store path for the audit log.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan / result as JSON.")
+def isolate_cmd(
+    ports: tuple[str, ...],
+    input_path: str | None,
+    lab: str | None,
+    undo_id: int | None,
+    do_apply: bool,
+    yes: bool,
+    force: bool,
+    retest_window: float,
+    min_uplink_share: float,
+    max_isolations: int | None,
+    allow_switch_to_host: bool,
+    reason: str,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Isolate PORT... (NODE:PORT, e.g. leaf-su01-r0:5): plan, safety check, then --apply with audit.
+
+    In a lab, undo also unplugs and replugs the cable through the simulator console because ibsim
+    never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
+    """
+    from fabric import isolation
+    from fabric.store import Store
+
+    if undo_id is not None:
+        if ports:
+            raise UsageError("give either PORT... or --undo ID, not both")
+        with Store.open(db) as store:
+            plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
+            if as_json and not do_apply:
+                click.echo(json.dumps(plan.to_dict(), indent=1))
+                return
+            click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
+            click.echo(f"  [opensm] {' '.join(plan.argv)}")
+            for line in plan.lab_console:
+                click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
+            click.echo(f"  [ufm] {plan.ufm}")
+            state = "passed" if plan.window_passed else "NOT passed"
+            click.echo(
+                f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
+            )
+            if not do_apply:
+                click.echo("dry run: nothing changed (add --apply)")
+                return
+            if not plan.window_passed and not force:
+                from topology.errors import SafetyError
+
+                raise SafetyError(
+                    f"the re-test window of {retest_window:g} min has not passed; re-test the link "
+                    "or give --force"
+                )
+            _confirm(yes, f"return {plan.entry.target} to service?")
+            change = isolation.apply_undo(plan, store, lab=lab, force=force)
+        click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
+        return
+    if not ports:
+        raise UsageError("give PORT... to isolate, or --undo ID")
+    from fabric.advise.candidates import resolve_port
+
+    d = _discover(input_path, lab)
+    refs = [resolve_port(d.fabric, d.classification, p) for p in ports]
+    with Store.open(db) as store:
+        already = len(isolation.open_isolations(store))
+        plan_ = isolation.plan_isolation(
+            d.fabric,
+            d.classification,
+            refs,
+            _policy(min_uplink_share, max_isolations, allow_switch_to_host),
+            reason,
+            already,
+        )
+        if as_json and not do_apply:
+            click.echo(json.dumps(plan_.to_dict(), indent=1))
+            return
+        for v in plan_.safety.verdicts:
+            mark = "ok  " if v.accepted else "STOP"
+            click.echo(f"{mark} {v.reason}" + (f" [{v.rule.value}]" if v.rule else ""))
+            for cost in v.costs:
+                click.echo(f"     cost: {cost.describe()}")
+        for s in plan_.steps:
+            click.echo(f"  {s.name} <-> {s.far}")
+            for cmd in s.action.commands:
+                click.echo(f"    [{cmd.manager} {cmd.purpose}] {cmd.text}")
+        if not do_apply:
+            click.echo("dry run: nothing changed (add --apply)")
+            return
+        if not plan_.safe:
+            from topology.errors import SafetyError
+
+            raise SafetyError("the plan breaks safety rules; nothing was changed")
+        _confirm(yes, f"disable {len(plan_.steps)} port(s)?")
+        changes = isolation.apply_plan(plan_, store, lab=lab)
+    for ch in changes:
+        click.echo(
+            f"audit {ch.audit_id}: {ch.command}: {ch.result} (undo: ibfab isolate --undo {ch.audit_id})"
+        )
+
+
+def _confirm(yes: bool, question: str) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError("refusing to change the fabric without confirmation: add --yes")
+    if not click.confirm(question, default=False):
+        raise UsageError("not confirmed; nothing changed")
+
+
+# -- whatif ---------------------------------------------------------------------------------------
+def _whatif_options(fn: F) -> F:
+    for opt in reversed(
+        (
+            click.option("--input", "input_path", metavar="TOPO", help="Saved ibnetdiscover output."),
+            click.option("--lab", metavar="NAME", help="A lab fabric."),
+            click.option(
+                "--hosts", metavar="RANGE", help="The job's hosts, e.g. dgx-[0001-0004] (default all)."
+            ),
+            click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+@click.group("whatif")
+def whatif_group() -> None:
+    """Estimate ring all-reduce and all-to-all bandwidth under a change, static vs adaptive routing."""
+
+
+def _run_whatif(
+    input_path: str | None, lab: str | None, hosts: str | None, as_json: bool, build: Callable[[Any], Any]
+) -> None:
+    from fabric.advise.whatif import what_if
+
+    d = _discover(input_path, lab)
+    host_list = None
+    if hosts:
+        from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+
+        try:
+            host_list = list(NodeSet(hosts))
+        except NodeSetParseError as exc:
+            raise UsageError(f"--hosts {hosts!r}: {exc}") from exc
+    result = what_if(d.fabric, d.classification, build(d), host_list)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    click.echo(result.sentence())
+    click.echo(f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)")
+    from fabric.render import table
+
+    rows = [
+        (
+            g.group,
+            g.endpoints,
+            f"{g.slowed}/{g.pairs}",
+            f"{g.all_to_all['static']:.0%}",
+            f"{g.all_to_all['adaptive']:.0%}",
+            f"{g.ring['static']:.0%}",
+            f"{g.ring['adaptive']:.0%}",
+        )
+        for g in result.groups
+    ]
+    click.echo(
+        table(("group", "HCAs", "slowed pairs", "a2a static", "a2a AR", "ring static", "ring AR"), rows)
+    )
+    if result.missing:
+        click.echo("cut off: " + ", ".join(result.missing))
+
+
+@whatif_group.command("isolate")
+@click.argument("ports", nargs=-1, required=True)
+@_whatif_options
+def whatif_isolate(
+    ports: tuple[str, ...], input_path: str | None, lab: str | None, hosts: str | None, as_json: bool
+) -> None:
+    """PORT... isolated (NODE:PORT)."""
+    from fabric.advise.candidates import resolve_port
+    from fabric.advise.whatif import Scenario
+
+    _run_whatif(
+        input_path,
+        lab,
+        hosts,
+        as_json,
+        lambda d: Scenario(isolate=tuple(resolve_port(d.fabric, d.classification, p) for p in ports)),
+    )
+
+
+@whatif_group.command("degrade")
+@click.argument("links", nargs=-1, required=True)
+@_whatif_options
+def whatif_degrade(
+    links: tuple[str, ...], input_path: str | None, lab: str | None, hosts: str | None, as_json: bool
+) -> None:
+    """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
+    from fabric.advise.candidates import resolve_port
+    from fabric.advise.whatif import Scenario, parse_share
+
+    def build(d: Any) -> Scenario:
+        degrade = {}
+        for item in links:
+            port, sep, share = item.rpartition("=")
+            if not sep:
+                raise UsageError(f"{item!r}: expected NODE:PORT=SHARE, e.g. leaf-su01-r3:9=50%")
+            degrade[resolve_port(d.fabric, d.classification, port)] = parse_share(share)
+        return Scenario(degrade=degrade)
+
+    _run_whatif(input_path, lab, hosts, as_json, build)
+
+
+@whatif_group.command("ar")
+@click.argument("state", type=click.Choice(["on", "off"]))
+@_whatif_options
+def whatif_ar(state: str, input_path: str | None, lab: str | None, hosts: str | None, as_json: bool) -> None:
+    """AR on or off on the fabric as it is."""
+    from fabric.advise.whatif import Scenario
+
+    _run_whatif(input_path, lab, hosts, as_json, lambda d: Scenario(ar=state == "on"))
