@@ -167,6 +167,18 @@ def test_ndr_budget_is_nvidias_2_88_errors_in_12_minutes() -> None:
     )
 
 
+def test_errors_of_a_long_interval_count_in_the_long_window_only() -> None:
+    fab = fabric("HDR")  # 125-min budget at 200 Gb/s: 200e9 x 7500 x 1e-15 = 1.5 errors
+    frame = frame_for(fab, [NOW - 3000, NOW], {HCA0: {"symbol_errors": [0, 3]}})
+    h = link_of(assess(frame, fab, since=NOW - 3000, now=NOW), HCA0)
+    assert h.status is Status.CRITICAL
+    assert (
+        "symbol errors: 3 in the last 50 min, over the 125 min budget of 1.50 at 4xHDR (BER 1e-15)"
+        in h.reasons
+    )
+    assert not any("12 min budget" in r for r in h.reasons)  # 3 errors in 50 min cannot be placed in 12
+
+
 def test_a_clean_link_is_certified_only_after_enough_bits() -> None:
     fab = fabric("HDR")
     # 95% upper bound for 0 errors is 3.0 / bits: 4xHDR needs 3.0 / (200e9 x 1e-14) = 1498 s

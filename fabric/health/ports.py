@@ -43,7 +43,9 @@ class PortTable:
     samples: NDArray[np.int64]
     seconds: NDArray[np.float64]  # elapsed summed over rows on the same cable
     sums: dict[str, NDArray[np.int64]]  # SCORED counters, NA as 0
-    symbol_short: NDArray[np.int64]  # symbol errors in rows ending in the short BER window
+    # symbol errors in rows whose whole interval lies in the last short / long BER window: errors
+    # of a longer interval cannot be placed in time, and the window BER check covers them
+    symbol_short: NDArray[np.int64]
     symbol_long: NDArray[np.int64]
     saturated: dict[str, NDArray[np.bool_]]  # SCORED counters that hit their maximum
     reset: NDArray[np.bool_]
@@ -73,6 +75,7 @@ def port_table(deltas: pd.DataFrame, *, now: float, short_s: float, long_s: floa
         return np.bincount(codes, weights=values, minlength=n).round().astype(np.int64)
 
     time = deltas["time"].to_numpy(dtype=np.float64)
+    prev_time = deltas["prev_time"].to_numpy(dtype=np.float64)
     same_cable = ~deltas["link_changed"].to_numpy(dtype=bool)
     elapsed = np.where(same_cable, deltas["elapsed"].to_numpy(dtype=np.float64), 0.0)
     counts: dict[str, NDArray[np.int64]] = {}
@@ -104,7 +107,7 @@ def port_table(deltas: pd.DataFrame, *, now: float, short_s: float, long_s: floa
         {
             "guid": np.asarray(guid_names, dtype=object)[guid_codes[flap_mask]],
             "port": port[flap_mask],
-            "prev_time": deltas["prev_time"].to_numpy(dtype=np.float64)[flap_mask],
+            "prev_time": prev_time[flap_mask],
             "time": time[flap_mask],
             "link_downed": counts["link_downed"][flap_mask],
             "link_error_recovery": counts["link_error_recovery"][flap_mask],
@@ -116,8 +119,8 @@ def port_table(deltas: pd.DataFrame, *, now: float, short_s: float, long_s: floa
         samples=np.bincount(codes, minlength=n).astype(np.int64),
         seconds=np.bincount(codes, weights=elapsed, minlength=n).astype(np.float64),
         sums=sums,
-        symbol_short=total(np.where(time > now - short_s, symbol, 0)),
-        symbol_long=total(np.where(time > now - long_s, symbol, 0)),
+        symbol_short=total(np.where(prev_time >= now - short_s, symbol, 0)),
+        symbol_long=total(np.where(prev_time >= now - long_s, symbol, 0)),
         saturated=saturated,
         reset=np.bincount(codes[reset], minlength=n) > 0,
         link_changes=np.bincount(codes, weights=~same_cable, minlength=n).astype(np.int64),

@@ -111,7 +111,7 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
                 (
                     CRITICAL,
                     f"symbol errors: {count} in the last {_dur(min(window_s, f.seconds))}, over the "
-                    f"{_dur(window_s)} budget of "
+                    f"{window_s / 60:g} min budget of "
                     f"{budget:.2f} at {f.label} (BER {target:g})",
                 )
             )
