@@ -18,6 +18,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.hosts", "hca_cmd"),
     ("fabric.cli.hosts", "hosts_group"),
     ("fabric.cli.demo", "demo_cmd"),
+    ("fabric.cli.sweep", "sweep_group"),
     ("fabric.cli.advise", "recommend_cmd"),
     ("fabric.cli.advise", "isolate_cmd"),
     ("fabric.cli.advise", "whatif_group"),

@@ -1,0 +1,235 @@
+"""``ibfab sweep plan|run|show``: probe sweeps (ib_write_bw pairs), re-tests and suspect links."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from fabric.render import table
+from topology.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabric.sweeps import SweepContext
+    from probes.localize import Suspect
+    from probes.plan import SweepPlan
+    from topology.model import Guid
+
+
+@click.group("sweep")
+def sweep_group() -> None:
+    """Plan and run ib_write_bw pair sweeps; rank the links most likely at fault."""
+
+
+def _plan_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(
+        (
+            click.option(
+                "--pattern",
+                type=click.Choice(["rail-pairs", "pairwise", "leaf-pairs", "custom"]),
+                default="rail-pairs",
+                show_default=True,
+            ),
+            click.option("--pairs", "pairs_path", metavar="FILE", help="Pair file for --pattern custom."),
+            click.option("--lab", metavar="NAME", help="Plan on a lab fabric (its routes are used)."),
+            click.option("--input", "input_path", metavar="TOPO", help="A saved ibnetdiscover file."),
+            click.option(
+                "--routes", "routes_path", metavar="DUMP", help="LFT dump (ibroute/dump_fts/opensm)."
+            ),
+            click.option("--per-host", is_flag=True, help="No host in two probes at once."),
+            click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _context(
+    pattern: str,
+    pairs_path: str | None,
+    lab: str | None,
+    input_path: str | None,
+    routes_path: str | None,
+    per_host: bool,
+) -> SweepContext:
+    from fabric import sweeps
+
+    if pattern == "custom" and not pairs_path:
+        raise UsageError("--pattern custom needs --pairs FILE")
+    return sweeps.prepare(
+        pattern,
+        lab=lab,
+        input_path=input_path,
+        routes_path=routes_path,
+        pairs_path=pairs_path,
+        per_host=per_host,
+    )
+
+
+def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
+    cov = plan.coverage
+    how = "from routes" if cov.from_routes else "possible, from cabling (no routes)"
+    lines = [
+        f"pattern {plan.pattern}: {len(plan.probes)} probes in {plan.rounds} rounds (lower bound {plan.lower_bound}: {plan.bound_reason})",
+        f"leaf-spine cables crossed: {cov.cables_covered}/{cov.cables_total} ({how}); rails {len(cov.rails_covered)}/{len(cov.rails_total)}",
+    ]
+    if cov.short_leaves:
+        lines.append(
+            f"leaves with fewer probe ends than uplinks: {', '.join(names.get(g, g) for g in cov.short_leaves)}"
+        )
+    for lk in cov.uncovered[:10]:
+        lines.append(
+            f"  not crossed: {names.get(lk.a.guid, lk.a.guid)}/{lk.a.port} - {names.get(lk.b.guid, lk.b.guid)}/{lk.b.port}"
+        )
+    for msg in cov.unroutable[:5]:
+        lines.append(f"  unroutable: {msg}")
+    rows = [(r.round + 1, r.probes, r.cables, ",".join(map(str, r.rails))) for r in cov.per_round[:40]]
+    lines.append(table(("ROUND", "PROBES", "CABLES", "RAILS"), rows))
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+def render_suspects(
+    suspects: tuple[Suspect, ...] | list[Suspect], names: dict[Guid, str], limit: int = 10
+) -> str:
+    if not suspects:
+        return "no suspect links: no slow pair"
+    rows = []
+    for s in suspects[:limit]:
+        a, b = s.link.a, s.link.b
+        rows.append(
+            (
+                f"{names.get(a.guid, a.guid)}/{a.port}",
+                f"{names.get(b.guid, b.guid)}/{b.port}",
+                f"{s.score:.2f}",
+                len(s.slow_pairs),
+                len(s.fast_pairs),
+                s.reason,
+            )
+        )
+    return table(("END A", "END B", "SCORE", "SLOW", "FAST", "WHY"), rows)
+
+
+@sweep_group.command("plan")
+@_plan_options
+def plan_cmd(
+    pattern: str,
+    pairs_path: str | None,
+    lab: str | None,
+    input_path: str | None,
+    routes_path: str | None,
+    per_host: bool,
+    as_json: bool,
+) -> None:
+    """Plan a sweep: rounds used against the lower bound, and the cables and rails covered."""
+    from fabric.sweeps import names_of
+
+    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
+    names = names_of(ctx.discovery)
+    if as_json:
+        click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
+    else:
+        click.echo(render_plan(ctx.plan, names))
+
+
+@sweep_group.command("run")
+@_plan_options
+@click.option("--inventory", metavar="FILE", help="Run real ib_write_bw over SSH on these hosts.")
+@click.option("--known-hosts", metavar="FILE", help="known_hosts to verify host keys against.")
+@click.option("--accept-new-host-key", is_flag=True, help="Trust host keys seen for the first time.")
+@click.option("--no-retest", is_flag=True, help="Do not re-test outliers.")
+@click.option(
+    "--timeout", default=120.0, show_default=True, type=click.FloatRange(min=1), help="Per pair, seconds."
+)
+@click.option("--db", metavar="PATH", help="Store file (default: the data directory).")
+def run_cmd(
+    pattern: str,
+    pairs_path: str | None,
+    lab: str | None,
+    input_path: str | None,
+    routes_path: str | None,
+    per_host: bool,
+    as_json: bool,
+    inventory: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    no_retest: bool,
+    timeout: float,
+    db: str | None,
+) -> None:
+    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH), store it, rank suspects."""
+    from fabric import sweeps
+
+    if inventory is None and lab is None:
+        raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
+    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
+    names = sweeps.names_of(ctx.discovery)
+    interactive = sys.stderr.isatty()
+
+    def progress(msg: str) -> None:
+        if interactive or not as_json:
+            click.echo(f"sweep: {msg}", err=True)
+
+    if inventory is not None:
+        outcome = sweeps.run_ssh(
+            ctx,
+            inventory,
+            known_hosts=known_hosts,
+            accept_new=accept_new_host_key,
+            retest=not no_retest,
+            timeout=timeout,
+            progress=progress,
+        )
+    else:
+        assert lab is not None
+        outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
+    sweep_id = sweeps.save(outcome, ctx.source, names, db)
+    if as_json:
+        doc = {
+            "sweep_id": sweep_id,
+            "backend": outcome.backend,
+            "plan": ctx.plan.to_dict(names),
+            "retest_passes": outcome.retest_passes,
+            "followup_probes": outcome.followup_probes,
+            "results": sweeps.results_to_dict(outcome.results),
+            "suspects": sweeps.suspects_to_dict(outcome.suspects, names),
+        }
+        click.echo(json.dumps(doc, indent=1))
+        return
+    failed = sum(1 for r in outcome.results if not r.ok)
+    click.echo(
+        f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds, "
+        f"{failed} failed, {outcome.retest_passes} re-test pass(es), {outcome.followup_probes} follow-up probe(s)"
+    )
+    click.echo(render_suspects(outcome.suspects, names))
+
+
+@sweep_group.command("show")
+@click.argument("sweep_id", required=False, type=int)
+@click.option("--db", metavar="PATH", help="Store file (default: the data directory).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
+    """A stored sweep (the newest by default) with its suspect links."""
+    from fabric import sweeps
+
+    shown = sweeps.show(sweep_id, db)
+    if as_json:
+        doc = {
+            "sweep_id": shown.id,
+            "pattern": shown.pattern,
+            "source": shown.source,
+            "started": shown.started,
+            "finished": shown.finished,
+            "results": sweeps.results_to_dict(shown.results),
+            "suspects": sweeps.suspects_to_dict(shown.suspects, shown.names),
+        }
+        click.echo(json.dumps(doc, indent=1))
+        return
+    failed = sum(1 for r in shown.results if not r.ok)
+    click.echo(
+        f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results, {failed} failed"
+    )
+    click.echo(render_suspects(shown.suspects, shown.names))

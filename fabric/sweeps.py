@@ -1,0 +1,362 @@
+"""Sweep use cases: plan, run (lab-simulated or ssh ib_write_bw), store, show with localization.
+
+The CLI and the TUI call these; neither plans nor connects itself. A stored sweep keeps one
+capture (kind ``probe``) holding every pair's record as JSON: both ends (host, device, GUID, leaf,
+rail), round, attempt, backend, result, the route it took and, for ssh, both sides' raw perftest
+output; ``show`` re-ranks suspects from it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from fabric.discovery import Discovery, Source, discover, discover_text
+from probes.localize import Suspect, rank
+from probes.pairs import Endpoint, PairResult
+from probes.plan import SweepPlan, endpoints, plan_sweep
+from probes.sweep import Backend, LabTrafficBackend, SweepOutcome, run_sweep
+from topology.errors import IbfabError, StoreError, TransportError, UsageError
+from topology.model import Guid, Link, PortRef
+from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
+
+FORMAT = "ibfab-sweep/1"
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    discovery: Discovery
+    tables: ForwardingTables | None
+    plan: SweepPlan
+    source: str
+
+
+def lab_tables(name: str) -> ForwardingTables:
+    """The lab's LFTs: OpenSM's opensm-lfts.dump, else dump_fts run against the lab."""
+    from fabric import lab
+
+    dump = Path(lab.opensm_dump_dir(name)) / "opensm-lfts.dump"
+    if dump.is_file() and dump.stat().st_size:
+        return read_lft_dump(dump)
+    return parse_lft_dump(lab.run_tool(name, ["dump_fts"], timeout=300).stdout, f"lab {name} dump_fts")
+
+
+def prepare(
+    pattern: str,
+    *,
+    lab: str | None = None,
+    input_path: str | None = None,
+    routes_path: str | None = None,
+    pairs_path: str | None = None,
+    per_host: bool = False,
+    discovery: Discovery | None = None,
+) -> SweepContext:
+    """Discover (lab or saved file), read routes when there are any, and plan."""
+    if (lab is None) == (input_path is None) and discovery is None:
+        raise UsageError("give one of --lab NAME or --input TOPO")
+    tables: ForwardingTables | None = None
+    if discovery is None:
+        if lab is not None:
+            discovery = discover(Source("lab", lab))
+        else:
+            assert input_path is not None
+            discovery = discover_text(_read(input_path, "topology"), input_path)
+    if routes_path is not None:
+        tables = read_lft_dump(routes_path)
+    elif lab is not None:
+        tables = lab_tables(lab)
+    pairs_text = _read(pairs_path, "pair file") if pairs_path else None
+    plan = plan_sweep(
+        discovery.fabric,
+        discovery.classification,
+        pattern,
+        tables,
+        per_host=per_host,
+        pairs_text=pairs_text,
+        pairs_source=pairs_path or "<pairs>",
+    )
+    return SweepContext(discovery, tables, plan, f"lab {lab}" if lab else str(input_path))
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+
+
+def names_of(d: Discovery) -> dict[Guid, str]:
+    return {g: c.name for g, c in d.classification.nodes.items()}
+
+
+def run_lab(
+    ctx: SweepContext, lab_name: str, *, retest: bool = True, progress: Callable[[str], None] | None = None
+) -> SweepOutcome:
+    """Run the plan on the lab's simulated traffic (error rates read from the ibsim console)."""
+    from fabric import lab
+    from probes.labtraffic import parse_error_rates
+
+    rates = parse_error_rates(lab.console(lab_name, "Dump"))
+    backend = LabTrafficBackend(ctx.discovery.fabric, ctx.plan.paths, rates)
+    return _run(ctx, backend, retest, progress)
+
+
+def run_ssh(
+    ctx: SweepContext,
+    inventory_path: str,
+    *,
+    known_hosts: str | None = None,
+    accept_new: bool = False,
+    retest: bool = True,
+    timeout: float = 120.0,
+    size: int = 8388608,
+    iterations: int = 5000,
+    base_port: int = 18515,
+    concurrency: int = 16,
+    progress: Callable[[str], None] | None = None,
+) -> SweepOutcome:
+    """Run the plan with real ib_write_bw over SSH; hosts missing or unreachable stop it before it starts."""
+    from probes.fanout import fan_out
+    from probes.inventory import fold_names, read_inventory
+    from probes.perftest import PerftestOptions
+    from probes.ssh import ssh_transport_factory
+    from probes.sweep import SshPerftestBackend
+
+    inventory = read_inventory(inventory_path)
+    wanted = sorted({e.host for p in ctx.plan.probes for e in (p.client, p.server)})
+    if not wanted:
+        raise UsageError("sweep cannot start: the plan has no hosts")
+    known = {h.name: h for h in inventory.hosts}
+    missing = [h for h in wanted if h not in known]
+    if missing:
+        raise UsageError(f"sweep cannot start: not in {inventory.source}: {fold_names(missing)}")
+    factory = ssh_transport_factory(known_hosts=known_hosts, accept_new=accept_new)
+    checks = fan_out([known[h] for h in wanted], ["true"], factory, timeout=30.0)
+    down = [r for r in checks if not r.ok]
+    if down:
+        first = down[0]
+        raise TransportError(
+            f"sweep cannot start: {fold_names([r.host for r in down])} unreachable ({first.message or 'exit ' + str(first.exit_code)})"
+        )
+    opts = PerftestOptions("ib_write_bw", size=size, iterations=iterations)
+    line_rates: dict[Guid, float] = {}
+    for p in ctx.plan.probes:
+        links = ctx.discovery.fabric.links_of(p.client.guid)
+        if links:
+            line_rates[p.client.guid] = links[0].gbps
+    backend = SshPerftestBackend(
+        {h: known[h] for h in wanted},
+        factory,
+        opts,
+        base_port=base_port,
+        timeout=timeout,
+        concurrency=concurrency,
+        line_rates=line_rates,
+    )
+    outcome = _run(ctx, backend, retest, progress)
+    raw = {
+        k: (v.client.stdout + v.client.stderr, v.server.stdout + v.server.stderr)
+        for k, v in backend.outputs.items()
+    }
+    return replace(outcome, raw_outputs=raw)
+
+
+def _run(
+    ctx: SweepContext, backend: Backend, retest: bool, progress: Callable[[str], None] | None
+) -> SweepOutcome:
+    return run_sweep(
+        ctx.plan,
+        backend,
+        retest=retest,
+        progress=progress,
+        fabric=ctx.discovery.fabric,
+        tables=ctx.tables,
+        candidates=endpoints(ctx.discovery.fabric, ctx.discovery.classification),
+        names=names_of(ctx.discovery),
+    )
+
+
+# -- the store ----------------------------------------------------------------------------------
+def _ep(e: Endpoint) -> dict[str, Any]:
+    return {"host": e.host, "device": e.device, "guid": e.guid, "leaf": e.leaf, "rail": e.rail}
+
+
+def _link(lk: Link) -> list[Any]:
+    return [lk.a.guid, lk.a.port, lk.b.guid, lk.b.port, lk.width, lk.speed]
+
+
+def outcome_records(outcome: SweepOutcome) -> list[dict[str, Any]]:
+    raw = outcome.raw_outputs
+    out = []
+    for r in outcome.results:
+        rec: dict[str, Any] = {
+            "client": _ep(r.client),
+            "server": _ep(r.server),
+            "round": r.round,
+            "attempt": r.attempt,
+            "backend": r.backend,
+            "gbps": r.gbps,
+            "line_rate_gbps": r.line_rate_gbps,
+            "ok": r.ok,
+            "error": r.error,
+            "path": [_link(lk) for lk in outcome.paths.get(r.key, ())],
+        }
+        if (r.client.guid, r.server.guid, r.attempt) in raw:
+            rec["client_output"], rec["server_output"] = raw[(r.client.guid, r.server.guid, r.attempt)]
+        out.append(rec)
+    return out
+
+
+def save(
+    outcome: SweepOutcome, source: str, names: dict[Guid, str] | None = None, db: str | None = None
+) -> int:
+    from fabric.store import ProbeResultRow, RawCapture, Store
+
+    records = outcome_records(outcome)
+    seen = {g for rec in records for lk in rec["path"] for g in (lk[0], lk[2])}
+    doc = {
+        "format": FORMAT,
+        "pattern": outcome.plan.pattern,
+        "backend": outcome.backend,
+        "names": {g: n for g, n in (names or {}).items() if g in seen},
+        "results": records,
+    }
+    now = time.time()
+    with Store.open(db) as store:
+        sweep_id = store.save_sweep(
+            now - outcome.seconds, outcome.plan.pattern, f"{outcome.backend}: {source}"
+        )
+        cap = store.save_capture(
+            RawCapture("probe", "ib_write_bw", json.dumps(doc), now, source, (), "sweep/1")
+        )
+        rows = [
+            ProbeResultRow(
+                r.client.host,
+                r.client.device,
+                r.server.host,
+                r.server.device,
+                r.gbps,
+                r.line_rate_gbps,
+                r.ok,
+                r.error,
+                cap,
+            )
+            for r in outcome.results
+        ]
+        store.add_probe_results(sweep_id, rows)
+        store.finish_sweep(sweep_id, now)
+    return sweep_id
+
+
+@dataclass(frozen=True)
+class ShownSweep:
+    id: int
+    pattern: str
+    source: str
+    started: float
+    finished: float | None
+    results: tuple[PairResult, ...]
+    suspects: tuple[Suspect, ...]
+    names: dict[Guid, str]
+
+
+def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
+    """A stored sweep (the newest when no id) with its suspects ranked again from the stored routes."""
+    from fabric.store import Store
+
+    with Store.open(db, create=False) as store:
+        if sweep_id is None:
+            sweeps = store.list_sweeps()
+            if not sweeps:
+                raise StoreError("no sweeps stored yet (run 'ibfab sweep run')")
+            sweep_id = sweeps[-1].id
+        stored = store.load_sweep(sweep_id)
+        cap_ids = {r.capture_id for r in stored.results if r.capture_id is not None}
+        docs = [json.loads(store.load_capture(c).text) for c in sorted(cap_ids)]
+    results: list[PairResult] = []
+    paths: dict[tuple[Guid, Guid], list[Link]] = {}
+    names: dict[Guid, str] = {}
+    try:
+        for doc in docs:
+            names.update(doc.get("names", {}))
+            for rec in doc["results"]:
+                c, s = (
+                    Endpoint(e["host"], e["device"], Guid(e["guid"]), e["leaf"], int(e["rail"]))
+                    for e in (rec["client"], rec["server"])
+                )
+                r = PairResult(
+                    c,
+                    s,
+                    int(rec["round"]),
+                    rec["gbps"],
+                    rec["line_rate_gbps"],
+                    bool(rec["ok"]),
+                    rec["error"],
+                    str(rec["backend"]),
+                    int(rec["attempt"]),
+                )
+                results.append(r)
+                if rec["path"]:
+                    paths[r.key] = [
+                        Link(PortRef(a, int(pa)), PortRef(b, int(pb)), int(w), str(sp))
+                        for a, pa, b, pb, w, sp in rec["path"]
+                    ]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
+    head = stored.sweep
+    return ShownSweep(
+        head.id,
+        head.pattern,
+        head.source,
+        head.started,
+        head.finished,
+        tuple(results),
+        tuple(rank(results, paths, names=names)),
+        names,
+    )
+
+
+def suspects_to_dict(
+    suspects: Sequence[Suspect], names: dict[Guid, str] | None = None, limit: int = 10
+) -> list[dict[str, Any]]:
+    names = names or {}
+
+    def end(ref: PortRef) -> dict[str, Any]:
+        return {"guid": ref.guid, "port": ref.port, "name": names.get(ref.guid, ref.guid)}
+
+    return [
+        {
+            "a": end(s.link.a),
+            "b": end(s.link.b),
+            "score": s.score,
+            "direction_from": s.direction,
+            "reason": s.reason,
+            "slow_pairs": [f"{r.client.label} -> {r.server.label}" for r in s.slow_pairs],
+            "fast_pairs": [f"{r.client.label} -> {r.server.label}" for r in s.fast_pairs],
+        }
+        for s in suspects[:limit]
+    ]
+
+
+def results_to_dict(results: Sequence[PairResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "client": r.client.label,
+            "server": r.server.label,
+            "round": r.round,
+            "attempt": r.attempt,
+            "backend": r.backend,
+            "gbps": r.gbps,
+            "line_rate_gbps": r.line_rate_gbps,
+            "ok": r.ok,
+            "error": r.error,
+        }
+        for r in results
+    ]
+
+
+__all__ = ["IbfabError", "SweepContext", "prepare", "run_lab", "run_ssh", "save", "show"]

@@ -1,0 +1,162 @@
+"""From slow pairs and their routes to the links most likely at fault. Pure.
+
+A pair is *slow* when it failed or measured below 93 % of the best pair (ClusterKit's bar); when a
+pair was re-tested, its last attempt decides. Every link is scored per direction of travel (a port
+that drops what arrives breaks one direction only) and both directions together (a cable trained
+at 1x breaks both)::
+
+    score = slow pairs crossing it / all pairs crossing it
+
+and a link keeps the better of the two scores. Links crossed by slow pairs only score 1.0; a link
+that also carries fast pairs is partly cleared. Ties (a pair's whole path is crossed by that pair
+alone) are broken by :func:`followup_probes`: probes that cross one tied link and as few of the
+others as possible, so a second look separates them.
+
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from probes.pairs import Endpoint, PairResult, Probe
+from probes.plan import outliers
+from topology.model import Fabric, Guid, Link
+from topology.routes import ForwardingTables, RouteError, all_paths
+
+Paths = Mapping[tuple[Guid, Guid], Sequence[Link]]
+# (link, GUID the data leaves from); None for "either direction".
+_Key = tuple[Link, Guid | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    link: Link
+    score: float
+    slow_pairs: tuple[PairResult, ...]
+    fast_pairs: tuple[PairResult, ...]
+    reason: str
+    direction: Guid | None = None  # the end data leaves from when one direction is worse; None: both
+
+
+def final_results(results: Iterable[PairResult]) -> list[PairResult]:
+    """The last attempt of every pair (a re-test replaces the earlier verdict)."""
+    last: dict[tuple[Guid, Guid], PairResult] = {}
+    for r in results:
+        if r.key not in last or r.attempt >= last[r.key].attempt:
+            last[r.key] = r
+    return list(last.values())
+
+
+def _crossings(path: Sequence[Link], src: Guid) -> list[_Key]:
+    keys: list[_Key] = []
+    here = src
+    for lk in path:
+        keys += [(lk, here), (lk, None)]
+        here = lk.other(here).guid
+    return keys
+
+
+def rank(
+    results: Sequence[PairResult],
+    paths: Paths,
+    reference_gbps: float | None = None,
+    names: Mapping[Guid, str] | None = None,
+) -> list[Suspect]:
+    """Suspect links worst first (only links that at least one slow pair crosses)."""
+    names = names or {}
+    finals = final_results(results)
+    firsts = [r for r in results if r.attempt == 0] or list(results)
+    best = reference_gbps
+    if best is None:
+        best = max((r.gbps for r in firsts if r.ok and r.gbps is not None), default=0.0)
+    slow = {r.key for r in outliers(finals, best)}
+    slow_by: dict[_Key, list[PairResult]] = defaultdict(list)
+    fast_by: dict[_Key, list[PairResult]] = defaultdict(list)
+    for r in finals:
+        path = paths.get(r.key)
+        if not path:
+            continue
+        for key in _crossings(path, r.client.guid):
+            (slow_by if r.key in slow else fast_by)[key].append(r)
+    best_for: dict[Link, Suspect] = {}
+    for key, slows in slow_by.items():
+        lk, direction = key
+        fasts = fast_by.get(key, [])
+        score = len(slows) / (len(slows) + len(fasts))
+        old = best_for.get(lk)
+        if old is not None and (old.score, len(old.slow_pairs)) >= (score, len(slows)):
+            continue
+        where = "both directions" if direction is None else f"from {names.get(direction, direction)}"
+        reason = f"{len(slows)} slow and {len(fasts)} fast pair(s) cross it ({where})"
+        best_for[lk] = Suspect(lk, round(score, 4), tuple(slows), tuple(fasts), reason, direction)
+    return sorted(best_for.values(), key=lambda s: (-s.score, -len(s.slow_pairs), s.link.key))
+
+
+def tied(suspects: Sequence[Suspect]) -> list[Suspect]:
+    """The suspects sharing the top score and slow-pair count (nothing to separate if one)."""
+    if not suspects:
+        return []
+    top = (suspects[0].score, len(suspects[0].slow_pairs))
+    group = [s for s in suspects if (s.score, len(s.slow_pairs)) == top]
+    return group if len(group) > 1 else []
+
+
+def followup_probes(
+    suspects: Sequence[Suspect],
+    candidates: Sequence[Endpoint],
+    fabric_paths: Paths | None = None,
+    *,
+    fabric: Fabric | None = None,
+    tables: ForwardingTables | None = None,
+    limit: int = 64,
+) -> tuple[list[Probe], dict[tuple[Guid, Guid], list[Link]]]:
+    """Probes that separate tied suspects: each crosses one tied link (its bad direction) and as
+    few other tied links as possible; no HCA twice in a round. Returns the probes and their paths.
+
+    Paths come from ``fabric_paths`` when it has the pair, else from ``fabric`` + ``tables``.
+    """
+    group = tied(suspects)
+    if not group:
+        return [], {}
+    tied_keys = [(s.link, s.direction) for s in group]
+    pairs = [(a, b) for a in candidates for b in candidates if a.host != b.host and a.leaf != b.leaf]
+    found: dict[tuple[Guid, Guid], list[Link]] = {}
+    if fabric_paths is not None:
+        found.update({k: list(v) for k, v in fabric_paths.items()})
+    missing = [(a.guid, b.guid) for a, b in pairs if (a.guid, b.guid) not in found]
+    if missing and fabric is not None and tables is not None:
+        for k, got in all_paths(fabric, tables, missing).items():
+            if not isinstance(got, RouteError):
+                found[k] = got
+    used_pairs = {r.key for s in group for r in (*s.slow_pairs, *s.fast_pairs)}
+    chosen: list[Probe] = []
+    busy: dict[int, set[Guid]] = defaultdict(set)
+    for lk, direction in tied_keys:
+        best: tuple[int, tuple[Endpoint, Endpoint]] | None = None
+        for a, b in pairs:
+            key = (a.guid, b.guid)
+            path = found.get(key)
+            if not path or key in used_pairs:
+                continue
+            crossed = set(_crossings(path, a.guid))
+            if (lk, direction) not in crossed:
+                continue
+            overlap = sum(1 for t in tied_keys if t in crossed and t != (lk, direction))
+            if best is None or overlap < best[0]:
+                best = (overlap, (a, b))
+                if overlap == 0:
+                    break
+        if best is None:
+            continue
+        a, b = best[1]
+        used_pairs.add((a.guid, b.guid))
+        r = 0
+        while a.guid in busy[r] or b.guid in busy[r]:
+            r += 1
+        busy[r] |= {a.guid, b.guid}
+        chosen.append(Probe(a, b, r))
+        if len(chosen) >= limit:
+            break
+    return chosen, {(p.client.guid, p.server.guid): found[(p.client.guid, p.server.guid)] for p in chosen}

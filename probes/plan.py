@@ -1,0 +1,479 @@
+"""Sweep planning: which HCA pairs to probe, in which rounds, and what the rounds cover. Pure.
+
+Patterns (``plan_sweep(fabric, cls, pattern)``):
+
+* ``rail-pairs``: HCA *r* of a host talks to HCA *r* of a host on another leaf of the same rail
+  (rail-matched), so the traffic climbs to the spines. Per rail the leaves are paired by the circle
+  method (a leftover leaf joins one pair as a triangle, each leaf split in halves), hosts of the two
+  leaves one to one, so every HCA is in one probe per *layer*. A layer gives each leaf as many
+  probe ends as it has HCAs; the plan has ``ceil(uplinks / HCAs)`` layers for the worst leaf, the
+  fewest with which all its uplinks can be crossed. With routes, layers (new partner leaves,
+  reversed direction) are added while some leaf-spine cable stays uncrossed.
+* ``pairwise``: every host pair once, circle method (n-1 rounds of n/2 host pairs, a bye for odd
+  n; SuperBench's ``pair-wise``, ClusterKit's default), all rails of a host pair at once.
+* ``leaf-pairs``: one HCA pair for every pair of leaves (circle method over leaves; leaf rounds
+  packed into one probe round while the leaves have HCAs to spare).
+* ``custom``: pairs from a file, ``[ROUND] CLIENT SERVER`` per line, an end being ``HOST`` (all
+  rail-matched HCA pairs of the two hosts) or ``HOST:DEVICE`` (ClusterKit's ``-f`` file is
+  ``<round> <node1> <node2>``).
+
+Rounds: no HCA is in two probes of one round; with ``per_host=True`` no host is either. The lower
+bound is the largest number of probes one HCA (or host) takes part in (a round holds one of them),
+and for ``rail-pairs`` also ``ceil(uplinks / HCAs)`` of the worst leaf (a probe crosses one uplink
+of each end's leaf). Coverage: the leaf-spine cables and rails crossed, per round and in all; from
+the routes when given, else every cable on a shortest up/down path of a probe is counted as
+*possibly* crossed (and leaves with fewer probe ends than uplinks are listed as short).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from probes.pairs import Endpoint, PairResult, Probe, parse_pair_file, rail_key
+from topology.classify import Classification, Role
+from topology.errors import UsageError
+from topology.model import Fabric, Guid, Link
+from topology.routes import ForwardingTables, RouteError, UpDown, all_paths
+
+PATTERNS = ("rail-pairs", "pairwise", "leaf-pairs", "custom")
+BAD_BANDWIDTH_RATIO = 0.93  # ClusterKit: below 93 % of the best pair is bad
+
+__all__ = [
+    "BAD_BANDWIDTH_RATIO",
+    "PATTERNS",
+    "Coverage",
+    "Endpoint",
+    "PairResult",
+    "Probe",
+    "RetestPlan",
+    "RoundCoverage",
+    "SweepPlan",
+    "endpoints",
+    "plan_sweep",
+    "retest_plan",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCoverage:
+    round: int
+    probes: int
+    cables: int  # leaf-spine cables crossed in this round
+    rails: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    from_routes: bool  # False: "possibly crossed" on some shortest up/down path
+    cables_total: int
+    cables_covered: int
+    uncovered: tuple[Link, ...]
+    rails_total: tuple[int, ...]
+    rails_covered: tuple[int, ...]
+    per_round: tuple[RoundCoverage, ...]
+    short_leaves: tuple[Guid, ...]  # fewer probe ends than uplink cables: cannot cross them all
+    unroutable: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.uncovered and set(self.rails_covered) == set(self.rails_total)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    pattern: str
+    probes: tuple[Probe, ...]
+    rounds: int
+    lower_bound: int
+    bound_reason: str
+    per_host: bool
+    coverage: Coverage
+    notes: tuple[str, ...] = ()
+    paths: Mapping[tuple[Guid, Guid], tuple[Link, ...]] = field(default_factory=dict)
+
+    def round_probes(self, index: int) -> list[Probe]:
+        return [p for p in self.probes if p.round == index]
+
+    def path_of(self, probe: Probe) -> tuple[Link, ...] | None:
+        return self.paths.get((probe.client.guid, probe.server.guid))
+
+    def to_dict(self, names: Mapping[Guid, str] | None = None) -> dict[str, Any]:
+        names = names or {}
+
+        def link(lk: Link) -> str:
+            a, b = names.get(lk.a.guid, lk.a.guid), names.get(lk.b.guid, lk.b.guid)
+            return f"{a}/{lk.a.port} - {b}/{lk.b.port}"
+
+        cov = self.coverage
+        return {
+            "pattern": self.pattern,
+            "rounds": self.rounds,
+            "lower_bound": self.lower_bound,
+            "bound_reason": self.bound_reason,
+            "per_host": self.per_host,
+            "probes": [
+                {"round": p.round, "client": p.client.label, "server": p.server.label} for p in self.probes
+            ],
+            "coverage": {
+                "from_routes": cov.from_routes,
+                "cables_total": cov.cables_total,
+                "cables_covered": cov.cables_covered,
+                "uncovered": [link(lk) for lk in cov.uncovered],
+                "rails_total": list(cov.rails_total),
+                "rails_covered": list(cov.rails_covered),
+                "short_leaves": [names.get(g, g) for g in cov.short_leaves],
+                "unroutable": list(cov.unroutable),
+                "per_round": [
+                    {"round": r.round, "probes": r.probes, "cables": r.cables, "rails": list(r.rails)}
+                    for r in cov.per_round
+                ],
+            },
+            "notes": list(self.notes),
+        }
+
+
+def endpoints(fabric: Fabric, cls: Classification) -> list[Endpoint]:
+    """Every named host HCA cabled to a leaf, as a probe end (sorted by host, then device)."""
+    out = []
+    for guid, c in cls.nodes.items():
+        if c.role is Role.COMPUTE and c.host and c.adapter and c.leaf is not None:
+            out.append(Endpoint(c.host, c.adapter, guid, c.leaf, rail_key(cls, guid)))
+    return sorted(out)
+
+
+# -- the patterns -------------------------------------------------------------------------------
+def _circle(items: Sequence[Any]) -> list[list[tuple[Any, Any]]]:
+    """Round-robin tournament (circle method): n-1 rounds of n/2 pairs; ``None`` is the bye."""
+    people: list[Any] = list(items)
+    if len(people) % 2:
+        people.append(None)
+    n = len(people)
+    rounds = []
+    for _ in range(n - 1):
+        rounds.append([(people[i], people[n - 1 - i]) for i in range(n // 2)])
+        people = [people[0], people[-1], *people[1:-1]]
+    return rounds
+
+
+def _zip(
+    clients: Sequence[Endpoint], servers: Sequence[Endpoint], shift: int
+) -> list[tuple[Endpoint, Endpoint]]:
+    if not clients or not servers:
+        return []
+    k = min(len(clients), len(servers))
+    return [(clients[i], servers[(i + shift) % len(servers)]) for i in range(k)]
+
+
+def _rail_layer(
+    leaves: Sequence[Guid], by_leaf: Mapping[Guid, Sequence[Endpoint]], layer: int
+) -> list[tuple[Endpoint, Endpoint]]:
+    """One layer of rail-pairs for one rail: every HCA of the rail in at most one probe."""
+    if len(leaves) == 1:
+        hcas = by_leaf[leaves[0]]
+        half = len(hcas) // 2
+        return _zip(hcas[:half], hcas[half : 2 * half], layer)
+    schedule = _circle(leaves)
+    matching = schedule[layer % len(schedule)]
+    flip = (layer // len(schedule)) % 2 == 1
+    pairs = [(a, b) for a, b in matching if a is not None and b is not None]
+    bye = next((a if b is None else b for a, b in matching if a is None or b is None), None)
+    out: list[tuple[Endpoint, Endpoint]] = []
+    if bye is not None and pairs:
+        a, b = pairs.pop()
+        ha, hb, hc = by_leaf[a], by_leaf[b], by_leaf[bye]
+        sa, sb, sc = (len(x) - len(x) // 2 for x in (ha, hb, hc))
+        out += _zip(ha[:sa], hb[:sb], layer) + _zip(hb[sb:], hc[:sc], layer) + _zip(hc[sc:], ha[sa:], layer)
+    for a, b in pairs:
+        if flip:
+            a, b = b, a
+        out += _zip(by_leaf[a], by_leaf[b], layer)
+    return out
+
+
+def _rail_groups(eps: Sequence[Endpoint]) -> dict[int, dict[Guid, list[Endpoint]]]:
+    groups: dict[int, dict[Guid, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
+    for ep in eps:
+        assert ep.leaf is not None
+        groups[ep.rail][ep.leaf].append(ep)
+    return groups
+
+
+def _coverage_layers(fabric: Fabric, cls: Classification, eps: Sequence[Endpoint]) -> tuple[int, Guid | None]:
+    per_leaf: dict[Guid, int] = defaultdict(int)
+    for ep in eps:
+        assert ep.leaf is not None
+        per_leaf[ep.leaf] += 1
+    worst, worst_leaf = 1, None
+    for leaf, n in per_leaf.items():
+        need = math.ceil(_uplink_count(fabric, cls, leaf) / n)
+        if need > worst:
+            worst, worst_leaf = need, leaf
+    return worst, worst_leaf
+
+
+def _uplink_count(fabric: Fabric, cls: Classification, leaf: Guid) -> int:
+    return cls.uplinks.get(leaf, 0)
+
+
+# -- scheduling ---------------------------------------------------------------------------------
+def _schedule(
+    pairs: Iterable[tuple[int, Endpoint, Endpoint]], per_host: bool, fixed: bool = False
+) -> list[Probe]:
+    """Give each pair the round it hints at if both ends are free there, else the first free one."""
+    busy: dict[object, set[int]] = defaultdict(set)
+    out = []
+    for hint, client, server in pairs:
+        keys = (client.host, server.host) if per_host else (client.guid, server.guid)
+        taken = busy[keys[0]] | busy[keys[1]]
+        if hint in taken:
+            if fixed:
+                raise UsageError(f"round {hint + 1}: {client.label} or {server.label} is in two probes")
+            hint = next(r for r in range(len(taken) + 1) if r not in taken)
+        busy[keys[0]].add(hint)
+        busy[keys[1]].add(hint)
+        out.append(Probe(client, server, hint))
+    return out
+
+
+def _bound(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
+    degree: dict[object, int] = defaultdict(int)
+    for p in probes:
+        for end in (p.client, p.server):
+            degree[end.host if per_host else end.guid] += 1
+    if not degree:
+        return 0, "no probes"
+    key, most = max(degree.items(), key=lambda kv: kv[1])
+    what = "host" if per_host else "HCA"
+    return most, f"max probes per {what} ({most}, {key}): one per round"
+
+
+# -- entry point --------------------------------------------------------------------------------
+def plan_sweep(
+    fabric: Fabric,
+    cls: Classification,
+    pattern: str,
+    routes: ForwardingTables | None = None,
+    *,
+    per_host: bool = False,
+    pairs_text: str | None = None,
+    pairs_source: str = "<pairs>",
+    max_extra_layers: int = 8,
+) -> SweepPlan:
+    """Plan a sweep (see the module docstring); UsageError for an unknown pattern or no hosts."""
+    if pattern not in PATTERNS:
+        raise UsageError(f"sweep pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
+    eps = endpoints(fabric, cls)
+    if len(eps) < 2:
+        raise UsageError(f"{fabric.source or 'fabric'}: fewer than two named host HCAs to pair")
+    notes: list[str] = []
+    fixed = False
+    coverage_bound = (0, "")
+    hinted: list[tuple[int, Endpoint, Endpoint]] = []
+    updown = UpDown(fabric, cls)
+    if pattern == "rail-pairs":
+        groups = _rail_groups(eps)
+        layers, worst_leaf = _coverage_layers(fabric, cls, eps)
+        if worst_leaf is not None:
+            coverage_bound = (
+                layers,
+                f"leaf {cls.nodes[worst_leaf].name} needs {layers} rounds for its uplinks",
+            )
+        for rail, by_leaf in sorted(groups.items()):
+            if len(by_leaf) == 1:
+                notes.append(f"rail {rail} has one leaf: its pairs cannot reach a spine")
+        rails = sorted(groups)
+
+        def layer_pairs(layer: int) -> list[tuple[int, Endpoint, Endpoint]]:
+            out = []
+            for ri, rail in enumerate(rails):
+                by_leaf = groups[rail]
+                leaves = sorted(by_leaf, key=lambda g: cls.nodes[g].name)
+                hint = layer * len(rails) + ri if per_host else layer
+                out += [(hint, a, b) for a, b in _rail_layer(leaves, by_leaf, layer)]
+            return out
+
+        for layer in range(layers):
+            hinted += layer_pairs(layer)
+        if routes is not None:
+            extra = 0
+            while extra < max_extra_layers:
+                cov = _coverage(fabric, cls, updown, _schedule(hinted, per_host), routes)[0]
+                if not cov.uncovered:
+                    break
+                hinted += layer_pairs(layers + extra)
+                extra += 1
+            if extra:
+                notes.append(f"{extra} layer(s) added so that the routes cross every leaf-spine cable")
+    elif pattern == "pairwise":
+        hosts: dict[str, list[Endpoint]] = defaultdict(list)
+        for ep in eps:
+            hosts[ep.host].append(ep)
+        rails = sorted({ep.rail for ep in eps})
+        for r, matching in enumerate(_circle(sorted(hosts))):
+            for a, b in matching:
+                if a is None or b is None:
+                    continue
+                if r % 2:
+                    a, b = b, a
+                mine = {ep.rail: ep for ep in hosts[a]}
+                for ep in hosts[b]:
+                    if ep.rail in mine:
+                        hint = r * len(rails) + rails.index(ep.rail) if per_host else r
+                        hinted.append((hint, mine[ep.rail], ep))
+    elif pattern == "leaf-pairs":
+        on_leaf: dict[Guid, list[Endpoint]] = defaultdict(list)
+        for ep in eps:
+            assert ep.leaf is not None
+            on_leaf[ep.leaf].append(ep)
+        all_leaves = sorted(on_leaf, key=lambda g: cls.nodes[g].name)
+        spare = 1 if per_host else min(len(v) for v in on_leaf.values())
+        for k, matching in enumerate(_circle(all_leaves)):
+            for i, (a, b) in enumerate(matching):
+                if a is None or b is None:
+                    continue
+                pick = k % spare if not per_host else (k + i) % len(on_leaf[a])
+                client = on_leaf[a][pick % len(on_leaf[a])]
+                others = on_leaf[b][pick % len(on_leaf[b]) :] + on_leaf[b][: pick % len(on_leaf[b])]
+                server = next((ep for ep in others if ep.host != client.host), others[0])
+                hinted.append((k // spare if not per_host else k, client, server))
+    else:
+        if pairs_text is None:
+            raise UsageError("custom sweep: give a pair file")
+        listed = parse_pair_file(pairs_text, pairs_source, eps)
+        fixed = all(r is not None for r, _, _ in listed)
+        hinted = [(r if r is not None else 0, a, b) for r, a, b in listed]
+    probes = _schedule(hinted, per_host, fixed)
+    probes.sort(key=lambda p: (p.round, p.client, p.server))
+    coverage, paths = _coverage(fabric, cls, updown, probes, routes)
+    bound, reason = _bound(probes, per_host)
+    if coverage_bound[0] > bound:
+        bound, reason = coverage_bound
+    rounds = max((p.round for p in probes), default=-1) + 1
+    return SweepPlan(pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths)
+
+
+def _leaf_spine_cables(cls: Classification, fabric: Fabric) -> set[Link]:
+    tiers = {g: c.tier for g, c in cls.nodes.items() if c.role is Role.SWITCH}
+    return {lk for lk in fabric.links if {tiers.get(lk.a.guid), tiers.get(lk.b.guid)} == {1, 2}}
+
+
+def _coverage(
+    fabric: Fabric,
+    cls: Classification,
+    updown: UpDown,
+    probes: Sequence[Probe],
+    routes: ForwardingTables | None,
+) -> tuple[Coverage, dict[tuple[Guid, Guid], tuple[Link, ...]]]:
+    cables = _leaf_spine_cables(cls, fabric)
+    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
+    unroutable: list[str] = []
+    per_round: dict[int, set[Link]] = defaultdict(set)
+    rails_by_round: dict[int, set[int]] = defaultdict(set)
+    count_by_round: dict[int, int] = defaultdict(int)
+    ends: dict[Guid, int] = defaultdict(int)
+    if routes is not None:
+        found = all_paths(fabric, routes, [(p.client.guid, p.server.guid) for p in probes])
+        for key, got in found.items():
+            if isinstance(got, RouteError):
+                unroutable.append(f"{key[0]} -> {key[1]}: {got}")
+            else:
+                paths[key] = tuple(got)
+    leaf_pair_cache: dict[tuple[Guid, Guid], list[Link]] = {}
+    for p in probes:
+        count_by_round[p.round] += 1
+        rails_by_round[p.round].add(p.client.rail)
+        a, b = p.client.leaf, p.server.leaf
+        assert a is not None and b is not None
+        ends[a] += 1
+        ends[b] += 1
+        if routes is not None:
+            crossed: Iterable[Link] = paths.get((p.client.guid, p.server.guid), ())
+        else:
+            key = (a, b)
+            if key not in leaf_pair_cache:
+                leaf_pair_cache[key] = updown.uplinks(a, b) + updown.uplinks(b, a)
+            crossed = leaf_pair_cache[key]
+        per_round[p.round].update(crossed)
+    covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
+    short = tuple(
+        sorted(
+            leaf
+            for leaf in cls.leaves()
+            if ends.get(leaf, 0) < cls.uplinks.get(leaf, 0)
+            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
+        )
+    )
+    rails_total = tuple(sorted({ep.rail for ep in endpoints(fabric, cls)}))
+    rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
+    cov = Coverage(
+        from_routes=routes is not None,
+        cables_total=len(cables),
+        cables_covered=len(covered),
+        uncovered=tuple(sorted(cables - covered, key=lambda lk: lk.key)),
+        rails_total=rails_total,
+        rails_covered=rails_covered,
+        per_round=tuple(
+            RoundCoverage(r, count_by_round[r], len(per_round[r] & cables), tuple(sorted(rails_by_round[r])))
+            for r in sorted(count_by_round)
+        ),
+        short_leaves=short,
+        unroutable=tuple(unroutable),
+    )
+    return cov, paths
+
+
+# -- re-test of outliers (ClusterKit) -----------------------------------------------------------
+@dataclass(frozen=True)
+class RetestPlan:
+    """Outliers of the last pass re-run with half the concurrency of the pass before."""
+
+    probes: tuple[Probe, ...]
+    concurrency: int  # probes at once in this pass
+    reference_gbps: float  # the best pair's bandwidth: the 93 % bar is taken from it
+    outliers: tuple[PairResult, ...]
+
+
+def outliers(results: Sequence[PairResult], reference_gbps: float | None = None) -> list[PairResult]:
+    """Failed pairs and pairs below 93 % of the best (ClusterKit's bar)."""
+    best = (
+        reference_gbps
+        if reference_gbps is not None
+        else max((r.gbps for r in results if r.ok and r.gbps is not None), default=0.0)
+    )
+    return [r for r in results if not r.ok or r.gbps is None or r.gbps < BAD_BANDWIDTH_RATIO * best]
+
+
+def retest_plan(
+    results: Sequence[PairResult], concurrency: int, reference_gbps: float | None = None
+) -> RetestPlan:
+    """ClusterKit-style re-test: the outliers of ``results`` again, at most ``concurrency // 2`` at once.
+
+    ``concurrency`` is how many probes ran at once in the pass that produced ``results``; halving
+    it each pass tells a link that is slow by itself from one slowed by its neighbours. A pass with
+    concurrency 1 is the last: what is still slow then is definitively bad.
+    """
+    best = (
+        reference_gbps
+        if reference_gbps is not None
+        else max((r.gbps for r in results if r.ok and r.gbps is not None), default=0.0)
+    )
+    bad = outliers(results, best)
+    limit = max(1, concurrency // 2)
+    pending = [(0, r.client, r.server) for r in bad]
+    probes = _schedule(pending, per_host=False)
+    # Spread over rounds of at most ``limit`` probes, keeping the no-HCA-twice rule.
+    placed: list[Probe] = []
+    load: dict[int, int] = defaultdict(int)
+    used: dict[int, set[Guid]] = defaultdict(set)
+    for p in sorted(probes, key=lambda p: (p.round, p.client)):
+        r = 0
+        while load[r] >= limit or p.client.guid in used[r] or p.server.guid in used[r]:
+            r += 1
+        load[r] += 1
+        used[r] |= {p.client.guid, p.server.guid}
+        placed.append(Probe(p.client, p.server, r))
+    return RetestPlan(tuple(placed), limit, best, tuple(bad))

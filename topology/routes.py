@@ -1,0 +1,295 @@
+"""Routes through a fabric: forwarding tables (LFTs) from dumps, paths between HCAs, path diversity.
+
+The API is small on purpose (the advice layer uses it for what-if):
+
+* :func:`parse_lft_dump` / :func:`read_lft_dump`: ``ibroute <lid>`` output (one or many switches,
+  concatenated), ``dump_fts`` output, OpenSM's ``opensm-lfts.dump`` and ``opensm.fdbs`` (written to
+  ``OSM_TMP_DIR``) -> :data:`ForwardingTables`, ``{switch node GUID: {destination LID: out port}}``.
+  Port 0 means "this switch"; an entry absent (or port 255) means "no route".
+* :func:`path`: the links a packet from one HCA to another crosses, following the destination's LID
+  hop by hop through the tables (HCA LIDs come from the :class:`Fabric`). A forwarding loop, a missing
+  entry, a port without a cable or delivery to the wrong HCA raises :class:`RouteError` naming the
+  switch and the LID.
+* :func:`all_paths`: the same for many pairs; suffixes are shared (a switch forwards by destination
+  only, so the path from a switch to a LID is computed once).
+* :func:`path_diversity`: how many equal-cost up/down paths join two leaves, from the cabling alone
+  (parallel cables count separately); independent of the tables, so it answers "what if".
+* :class:`UpDown`: the cabling view behind it: which leaf uplinks lie on a shortest up/down path
+  between two leaves (used to plan sweeps when no tables are known).
+
+>>> text = '''Unicast lids [0x0-0x3] of switch Lid 2 guid 0x0000000000000010 (MF0;leaf-1:MQM9700/U1):
+...   Lid  Out   Destination
+...        Port     Info
+... 0x0001 001 : (Channel Adapter portguid 0x0000000000000002: 'n1 mlx5_0')
+... 0x0003 005 : (Channel Adapter portguid 0x0000000000000004: 'n2 mlx5_0')
+... 2 valid lids dumped
+... '''
+>>> parse_lft_dump(text, "ibroute")
+{'0x0000000000000010': {1: 1, 3: 5}}
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from topology.classify import Classification
+from topology.errors import IbfabError, ParseError
+from topology.model import Fabric, Guid, Link, NodeKind, normalise_guid
+
+ForwardingTables = Mapping[Guid, Mapping[int, int]]
+NO_PATH = 255
+_MAX_HOPS = 64
+
+# ibroute / dump_fts:  Unicast lids [0x0-0x54] of switch Lid 2 guid 0x0c42... (MF0;leaf:MQM9700/U1):
+# dump_fts by DR:      ... of switch DR path slid 0; dlid 0; 0,1,5,16 guid 0x0c42... (...):
+# opensm-lfts.dump:    Unicast lids [0-84] of switch Lid 2 guid 0x0c42... ('MF0;leaf:MQM9700/U1'):
+_HEADER = re.compile(r"^Unicast lids \[[^\]]*\] of switch .*?\bguid (0x[0-9A-Fa-f]+)\b.*:\s*$")
+# opensm.fdbs:         dump_ucast_routes: Switch 0x0c42a10300a00000
+_FDBS_HEADER = re.compile(r"^dump_ucast_routes: Switch (0x[0-9A-Fa-f]+)\s*$")
+# 0x0001 001 : (...)   |   0x0001 001 # ...   |   0x0001 : 001  : 01   : yes
+_ENTRY = re.compile(r"^(0x[0-9A-Fa-f]+)\s*:?\s+(\d+|UNREACHABLE|unreachable)\b")
+_SKIP = re.compile(
+    r"^(?:\s*$|\s*Lid\s+Out|\s*Port\s+Info|\d+ (?:valid )?lids dumped|LID\s*:\s*Port|ibwarn:|"
+    r"\*\*\* WARNING|#|ERROR|.*sim_connect)"
+)
+
+
+class RouteError(IbfabError):
+    """A route that cannot be followed: no table, no entry, a loop, a port without a cable."""
+
+    exit_code = 3
+
+
+def parse_lft_dump(text: str | Iterable[str], source: str = "<lft dump>") -> dict[Guid, dict[int, int]]:
+    """Forwarding tables from ``ibroute``, ``dump_fts``, ``opensm-lfts.dump`` or ``opensm.fdbs`` text.
+
+    Several dumps may be concatenated (one ``ibroute`` per switch). A switch listed twice keeps the
+    entries of both (the later wins for a LID). Raises :class:`ParseError` on a line that is none of
+    header, entry or known chatter, on an entry before any header, and on text with no table.
+    """
+    lines = text.splitlines() if isinstance(text, str) else [ln.rstrip("\n") for ln in text]
+    tables: dict[Guid, dict[int, int]] = {}
+    current: dict[int, int] | None = None
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r")
+        m = _HEADER.match(line) or _FDBS_HEADER.match(line)
+        if m:
+            current = tables.setdefault(normalise_guid(m.group(1)), {})
+            continue
+        m = _ENTRY.match(line)
+        if m:
+            if current is None:
+                raise ParseError("lft", source, lineno, line, "route entry before any switch header")
+            port = m.group(2)
+            if port.isdigit() and int(port) != NO_PATH:
+                current[int(m.group(1), 16)] = int(port)
+            continue
+        if _SKIP.match(line):
+            continue
+        raise ParseError("lft", source, lineno, line, "not a forwarding table line")
+    if not tables:
+        raise ParseError("lft", source, 0, "", "no switch forwarding table found")
+    return tables
+
+
+def read_lft_dump(path: str | Path) -> dict[Guid, dict[int, int]]:
+    """:func:`parse_lft_dump` of a file."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return parse_lft_dump(handle.read(), str(path))
+
+
+class _Router:
+    """Follows destination LIDs through the tables, remembering every switch-to-LID suffix."""
+
+    def __init__(self, fabric: Fabric, tables: ForwardingTables) -> None:
+        self.fabric = fabric
+        self.tables = tables
+        self._ports: dict[Guid, dict[int, tuple[Guid, Link]]] = {}
+        self._suffix: dict[tuple[Guid, int], tuple[Link, ...]] = {}
+
+    def _port_map(self, switch: Guid) -> dict[int, tuple[Guid, Link]]:
+        ports = self._ports.get(switch)
+        if ports is None:
+            ports = {p: (far.guid, lk) for p, far, lk in self.fabric.neighbours(switch)}
+            self._ports[switch] = ports
+        return ports
+
+    def _name(self, guid: Guid) -> str:
+        node = self.fabric.nodes.get(guid)
+        return f"{node.description} ({guid})" if node is not None else guid
+
+    def path(self, src: Guid, dst: Guid) -> list[Link]:
+        fabric = self.fabric
+        for g in (src, dst):
+            if g not in fabric.nodes:
+                raise RouteError(f"no node {g} in the fabric")
+        dst_node = fabric.nodes[dst]
+        if dst_node.lid is None:
+            raise RouteError(f"{self._name(dst)} has no LID: cannot route to it")
+        if src == dst:
+            return []
+        first = fabric.neighbours(src)
+        if not first:
+            raise RouteError(f"{self._name(src)} has no cable")
+        _, far, link = first[0]
+        if far.guid == dst:
+            return [link]
+        return [link, *self._from_switch(far.guid, dst_node.lid, dst)]
+
+    def _from_switch(self, switch: Guid, dlid: int, dst: Guid) -> tuple[Link, ...]:
+        key = (switch, dlid)
+        cached = self._suffix.get(key)
+        if cached is not None:
+            return cached
+        walked: list[tuple[Guid, Link]] = []
+        seen: set[Guid] = set()
+        here = switch
+        tail: tuple[Link, ...] = ()
+        while True:
+            if (here, dlid) in self._suffix:
+                tail = self._suffix[(here, dlid)]
+                break
+            if here in seen or len(walked) > _MAX_HOPS:
+                raise RouteError(f"forwarding loop for LID {dlid} at switch {self._name(here)}")
+            seen.add(here)
+            node = self.fabric.nodes.get(here)
+            if node is None or node.kind is not NodeKind.SWITCH:
+                raise RouteError(f"LID {dlid} delivered to {self._name(here)}, not to {self._name(dst)}")
+            table = self.tables.get(here)
+            if table is None:
+                raise RouteError(f"no forwarding table for switch {self._name(here)}")
+            port = table.get(dlid)
+            if port is None:
+                raise RouteError(f"switch {self._name(here)} has no route to LID {dlid} (black hole)")
+            if port == 0:
+                raise RouteError(f"switch {self._name(here)} claims LID {dlid} for itself")
+            hop = self._port_map(here).get(port)
+            if hop is None:
+                raise RouteError(
+                    f"switch {self._name(here)} sends LID {dlid} to port {port}, which has no cable (black hole)"
+                )
+            far, link = hop
+            walked.append((here, link))
+            if far == dst:
+                break
+            here = far
+        # Store the suffix of every switch walked, so later pairs to the same LID reuse it.
+        for i in range(len(walked) - 1, -1, -1):
+            tail = (walked[i][1], *tail)
+            self._suffix[(walked[i][0], dlid)] = tail
+        return self._suffix[key]
+
+
+def path(fabric: Fabric, tables: ForwardingTables, src_hca: Guid, dst_hca: Guid) -> list[Link]:
+    """The links from HCA ``src_hca`` to HCA ``dst_hca`` (node GUIDs), in order; RouteError if broken."""
+    return _Router(fabric, tables).path(src_hca, dst_hca)
+
+
+def all_paths(
+    fabric: Fabric, tables: ForwardingTables, pairs: Iterable[tuple[Guid, Guid]]
+) -> dict[tuple[Guid, Guid], list[Link] | RouteError]:
+    """:func:`path` for every pair; a pair that cannot be routed maps to its :class:`RouteError`."""
+    router = _Router(fabric, tables)
+    out: dict[tuple[Guid, Guid], list[Link] | RouteError] = {}
+    for src, dst in pairs:
+        try:
+            out[(src, dst)] = router.path(src, dst)
+        except RouteError as exc:
+            out[(src, dst)] = exc
+    return out
+
+
+class UpDown:
+    """The cabling seen as up/down (fat-tree) paths: tiers from :mod:`topology.classify`.
+
+    A shortest path between two leaves climbs to the lowest tier where they share an ancestor and
+    comes down again. Ancestors are kept as bit masks over the leaves, so a query costs a few bit
+    tests per uplink even at 16k HCAs.
+    """
+
+    def __init__(self, fabric: Fabric, cls: Classification) -> None:
+        self.fabric = fabric
+        tiers = {g: c.tier for g, c in cls.nodes.items() if c.tier is not None and c.tier >= 1}
+        self.tiers = tiers
+        leaves = sorted(g for g, t in tiers.items() if t == 1)
+        self.leaf_bit = {g: 1 << i for i, g in enumerate(leaves)}
+        self.up: dict[Guid, list[tuple[Guid, Link]]] = defaultdict(list)  # switch -> cables to tier + 1
+        for lk in fabric.links:
+            ta, tb = tiers.get(lk.a.guid), tiers.get(lk.b.guid)
+            if ta is None or tb is None or ta == tb:
+                continue
+            low, high = (lk.a.guid, lk.b.guid) if ta < tb else (lk.b.guid, lk.a.guid)
+            self.up[low].append((high, lk))
+        # below[s]: mask of the leaves under switch s (through down cables only).
+        self.below: dict[Guid, int] = dict(self.leaf_bit)
+        for tier in sorted({t for t in tiers.values() if t > 1}):
+            for low, ups in list(self.up.items()):
+                if tiers[low] != tier - 1:
+                    continue
+                for high, _ in ups:
+                    self.below[high] = self.below.get(high, 0) | self.below.get(low, 0)
+
+    def _reach(self, switch: Guid, leaf_bit: int, climb: int) -> bool:
+        """Can ``switch`` reach the leaf by climbing at most ``climb`` more tiers, then descending?"""
+        if self.below.get(switch, 0) & leaf_bit:
+            return True
+        return climb > 0 and any(self._reach(h, leaf_bit, climb - 1) for h, _ in self.up.get(switch, ()))
+
+    def _climb(self, leaf_a: Guid, leaf_b: Guid) -> int | None:
+        bit = self.leaf_bit[leaf_b]
+        frontier = {leaf_a}
+        for height in range(1, 8):
+            frontier = {h for s in frontier for h, _ in self.up.get(s, ())}
+            if not frontier:
+                return None
+            if any(self.below.get(s, 0) & bit for s in frontier):
+                return height
+        return None
+
+    def uplinks(self, leaf_a: Guid, leaf_b: Guid) -> list[Link]:
+        """Cables of ``leaf_a`` to its parents that lie on a shortest up/down path to ``leaf_b``."""
+        if leaf_a == leaf_b or leaf_a not in self.leaf_bit or leaf_b not in self.leaf_bit:
+            return []
+        height = self._climb(leaf_a, leaf_b)
+        if height is None:
+            return []
+        bit = self.leaf_bit[leaf_b]
+        return [lk for s, lk in self.up.get(leaf_a, ()) if self._reach(s, bit, height - 1)]
+
+    def diversity(self, leaf_a: Guid, leaf_b: Guid) -> int:
+        """Cable-distinct shortest up/down paths from ``leaf_a`` to ``leaf_b``."""
+        if leaf_a == leaf_b:
+            return 1
+        height = self._climb(leaf_a, leaf_b)
+        if height is None:
+            return 0
+        up_a = self._up_counts(leaf_a, height)
+        up_b = self._up_counts(leaf_b, height)
+        return sum(n * up_b.get(top, 0) for top, n in up_a.items())
+
+    def _up_counts(self, leaf: Guid, height: int) -> dict[Guid, int]:
+        counts = {leaf: 1}
+        for _ in range(height):
+            nxt: dict[Guid, int] = defaultdict(int)
+            for s, n in counts.items():
+                for h, _ in self.up.get(s, ()):
+                    nxt[h] += n
+            counts = nxt
+        return counts
+
+
+def path_diversity(fabric: Fabric, cls: Classification, leaf_a: Guid, leaf_b: Guid) -> int:
+    """Number of equal-cost (shortest up/down) paths between two leaves, parallel cables counted.
+
+    From the cabling alone, so a what-if fabric (a cable removed) answers directly. 0 when the
+    leaves are not joined; 1 for the same leaf.
+    """
+    return UpDown(fabric, cls).diversity(leaf_a, leaf_b)
+
+
+def links_of_path(links: Sequence[Link]) -> tuple[tuple[tuple[str, int], tuple[str, int]], ...]:
+    """The link keys of a path (for JSON and the store)."""
+    return tuple(lk.key for lk in links)
