@@ -4,7 +4,7 @@ Input is the counter table (see :mod:`fabric.counters.fields`): one row per (sna
 Output is one row per port and *reachable* sample that has an earlier reachable sample of the same
 port; each counter column then holds how much that counter grew since its previous reading.
 
-Rules (all vectorised: one sort, then numpy over the sorted columns):
+Rules (all vectorised: one sort of the port keys, then numpy over whole columns):
 
 * Unreachable samples (``reachable`` False, or every counter NA) are skipped: they give no row and
   do not break the chain; the next reachable sample diffs against the last reachable one.
@@ -21,11 +21,12 @@ Rules (all vectorised: one sort, then numpy over the sorted columns):
   on another link: its row has ``link_changed`` True and NA counters, and it is the new baseline.
   NA link identity means unknown and is never a change by itself.
 
-Output columns (``DELTA_COLUMNS``): guid (categorical: one copy of each GUID string), port, snapshot, time (this sample), prev_time (the
-previous reachable sample), elapsed (seconds between them), lid, peer_guid, peer_port, reset,
-link_changed, one Int64 column per counter, then the ``saturated_<name>`` bool columns.
-Rows keep the order of the input table (by the later sample of each pair): reading every column
-in row order is what makes this fast; sort the result if you need it by port.
+Output columns (``DELTA_COLUMNS``): guid (categorical: one copy of each GUID string), port,
+snapshot, time (this sample), prev_time (the previous reachable sample), elapsed (seconds
+between them), lid, peer_guid, peer_port, reset, link_changed, one Int64 column per counter,
+then the ``saturated_<name>`` columns (nullable boolean, never NA).
+Rows keep the order of the input table (by the later sample of each pair); reading each column
+in row order is part of what makes this fast. Sort the result if you need it by port.
 
 >>> import pandas as pd
 >>> rows = [dict(snapshot=s, time=t, guid="0x01", port=1, lid=1, peer_guid="0x02", peer_port=3,

@@ -10,7 +10,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,7 @@ from fabric.health.score import WATCH, LinkFacts, judge
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds
 from topology.errors import UsageError
-from topology.model import Fabric, Link, PortRef
+from topology.model import Fabric, Guid, Link, PortRef
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -176,8 +176,6 @@ def assess(
     order = sorted(range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i]))
     results = [results[i] for i in order]
     nodes = _nodes(fabric, dict(zip(keys, results_by_link, strict=True)), past, today, t)
-    link_keys = set(keys)
-    ends_on_links = {end for key in keys for end in key}
     summary = HealthSummary(
         since=start,
         now=now,
@@ -187,15 +185,32 @@ def assess(
         links_by_status=_count(h.status for h in results),
         nodes_by_status=_count(n.status for n in nodes),
         links_without_samples=int(np.count_nonzero(~seen_a & ~seen_b)),
-        unknown_guids=tuple(sorted({g for g in pt.guids.tolist() if g not in fabric.nodes})),
-        ports_not_on_links=tuple(
-            sorted(PortRef(g, p) for g, p in row_of if g in fabric.nodes and (g, p) not in ends_on_links)
-        ),
-        down_links_not_in_fabric=tuple(
-            sorted(k for k, evs in events_of.items() if k not in link_keys and _down_at_end(evs, now))
-        ),
+        **_strays(fabric, keys, row_of, events_of, now),
     )
     return HealthReport(tuple(results), tuple(nodes), summary)
+
+
+def _strays(
+    fabric: Fabric,
+    keys: list[LinkKey],
+    row_of: dict[tuple[str, int], int],
+    events_of: dict[LinkKey, list[LinkEvent]],
+    now: float,
+) -> dict[str, Any]:
+    """What the counters and events mention that the fabric's links do not: reported, not dropped."""
+    link_keys = set(keys)
+    ends_on_links = {end for key in keys for end in key}
+    return {
+        "unknown_guids": tuple(sorted({g for g, _ in row_of if g not in fabric.nodes})),
+        "ports_not_on_links": tuple(
+            sorted(
+                PortRef(Guid(g), p) for g, p in row_of if g in fabric.nodes and (g, p) not in ends_on_links
+            )
+        ),
+        "down_links_not_in_fabric": tuple(
+            sorted(k for k, evs in events_of.items() if k not in link_keys and _down_at_end(evs, now))
+        ),
+    }
 
 
 def _at(values: NDArray[_T], idx: NDArray[np.int64], fill: object = 0) -> NDArray[_T]:
