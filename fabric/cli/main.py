@@ -22,6 +22,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.advise", "recommend_cmd"),
     ("fabric.cli.advise", "isolate_cmd"),
     ("fabric.cli.advise", "whatif_group"),
+    ("fabric.cli.exporter", "exporter_cmd"),
     ("fabric.cli.place", "place_cmd"),
     ("fabric.cli.export", "export_group"),
     ("fabric.cli.counters", "counters_group"),

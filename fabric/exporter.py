@@ -1,0 +1,303 @@
+"""``ibfab exporter``: the store's latest port counters and link health, served to Prometheus.
+
+>>> serve("127.0.0.1:9315", default_db_path(), refresh_s=30, window_s=7200)   # doctest: +SKIP
+
+What is served, names and labels, is documented in :mod:`fabric.exporter_metrics`.
+
+DECISION: a cached view, rebuilt every ``--refresh`` seconds by the exporter's own loop and served
+by a custom Collector, rather than reading the store on every scrape. Why:
+
+* The store changes only when a collection lands (every few minutes); scrapes come every 15-60 s
+  and often from two Prometheus servers (an HA pair). Reading per scrape repeats identical work.
+* Link health runs ``fabric.health.assess`` over the ``--window`` of snapshots: seconds of CPU on a
+  large fabric. Done per scrape it would sit inside Prometheus' scrape timeout (10 s by default)
+  and grow with the number of scrapers; done in the loop, a scrape only serialises ready-made
+  families, in constant time whatever the store holds.
+* A refresh whose (latest topology id, latest counter snapshot id) have not changed reuses the
+  previous view, so an idle store costs two small SELECTs per refresh.
+
+The price is that a new snapshot shows up to ``--refresh`` seconds late; the
+``ibfab_exporter_last_snapshot_timestamp_seconds`` gauge tells how old the data is.
+
+The endpoint never fails: a missing or empty store, an unreadable one or a health computation
+that raises all give a 200 with ``ibfab_exporter_up 0`` and ``ibfab_exporter_error{reason=...} 1``
+and whatever could still be read. When the store is busy or unreadable for one refresh, the
+previous view keeps being served (flagged ``store_error``) rather than leaving a gap in every
+graph. The store is opened read-only in spirit (``create=False``): the exporter never makes one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fabric.exporter_metrics import ExporterStatus, exporter_families, link_families, port_families
+from fabric.store import Store, default_db_path
+from fabric.store.records import CounterSnapshotInfo
+from topology.errors import StoreError, UsageError
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client.metrics_core import Metric
+
+    from fabric.health import HealthReport
+
+DEFAULT_LISTEN = "127.0.0.1:9315"
+DEFAULT_REFRESH_S = 30.0
+# Health window: the PDR plugin's long symbol-error window (7,500 s, anchors.md 1.3), rounded up
+# to 2 h 10 min so that the window's first snapshot is in it at a 5-minute collection interval.
+DEFAULT_WINDOW_S = 7800.0
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9315`` for IPv6) or a bare ``PORT`` on 127.0.0.1.
+
+    >>> parse_listen("127.0.0.1:9315"), parse_listen("9316"), parse_listen("[::1]:9317")
+    (('127.0.0.1', 9315), ('127.0.0.1', 9316), ('::1', 9317))
+    """
+    raw = text.strip()
+    host, port_text = "127.0.0.1", raw
+    if ":" in raw:
+        host, _, port_text = raw.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not host:
+            raise UsageError(
+                f"--listen {text!r}: give an address (0.0.0.0:PORT to listen on every interface)"
+            )
+    if not port_text.isdigit() or int(port_text) > 65535:
+        raise UsageError(f"--listen {text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    return host, int(port_text)
+
+
+# -- reading the store -----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ExporterView:
+    """Everything one scrape serves, built by one refresh."""
+
+    families: tuple[Metric, ...]
+    status: ExporterStatus
+    key: tuple[int, int] | None = None  # (topology id, counter snapshot id) it was built from
+
+
+def read_view(
+    db_path: Path,
+    *,
+    window_s: float = DEFAULT_WINDOW_S,
+    previous: ExporterView | None = None,
+    clock: Callable[[], float] = time.time,
+) -> ExporterView:
+    """Read the store at ``db_path`` into a view (never raises for a missing, empty or broken store)."""
+    started = time.monotonic()
+
+    def stamp(view: ExporterView) -> ExporterView:
+        status = dataclasses.replace(
+            view.status, refreshed_at=clock(), refresh_seconds=time.monotonic() - started
+        )
+        return dataclasses.replace(view, status=status)
+
+    if not db_path.exists():
+        return stamp(_failed("store_missing", f"{db_path}: no ibfab store there (yet)"))
+    try:
+        with Store.open(db_path, create=False) as store:
+            return stamp(_read(store, window_s, previous))
+    except StoreError as exc:
+        return stamp(_failed("store_error", exc.one_line(), previous))
+
+
+def _failed(reason: str, message: str, previous: ExporterView | None = None) -> ExporterView:
+    """A view for a refresh that failed; a store error keeps the previous data (without its key,
+    so the next good read rebuilds)."""
+    if reason == "store_error" and previous is not None and previous.families:
+        status = dataclasses.replace(previous.status, errors=frozenset({reason}), message=message)
+        return ExporterView(previous.families, status, None)
+    return ExporterView((), ExporterStatus(errors=frozenset({reason}), message=message), None)
+
+
+def _read(store: Store, window_s: float, previous: ExporterView | None) -> ExporterView:
+    try:
+        topology_id: int | None = store.resolve_topology("latest")
+    except StoreError:
+        topology_id = None
+    snapshots = store.list_counter_snapshots()
+    missing = set()
+    if topology_id is None:
+        missing.add("no_topology")
+    if not snapshots:
+        missing.add("no_counters")
+    if topology_id is None or not snapshots:
+        what = " and ".join(
+            w for r, w in (("no_topology", "topology"), ("no_counters", "counter snapshot")) if r in missing
+        )
+        return ExporterView(
+            (), ExporterStatus(errors=frozenset(missing), message=f"{store.path}: no {what} yet")
+        )
+    latest = snapshots[-1]
+    key = (topology_id, latest.id)
+    if previous is not None and previous.key == key:
+        return previous
+    from fabric.healthsvc import node_names
+
+    fabric = store.load_topology(topology_id).fabric
+    names = node_names(fabric)
+    ports = port_families(fabric, names, store.load_port_counters(latest.id))
+    families: list[Metric] = list(ports.families)
+    errors: set[str] = set()
+    message = ""
+    try:
+        families += link_families(_health(store, latest, window_s), names)
+    except Exception as exc:  # counters are still worth serving when health cannot be computed
+        errors.add("health_error")
+        message = f"link health of snapshot {latest.id}: {type(exc).__name__}: {exc}"
+    status = ExporterStatus(
+        errors=frozenset(errors),
+        message=message,
+        last_snapshot_time=latest.taken_at,
+        ports_unreachable=ports.unreachable,
+        ports_unknown=ports.unknown,
+    )
+    return ExporterView(tuple(families), status, key)
+
+
+def _health(store: Store, latest: CounterSnapshotInfo, window_s: float) -> HealthReport:
+    """``ibfab health``'s assessment (without recording findings: the exporter only reads), over
+    the window that ends at the latest snapshot, so scores do not decay while collection is down."""
+    from fabric.healthsvc import assess_store
+
+    return assess_store(store, since_s=window_s, now=latest.taken_at, record=False).report
+
+
+# -- serving ----------------------------------------------------------------------------------------
+class Exporter:
+    """A prometheus-client Collector serving the latest view; :meth:`refresh` rebuilds it."""
+
+    def __init__(self, db_path: Path, window_s: float = DEFAULT_WINDOW_S, log: Callable[[str], None] = print):
+        self.db_path = db_path
+        self.window_s = window_s
+        self.log = log
+        self.view = ExporterView(
+            (), ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
+        )
+        self._refreshed = False
+
+    def refresh(self) -> ExporterView:
+        """Read the store again (never raises: any failure becomes a ``store_error`` view)."""
+        before = self.view
+        try:
+            view = read_view(self.db_path, window_s=self.window_s, previous=before)
+        except Exception as exc:  # one bad refresh must not stop the exporter
+            view = _failed("store_error", f"{self.db_path}: {type(exc).__name__}: {exc}", before)
+        if not self._refreshed or view.status.message != before.status.message or view.key != before.key:
+            self.log(_describe(view))
+        self.view = view  # one reference swap: scrapes see the old or the new view, never a mix
+        self._refreshed = True
+        return view
+
+    def describe(self) -> list[Metric]:
+        return []  # names vary with the store; CollectorRegistry must not call collect() to learn them
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        view = self.view
+        yield from view.families
+        yield from exporter_families(view.status, time.perf_counter() - started)
+
+
+def _describe(view: ExporterView) -> str:
+    s = view.status
+    if s.errors and s.message:
+        return f"store: {', '.join(sorted(s.errors))}: {s.message}"
+    if view.key is None:
+        return "store: nothing to serve"
+    return (
+        f"serving topology {view.key[0]} and counter snapshot {view.key[1]}"
+        f" ({s.ports_unreachable} ports unreachable, {s.ports_unknown} on unknown nodes)"
+    )
+
+
+def _bind(host: str, port: int, app: Any) -> WSGIServer:
+    """A threading WSGI server listening on host:port (UsageError when it cannot)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise UsageError(f"--listen {where}: unknown address ({exc.strerror})") from exc
+
+    class _Server(ThreadingWSGIServer):
+        address_family = family
+
+    class _Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # Prometheus scrapes every few seconds: one log line each would drown the rest
+
+    try:
+        return make_server(host, port, app, _Server, handler_class=_Quiet)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"--listen {where}: address already in use (another exporter running?)") from exc
+        raise UsageError(f"--listen {where}: cannot listen: {exc.strerror or exc}") from exc
+
+
+def serve(
+    listen: str,
+    db_path: Path | None = None,
+    *,
+    refresh_s: float = DEFAULT_REFRESH_S,
+    window_s: float = DEFAULT_WINDOW_S,
+    log: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``/metrics`` on ``listen`` until ``stop`` is set; the store is read every ``refresh_s``.
+
+    Binds first (so a busy port fails at once), reads the store once, then answers scrapes.
+    ``ready`` gets the URL once scrapes are answered (port 0 picks a free port).
+    """
+    from prometheus_client import CollectorRegistry, make_wsgi_app
+
+    host, port = parse_listen(listen)
+    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(exporter)
+    server = _bind(host, port, make_wsgi_app(registry))
+    stop = stop if stop is not None else threading.Event()
+    thread: threading.Thread | None = None
+    try:
+        exporter.refresh()
+        thread = threading.Thread(target=server.serve_forever, name="ibfab-exporter-http", daemon=True)
+        thread.start()
+        shown = host if ":" not in host else f"[{host}]"
+        url = f"http://{shown}:{server.server_port}/metrics"
+        log(f"listening on {url}, reading {exporter.db_path} every {refresh_s:g} s")
+        if ready is not None:
+            ready(url)
+        while not stop.wait(refresh_s):
+            exporter.refresh()
+    finally:
+        if thread is not None:
+            server.shutdown()
+            thread.join(timeout=5)
+        server.server_close()
+
+
+__all__ = (
+    "DEFAULT_LISTEN",
+    "DEFAULT_REFRESH_S",
+    "DEFAULT_WINDOW_S",
+    "Exporter",
+    "ExporterView",
+    "parse_listen",
+    "read_view",
+    "serve",
+)
