@@ -442,6 +442,7 @@ def test_thresholds_from_a_toml_table() -> None:
         ({"ber_target": "1e-14"}, "must be a number"),
         ({"repeat_days": 2.5}, "whole number"),
         ({"ber_target": 0}, "must be positive"),
+        ({"repeat_days": 0}, "must be positive"),
         ({"ber_confidence": 1.5}, "fraction below 1"),
         ({"health": 3}, "must be a table"),
     ],

@@ -59,9 +59,9 @@ class LinkHealth:
     score: int
     status: Status
     ber: BerEstimate
-    flaps_per_hour: float
-    downs: int
-    recoveries: int
+    flaps_per_hour: float  # (downs + recoveries) per hour of the window
+    downs: int  # link-downs, both ends merged, plus discovery downs
+    recoveries: int  # link error recoveries (retrains without going down)
     congestion: float | None  # the busier end's share of time waiting to send
     reasons: tuple[str, ...]
     first_seen: float | None  # first/last time this link had any finding (history included)

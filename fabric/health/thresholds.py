@@ -82,7 +82,7 @@ def thresholds_from_mapping(mapping: Mapping[str, object], source: str = "thresh
             if value != int(value):
                 raise UsageError(f"{source}: health threshold {key!r} must be a whole number, not {value!r}")
             value = int(value)
-        if value < 0 or (value == 0 and key not in _INT_FIELDS):
+        if value <= 0:  # a zero count or window would flag, or certify, every link
             raise UsageError(f"{source}: health threshold {key!r} must be positive, not {value!r}")
         if key in _FRACTIONS and value >= 1:
             raise UsageError(f"{source}: health threshold {key!r} is a fraction below 1, not {value!r}")
