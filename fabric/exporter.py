@@ -4,8 +4,8 @@
 
 What is served, names and labels, is documented in :mod:`fabric.exporter_metrics`.
 
-DECISION: a cached view, rebuilt every ``--refresh`` seconds by the exporter's own loop and served
-by a custom Collector, rather than reading the store on every scrape. Why:
+DECISION: a cached view, rebuilt every ``--refresh`` seconds by the exporter's own loop and kept
+*rendered* (text, and gzip), rather than a Collector that reads the store on every scrape. Why:
 
 * The store changes only when a collection lands (every few minutes); scrapes come every 15-60 s
   and often from two Prometheus servers (an HA pair). Reading per scrape repeats identical work.
@@ -13,6 +13,11 @@ by a custom Collector, rather than reading the store on every scrape. Why:
   large fabric. Done per scrape it would sit inside Prometheus' scrape timeout (10 s by default)
   and grow with the number of scrapers; done in the loop, a scrape only serialises ready-made
   families, in constant time whatever the store holds.
+* Rendering is itself the expensive part on a large fabric: 17 counters x every port with six
+  labels. Measured on a 4,096-port fabric (superpod-4su, 2-core machine under load): building the
+  families 0.3-0.5 s, prometheus-client's text writer 1.4-2.7 s for 18.5 MB, gzip 0.3 s to 0.56 MB;
+  a scrape of the kept view takes 0.5 ms (gzip) / 30 ms (plain). At 50,000 ports, rendering per
+  scrape would take 20-30 s and miss the scrape timeout.
 * A refresh whose (latest topology id, latest counter snapshot id) have not changed reuses the
   previous view, so an idle store costs two small SELECTs per refresh.
 
@@ -30,13 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import gzip
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from fabric.exporter_metrics import ExporterStatus, exporter_families, link_families, port_families
 from fabric.store import Store, default_db_path
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
     from fabric.health import HealthReport
 
 DEFAULT_LISTEN = "127.0.0.1:9315"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_REFRESH_S = 30.0
 # Health window: the PDR plugin's long symbol-error window (7,500 s, anchors.md 1.3), rounded up
 # to 2 h 10 min so that the window's first snapshot is in it at a 5-minute collection interval.
@@ -80,11 +87,31 @@ def parse_listen(text: str) -> tuple[str, int]:
 # -- reading the store -----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ExporterView:
-    """Everything one scrape serves, built by one refresh."""
+    """What scrapes serve until the next refresh: the data families rendered once, as text and as
+    one gzip member (scrapes append the small exporter families to either)."""
 
-    families: tuple[Metric, ...]
+    text: bytes  # Prometheus text format 0.0.4 of the port and link families
     status: ExporterStatus
     key: tuple[int, int] | None = None  # (topology id, counter snapshot id) it was built from
+    gzipped: bytes = b""  # ``text`` compressed (empty when ``text`` is)
+
+    @classmethod
+    def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, int] | None) -> Self:
+        text = render(families)
+        return cls(text, status, key, gzip.compress(text, 6) if text else b"")
+
+
+def render(families: Iterable[Metric]) -> bytes:
+    """Families in the Prometheus text format (prometheus-client's own writer)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    class _Families:
+        def collect(self) -> Iterator[Metric]:
+            yield from families
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families())
+    return bytes(generate_latest(registry))
 
 
 def read_view(
@@ -115,10 +142,10 @@ def read_view(
 def _failed(reason: str, message: str, previous: ExporterView | None = None) -> ExporterView:
     """A view for a refresh that failed; a store error keeps the previous data (without its key,
     so the next good read rebuilds)."""
-    if reason == "store_error" and previous is not None and previous.families:
+    if reason == "store_error" and previous is not None and previous.text:
         status = dataclasses.replace(previous.status, errors=frozenset({reason}), message=message)
-        return ExporterView(previous.families, status, None)
-    return ExporterView((), ExporterStatus(errors=frozenset({reason}), message=message), None)
+        return dataclasses.replace(previous, status=status, key=None)
+    return ExporterView(b"", ExporterStatus(errors=frozenset({reason}), message=message), None)
 
 
 def _read(store: Store, window_s: float, previous: ExporterView | None) -> ExporterView:
@@ -137,7 +164,7 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
             w for r, w in (("no_topology", "topology"), ("no_counters", "counter snapshot")) if r in missing
         )
         return ExporterView(
-            (), ExporterStatus(errors=frozenset(missing), message=f"{store.path}: no {what} yet")
+            b"", ExporterStatus(errors=frozenset(missing), message=f"{store.path}: no {what} yet")
         )
     latest = snapshots[-1]
     key = (topology_id, latest.id)
@@ -163,7 +190,7 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
         ports_unreachable=ports.unreachable,
         ports_unknown=ports.unknown,
     )
-    return ExporterView(tuple(families), status, key)
+    return ExporterView.of(families, status, key)
 
 
 def _health(store: Store, latest: CounterSnapshotInfo, window_s: float) -> HealthReport:
@@ -176,14 +203,14 @@ def _health(store: Store, latest: CounterSnapshotInfo, window_s: float) -> Healt
 
 # -- serving ----------------------------------------------------------------------------------------
 class Exporter:
-    """A prometheus-client Collector serving the latest view; :meth:`refresh` rebuilds it."""
+    """The latest view, rebuilt by :meth:`refresh`, served by :meth:`__call__` (a WSGI app)."""
 
     def __init__(self, db_path: Path, window_s: float = DEFAULT_WINDOW_S, log: Callable[[str], None] = print):
         self.db_path = db_path
         self.window_s = window_s
         self.log = log
         self.view = ExporterView(
-            (), ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
+            b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
         )
         self._refreshed = False
 
@@ -200,14 +227,30 @@ class Exporter:
         self._refreshed = True
         return view
 
-    def describe(self) -> list[Metric]:
-        return []  # names vary with the store; CollectorRegistry must not call collect() to learn them
+    def metrics(self, compressed: bool = False) -> bytes:
+        """One scrape's body: the view's rendered text plus the exporter's own families.
 
-    def collect(self) -> Iterator[Metric]:
+        Compressed, it is two gzip members back to back (the view's, made once per refresh, and
+        this scrape's): RFC 1952 allows it and Prometheus' reader, like gzip(1), reads them all.
+        """
         started = time.perf_counter()
         view = self.view
-        yield from view.families
-        yield from exporter_families(view.status, time.perf_counter() - started)
+        own = render(exporter_families(view.status, time.perf_counter() - started))
+        if compressed:
+            return view.gzipped + gzip.compress(own, 6)
+        return view.text + own
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if environ.get("PATH_INFO", "/") not in ("/", "/metrics"):
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"ibfab exporter: metrics are at /metrics\n"]
+        compressed = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+        body = self.metrics(compressed)
+        headers = [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))]
+        if compressed:
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
 
 
 def _describe(view: ExporterView) -> str:
@@ -222,7 +265,7 @@ def _describe(view: ExporterView) -> str:
     )
 
 
-def _bind(host: str, port: int, app: Any) -> WSGIServer:
+def _bind(host: str, port: int, app: Exporter) -> WSGIServer:
     """A threading WSGI server listening on host:port (UsageError when it cannot)."""
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -264,13 +307,9 @@ def serve(
     Binds first (so a busy port fails at once), reads the store once, then answers scrapes.
     ``ready`` gets the URL once scrapes are answered (port 0 picks a free port).
     """
-    from prometheus_client import CollectorRegistry, make_wsgi_app
-
     host, port = parse_listen(listen)
     exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(exporter)
-    server = _bind(host, port, make_wsgi_app(registry))
+    server = _bind(host, port, exporter)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None
     try:

@@ -235,6 +235,28 @@ def test_exporter_metadata(served: Served) -> None:
 
 
 @pytest.mark.lab
+def test_gzip_scrape_is_the_same_exposition_and_other_paths_are_404(served: Served) -> None:
+    import gzip
+    import urllib.error
+
+    req = urllib.request.Request(served.url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.headers["Content-Encoding"] == "gzip"
+        assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        body = resp.read()
+    plain = _samples(served.text)
+    unzipped = _samples(gzip.decompress(body).decode())  # two gzip members, one stream
+    volatile = {n for n in plain if n.startswith("ibfab_exporter_") and n.endswith("_seconds")}
+    assert {n: v for n, v in unzipped.items() if n not in volatile} == {
+        n: v for n, v in plain.items() if n not in volatile
+    }
+    assert len(body) * 5 < len(served.text)
+    with pytest.raises(urllib.error.HTTPError) as err:
+        _get(served.url.replace("/metrics", "/favicon.ico"))
+    assert err.value.code == 404
+
+
+@pytest.mark.lab
 def test_promtool_accepts_the_exposition(served: Served) -> None:
     res = subprocess.run(
         ["promtool", "check", "metrics"], input=served.text, capture_output=True, text=True, timeout=30
@@ -320,14 +342,14 @@ def test_real_prometheus_scrapes_the_injected_value(served: Served, tmp_path: Pa
 @pytest.mark.lab
 def test_store_error_keeps_serving_the_previous_view(served: Served, tmp_path: Path) -> None:
     good = read_view(served.db)
-    assert good.status.errors == frozenset() and good.key is not None and good.families
+    assert good.status.errors == frozenset() and good.key is not None and good.text
     assert read_view(served.db, previous=good) is not good  # restamped ...
-    assert read_view(served.db, previous=good).families is good.families  # ... but not rebuilt
+    assert read_view(served.db, previous=good).text is good.text  # ... but not rebuilt
     garbage = tmp_path / "ibfab.db"
     garbage.write_bytes(b"this is not sqlite" * 100)
     bad = read_view(garbage, previous=good)
     assert bad.status.errors == frozenset({"store_error"}) and "not an SQLite database" in bad.status.message
-    assert bad.families is good.families and bad.key is None  # the next good read rebuilds
+    assert bad.text is good.text and bad.key is None  # the next good read rebuilds
     assert bad.status.last_snapshot_time == served.taken_at
 
 
@@ -478,5 +500,5 @@ def test_bad_refresh_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_view_of_a_missing_store_is_not_an_exception(tmp_path: Path) -> None:
     view: ExporterView = read_view(tmp_path / "absent.db")
-    assert view.status.errors == frozenset({"store_missing"}) and view.families == ()
+    assert view.status.errors == frozenset({"store_missing"}) and view.text == b""
     assert os.listdir(tmp_path) == []
