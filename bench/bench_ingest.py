@@ -28,16 +28,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store_ingest import _values, timed  # noqa: E402
+from bench_store_ingest import _values, timed
 
-from fabric.collection import raw_captures, snapshot_rows  # noqa: E402
-from fabric.counters.collect import collect_fabric, ibqueryerrors_argv  # noqa: E402
-from fabric.counters.fields import COUNTERS  # noqa: E402
-from fabric.store import PORT_COUNTER_FIELDS, Store  # noqa: E402
-from probes.runner import CommandResult  # noqa: E402
-from topology.generate import generate, to_ibnetdiscover  # noqa: E402
-from topology.ibnetdiscover import parse_ibnetdiscover  # noqa: E402
-from topology.model import Fabric, NodeKind  # noqa: E402
+from fabric.collection import raw_captures, snapshot_rows
+from fabric.counters.collect import RunTool, collect_fabric, ibqueryerrors_argv
+from fabric.counters.fields import COUNTERS
+from fabric.store import PORT_COUNTER_FIELDS, Store
+from probes.runner import CommandResult
+from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.model import Fabric, NodeKind
 
 TARGET_S = 2.0
 _DATA = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts")
@@ -103,6 +103,37 @@ def ibqueryerrors_texts(fabric: Fabric, seed: int = 1) -> tuple[str, str]:
     return "\n".join(data) + "\n", "\n".join(errors) + "\n"
 
 
+def _one_run(fabric: Fabric, run_tool: RunTool, db: Path) -> dict[str, float]:
+    f: dict[str, float] = {}
+    now = time.time()
+    result = timed(
+        "collect_fabric (parse both passes, merge)", lambda: collect_fabric(run_tool, fabric, now), f
+    )
+    rows = timed("snapshot_rows", lambda: snapshot_rows(result), f)
+    assert len(rows) == 2 * len(fabric.links) and not result.unreachable, (len(rows), result.notes)
+    with Store.open(db) as store:
+        timed(
+            "save_counter_snapshot (FULL, raw kept)",
+            lambda: store.save_counter_snapshot(now, "bench", None, rows, raw_captures(result, "bench")),
+            f,
+        )
+    csv = "\n".join(",".join("" if v is None else str(v) for v in r) for r in rows)
+
+    def read_csv() -> object:
+        import pandas as pd
+
+        return pd.read_csv(io.StringIO(csv), header=None, names=list(PORT_COUNTER_FIELDS))
+
+    timed("baseline: pd.read_csv of the rows", read_csv, f)
+    mem = sqlite3.connect(":memory:")
+    mem.execute(f"CREATE TABLE t (snapshot_id, {', '.join(PORT_COUNTER_FIELDS)})")
+    params = [(1, *r) for r in rows]
+    sql = f"INSERT INTO t VALUES ({', '.join('?' * (len(PORT_COUNTER_FIELDS) + 1))})"
+    timed("baseline: bare executemany", lambda: mem.executemany(sql, params), f)
+    mem.close()
+    return f
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--spec", default="superpod-64su")
@@ -126,36 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ibfab-bench-") as tmp:
         for i in range(args.runs):
-            f: dict[str, float] = {}
-            now = time.time()
-            result = timed(
-                "collect_fabric (parse both passes, merge)", lambda: collect_fabric(run_tool, fabric, now), f
-            )
-            rows = timed("snapshot_rows", lambda: snapshot_rows(result), f)
-            assert len(rows) == 2 * len(fabric.links) and not result.unreachable, (len(rows), result.notes)
-            with Store.open(Path(tmp) / f"run{i}.db") as store:
-                timed(
-                    "save_counter_snapshot (FULL, raw kept)",
-                    lambda: store.save_counter_snapshot(
-                        now, "bench", None, rows, raw_captures(result, "bench")
-                    ),
-                    f,
-                )
-            csv = "\n".join(",".join("" if v is None else str(v) for v in r) for r in rows)
-
-            def read_csv() -> object:
-                import pandas as pd
-
-                return pd.read_csv(io.StringIO(csv), header=None, names=list(PORT_COUNTER_FIELDS))
-
-            timed("baseline: pd.read_csv of the rows", read_csv, f)
-            mem = sqlite3.connect(":memory:")
-            mem.execute(f"CREATE TABLE t (snapshot_id, {', '.join(PORT_COUNTER_FIELDS)})")
-            params = [(1, *r) for r in rows]
-            sql = f"INSERT INTO t VALUES ({', '.join('?' * (len(PORT_COUNTER_FIELDS) + 1))})"
-            timed("baseline: bare executemany", lambda: mem.executemany(sql, params), f)
-            mem.close()
-            for k, v in f.items():
+            for k, v in _one_run(fabric, run_tool, Path(tmp) / f"run{i}.db").items():
                 best[k] = min(best.get(k, v), v)
     total = best["collect_fabric (parse both passes, merge)"] + best["snapshot_rows"]
     total += best["save_counter_snapshot (FULL, raw kept)"]
