@@ -33,8 +33,9 @@ EXPECTED_ANOMALIES: dict[str, dict[str, int]] = {
     "topograph-gb200-single-ca-isolated.txt": {},
     "treydock-ibnetdiscover-p-ports-edr-osc.txt": {},
     "treydock-ibnetdiscover-p-ports-hdr-qdr-odd-spaces.txt": {},
-    # 4 leaves and 2 spines lack one or two uplinks their peers have; one HCA is unnamed.
-    "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt": {"missing_link": 6, "unnamed_hca": 1},
+    # 4 leaves lack one or two spine cables and 3 spines one core cable each that their peers
+    # have (e.g. SSPINE3-03 has no cable to SCORE4-001 on port 29); one HCA is unnamed.
+    "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt": {"missing_link": 7, "unnamed_hca": 1},
     # r-dcs96's second card (HCA-3/4) trains at FDR where its first card and the other hosts run EDR.
     "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt": {"degraded_link": 2},
 }
@@ -102,7 +103,8 @@ def test_selene_is_not_rail_optimized_and_has_three_tiers() -> None:
     f = read_ibnetdiscover(CAPTURES["ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"])
     c = classify(f)
     assert not c.rail_optimized
-    assert c.tier_counts() == {1: 60, 2: 64, 3: 36}
+    # SLG03-09..12 have no hosts left but reach exactly the spines of their pod: leaves, not cores.
+    assert c.tier_counts() == {1: 64, 2: 64, 3: 32}
 
 
 @pytest.mark.parametrize(
@@ -133,3 +135,13 @@ def test_uplinks_counted() -> None:
     c = classify(f)
     ups = {c.nodes[g].name: n for g, n in c.uplinks.items() if c.nodes[g].tier == 1}
     assert ups["ib1"] == 7 and all(ups[f"ib{i}"] == 8 for i in range(2, 7))
+
+
+def test_missing_link_names_only_the_pods_own_spines() -> None:
+    f = read_ibnetdiscover(CAPTURES["ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"])
+    msgs = {
+        a.message.split()[0]: a.message for a in find_anomalies(f, classify(f)) if a.kind == "missing_link"
+    }
+    assert "short of cables to SSPINE1-05 (0 of 1), SSPINE1-16 (0 of 1);" in msgs["SLG01-09"]
+    assert "SSPINE2" not in msgs["SLG01-09"]
+    assert "short of cables to SCORE4-001 (0 of 1); uncabled uplink ports: 29" in msgs["SSPINE3-03"]

@@ -272,7 +272,27 @@ def _tiers(
             if node is not None and node.kind is NodeKind.SWITCH and far.guid not in tiers:
                 tiers[far.guid] = tiers[g] + 1
                 queue.append(far.guid)
+    _hostless_leaves(fabric, tiers)
     return tiers
+
+
+def _hostless_leaves(fabric: Fabric, tiers: dict[Guid, int]) -> None:
+    """A leaf whose hosts are all gone looks like a core (only spines around it). It is a leaf
+    when it reaches exactly the spines another leaf reaches; a core spans spines of many pods."""
+
+    def switch_neighbours(g: Guid) -> frozenset[Guid]:
+        return frozenset(
+            far.guid
+            for _, far, _ in fabric.neighbours(g)
+            if far.guid != g and far.guid in fabric.nodes and fabric.nodes[far.guid].kind is NodeKind.SWITCH
+        )
+
+    leaf_uppers = {switch_neighbours(g) for g, t in tiers.items() if t == 1}
+    for g, t in list(tiers.items()):
+        if t >= 3:
+            near = switch_neighbours(g)
+            if near and all(tiers.get(x) == 2 for x in near) and near in leaf_uppers:
+                tiers[g] = 1
 
 
 def _rails(

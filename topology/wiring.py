@@ -204,11 +204,6 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         expected = _mode([cls.uplinks[g] for g in switches])
         usual_ports = _usual_uplink_ports(fabric, cls, switches)
         upper_counts = {g: _upper_counts(fabric, cls, g) for g in switches}
-        per_upper: dict[Guid, list[int]] = defaultdict(list)
-        for g in switches:
-            for up, cnt in upper_counts[g].items():
-                per_upper[up].append(cnt)
-        usual_per_upper = {up: _mode(c) for up, c in per_upper.items()}
         peers_even = _peers_even(upper_counts)
         for g in sorted(switches, key=lambda g: _label(cls, g)):
             n = cls.uplinks[g]
@@ -216,6 +211,7 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             if n < expected:
                 linked = {p for p, _, _ in fabric.neighbours(g)}
                 free = sorted(p for p in usual_ports if p not in linked)
+                usual_per_upper = _usual_per_upper(g, upper_counts)
                 short_of = sorted(up for up, want in usual_per_upper.items() if uppers.get(up, 0) < want)
                 out.append(
                     Anomaly(
@@ -243,6 +239,23 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                         )
                     )
     return out
+
+
+def _usual_per_upper(g: Guid, upper_counts: dict[Guid, Counter[Guid]]) -> dict[Guid, int]:
+    """Cables per upper switch that ``g``'s own peers have: peers are the switches reaching mostly
+    the same upper switches (the leaves of one pod, the spines of one plane), so a leaf of pod 1
+    is never said to lack cables to the spines of pod 2."""
+    mine = set(upper_counts[g])
+    peers = [
+        counts
+        for h, counts in upper_counts.items()
+        if h != g and mine and 2 * len(mine & set(counts)) >= len(mine)
+    ]
+    per_upper: dict[Guid, list[int]] = defaultdict(list)
+    for counts in peers:
+        for up, cnt in counts.items():
+            per_upper[up].append(cnt)
+    return {up: _mode(c) for up, c in per_upper.items() if 2 * len(c) > len(peers)}
 
 
 def _shortfall(cls: Classification, uppers: Counter[Guid], usual: dict[Guid, int]) -> str:
