@@ -17,9 +17,10 @@ rules keep working, with guilbaults/infiniband-exporter's far-end labels added::
 ``receive_packets``. Values are the raw readings of the latest complete counter snapshot (never
 reset by ibfab); the data counters count 4-byte words on the wire and are served x 4 as bytes.
 ``guid`` is the node GUID (``0x`` + 16 hex digits), ``switch``/``hca`` the operator's name for the
-node (``leaf-su01-r3``, ``dgx-0042 mlx5_3``, see topology.classify), ``remote_*`` the far end of the
-cable when the snapshot was taken (empty when the port had no known peer). A port that did not
-answer has no series in that scrape (see ``ibfab_exporter_ports_unreachable``).
+node as ``ibfab health`` prints it (``leaf-su01-r3``, ``dgx-0042 mlx5_3``; fabric.healthsvc),
+``remote_*`` the far end of the cable when the snapshot was taken (empty when the port had no
+known peer). A port that did not answer has no series in that scrape (see
+``ibfab_exporter_ports_unreachable``).
 
 Sticky counters (every counter narrower than 64 bits) stop at their maximum, where their rate
 reads as zero; each one at its maximum gets a series, value 1, in::
@@ -30,12 +31,13 @@ with ``kind`` ``switch`` or ``hca``, ``name`` the node's name and ``counter`` th
 above. Counters below their maximum have no series (a 0 for each of 13 counters on every port
 would multiply the series count for nothing).
 
-Link health (fabric.health over the ``--window`` before the latest snapshot), one series per cable
+Link health (``ibfab health``'s assessment over the ``--window`` that ends at the latest snapshot,
+findings not recorded), one series per cable
 of the latest topology, ``a`` the lower end as in topology.model.Link::
 
     ibfab_link_health_score{a_guid, a_port, a_name, b_guid, b_port, b_name}        0-100
     ibfab_link_status{a_guid, a_port, a_name, b_guid, b_port, b_name, status}     1 current, 0 others
-    ibfab_link_ber{...}            symbol errors / bits (absent until both ends were read twice)
+    ibfab_link_ber{...}            symbol errors / bits (absent while the link has no counter deltas)
     ibfab_link_ber_upper{...}      upper confidence bound of the BER
     ibfab_link_flaps_per_hour{...}
 
