@@ -1,0 +1,137 @@
+"""Isolation against a lab fabric with the real ibportstate and ibnetdiscover.
+
+What really happens in ibsim (checked): ``ibportstate <lid> <port> disable`` takes the cable out of
+``ibnetdiscover`` at once, but OpenSM hears no trap, so ``apply_plan`` sends it a SIGHUP to
+reroute. ``enable`` alone leaves the port Polling; undo also Unlinks + ReLinks it on the console.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+
+from fabric import lab
+from fabric.cli.main import main
+from fabric.discovery import Discovery, Source, discover
+from fabric.store import Store
+
+pytestmark = pytest.mark.lab
+NAME = "iso"
+
+
+@pytest.fixture
+def rail_lab() -> Iterator[str]:
+    lab.up("rail-small", (), name=NAME)
+    try:
+        yield NAME
+    finally:
+        lab.down(NAME)
+
+
+def _uplink(d: Discovery, leaf: str, port: int) -> tuple[tuple[str, int], tuple[str, int]]:
+    g = next(x for x, c in d.classification.nodes.items() if c.name == leaf)
+    return next(lk.key for p, _, lk in d.fabric.neighbours(g) if p == port)
+
+
+def _hosts_connected(d: Discovery) -> bool:
+    g = d.fabric.graph()
+    hcas = [n.guid for n in d.fabric.hcas()]
+    comp = nx.node_connected_component(g, hcas[0])
+    return all(h in comp for h in hcas)
+
+
+def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_path: Path) -> None:
+    before = discover(Source("lab", rail_lab))
+    hcas = len(before.fabric.hcas())
+    key = _uplink(before, "leaf-su01-r0", 5)
+    a, b = key
+    health = tmp_path / "health.json"
+    health.write_text(
+        json.dumps(
+            {
+                "links": [
+                    {
+                        "a": {"guid": a[0], "port": a[1]},
+                        "b": {"guid": b[0], "port": b[1]},
+                        "status": "critical",
+                        "score": 10,
+                        "ber": {"value": 2e-11},
+                        "flaps_per_hour": 0.0,
+                        "reasons": ["BER 2e-11 over budget"],
+                    }
+                ]
+            }
+        )
+    )
+    db = str(tmp_path / "ibfab.db")
+    runner = CliRunner()
+    res = runner.invoke(main, ["recommend", "--lab", rail_lab, "--health", str(health), "--json", "--db", db])
+    assert res.exit_code == 0, res.output
+    recs = json.loads(res.stdout)
+    (iso,) = [x for x in recs["actions"] if x["kind"] == "isolate_port"]
+    assert iso["target"].startswith("leaf-su01-r0:5 <-> spine-")
+    assert recs["routing"]["subnet_manager"]["engine"] == "minhop"
+    assert recs["routing"]["subnet_manager"]["vendor"] == "upstream"
+
+    # Without --yes and without a terminal: refused in one line, nothing changed.
+    res = runner.invoke(main, ["isolate", "leaf-su01-r0:5", "--lab", rail_lab, "--apply", "--db", db])
+    assert res.exit_code == 2 and "add --yes" in res.stderr
+    assert key in {lk.key for lk in discover(Source("lab", rail_lab)).fabric.links}
+
+    res = runner.invoke(
+        main, ["isolate", "leaf-su01-r0:5", "--lab", rail_lab, "--apply", "--yes", "--db", db]
+    )
+    assert res.exit_code == 0, res.output
+    assert "audit 1: ibportstate" in res.stdout
+
+    after = discover(Source("lab", rail_lab))
+    assert key not in {lk.key for lk in after.fabric.links}
+    assert len(after.fabric.links) == len(before.fabric.links) - 1
+    assert len(after.fabric.hcas()) == hcas and _hosts_connected(after)
+    # OpenSM rerouted after the SIGHUP: a new 'tables configured' line follows the isolation.
+    log = Path(lab.opensm_log(rail_lab)).read_text()
+    assert log.count("tables configured on all switches") >= 2
+
+    with Store.open(db) as store:
+        (entry,) = store.audit_log()
+    assert entry.action == "isolate" and entry.result.startswith("ok")
+    assert entry.command.startswith("ibportstate ") and entry.command.split()[2:4] == ["5", "disable"]
+    assert entry.target.startswith(f"{a[0]}/5 " if a[1] == 5 else f"{b[0]}/5 ")
+    assert entry.user
+
+    # Inside the 126-minute re-test window: refused unless forced.
+    res = runner.invoke(main, ["isolate", "--undo", "1", "--lab", rail_lab, "--apply", "--yes", "--db", db])
+    assert res.exit_code == 8 and "re-test window" in res.stderr
+    res = runner.invoke(
+        main, ["isolate", "--undo", "1", "--lab", rail_lab, "--apply", "--yes", "--force", "--db", db]
+    )
+    assert res.exit_code == 0, res.output
+    assert 'Unlink "leaf-su01-r0"[5]' in res.stdout
+
+    back = discover(Source("lab", rail_lab))
+    assert key in {lk.key for lk in back.fabric.links}
+    assert len(back.fabric.links) == len(before.fabric.links)
+    with Store.open(db) as store:
+        log_entries = store.audit_log()
+    assert [(e.action, e.undo_of) for e in log_entries] == [("isolate", None), ("deisolate", 1)]
+    res = runner.invoke(main, ["isolate", "--undo", "1", "--lab", rail_lab, "--db", db])
+    assert res.exit_code == 2 and "already undone" in res.stderr
+
+
+def test_unsafe_isolation_is_refused_and_changes_nothing(rail_lab: str, tmp_path: Path) -> None:
+    db = str(tmp_path / "ibfab.db")
+    res = CliRunner().invoke(
+        main,
+        ["isolate", "leaf-su01-r0:5", "leaf-su01-r0:6", "--lab", rail_lab, "--apply", "--yes", "--db", db],
+    )
+    assert res.exit_code == 8
+    assert "[uplink_floor]" in res.stdout
+    d = discover(Source("lab", rail_lab))
+    assert len(d.fabric.links) == 64 + 16 * 4  # every HCA cable and every uplink still there
+    with Store.open(db) as store:
+        assert store.audit_log() == []
