@@ -318,6 +318,10 @@ def _adaptive_lambda(net: _Net, flows: list[tuple[Endpoint, Endpoint, float]]) -
         load[_host_hop(net, s, True)] += rate
         load[_host_hop(net, d, False)] += rate
     lam = _lambda(net, load)
+    between: dict[tuple[Guid, Guid], float] = defaultdict(float)
+    for s, d, rate in flows:
+        if s.leaf != d.leaf:
+            between[(s.leaf, d.leaf)] += rate
     for members in _cut_sets(net):
         out_cap = in_cap = 0.0
         for sw in members:
@@ -325,9 +329,8 @@ def _adaptive_lambda(net: _Net, flows: list[tuple[Endpoint, Endpoint, float]]) -
                 if far not in members:
                     out_cap += net.cap[(lk.key, sw)]
                     in_cap += net.cap[(lk.key, far)]
-        leaves = {x for x in members if net.tier(x) == 1}
-        out_demand = sum(r for s, d, r in flows if s.leaf in leaves and d.leaf not in leaves)
-        in_demand = sum(r for s, d, r in flows if d.leaf in leaves and s.leaf not in leaves)
+        out_demand = sum(r for (a, b), r in between.items() if a in members and b not in members)
+        in_demand = sum(r for (a, b), r in between.items() if b in members and a not in members)
         for demand, cap in ((out_demand, out_cap), (in_demand, in_cap)):
             if demand > 0:
                 lam = min(lam, cap / demand)
@@ -353,28 +356,38 @@ def _cut_sets(net: _Net) -> list[frozenset[Guid]]:
 def _pair_view(base: _Net, net: _Net, eps: list[Endpoint], route: RouteFn | None) -> Counter[float]:
     """Per ordered pair alone: static bottleneck now / before (only pairs that got slower)."""
     slowed: Counter[float] = Counter()
+    cache: dict[tuple[int, Guid, Guid], float] = {}
     for s in eps:
         for d in eps:
             if s is d:
                 continue
-            before = _bottleneck(base, s, d, route)
-            after = _bottleneck(net, s, d, route)
+            before = _bottleneck(base, s, d, route, cache, 0)
+            after = _bottleneck(net, s, d, route, cache, 1)
             if before > 0 and after < before - 1e-9:
                 slowed[round(after / before, 4)] += 1
     return slowed
 
 
-def _bottleneck(net: _Net, s: Endpoint, d: Endpoint, route: RouteFn | None) -> float:
+def _bottleneck(
+    net: _Net,
+    s: Endpoint,
+    d: Endpoint,
+    route: RouteFn | None,
+    cache: dict[tuple[int, Guid, Guid], float],
+    which: int,
+) -> float:
     if s.guid not in net.hca_link or d.guid not in net.hca_link:
         return 0.0
     if route is not None:
-        hops = _hops_of(route(s.guid, d.guid), s.guid)
-    else:
+        return min((net.cap.get(h, 0.0) for h in _hops_of(route(s.guid, d.guid), s.guid)), default=0.0)
+    key = (which, s.leaf, d.guid)
+    inner = cache.get(key)
+    if inner is None:
         sw = net.dmodk_path(s.leaf, d)
-        if sw is None:
-            return 0.0
-        hops = [_host_hop(net, s, True), *sw, _host_hop(net, d, False)]
-    return min((net.cap.get(h, 0.0) for h in hops), default=0.0)
+        inner = cache[key] = -1.0 if sw is None else min((net.cap[h] for h in sw), default=float("inf"))
+    if inner < 0:
+        return 0.0
+    return min(inner, net.cap[_host_hop(net, s, True)], net.cap[_host_hop(net, d, False)])
 
 
 def what_if(
