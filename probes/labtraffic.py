@@ -20,7 +20,7 @@ The model, for one probe of a round (client writes to server along its route):
 
 >>> parse_error_rates('Switch 64 "spine-01"\\tnodeguid c42a10300a10000\\n'
 ...                   'c42a10300a10000\\t[1]\\t"leaf"[5]\\t  4x 50G Active/LinkUp\\t# err_rate 30')
-{('0x000c42a10300a10000', 1): 30}
+{('0x0c42a10300a10000', 1): 30}
 """
 
 from __future__ import annotations

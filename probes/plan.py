@@ -243,7 +243,7 @@ def _bound(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
     degree: dict[object, int] = defaultdict(int)
     for p in probes:
         for end in (p.client, p.server):
-            degree[end.host if per_host else end.guid] += 1
+            degree[end.host if per_host else end.label] += 1
     if not degree:
         return 0, "no probes"
     key, most = max(degree.items(), key=lambda kv: kv[1])
@@ -350,7 +350,7 @@ def plan_sweep(
     probes.sort(key=lambda p: (p.round, p.client, p.server))
     coverage, paths = _coverage(fabric, cls, updown, probes, routes)
     bound, reason = _bound(probes, per_host)
-    if coverage_bound[0] > bound:
+    if coverage_bound[0] and coverage_bound[0] >= bound:
         bound, reason = coverage_bound
     rounds = max((p.round for p in probes), default=-1) + 1
     return SweepPlan(pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths)

@@ -1,0 +1,130 @@
+"""Localization from slow pairs and routes, and the lab's simulated traffic model, on hand-built cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.labtraffic import BACKEND, PERFTEST_EFFICIENCY, parse_error_rates, simulate_round
+from probes.localize import final_results, followup_probes, rank, tied
+from probes.pairs import Endpoint, PairResult, Probe
+from tests.test_routes import H1, H2, H3, L1, L2, S1, S2, TABLES, small_fabric
+from topology.model import Fabric, Guid, Link, PortRef
+from topology.routes import path
+
+
+def ep(guid: Guid, leaf: Guid, name: str) -> Endpoint:
+    return Endpoint(name, "mlx5_0", guid, leaf, 0)
+
+
+E1, E2, E3 = ep(H1, L1, "n1"), ep(H2, L2, "n2"), ep(H3, L1, "n3")
+
+
+def link(a: str, pa: int, b: str, pb: int) -> Link:
+    return Link(PortRef(Guid(a), pa), PortRef(Guid(b), pb), 4, "NDR")
+
+
+def result(c: Endpoint, s: Endpoint, gbps: float | None, attempt: int = 0) -> PairResult:
+    return PairResult(c, s, 0, gbps, 400.0, gbps is not None, None if gbps else "failed", "ssh", attempt)
+
+
+def test_link_shared_by_slow_pairs_and_absent_from_fast_ones_ranks_first() -> None:
+    f = small_fabric()
+    # n1 and n3 both write to n2 through the same uplink; only n1 is slow: n1's own cable is the one.
+    paths = {
+        (H1, H2): path(f, TABLES, H1, H2),
+        (H3, H2): path(f, TABLES, H3, H2),
+        (H2, H1): path(f, TABLES, H2, H1),
+    }
+    results = [result(E1, E2, 120.0), result(E3, E2, 390.0), result(E2, E1, 385.0)]
+    suspects = rank(results, paths)
+    top = suspects[0]
+    assert top.link.key == ((L1, 1), (H1, 1)) and top.score == 1.0 and top.direction == H1
+    assert [r.client.host for r in top.slow_pairs] == ["n1"] and top.fast_pairs == ()
+    by_link = {s.link.key: s for s in suspects}
+    uplink = by_link[((L1, 11), (S2, 1))]
+    assert uplink.score == 0.5 and [r.client.host for r in uplink.fast_pairs] == ["n3"]
+    assert "1 slow and 1 fast" in uplink.reason
+    assert all(s.score < 1.0 for s in suspects[1:])
+    assert ((L2, 10), (S1, 5)) not in by_link  # only the fast n2 -> n1 crosses it
+
+
+def test_a_pair_that_recovers_on_retest_is_not_slow() -> None:
+    x = link("0x1", 1, "0x2", 1)
+    a, b = (Endpoint(f"h{i}", "mlx5_0", Guid(f"0x{i:016x}"), None, 0) for i in (1, 2))
+    results = [result(a, b, 100.0), result(b, a, 390.0), result(a, b, 389.0, attempt=1)]
+    assert [r.gbps for r in final_results(results)] == [389.0, 390.0]
+    assert rank(results, {(a.guid, b.guid): [x], (b.guid, a.guid): [x]}) == []
+
+
+def test_direction_matters_for_a_port_that_drops_what_arrives() -> None:
+    f = small_fabric()
+    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    results = [result(E1, E2, 100.0), result(E2, E1, 390.0)]
+    suspects = rank(results, {(H1, H2): fwd, (H2, H1): back})
+    # Every link of the slow path scores 1.0 in its direction: a tie that follow-ups must break.
+    assert len(tied(suspects)) == 4 and suspects[0].direction is not None
+
+
+def test_followups_cross_one_tied_link_each() -> None:
+    f = small_fabric()
+    fwd = path(f, TABLES, H1, H2)
+    back = path(f, TABLES, H2, H1)
+    suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
+    assert len(tied(suspects)) == 4
+    probes, paths = followup_probes(suspects, [E1, E2, E3], fabric=f, tables=TABLES)
+    assert probes and all((p.client.guid, p.server.guid) in paths for p in probes)
+    assert (H1, H2) not in {(p.client.guid, p.server.guid) for p in probes}  # not the slow pair again
+    for r in range(max(p.round for p in probes) + 1):
+        ends = [e.guid for p in probes if p.round == r for e in (p.client, p.server)]
+        assert len(ends) == len(set(ends))
+
+
+# -- the simulated traffic model --------------------------------------------------------------
+def _with_width(f: Fabric, target: Link, width: int) -> Fabric:
+    links = [Link(lk.a, lk.b, width, lk.speed) if lk.key == target.key else lk for lk in f.links]
+    return Fabric.build(f.nodes.values(), links, source=f.source)
+
+
+def test_simulated_rate_is_the_slowest_share_on_the_path() -> None:
+    f = small_fabric()
+    alone = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): path(f, TABLES, H1, H2)})
+    assert alone[0].gbps == pytest.approx(400 * PERFTEST_EFFICIENCY) and alone[0].backend == BACKEND
+    assert alone[0].line_rate_gbps == 400.0
+    # H1 and H3 both send to H2 through leaf-1's port 11: two shares of that cable and of H2's.
+    both = simulate_round(
+        f,
+        [Probe(E1, E2, 0), Probe(E3, E2, 0)],
+        {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)},
+    )
+    assert [r.gbps for r in both] == [pytest.approx(200 * PERFTEST_EFFICIENCY)] * 2
+    uplink = path(f, TABLES, H1, H2)[1]
+    slow = _with_width(f, uplink, 1)
+    one_x = simulate_round(slow, [Probe(E1, E2, 0)], {(H1, H2): path(slow, TABLES, H1, H2)})
+    assert one_x[0].gbps == pytest.approx(100 * PERFTEST_EFFICIENCY)
+
+
+def test_error_rate_slows_only_data_entering_that_port() -> None:
+    f = small_fabric()
+    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    spine_port = (S2, 1)  # leaf-1 -> spine-2: data from H1 enters spine-2 here
+    got = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): fwd}, {spine_port: 30})
+    assert got[0].gbps == pytest.approx(400 * PERFTEST_EFFICIENCY * 0.7)
+    other = simulate_round(f, [Probe(E2, E1, 0)], {(H2, H1): back}, {spine_port: 30})
+    assert other[0].gbps == pytest.approx(400 * PERFTEST_EFFICIENCY)  # goes up via spine-1
+    dead = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): fwd}, {spine_port: 100})
+    assert not dead[0].ok and dead[0].gbps is None
+    unrouted = simulate_round(f, [Probe(E1, E2, 0)], {})
+    assert not unrouted[0].ok and unrouted[0].error == "no route"
+    assert S1 and L2  # names used by the other tests' tables
+
+
+def test_parse_error_rates_from_a_console_dump() -> None:
+    dump = (
+        'Switch 64 "spine-01"\tnodeguid c42a10300a10000\tsysimgguid c42a10300a10000\n'
+        "#\tForwarding table 0-15: [0]FF [1]1\n"
+        'c42a10300a10000\t[1]\t"leaf-su01-r0"[5]\t  4x 50G Active/LinkUp\t# err_rate 30\n'
+        'c42a10300a10000\t[2]\t"leaf-su01-r1"[5]\t  4x 50G Active/LinkUp\n'
+        'Ca 1 "dgx-0001 mlx5_0"\tnodeguid 1070fd0300100000\tsysimgguid 1070fd0300100000\n'
+        '1070fd0300100001\t[1]\t"leaf-su01-r0"[1]\t lid 1 lmc 0 smlid 1  4x 50G Active/LinkUp\t# err_rate 20\n'
+    )
+    assert parse_error_rates(dump) == {("0x0c42a10300a10000", 1): 30, ("0x1070fd0300100000", 1): 20}
