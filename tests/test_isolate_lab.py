@@ -135,3 +135,17 @@ def test_unsafe_isolation_is_refused_and_changes_nothing(rail_lab: str, tmp_path
     assert len(d.fabric.links) == 64 + 16 * 4  # every HCA cable and every uplink still there
     with Store.open(db) as store:
         assert store.audit_log() == []
+
+
+def test_whatif_follows_the_labs_forwarding_tables(rail_lab: str) -> None:
+    res = CliRunner().invoke(main, ["whatif", "degrade", "leaf-su01-r0:5=50%", "--lab", rail_lab, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["routing_model"] == "static routes from the forwarding tables"
+    rail0 = next(g for g in out["groups"] if g["group"] == "rail 0")
+    # OpenSM's min-hop tables send some rail-0 destinations over the halved uplink: those pairs
+    # run at half speed alone; ideal AR still has 1400 Gb/s up for 914 Gb/s of demand.
+    assert rail0["pairs"] == 56 and set(rail0["slowed_pairs"]) == {"0.5"}
+    assert 0 < rail0["all_to_all"]["static"] <= rail0["all_to_all"]["adaptive"] == pytest.approx(1.0)
+    others = [g for g in out["groups"] if g["group"] != "rail 0"]
+    assert all(g["slowed_pairs"] == {} for g in others)

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from fabric.advise.candidates import link_at, node_label
 from topology.classify import Classification, Role
-from topology.errors import UsageError
+from topology.errors import IbfabError, UsageError
 from topology.model import Fabric, Guid, Link, NodeKind, PortRef
 
 LinkKey = tuple[tuple[str, int], tuple[str, int]]
@@ -353,7 +353,9 @@ def _cut_sets(net: _Net) -> list[frozenset[Guid]]:
     return out
 
 
-def _pair_view(base: _Net, net: _Net, eps: list[Endpoint], route: RouteFn | None) -> Counter[float]:
+def _pair_view(
+    base: _Net, net: _Net, eps: list[Endpoint], route: RouteFn | None, after: RouteFn | None
+) -> Counter[float]:
     """Per ordered pair alone: static bottleneck now / before (only pairs that got slower)."""
     slowed: Counter[float] = Counter()
     cache: dict[tuple[int, Guid, Guid], float] = {}
@@ -362,9 +364,9 @@ def _pair_view(base: _Net, net: _Net, eps: list[Endpoint], route: RouteFn | None
             if s is d:
                 continue
             before = _bottleneck(base, s, d, route, cache, 0)
-            after = _bottleneck(net, s, d, route, cache, 1)
-            if before > 0 and after < before - 1e-9:
-                slowed[round(after / before, 4)] += 1
+            now = _bottleneck(net, s, d, after, cache, 1)
+            if before > 0 and now < before - 1e-9:
+                slowed[round(now / before, 4)] += 1
     return slowed
 
 
@@ -417,7 +419,31 @@ def what_if(
     net = _Net(fabric, cls, removed, factor)
     base_groups, _ = _endpoints(fabric, cls, base, host_set)
     groups, missing = _endpoints(fabric, cls, net, host_set)
+    dmodk = "static routing modelled as d-mod-k (destination LID modulo the uplinks)"
+    try:
+        out = _estimate(base, net, base_groups, groups, route, bool(removed))
+        if route is None:
+            model = dmodk + "; no forwarding tables given"
+        elif removed:
+            model = dmodk + " after the isolation (the SM reroutes); forwarding tables for the baseline"
+        else:
+            model = "static routes from the forwarding tables"
+    except IbfabError as exc:  # tables that do not match the fabric (stale dump, missing entries)
+        out = _estimate(base, net, base_groups, groups, None, bool(removed))
+        model = dmodk + f"; forwarding tables unusable: {exc.one_line()}"
+    return WhatIf(scenario.describe(fabric, cls), model, tuple(out), tuple(missing), scenario.ar)
+
+
+def _estimate(
+    base: _Net,
+    net: _Net,
+    base_groups: Mapping[str, list[Endpoint]],
+    groups: Mapping[str, list[Endpoint]],
+    route: RouteFn | None,
+    rerouted: bool,
+) -> list[GroupEstimate]:
     out = []
+    after = None if rerouted else route
     for label in sorted(base_groups, key=_group_order):
         eps_base = base_groups[label]
         eps = groups.get(label, [])
@@ -427,18 +453,13 @@ def what_if(
             tables[collective] = {
                 "static_baseline": _static_lambda(base, fb, route),
                 "adaptive_baseline": _adaptive_lambda(base, fb),
-                "static": _static_lambda(net, fn, route if not removed else None),
+                "static": _static_lambda(net, fn, after),
                 "adaptive": _adaptive_lambda(net, fn),
             }
-        slowed = _pair_view(base, net, eps, route if not removed else None)
+        slowed = _pair_view(base, net, eps, route, after)
         n = len(eps)
         out.append(GroupEstimate(label, n, n * (n - 1), dict(slowed), tables["all-to-all"], tables["ring"]))
-    model = (
-        "static routes from the forwarding tables"
-        if route is not None and not removed
-        else "static routing modelled as d-mod-k (destination LID modulo the uplinks; no forwarding tables used)"
-    )
-    return WhatIf(scenario.describe(fabric, cls), model, tuple(out), tuple(missing), scenario.ar)
+    return out
 
 
 def _group_order(label: str) -> tuple[int, str]:

@@ -296,6 +296,11 @@ def _whatif_options(fn: F) -> F:
             click.option(
                 "--hosts", metavar="RANGE", help="The job's hosts, e.g. dgx-[0001-0004] (default all)."
             ),
+            click.option(
+                "--lft",
+                metavar="FILE",
+                help="Forwarding tables (ibroute / dump_fts / opensm-lfts.dump); a lab's own dump by default.",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print JSON."),
         )
     ):
@@ -308,8 +313,29 @@ def whatif_group() -> None:
     """Estimate ring all-reduce and all-to-all bandwidth under a change, static vs adaptive routing."""
 
 
+def _route(d: Any, lab: str | None, lft: str | None) -> Any:
+    """A path function from forwarding tables (``--lft`` or the lab's OpenSM dump), else None."""
+    import functools
+
+    from topology.routes import path, read_lft_dump
+
+    if lft is None and lab is not None:
+        from fabric import lab as labmod
+
+        dump = Path(labmod.opensm_dump_dir(lab)) / "opensm-lfts.dump"
+        lft = str(dump) if dump.is_file() else None
+    if lft is None:
+        return None
+    return functools.partial(path, d.fabric, read_lft_dump(lft))
+
+
 def _run_whatif(
-    input_path: str | None, lab: str | None, hosts: str | None, as_json: bool, build: Callable[[Any], Any]
+    input_path: str | None,
+    lab: str | None,
+    hosts: str | None,
+    lft: str | None,
+    as_json: bool,
+    build: Callable[[Any], Any],
 ) -> None:
     from fabric.advise.whatif import what_if
 
@@ -322,7 +348,7 @@ def _run_whatif(
             host_list = list(NodeSet(hosts))
         except NodeSetParseError as exc:
             raise UsageError(f"--hosts {hosts!r}: {exc}") from exc
-    result = what_if(d.fabric, d.classification, build(d), host_list)
+    result = what_if(d.fabric, d.classification, build(d), host_list, _route(d, lab, lft))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
@@ -353,7 +379,12 @@ def _run_whatif(
 @click.argument("ports", nargs=-1, required=True)
 @_whatif_options
 def whatif_isolate(
-    ports: tuple[str, ...], input_path: str | None, lab: str | None, hosts: str | None, as_json: bool
+    ports: tuple[str, ...],
+    input_path: str | None,
+    lab: str | None,
+    hosts: str | None,
+    lft: str | None,
+    as_json: bool,
 ) -> None:
     """PORT... isolated (NODE:PORT)."""
     from fabric.advise.candidates import resolve_port
@@ -363,6 +394,7 @@ def whatif_isolate(
         input_path,
         lab,
         hosts,
+        lft,
         as_json,
         lambda d: Scenario(isolate=tuple(resolve_port(d.fabric, d.classification, p) for p in ports)),
     )
@@ -372,7 +404,12 @@ def whatif_isolate(
 @click.argument("links", nargs=-1, required=True)
 @_whatif_options
 def whatif_degrade(
-    links: tuple[str, ...], input_path: str | None, lab: str | None, hosts: str | None, as_json: bool
+    links: tuple[str, ...],
+    input_path: str | None,
+    lab: str | None,
+    hosts: str | None,
+    lft: str | None,
+    as_json: bool,
 ) -> None:
     """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
     from fabric.advise.candidates import resolve_port
@@ -387,14 +424,16 @@ def whatif_degrade(
             degrade[resolve_port(d.fabric, d.classification, port)] = parse_share(share)
         return Scenario(degrade=degrade)
 
-    _run_whatif(input_path, lab, hosts, as_json, build)
+    _run_whatif(input_path, lab, hosts, lft, as_json, build)
 
 
 @whatif_group.command("ar")
 @click.argument("state", type=click.Choice(["on", "off"]))
 @_whatif_options
-def whatif_ar(state: str, input_path: str | None, lab: str | None, hosts: str | None, as_json: bool) -> None:
+def whatif_ar(
+    state: str, input_path: str | None, lab: str | None, hosts: str | None, lft: str | None, as_json: bool
+) -> None:
     """AR on or off on the fabric as it is."""
     from fabric.advise.whatif import Scenario
 
-    _run_whatif(input_path, lab, hosts, as_json, lambda d: Scenario(ar=state == "on"))
+    _run_whatif(input_path, lab, hosts, lft, as_json, lambda d: Scenario(ar=state == "on"))
