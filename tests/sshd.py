@@ -76,7 +76,11 @@ _ADDRESSES_PER_DAEMON = 16
 
 @contextmanager
 def start_sshd(
-    directory: Path, hosts: int = 8, user: str | None = None, skip_bashrc: bool = False
+    directory: Path,
+    hosts: int = 8,
+    user: str | None = None,
+    skip_bashrc: bool = False,
+    session_env: dict[str, str] | None = None,
 ) -> Iterator[Sshd]:
     """Start sshd on ``hosts`` loopback addresses (127.0.0.2 ...) and stop it afterwards.
 
@@ -84,6 +88,8 @@ def start_sshd(
     ``skip_bashrc``: Debian's bash sources ``~/.bashrc`` for every command run over ssh (and
     root's here runs ``pyenv init``, ~0.3 s of CPU); ``SHLVL=1`` in the session makes bash skip it,
     so a benchmark measures the transport rather than one user's shell start-up.
+    ``session_env``: variables sshd sets in every session (``SetEnv``), e.g. to point the real
+    infiniband-diags tools on this "host" at a lab fabric.
     """
     if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed")
@@ -106,7 +112,13 @@ def start_sshd(
         for i in range(0, len(addresses), _ADDRESSES_PER_DAEMON):
             chunk = addresses[i : i + _ADDRESSES_PER_DAEMON]
             pid, log = _start_one(
-                directory / f"d{i // _ADDRESSES_PER_DAEMON}", chunk, port, host_key, authorized, skip_bashrc
+                directory / f"d{i // _ADDRESSES_PER_DAEMON}",
+                chunk,
+                port,
+                host_key,
+                authorized,
+                skip_bashrc,
+                session_env or {},
             )
             pids.append(pid)
             logs.append(log)
@@ -123,8 +135,10 @@ def _start_one(
     host_key: Path,
     authorized: Path,
     skip_bashrc: bool,
+    session_env: dict[str, str],
 ) -> tuple[int, Path]:
     directory.mkdir(parents=True, exist_ok=True)
+    env = {**({"SHLVL": "1"} if skip_bashrc else {}), **session_env}
     pidfile, log = directory / "sshd.pid", directory / "sshd.log"
     config = directory / "sshd_config"
     lines = [
@@ -145,7 +159,8 @@ def _start_one(
         "MaxStartups 200",
         "MaxSessions 50",
         "LogLevel VERBOSE",
-        *(["SetEnv SHLVL=1"] if skip_bashrc else []),
+        # One SetEnv line: sshd keeps only the first line of most keywords.
+        *([f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}"] if env else []),
     ]
     config.write_text("\n".join(lines) + "\n")
     subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True, capture_output=True)
