@@ -27,6 +27,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.export", "export_group"),
     ("fabric.cli.counters", "counters_group"),
     ("fabric.cli.health", "health_cmd"),
+    ("tui.cli", "tui_cmd"),
 )
 
 

@@ -1,0 +1,198 @@
+"""The Textual app: one factory, :func:`build_app`, for ``ibfab tui`` and for the tests.
+
+The app owns the data (store state, classified topology, health, link rows and their index);
+thread workers load it through :class:`fabric.service.FabricService` and post the messages of
+:mod:`tui.messages`; screens draw from the app's data in ``refresh_data``. First paint needs only
+the cheap store summary; the topology and health arrive when their workers finish.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+
+from fabric.service import FabricService, FabricView, HealthView, LinkRow, StoreState, with_health
+from topology.errors import IbfabError
+from tui.linkquery import LinkIndex
+from tui.messages import (
+    ActionApplied,
+    HealthLoaded,
+    LoadFailed,
+    OpenDetail,
+    StateLoaded,
+    StoreChanged,
+    SweepFinished,
+    ViewLoaded,
+)
+from tui.screens.detail import DetailScreen
+from tui.screens.fabric_map import FabricMapScreen
+from tui.screens.help import HelpScreen
+from tui.screens.links import LinksScreen
+from tui.screens.overview import OverviewScreen
+from tui.screens.probes import ProbesScreen
+from tui.screens.recommendations import RecommendationsScreen
+
+POLL_SECONDS = 5.0
+
+
+class IbfabApp(App[None]):
+    TITLE = "ibfab"
+    CSS = """
+    .panel { border: round $primary; padding: 0 1; height: auto; }
+    .note { color: $text-muted; }
+    #status-line { height: 1; background: $boost; }
+    """
+    MODES: ClassVar[dict[str, type]] = {  # type: ignore[assignment]
+        "overview": OverviewScreen,
+        "links": LinksScreen,
+        "map": FabricMapScreen,
+        "probes": ProbesScreen,
+        "recommendations": RecommendationsScreen,
+    }
+    DEFAULT_MODE = "overview"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o,1", "switch_mode('overview')", "overview"),
+        Binding("l,2", "switch_mode('links')", "links"),
+        Binding("m,3", "switch_mode('map')", "map"),
+        Binding("p,4", "switch_mode('probes')", "probes"),
+        Binding("r,5", "switch_mode('recommendations')", "advice"),
+        Binding("g", "reload", "reload", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> None:
+        super().__init__()
+        self.service = service
+        self.poll_seconds = poll_seconds
+        self.state: StoreState | None = None
+        self.view: FabricView | None = None
+        self.health: HealthView | None = None
+        self.rows: tuple[LinkRow, ...] = ()
+        self.index = LinkIndex(())
+        self.loading = {"state": True, "topology": True, "health": True}
+        self.errors: dict[str, str] = {}
+        self.messages_seen: list[Message] = []  # our messages, in order (tests read this)
+        self.data_screens: set[object] = set()
+        self._seen_ids: tuple[int | None, int | None] | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.sub_title = str(self.service.db or "default store")
+        self.load(topology=True)
+        if self.poll_seconds:
+            self.set_interval(self.poll_seconds, self.poll)
+
+    def action_reload(self) -> None:
+        self.load(topology=True)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load(self, topology: bool = True) -> None:
+        """State, then (if asked) topology, then health: each posted as soon as it is there."""
+        svc = self.service
+        try:
+            self.post_message(StateLoaded(svc.state()))
+            if topology:
+                self.post_message(ViewLoaded(svc.load_view()))
+            self.post_message(HealthLoaded(svc.health()))
+        except IbfabError as exc:
+            self.post_message(LoadFailed("store", exc.one_line()))
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def poll(self) -> None:
+        try:
+            ids = self.service.latest_snapshot_id()
+        except IbfabError:
+            return  # a writer holding the lock past the busy timeout: try again next tick
+        if self._seen_ids is not None and ids != self._seen_ids:
+            self.post_message(StoreChanged(*ids))
+        self._seen_ids = ids
+
+    # -- data arriving ------------------------------------------------------------------------
+    def on_state_loaded(self, msg: StateLoaded) -> None:
+        self.messages_seen.append(msg)
+        self.state = msg.state
+        self.loading["state"] = False
+        if msg.state.topology is not None and msg.state.latest_snapshot is not None:
+            self._seen_ids = self._seen_ids or (msg.state.topology.id, msg.state.latest_snapshot.id)
+        self.refresh_screens()
+
+    def on_view_loaded(self, msg: ViewLoaded) -> None:
+        self.messages_seen.append(msg)
+        self.view = msg.view
+        self.loading["topology"] = False
+        self._set_rows()
+
+    def on_health_loaded(self, msg: HealthLoaded) -> None:
+        self.messages_seen.append(msg)
+        self.health = msg.health
+        self.loading["health"] = False
+        self._set_rows()
+
+    def on_store_changed(self, msg: StoreChanged) -> None:
+        self.messages_seen.append(msg)
+        new_topology = self.view is None or msg.topology_id != self.view.topology.id
+        self.loading["health"] = True
+        self.load(topology=new_topology)
+
+    def on_load_failed(self, msg: LoadFailed) -> None:
+        self.messages_seen.append(msg)
+        self.errors[msg.what] = msg.error
+        self.loading = dict.fromkeys(self.loading, False)
+        self.notify(msg.error, title=f"{msg.what} error", severity="error")
+        self.refresh_screens()
+
+    def on_open_detail(self, msg: OpenDetail) -> None:
+        self.messages_seen.append(msg)
+        if self.view is not None:
+            self.push_screen(DetailScreen(guid=msg.guid, link=msg.link))
+
+    def on_sweep_finished(self, msg: SweepFinished) -> None:
+        self.messages_seen.append(msg)
+
+    def on_action_applied(self, msg: ActionApplied) -> None:
+        self.messages_seen.append(msg)
+        self.notify(msg.result, title=msg.target, severity="information" if msg.ok else "error")
+
+    def _set_rows(self) -> None:
+        self.rows = with_health(self.view.links, self.health) if self.view is not None else ()
+        self.index = LinkIndex(self.rows)
+        self.refresh_screens()
+
+    def refresh_screens(self) -> None:
+        for screen in list(self.data_screens):
+            screen.refresh_data()  # type: ignore[attr-defined]
+
+    def status_line(self) -> str:
+        """What is loaded, in words (shown at the top of every screen)."""
+        if self.errors:
+            return "ERROR: " + "; ".join(self.errors.values())
+        parts = []
+        if self.loading["state"]:
+            parts.append("reading store…")
+        elif self.loading["topology"]:
+            parts.append("loading topology…")
+        elif self.view is None:
+            parts.append("no topology stored (ibfab discover --save)")
+        else:
+            parts.append(f"topology #{self.view.topology.id}: {len(self.rows):,} links")
+        if not self.loading["topology"] and self.view is not None:
+            if self.loading["health"]:
+                parts.append("computing health…")
+            elif self.health is None:
+                parts.append("no counters yet (ibfab counters collect)")
+            else:
+                parts.append(f"health at snapshot #{self.health.snapshot_id}")
+        return " | ".join(parts)
+
+
+def build_app(service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> IbfabApp:
+    """The app for ``ibfab tui`` and for tests (``poll_seconds=None``: no live refresh)."""
+    return IbfabApp(service, poll_seconds=poll_seconds)

@@ -1,0 +1,55 @@
+"""``ibfab tui``: the operator's terminal UI, or the overview report when there is no terminal.
+
+It lives in the tui package because imports flow fabric <- tui (fabric.cli may not import tui);
+fabric/cli/main.py registers it by name like every other command. Textual is imported only
+inside :func:`run_tui_or_report`, so ``import fabric.cli`` stays free of it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def overview_text(db: str | None, lab: str | None = None) -> str:
+    """The overview as plain text, from the same service objects the TUI's overview draws."""
+    from fabric.service import FabricService, overview_report
+
+    svc = FabricService(db, lab)
+    state = svc.state()
+    view = svc.load_view()
+    health = svc.health() if view is not None else None
+    return overview_report(svc.overview(view, health, state))
+
+
+def run_tui_or_report(db: str | None, lab: str | None = None, poll_seconds: float | None = 5.0) -> None:
+    """Open the TUI on a terminal; print the overview report when stdout is not a terminal
+    (``make demo`` ends with this either way)."""
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        click.echo(overview_text(db, lab))
+        return
+    from fabric.service import FabricService
+    from tui.app import build_app
+
+    build_app(FabricService(db, lab), poll_seconds=poll_seconds).run()
+
+
+@click.command("tui")
+@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
+@click.option("--lab", metavar="NAME", help="Lab fabric that probe sweeps run against.")
+@click.option(
+    "--poll",
+    "poll_seconds",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds between checks for new snapshots in the store (0: no live refresh).",
+)
+@click.option("--report", is_flag=True, help="Print the overview report instead of opening the UI.")
+def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, report: bool) -> None:
+    """Browse the fabric: overview, links, fabric map, details, probes, recommendations."""
+    if report:
+        click.echo(overview_text(db, lab))
+        return
+    run_tui_or_report(db, lab, poll_seconds or None)

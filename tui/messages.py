@@ -1,0 +1,86 @@
+"""Every message the TUI posts, in one place (workers -> app -> screens, widgets -> screens).
+
+Workers run in threads and post these with ``App.post_message`` (thread-safe); screens react in
+their ``on_*`` handlers. Tests assert on them (``app.posted``) before they look at the screen.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from fabric.service import FabricView, HealthView, StoreState
+
+
+class StateLoaded(Message):
+    """The cheap store summary (first paint)."""
+
+    def __init__(self, state: StoreState) -> None:
+        super().__init__()
+        self.state = state
+
+
+class ViewLoaded(Message):
+    """The latest topology, classified (None: the store has none)."""
+
+    def __init__(self, view: FabricView | None) -> None:
+        super().__init__()
+        self.view = view
+
+
+class HealthLoaded(Message):
+    """A health report over the newest counter window (None: no counters yet)."""
+
+    def __init__(self, health: HealthView | None) -> None:
+        super().__init__()
+        self.health = health
+
+
+class StoreChanged(Message):
+    """The poller saw a new topology or counter snapshot id."""
+
+    def __init__(self, topology_id: int | None, snapshot_id: int | None) -> None:
+        super().__init__()
+        self.topology_id = topology_id
+        self.snapshot_id = snapshot_id
+
+
+class LoadFailed(Message):
+    """A worker hit an ibfab error: shown as one line, never a traceback."""
+
+    def __init__(self, what: str, error: str) -> None:
+        super().__init__()
+        self.what = what
+        self.error = error
+
+
+class OpenDetail(Message):
+    """Open the detail screen for a node GUID or a link (by its key)."""
+
+    def __init__(
+        self, guid: str | None = None, link: tuple[tuple[str, int], tuple[str, int]] | None = None
+    ) -> None:
+        super().__init__()
+        self.guid = guid
+        self.link = link
+
+
+class SweepProgressed(Message):
+    """Coalesced: at most one is in the queue; the handler takes the latest fabric.service.SweepStep."""
+
+
+class SweepFinished(Message):
+    def __init__(self, sweep_id: int | None, text: str, ok: bool) -> None:
+        super().__init__()
+        self.sweep_id = sweep_id
+        self.text = text
+        self.ok = ok
+
+
+class ActionApplied(Message):
+    """An isolation was applied (or refused) through the isolation service."""
+
+    def __init__(self, target: str, result: str, ok: bool) -> None:
+        super().__init__()
+        self.target = target
+        self.result = result
+        self.ok = ok

@@ -1,0 +1,86 @@
+"""Every cable in one virtual table: sort by score/BER/flaps/name, filter as you type (debounced)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import Input, Static
+
+from tui.linkquery import parse_query
+from tui.screens.base import DataScreen
+from tui.widgets.link_table import LinkTable
+
+DEBOUNCE_S = 0.15
+
+
+class LinksScreen(DataScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "filter"),
+        Binding("escape", "focus_table", "table", show=False),
+        Binding("s", "sort('score')", "score"),
+        Binding("b", "sort('ber')", "BER"),
+        Binding("f", "sort('flaps')", "flaps"),
+        Binding("n", "sort('name')", "name"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sort_key = "score"
+        self.filter_text = ""
+        self._debounce: Timer | None = None
+        self.shown_for: object = None  # the LinkIndex the table was last filled from
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_frame()
+        yield Input(
+            placeholder="filter: status:warn crit tier:leaf-spine rail:3 dgx-0042 spine-01  (/ to edit, esc to leave)",
+            id="filter",
+        )
+        yield Static("", id="links-count")
+        yield LinkTable(id="links-table")
+        yield from self.compose_footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one(LinkTable).focus()
+
+    def draw(self) -> None:
+        self.apply_filter()
+
+    def apply_filter(self) -> None:
+        app = self.ibfab
+        query = parse_query(self.filter_text)
+        order = app.index.select(query, self.sort_key)
+        table = self.query_one(LinkTable)
+        table.show(app.rows, order)
+        self.shown_for = app.index
+        what = "loading…" if app.loading["topology"] else f"{len(order):,} of {len(app.rows):,} links"
+        self.query_one("#links-count", Static).update(
+            f"{what}  sorted by {self.sort_key}{'  filter: ' + self.filter_text if self.filter_text else ''}"
+        )
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(DEBOUNCE_S, self.apply_filter)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.filter_text = event.value
+        self.apply_filter()
+        self.query_one(LinkTable).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one(LinkTable).focus()
+
+    def action_sort(self, key: str) -> None:
+        self.sort_key = key
+        self.apply_filter()

@@ -1,0 +1,1 @@
+"""Widgets, one module per screen region they draw."""

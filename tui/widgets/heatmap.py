@@ -1,0 +1,115 @@
+"""The fabric map's grid: one two-character cell per (row, column), a shade per status; only the
+lines on screen are drawn. Moving the cursor posts :class:`HeatMap.CellChanged`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.mapdata import SHADES, MapGrid
+from tui.messages import OpenDetail
+from tui.widgets.link_table import STATUS_STYLES
+
+LABEL_W = 20
+CELL_W = 2
+_CURSOR = Style(reverse=True)
+
+
+class HeatMap(ScrollView, can_focus=True):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1, 0)", show=False),
+        Binding("down", "move(1, 0)", show=False),
+        Binding("left", "move(0, -1)", show=False),
+        Binding("right", "move(0, 1)", show=False),
+        Binding("enter", "choose", "detail"),
+    ]
+    DEFAULT_CSS = "HeatMap { height: 1fr; }"
+    cursor: reactive[tuple[int, int]] = reactive((0, 0), always_update=True)
+
+    class CellChanged(Message):
+        def __init__(self, row: int, col: int) -> None:
+            super().__init__()
+            self.row = row
+            self.col = col
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.grid = MapGrid("", (), (), {})
+        self.worst_link: dict[tuple[int, int], tuple[tuple[str, int], tuple[str, int]]] = {}
+
+    def show(
+        self, grid: MapGrid, keys: dict[tuple[int, int], tuple[tuple[str, int], tuple[str, int]]]
+    ) -> None:
+        self.grid, self.worst_link = grid, keys
+        self.virtual_size = Size(LABEL_W + CELL_W * len(grid.col_labels), len(grid.row_labels))
+        self.cursor = (0, 0)
+
+    def watch_cursor(self, value: tuple[int, int]) -> None:
+        r, c = value
+        rows, cols = len(self.grid.row_labels), len(self.grid.col_labels)
+        if not rows or not cols:
+            return
+        r, c = max(0, min(r, rows - 1)), max(0, min(c, cols - 1))
+        if (r, c) != value:
+            self.cursor = (r, c)
+            return
+        self.scroll_to_region_of(r, c)
+        self.post_message(self.CellChanged(r, c))
+        self.refresh()
+
+    def scroll_to_region_of(self, r: int, c: int) -> None:
+        top, left = round(self.scroll_offset.y), round(self.scroll_offset.x)
+        height, width = self.size.height, max(CELL_W, self.size.width - LABEL_W)
+        y = r if r < top else (r - height + 1 if r >= top + height else top)
+        x_cell = c * CELL_W
+        x = x_cell if x_cell < left else (x_cell - width + CELL_W if x_cell >= left + width else left)
+        if (x, y) != (left, top):
+            self.scroll_to(x=x, y=y, animate=False, immediate=True)
+
+    def action_move(self, dr: int, dc: int) -> None:
+        r, c = self.cursor
+        self.cursor = (r + dr, c + dc)
+
+    def action_choose(self) -> None:
+        key = self.worst_link.get(self.cursor)
+        if key is not None:
+            self.post_message(OpenDetail(link=key))
+
+    def on_click(self, event: events.Click) -> None:
+        if event.x < LABEL_W:
+            return
+        r = round(self.scroll_offset.y) + event.y
+        c = (round(self.scroll_offset.x) + event.x - LABEL_W) // CELL_W
+        if 0 <= r < len(self.grid.row_labels) and 0 <= c < len(self.grid.col_labels):
+            again = (r, c) == self.cursor
+            self.cursor = (r, c)
+            if again:
+                self.action_choose()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        r = round(self.scroll_offset.y) + y
+        if r >= len(self.grid.row_labels):
+            return Strip.blank(width)
+        label = self.grid.row_labels[r][: LABEL_W - 1].ljust(LABEL_W)
+        segments = [Segment(label, Style(bold=r == self.cursor[0]))]
+        cells = []
+        for c in range(len(self.grid.col_labels)):
+            cell = self.grid.cells.get((r, c))
+            text = "  " if cell is None else SHADES[cell.status] * CELL_W
+            style = Style() if cell is None else STATUS_STYLES.get(cell.status, Style())
+            if (r, c) == self.cursor:
+                text, style = ("[]" if cell is None else text), style + _CURSOR
+            cells.append(Segment(text, style))
+        scroll_x = round(self.scroll_offset.x)
+        body = Strip(cells).crop(scroll_x, scroll_x + max(0, width - LABEL_W))
+        return Strip([*segments, *body]).extend_cell_length(width)
