@@ -184,3 +184,20 @@ def test_hca_lids_come_from_their_port_lines() -> None:
     hca = next(n for n in f.nodes.values() if n.description == "a08-p1-dgx-04-c01 mlx5_5")
     assert hca.lid == 647  # `[1](...) "S-2c5eab0300b87b40"[1] # lid 647 lmc 0 "MF0;A09-P1-IBLEAF-04-04..."`
     assert sum(1 for n in f.hcas() if n.lid is None) == 0
+
+
+def test_unreadable_port_info_is_an_unknown_width_and_speed() -> None:
+    """Real ibnetdiscover prints ``?????`` when a port's PortInfo MAD is lost (seen in the lab
+    with an error rate on a spine port); the other end's listing fills it in when it has one."""
+    text = (
+        'Switch\t8 "S-00000000000000aa"\t# "MF0;leaf-01:MQM9700/U1" enhanced port 0 lid 2 lmc 0\n'
+        '[5]\t"S-00000000000000bb"[1]\t\t# "" lid 3 ?????\n'
+        '[6]\t"S-00000000000000bb"[2]\t\t# "MF0;spine-01:MQM9700/U1" lid 3 ?????\n'
+        "\n"
+        'Switch\t8 "S-00000000000000bb"\t# "MF0;spine-01:MQM9700/U1" enhanced port 0 lid 3 lmc 0\n'
+        '[1]\t"S-00000000000000aa"[5]\t\t# "MF0;leaf-01:MQM9700/U1" lid 2 4xHDR\n'
+        '[2]\t"S-00000000000000aa"[6]\t\t# "MF0;leaf-01:MQM9700/U1" lid 2 ?????\n'
+    )
+    f = parse_ibnetdiscover(text.splitlines(), "q")
+    widths = {(lk.a.port, lk.b.port): (lk.width, lk.speed, lk.gbps) for lk in f.links}
+    assert widths == {(5, 1): (4, "HDR", 200.0), (6, 2): (0, "???", 0.0)}

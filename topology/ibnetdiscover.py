@@ -50,10 +50,10 @@ _PORT = re.compile(
 _PORT_FAST = re.compile(
     r"^\[(\d+)\](?:\([^)]*\))*\s+"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
-    r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)(?:\s.*)?$'
+    r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(?:(\d+)x\s?([A-Za-z0-9?]+)|\?+)(?:\s.*)?$'
 )
 _LID = re.compile(r"\blid\s+(\d+)")
-_WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)")
+_WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)|\?{3,}")
 _QUOTED = re.compile(r'"(.*?)"')
 # ibwarn / libibnetdisc diagnostics that land in captured stdout.
 _WARNING = re.compile(r"^(?:ibwarn\b|\S+\.c:\d+;|\S+:\s*ibwarn\b|ibnetdiscover:\s*ibwarn\b)")
@@ -128,9 +128,10 @@ class _Builder:
                     seen[5] = False
                     mirror = ends[(rg, rp)]
                     mirror[5] = False
-                    if width < seen[2]:
+                    # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
+                    if width and (not seen[2] or width < seen[2]):
                         seen[2] = mirror[2] = width
-                    if speed != seen[3] and _SPEED_RANK.get(speed, 99) < _SPEED_RANK.get(seen[3], 99):
+                    if speed in _SPEED_RANK and _SPEED_RANK[speed] < _SPEED_RANK.get(seen[3], 99):
                         seen[3] = mirror[3] = speed
                     continue
                 if seen[0] == rg and seen[1] == rp:
@@ -261,7 +262,18 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                         int(rlid) if rlid else None,
                         rpnum,
                     )
-                sides_append((cur_guid, pnum, remote_guid, rpnum, int(width), speed.upper(), lineno))
+                # ``?????`` in place of width x speed: the tool could not read the port (MAD lost).
+                sides_append(
+                    (
+                        cur_guid,
+                        pnum,
+                        remote_guid,
+                        rpnum,
+                        int(width) if width else 0,
+                        speed.upper() if speed else "???",
+                        lineno,
+                    )
+                )
                 continue
         if first in "SCRH" and fmt == "topology":
             m = _NODE.match(stripped)
@@ -396,15 +408,15 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
         int(rlid.group(1)) if rlid else None,
         rpnum,
     )
-    speed = ws.group(2)
+    width, speed = ws.group(1), ws.group(2)
     b.sides.append(
         (
             current.guid,
             pnum,
             remote_guid,
             rpnum,
-            int(ws.group(1)),
-            speed if speed == "???" else speed.upper(),
+            int(width) if width else 0,
+            speed.upper() if speed else "???",
             lineno,
         )
     )

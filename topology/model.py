@@ -86,8 +86,8 @@ class PortRef:
 class Link:
     """One cable between two ports. ``a`` is the lower port reference so that a link has one key.
 
-    ``width`` is the active lane count (1, 2, 4, 8, 12) and ``speed`` the active speed token
-    (``HDR``, ``NDR``, ``???`` when the tool could not tell).
+    ``width`` is the active lane count (1, 2, 4, 8, 12; 0 when the tool could not read it) and
+    ``speed`` the active speed token (``HDR``, ``NDR``; ``???`` when the tool could not tell).
     """
 
     a: PortRef

@@ -329,7 +329,8 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         else:
             da, db = devid[ga], devid[gb]
             key = ("switches", tp, (da, db) if da <= db else (db, da))
-        by_tiers[tp].append(lk.width)
+        if lk.width:  # 0: the tool could not read it
+            by_tiers[tp].append(lk.width)
         rank = _SPEED_RANK.get(lk.speed)
         if rank is not None:
             by_speed_key[key].append(rank)
@@ -341,7 +342,7 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         wm = width_mode.get(tp)
         sm = speed_mode.get(key)
         rank = _SPEED_RANK.get(lk.speed)
-        narrow = wm is not None and lk.width < wm
+        narrow = wm is not None and 0 < lk.width < wm
         slow = sm is not None and rank is not None and rank < sm
         if not (narrow or slow):
             continue
