@@ -6,9 +6,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from fabric.advise.candidates import LinkFinding
 
 from topology.errors import ParseError, UsageError
 
@@ -120,10 +123,12 @@ def recommend_cmd(
     from fabric.advise.routing_advice import SubnetManager, probe_subnet_manager
 
     d = _discover(input_path, lab, ssh)
-    findings = read_health_file(health_file) if health_file else []
-    if not health_file:
+    findings = read_health_file(health_file) if health_file else _stored_findings(db)
+    if findings is None:
+        findings = []
         click.echo(
-            "ibfab: no health input (--health FILE from 'ibfab health --json'): routing advice only", err=True
+            "ibfab: no health data (run 'ibfab counters collect', or give --health FILE): routing advice only",
+            err=True,
         )
     sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
     open_count = 0
@@ -151,6 +156,25 @@ def recommend_cmd(
     _print_actions(recs.actions)
     for n in recs.notes:
         click.echo(f"- {n}")
+
+
+def _stored_findings(db: str | None) -> list[LinkFinding] | None:
+    """Findings from the store's counters (the same assessment as 'ibfab health'), or None
+    when the store has no topology or counters yet."""
+    from fabric.advise.candidates import findings_from_report
+    from fabric.healthsvc import assess_store
+    from fabric.store import Store
+    from topology.errors import StoreError
+
+    path = Path(db) if db else Path(_default_db())
+    if not path.exists():
+        return None
+    try:
+        with Store.open(path, create=False) as store:
+            view = assess_store(store, record=False)
+    except StoreError:
+        return None
+    return findings_from_report(view.report)
 
 
 def _default_db() -> str:

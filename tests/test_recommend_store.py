@@ -1,0 +1,60 @@
+"""`ibfab recommend` reads the stored health by default: a link with rising symbol errors in a
+lab becomes a safety-checked isolate_port action with commands for both subnet managers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fabric import lab
+from fabric.cli.main import main
+from fabric.collection import Collector
+from fabric.discovery import Source
+from fabric.store import Store
+
+pytestmark = pytest.mark.lab
+NAME = "rec"
+
+
+@pytest.fixture
+def lab_up() -> Iterator[str]:
+    lab.up("rail-small", name=NAME)
+    try:
+        yield NAME
+    finally:
+        lab.down(NAME)
+
+
+def test_recommend_uses_the_stored_assessment(lab_up: str, tmp_path: Path) -> None:
+    db = str(tmp_path / "r.db")
+    with Store.open(db) as store:
+        collector = Collector(store, Source("lab", lab_up))
+        collector.collect_once()
+        lab.set_counter(lab_up, "leaf-su01-r1", 5, "SymbolErrorCounter", 40)
+        collector.collect_once()
+        lab.set_counter(lab_up, "leaf-su01-r1", 5, "SymbolErrorCounter", 400)
+        collector.collect_once()
+    res = CliRunner().invoke(main, ["recommend", "--lab", lab_up, "--db", db, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    isolations = [a for a in out["actions"] if a["kind"] == "isolate_port"]
+    assert len(isolations) == 1
+    act = isolations[0]
+    assert "leaf-su01-r1" in act["target"] and ":5" in act["target"]
+    commands = json.dumps(act["commands"])
+    assert "ibportstate" in commands and "unhealthy_ports" in commands
+    assert "no health data" not in res.stderr
+
+
+def test_recommend_without_store_gives_routing_advice_only(lab_up: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        main, ["recommend", "--lab", lab_up, "--db", str(tmp_path / "none.db"), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "no health data" in res.stderr
+    kinds = {a["kind"] for a in json.loads(res.stdout)["actions"]}
+    assert "isolate_port" not in kinds and kinds
