@@ -56,5 +56,14 @@ def max_value(name: str) -> int:
 #   reachable bool     False when the port did not answer this time (counters NA)
 #   <one column per COUNTER_NAMES entry>  Int64, NA when not read
 # A value equal to max_value(name) means the counter is saturated: the true count is at least that.
-FRAME_KEY_COLUMNS: tuple[str, ...] = ("snapshot", "time", "guid", "port", "lid", "peer_guid", "peer_port", "reachable")
+FRAME_KEY_COLUMNS: tuple[str, ...] = (
+    "snapshot",
+    "time",
+    "guid",
+    "port",
+    "lid",
+    "peer_guid",
+    "peer_port",
+    "reachable",
+)
 FRAME_COLUMNS: tuple[str, ...] = FRAME_KEY_COLUMNS + COUNTER_NAMES
