@@ -28,6 +28,8 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.counters", "counters_group"),
     ("fabric.cli.health", "health_cmd"),
     ("tui.cli", "tui_cmd"),
+    ("fabric.cli.schedule", "schedule_group"),
+    ("fabric.cli.schedule", "daemon_cmd"),
 )
 
 

@@ -1,0 +1,235 @@
+"""What a schedule runs: one counter collection or one probe sweep, through the same services as
+``ibfab counters collect`` and ``ibfab sweep run``.
+
+A job's arguments are the schedule's ``args`` (a JSON object written by ``ibfab schedule add``):
+the source (``lab``, ``ssh`` + SSH options, or nothing for this machine) and, for sweeps,
+``pattern``, ``pairs``, ``input``, ``routes``, ``inventory``, ``per_host``, ``retest``, ``timeout``.
+
+Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's), so no host runs two
+probes at once: a lab sweep takes the hosts of each round before running it, an SSH sweep takes
+all the hosts of its plan for the whole sweep. Each hold is written to a :class:`HostActivity`
+log (host, job, start, end) so that claim can be checked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabric.store import Schedule
+from probes.fanout import HostLocks
+from probes.pairs import PairResult, Probe
+from probes.sweep import LabTrafficBackend
+from topology.errors import LabError, UsageError
+
+SOURCE_KEYS = ("lab", "ssh", "inventory", "known_hosts", "accept_new_host_key", "identity")
+SWEEP_KEYS = ("pattern", "pairs", "input", "routes", "per_host", "retest", "timeout")
+
+
+@dataclass(frozen=True, slots=True)
+class HostHold:
+    """One job held ``host`` from ``started`` to ``finished`` (seconds since the epoch)."""
+
+    host: str
+    job: str
+    started: float
+    finished: float
+
+
+@dataclass
+class HostActivity:
+    """Thread-safe log of host holds, for checking that no host ran two probes at once."""
+
+    holds: list[HostHold] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, hosts: Sequence[str], job: str, started: float, finished: float) -> None:
+        with self._lock:
+            self.holds.extend(HostHold(h, job, started, finished) for h in hosts)
+
+    def overlaps(self) -> list[tuple[HostHold, HostHold]]:
+        """Pairs of holds of the same host by different jobs whose times intersect."""
+        with self._lock:
+            by_host: dict[str, list[HostHold]] = {}
+            for h in self.holds:
+                by_host.setdefault(h.host, []).append(h)
+        found = []
+        for holds in by_host.values():
+            holds.sort(key=lambda h: h.started)
+            for i, a in enumerate(holds):
+                found += [(a, b) for b in holds[i + 1 :] if b.started < a.finished and a.job != b.job]
+        return found
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What every job of one daemon shares."""
+
+    db: Path
+    locks: HostLocks
+    activity: HostActivity
+
+
+class HostLockedLabBackend(LabTrafficBackend):
+    """The lab's simulated traffic, each round run only while its hosts are held."""
+
+    def __init__(self, inner: LabTrafficBackend, locks: HostLocks, activity: HostActivity, job: str) -> None:
+        super().__init__(inner.fabric, inner.paths, inner.error_rates)
+        self.locks = locks
+        self.activity = activity
+        self.job = job
+
+    def run_round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
+        hosts = sorted({e.host for p in probes for e in (p.client, p.server)})
+        with self.locks.hold(hosts):
+            start = time.time()
+            try:
+                return super().run_round(probes, attempt)
+            finally:
+                self.activity.add(hosts, self.job, start, time.time())
+
+
+def _text(args: Mapping[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"schedule argument {key} must be text, not {value!r}")
+    return value
+
+
+def _ssh_options(args: Mapping[str, Any]) -> Any:
+    from fabric.remote import SshOptions
+
+    return SshOptions(
+        _text(args, "inventory"),
+        _text(args, "known_hosts"),
+        bool(args.get("accept_new_host_key", False)),
+        _text(args, "identity"),
+    )
+
+
+def _require_lab(name: str) -> None:
+    from fabric import lab
+
+    if not lab.status(name).running:
+        raise LabError(f"lab {name!r} is not running (start it with 'ibfab lab up --name {name}')")
+
+
+def run_counters(schedule: Schedule, ctx: JobContext) -> str:
+    """One counter collection from the schedule's source into the daemon's store."""
+    from fabric.collection import Collector
+    from fabric.discovery import Source
+    from fabric.store import Store
+
+    args = schedule.args
+    lab, ssh = _text(args, "lab"), _text(args, "ssh")
+    if lab and ssh:
+        raise UsageError(f"schedule {schedule.name}: give one of lab or ssh, not both")
+    if lab:
+        _require_lab(lab)
+        src = Source("lab", lab)
+    elif ssh:
+        src = Source("ssh", ssh)
+    else:
+        src = Source("local")
+    with Store.open(ctx.db) as store:
+        outcome = Collector(store, src, _ssh_options(args)).collect_once()
+    return outcome.line()
+
+
+def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
+    """Plan and run one sweep (lab-simulated or ib_write_bw over SSH) and store it."""
+    from fabric import sweeps
+
+    args = schedule.args
+    lab, input_path, inventory = _text(args, "lab"), _text(args, "input"), _text(args, "inventory")
+    pattern = _text(args, "pattern") or "rail-pairs"
+    retest = bool(args.get("retest", True))
+    if lab is None and inventory is None:
+        raise UsageError(f"schedule {schedule.name}: a sweep needs a lab or an inventory")
+    if lab is not None:
+        _require_lab(lab)
+    sweep_ctx = sweeps.prepare(
+        pattern,
+        lab=lab,
+        input_path=input_path,
+        routes_path=_text(args, "routes"),
+        pairs_path=_text(args, "pairs"),
+        per_host=bool(args.get("per_host", False)),
+    )
+    names = sweeps.names_of(sweep_ctx.discovery)
+    if lab is not None:
+        outcome = _lab_sweep(sweep_ctx, lab, retest, ctx, schedule.name)
+    else:
+        assert inventory is not None
+        hosts = sorted({e.host for p in sweep_ctx.plan.probes for e in (p.client, p.server)})
+        with ctx.locks.hold(hosts):
+            start = time.time()
+            try:
+                outcome = sweeps.run_ssh(
+                    sweep_ctx,
+                    inventory,
+                    known_hosts=_text(args, "known_hosts"),
+                    accept_new=bool(args.get("accept_new_host_key", False)),
+                    retest=retest,
+                    timeout=float(args.get("timeout", 120.0)),
+                )
+            finally:
+                ctx.activity.add(hosts, schedule.name, start, time.time())
+    sweep_id = sweeps.save(outcome, sweep_ctx.source, names, str(ctx.db))
+    failed = sum(1 for r in outcome.results if not r.ok)
+    top = ""
+    if outcome.suspects:
+        s = outcome.suspects[0].link
+        top = f"; top suspect {names.get(s.a.guid, s.a.guid)}/{s.a.port} - {names.get(s.b.guid, s.b.guid)}/{s.b.port}"
+    return f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results, {failed} failed{top}"
+
+
+def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job: str) -> Any:
+    # sweeps.run_lab, with a backend that takes each round's hosts from the shared locks.
+    from fabric import lab
+    from fabric.sweeps import names_of
+    from probes.labtraffic import parse_error_rates
+    from probes.plan import endpoints
+    from probes.sweep import run_sweep
+
+    rates = parse_error_rates(lab.console(lab_name, "Dump"))
+    plain = LabTrafficBackend(sweep_ctx.discovery.fabric, sweep_ctx.plan.paths, rates)
+    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job)
+    d = sweep_ctx.discovery
+    return run_sweep(
+        sweep_ctx.plan,
+        backend,
+        retest=retest,
+        fabric=d.fabric,
+        tables=sweep_ctx.tables,
+        candidates=endpoints(d.fabric, d.classification),
+        names=names_of(d),
+    )
+
+
+def run_job(schedule: Schedule, ctx: JobContext) -> str:
+    """Run the schedule's job once; returns its one-line summary, raises IbfabError on failure."""
+    if schedule.kind == "counters":
+        return run_counters(schedule, ctx)
+    if schedule.kind == "sweep":
+        return run_sweep_job(schedule, ctx)
+    raise UsageError(f"schedule {schedule.name}: unknown job kind {schedule.kind!r}")
+
+
+__all__ = [
+    "SOURCE_KEYS",
+    "SWEEP_KEYS",
+    "HostActivity",
+    "HostHold",
+    "HostLockedLabBackend",
+    "JobContext",
+    "run_counters",
+    "run_job",
+    "run_sweep_job",
+]
