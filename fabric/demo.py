@@ -87,6 +87,8 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
     )
     with Store.open(db) as store:
         yield health_step(store, d.fabric)
+    yield sweep_step(db, design)
+    yield recommend_step(db, d)
 
 
 def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, int, Link]]:
@@ -150,5 +152,67 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
         + "\n\n"
         + render_health(view, limit=8)
         + f"\n\n{verdict}; store: {store.path}",
+        ok=ok,
+    )
+
+
+def sweep_step(db: str, design: object) -> DemoStep:
+    """A rail-pairs sweep on the lab's simulated traffic, localized back to the cables at fault."""
+    from fabric import sweeps
+    from fabric.cli.sweep import render_suspects
+    from topology.generate import Design
+
+    assert isinstance(design, Design)
+    ctx = sweeps.prepare("rail-pairs", lab=DEMO_LAB)
+    outcome = sweeps.run_lab(ctx, DEMO_LAB)
+    names = sweeps.names_of(ctx.discovery)
+    sweep_id = sweeps.save(outcome, ctx.source, names, db)
+    slow_cables = {
+        frozenset(p.ports) for p in design.planted if p.kind == "degraded_link" and len(p.ports) == 2
+    }
+    top = {frozenset((s.link.a, s.link.b)) for s in outcome.suspects[: len(slow_cables)]}
+    ok = bool(slow_cables) and top == slow_cables
+    verdict = (
+        "the degraded cables rank first"
+        if ok
+        else "MISSED: the planted degraded cables are not the top suspects"
+    )
+    return DemoStep(
+        "4. A probe sweep, localized back to the cable (ibfab sweep run --lab; simulated traffic)",
+        f"sweep {sweep_id}: {len(ctx.plan.probes)} ib_write_bw pairs in {ctx.plan.rounds} rounds "
+        f"(lower bound {ctx.plan.lower_bound}), backend {outcome.backend}, "
+        f"{outcome.retest_passes} re-test pass(es)\n"
+        + render_suspects(outcome.suspects, names, limit=6)
+        + f"\n\n{verdict}",
+        ok=ok,
+    )
+
+
+def recommend_step(db: str, d: object) -> DemoStep:
+    """What to do about it: safety-checked isolations, drains, AR and NCCL settings."""
+    from fabric.advise.candidates import findings_from_report
+    from fabric.advise.recommend import recommend
+    from fabric.advise.routing_advice import probe_subnet_manager
+    from fabric.cli.advise import render_actions
+    from fabric.discovery import Discovery
+    from fabric.healthsvc import assess_store
+    from fabric.store import Store
+
+    assert isinstance(d, Discovery)
+    with Store.open(db) as store:
+        view = assess_store(store, since_s=3600, record=False)
+    recs = recommend(
+        d.fabric,
+        d.classification,
+        findings_from_report(view.report),
+        sm=probe_subnet_manager(lab=DEMO_LAB),
+    )
+    kinds = [a.kind.value for a in recs.actions]
+    ok = "isolate_port" in kinds or "drain_node" in kinds
+    return DemoStep(
+        "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",
+        f"{recs.findings} links judged; {recs.routing.summary}\n"
+        + render_actions(recs.actions)
+        + ("\n" + "\n".join(f"- {n}" for n in recs.notes) if recs.notes else ""),
         ok=ok,
     )

@@ -219,3 +219,15 @@ def test_every_uplink_alone_is_judged_consistently(spec: str) -> None:
         assert v.accepted == ((base - 1) >= math.ceil(0.75 * base - 1e-9) and base > 1), (spec, v.reason)
         if v.accepted:
             assert v.costs[0].uplinks_after == base - 1
+
+
+def test_a_spine_missing_one_cable_is_still_in_its_group() -> None:
+    """rail-small with leaf-su01-r2's cable to spine-01 missing: isolating another leaf's single
+    cable to spine-01 keeps 3 of 4 uplinks and paths to the other spines, so it is allowed."""
+    d = fabric_of("rail-small", ("missing-link:leaf-su01-r2",))
+    report = check_isolations(d.fabric, d.classification, [cand(d, "leaf-su01-r1:5")])
+    (verdict,) = report.verdicts
+    assert verdict.accepted, verdict.reason
+    # ...while the leaf that already lost its cable is not taken below the 75% uplink floor.
+    report = check_isolations(d.fabric, d.classification, [cand(d, "leaf-su01-r2:6")])
+    assert not report.verdicts[0].accepted and report.verdicts[0].rule is Rule.UPLINK_FLOOR

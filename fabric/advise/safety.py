@@ -189,7 +189,34 @@ def spine_groups(fabric: Fabric, cls: Classification) -> dict[Guid, frozenset[Gu
             if cls.nodes[far.guid].tier is not None and 0 < (cls.nodes[far.guid].tier or 0) < t
         )
         out[sw.guid] = above or below
-    return out
+    return _merge_similar(out)
+
+
+def _merge_similar(keys: dict[Guid, frozenset[Guid]]) -> dict[Guid, frozenset[Guid]]:
+    """Spines whose neighbour sets mostly overlap are one group: a spine that lost one cable (or
+    carries one extra) must not become a group of its own, or every leaf's single cable to it
+    would look like a last path."""
+    parent = {g: g for g in keys}
+
+    def find(x: Guid) -> Guid:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    distinct: dict[frozenset[Guid], Guid] = {}
+    for g, key in keys.items():
+        first = distinct.setdefault(key, g)
+        parent[find(g)] = find(first)
+    reps = list(distinct.items())
+    for i, (ka, ga) in enumerate(reps):
+        for kb, gb in reps[i + 1 :]:
+            if ka and kb and 2 * len(ka & kb) > min(len(ka), len(kb)):
+                parent[find(ga)] = find(gb)
+    merged: dict[Guid, set[Guid]] = {}
+    for g, key in keys.items():
+        merged.setdefault(find(g), set()).update(key)
+    return {g: frozenset(merged[find(g)]) for g in keys}
 
 
 def check_isolations(

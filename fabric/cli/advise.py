@@ -75,19 +75,26 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
-def _print_actions(actions: Any) -> None:
+def render_actions(actions: Any) -> str:
+    """The numbered action list as the CLI prints it (the demo and the TUI show the same text)."""
+    out: list[str] = []
     for i, a in enumerate(actions, 1):
-        click.echo(f"{i}. {a.kind.value}: {a.target}")
-        click.echo(f"   why: {a.reason}")
-        for e in a.evidence:
-            click.echo(f"   - {e}")
+        out.append(f"{i}. {a.kind.value}: {a.target}")
+        out.append(f"   why: {a.reason}")
+        out += [f"   - {e}" for e in a.evidence]
         if a.impact:
-            click.echo(f"   cost: {a.impact}")
+            out.append(f"   cost: {a.impact}")
         for c in a.commands:
             lines = c.text.splitlines() or [""]
-            click.echo(f"   [{c.manager} {c.purpose}] {lines[0]}")
-            for more in lines[1:]:
-                click.echo(f"       {more}")
+            out.append(f"   [{c.manager} {c.purpose}] {lines[0]}")
+            out += [f"       {more}" for more in lines[1:]]
+    return "\n".join(out)
+
+
+def _print_actions(actions: Any) -> None:
+    text = render_actions(actions)
+    if text:
+        click.echo(text)
 
 
 # -- recommend ------------------------------------------------------------------------------------
