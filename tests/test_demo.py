@@ -1,0 +1,25 @@
+"""`ibfab demo` end to end: every step checks itself against what it planted and exits 1 if not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fabric import lab
+from fabric.cli.main import main
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+def test_demo_finds_what_it_planted(tmp_path: Path) -> None:
+    res = CliRunner().invoke(main, ["demo", "--no-keep", "--db", str(tmp_path / "demo.db")])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "every planted fault was found" in out
+    assert "both planted links are on top" in out
+    assert "the degraded cables rank first" in out
+    assert "isolate_port: leaf-su01-r1:5 <-> spine-01:2" in out
+    assert "MISSED" not in out
+    assert not [s for s in lab.list_labs() if s.name == "demo"]
