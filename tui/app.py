@@ -82,7 +82,7 @@ class IbfabApp(App[None]):
 
     # -- life cycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.sub_title = str(self.service.db or "default store")
+        self.sub_title = self.service.db.name if self.service.db else "default store"
         self.load(topology=True)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll)

@@ -22,6 +22,7 @@ from tui.widgets.link_table import STATUS_STYLES
 LABEL_W = 20
 CELL_W = 2
 _CURSOR = Style(reverse=True)
+_PLAIN = Style()  # never None: the NO_COLOR (monochrome) filter reads every style
 
 
 class HeatMap(ScrollView, can_focus=True):
@@ -99,17 +100,17 @@ class HeatMap(ScrollView, can_focus=True):
         width = self.size.width
         r = round(self.scroll_offset.y) + y
         if r >= len(self.grid.row_labels):
-            return Strip.blank(width)
+            return Strip.blank(width, _PLAIN)
         label = self.grid.row_labels[r][: LABEL_W - 1].ljust(LABEL_W)
         segments = [Segment(label, Style(bold=r == self.cursor[0]))]
         cells = []
         for c in range(len(self.grid.col_labels)):
             cell = self.grid.cells.get((r, c))
             text = "  " if cell is None else SHADES[cell.status] * CELL_W
-            style = Style() if cell is None else STATUS_STYLES.get(cell.status, Style())
+            style = _PLAIN if cell is None else STATUS_STYLES.get(cell.status, _PLAIN)
             if (r, c) == self.cursor:
                 text, style = ("[]" if cell is None else text), style + _CURSOR
             cells.append(Segment(text, style))
         scroll_x = round(self.scroll_offset.x)
         body = Strip(cells).crop(scroll_x, scroll_x + max(0, width - LABEL_W))
-        return Strip([*segments, *body]).extend_cell_length(width)
+        return Strip([*segments, *body]).extend_cell_length(width, _PLAIN)

@@ -41,6 +41,7 @@ STATUS_STYLES = {
 }
 _HEADER = Style(bold=True, underline=True)
 _CURSOR = Style(reverse=True)
+_PLAIN = Style()  # never None: the NO_COLOR (monochrome) filter reads every segment's style
 
 
 def _fit(text: str, width: int) -> str:
@@ -158,17 +159,17 @@ class LinkTable(ScrollView, can_focus=True):
             return (
                 Strip([Segment(HEADER_TEXT, _HEADER)])
                 .crop(scroll_x, scroll_x + width)
-                .extend_cell_length(width)
+                .extend_cell_length(width, _PLAIN)
             )
         index = round(self.scroll_offset.y) + y - 1
         if index >= len(self.order):
-            return Strip.blank(width)
+            return Strip.blank(width, _PLAIN)
         row = self.rows[self.order[index]]
         text = row_text(row)
         status_w = COLUMNS[0][1]
         style = STATUS_STYLES.get(row.status, Style())
-        segments = [Segment(text[:status_w], style), Segment(text[status_w:])]
+        segments = [Segment(text[:status_w], style), Segment(text[status_w:], _PLAIN)]
         if index == self.cursor:
-            segments = [Segment(s.text, (s.style or Style()) + _CURSOR) for s in segments]
+            segments = [Segment(s.text, (s.style or _PLAIN) + _CURSOR) for s in segments]
         strip = Strip(segments).crop(scroll_x, scroll_x + width)
-        return strip.extend_cell_length(width, _CURSOR if index == self.cursor else None)
+        return strip.extend_cell_length(width, _CURSOR if index == self.cursor else _PLAIN)

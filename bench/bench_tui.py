@@ -1,0 +1,149 @@
+"""Benchmark: the TUI on a stored 16,384-HCA fabric (superpod-64su) with 60 counter snapshots.
+
+Builds the store in a temp dir (topology.generate -> to_ibnetdiscover -> store.save_topology, then
+60 synthetic snapshots of ~49,000 rows through store.save_counter_snapshot; a few minutes), then
+runs the real app headless through Textual's Pilot and prints:
+
+* first paint: app start until the overview is on screen with the store summary (target < 2 s),
+  then the time until the topology is classified and until health is computed (workers);
+* a keypress in the links table (49,152 cables) until the screen has redrawn (target < 50 ms),
+  and a filter keystroke (debounce excluded) over all cables;
+* peak resident memory.
+
+    .venv/bin/python bench/bench_tui.py [--keep DIR] [--snapshots 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from fabric.counters.fields import COUNTER_NAMES
+from fabric.service import FabricService
+from fabric.store import Store
+from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover
+from tui.app import build_app
+from tui.screens.links import LinksScreen
+from tui.screens.overview import OverviewScreen
+from tui.widgets.link_table import LinkTable
+
+SPEC = "superpod-64su"
+T0 = 1_800_000_000.0
+FIRST_PAINT_TARGET_S = 2.0
+KEY_TARGET_MS = 50.0
+
+
+def build(path: Path, snapshots: int) -> None:
+    t = time.perf_counter()
+    text = to_ibnetdiscover(generate(SPEC))
+    fabric = parse_ibnetdiscover(text.splitlines(), SPEC)
+    ends = [(lk.a, lk.b) for lk in fabric.links]  # one end per cable: ~49k rows per snapshot
+    bad = {i for i in range(0, len(ends), 997)}
+    with Store.open(path) as store:
+        topo = store.save_topology(fabric, text, "ibnetdiscover", SPEC, taken_at=T0 - 10)
+        for s in range(snapshots):
+            when = T0 + s * 60.0
+            rows = []
+            for i, (a, b) in enumerate(ends):
+                counters = dict.fromkeys(COUNTER_NAMES, 0)
+                counters["xmit_data"] = counters["rcv_data"] = s * 10**11
+                if i in bad:
+                    counters["symbol_errors"] = s * 50
+                rows.append((a.guid, a.port, None, b.guid, b.port, True, None, when, *counters.values()))
+            store.save_counter_snapshot(when, "bench", topo, rows)
+    print(
+        f"store built in {time.perf_counter() - t:.0f} s: {len(fabric.links):,} cables, {snapshots} snapshots x {len(ends):,} rows, {path.stat().st_size / 1e6:.0f} MB"
+    )
+
+
+async def press_keys(pilot: Pilot[None], n: int) -> list[float]:
+    """Milliseconds from each keypress until its refresh has been processed (the redraw)."""
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        await pilot.press("down" if i % 4 else "pagedown")
+        await pilot.pause()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+async def measure(path: Path) -> tuple[float, float, float, list[float], float]:
+    start = time.perf_counter()
+    app = build_app(FabricService(path), poll_seconds=None)
+    first_paint = topo = health = 0.0
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not (isinstance(app.screen, OverviewScreen) and app.state is not None):
+            await pilot.pause(0.01)
+        await pilot.pause()  # the frame with the store summary
+        first_paint = time.perf_counter() - start
+        while app.loading["topology"]:
+            await pilot.pause(0.02)
+        topo = time.perf_counter() - start
+        await pilot.press("l")
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, LinksScreen)
+        table = screen.query_one(LinkTable)
+        busy = await press_keys(pilot, 20)  # while the health worker computes in a thread
+        name = table.rows[table.order[0]].b_name if table.order else ""
+        while app.loading["health"]:
+            await pilot.pause(0.1)
+        health = time.perf_counter() - start
+        print(f"health: {app.status_line()}")
+        screen.apply_filter()
+        await pilot.pause(0.2)
+        keys = await press_keys(pilot, 60)
+        t = time.perf_counter()
+        screen.filter_text = name
+        screen.apply_filter()
+        filter_ms = (time.perf_counter() - t) * 1000
+        print(
+            f"filter {name!r}: {len(table.order):,} of {len(table.rows):,} cables in {filter_ms:.1f} ms (debounce not counted)"
+        )
+        print(
+            f"keypress while health computes (GIL shared with the worker): median {statistics.median(busy):.1f} ms, worst {max(busy):.1f} ms"
+        )
+    return first_paint, topo, health, keys, filter_ms
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--keep", metavar="DIR", help="build the store here (reused if present) and keep it")
+    parser.add_argument("--snapshots", type=int, default=60)
+    args = parser.parse_args()
+    where = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ibfab-bench-tui-"))
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / "bench.db"
+    try:
+        if not path.exists():
+            build(path, args.snapshots)
+        first, topo, health, keys, _filter_ms = asyncio.run(measure(path))
+    finally:
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
+    p50, worst = statistics.median(keys), max(keys)
+    print(
+        f"first paint (overview with store summary): {first:.2f} s (target {FIRST_PAINT_TARGET_S:.0f} s: {'met' if first < FIRST_PAINT_TARGET_S else 'MISSED'})"
+    )
+    print(f"topology classified: {topo:.2f} s after start; health computed: {health:.2f} s after start")
+    print(
+        f"links table keypress to redraw: median {p50:.1f} ms, worst {worst:.1f} ms over {len(keys)} keys (target {KEY_TARGET_MS:.0f} ms: {'met' if worst < KEY_TARGET_MS else 'MISSED'})"
+    )
+    print(f"peak memory (ru_maxrss): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

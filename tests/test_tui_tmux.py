@@ -1,0 +1,90 @@
+"""End to end in a real terminal: ``ibfab tui`` under tmux (100x30), keys sent, screen text read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tui_data import build_store
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+IBFAB = Path(sys.executable).with_name("ibfab")
+
+
+class Tmux:
+    def __init__(self, socket: Path, session: str) -> None:
+        self.base = ["tmux", "-S", str(socket)]
+        self.session = session
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.session, *keys)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            shown = self.screen()
+            if text in shown:
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    t = Tmux(tmp_path / "tmux.sock", f"ibfab-{uuid.uuid4().hex[:8]}")
+    yield t
+    subprocess.run([*t.base, "kill-server"], capture_output=True, timeout=30)
+
+
+def test_navigate_filter_detail_quit(tmux: Tmux, tmp_path: Path) -> None:
+    path, *_ = build_store(tmp_path / "tui.db")
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm-256color"}
+    done = tmp_path / "exited"
+    command = f"{IBFAB} tui --db {path} --poll 0; echo $? > {done}; sleep 60"
+    subprocess.run(
+        [*tmux.base, "new-session", "-d", "-s", tmux.session, "-x", "100", "-y", "30", command],
+        check=True,
+        timeout=30,
+        env=env,
+    )
+    shown = tmux.wait_for("health at snapshot #16")
+    assert "switches 20 (16 leaf, 4 spine)" in shown and "critical: 2" in shown
+    tmux.keys("l")
+    shown = tmux.wait_for("128 of 128 links")
+    assert "STATUS   SCORE BER" in shown and "CRITICAL" in shown  # status in words with NO_COLOR
+    tmux.keys("/")
+    time.sleep(0.5)  # focus moves to the filter box on the next refresh; a person types slower than tmux
+    tmux.keys("-l", "spine-01")
+    tmux.keys("Enter")
+    shown = tmux.wait_for("16 of 128 links")
+    assert "filter: spine-01" in shown
+    lines = [ln for ln in shown.splitlines() if "leaf-su" in ln]
+    assert lines and all("spine-01" in ln for ln in lines)
+    assert "CRITICAL 0" in lines[0] and "leaf-su01-r0" in lines[0]
+    tmux.keys("Enter")
+    shown = tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1")
+    assert "status CRITICAL  score 0" in shown
+    tmux.wait_for("counter history: per-sample deltas")
+    tmux.keys("Escape")
+    tmux.wait_for("16 of 128 links")
+    tmux.keys("q")
+    end = time.monotonic() + 20
+    while not done.exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert done.read_text().strip() == "0"
