@@ -30,6 +30,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("tui.cli", "tui_cmd"),
     ("fabric.cli.schedule", "schedule_group"),
     ("fabric.cli.schedule", "daemon_cmd"),
+    ("fabric.cli.probe", "probe_group"),
 )
 
 

@@ -1,0 +1,178 @@
+"""``ibfab probe nccl``: nccl-tests through mpirun or srun on a head host, stored and judged."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from topology.errors import UsageError
+
+
+@click.group("probe")
+def probe_group() -> None:
+    """Run a measurement on hosts (see also `ibfab sweep` for ib_write_bw pairs)."""
+
+
+def _env(values: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--env {item!r}: give VAR=VALUE")
+        env[name] = value
+    return env
+
+
+@probe_group.command("nccl")
+@click.option("--hosts", "hosts_pattern", required=True, metavar="RANGE", help="Hosts, e.g. dgx-[0001-0004].")
+@click.option(
+    "--inventory", required=True, metavar="FILE", help="Inventory naming the hosts (and how to reach them)."
+)
+@click.option("--launcher", type=click.Choice(["mpirun", "srun"]), default="mpirun", show_default=True)
+@click.option("--head", metavar="HOST", help="Where the launcher runs (default: the first host).")
+@click.option("--binary", default="all_reduce_perf", show_default=True, help="The nccl-tests binary.")
+@click.option("--binary-dir", default="", metavar="DIR", help="Where the binaries are on the hosts.")
+@click.option(
+    "--per-rail", is_flag=True, help="One run per rail: one rank per node, NCCL_IB_HCA of that rail."
+)
+@click.option(
+    "--split", is_flag=True, help="All rails at once, one communicator per rail (NCCL_TESTS_SPLIT)."
+)
+@click.option(
+    "--rail-hcas", metavar="LIST", help="HCA of each rail, e.g. mlx5_0,mlx5_3,... (default mlx5_0..)."
+)
+@click.option("--gpus-per-node", default=8, show_default=True, type=click.IntRange(1, 64))
+@click.option("-b", "min_bytes", default="8", show_default=True, help="Smallest size.")
+@click.option("-e", "max_bytes", default="8G", show_default=True, help="Largest size.")
+@click.option(
+    "-f", "step_factor", default=2, show_default=True, type=click.IntRange(min=2), help="Size factor."
+)
+@click.option("--env", "env_items", multiple=True, metavar="VAR=VALUE", help="Environment for the ranks.")
+@click.option(
+    "--mpirun", default="mpirun", show_default=True, metavar="PATH", help="mpirun on the head host."
+)
+@click.option("--allow-run-as-root", is_flag=True, help="Pass --allow-run-as-root to mpirun.")
+@click.option(
+    "--line-rate", type=click.FloatRange(min=1), metavar="GBPS", help="Link rate (default: stored topology)."
+)
+@click.option(
+    "--timeout", default=1800.0, show_default=True, type=click.FloatRange(min=1), help="Per run, seconds."
+)
+@click.option("--known-hosts", metavar="FILE", help="known_hosts to verify host keys against.")
+@click.option("--accept-new-host-key", is_flag=True, help="Trust host keys seen for the first time.")
+@click.option("--identity", metavar="KEYFILE", help="Private key for SSH.")
+@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def nccl_cmd(
+    hosts_pattern: str,
+    inventory: str,
+    launcher: str,
+    head: str | None,
+    binary: str,
+    binary_dir: str,
+    per_rail: bool,
+    split: bool,
+    rail_hcas: str | None,
+    gpus_per_node: int,
+    min_bytes: str,
+    max_bytes: str,
+    step_factor: int,
+    env_items: tuple[str, ...],
+    mpirun: str,
+    allow_run_as_root: bool,
+    line_rate: float | None,
+    timeout: float,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    identity: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run nccl-tests on HOSTS through the launcher on the head host; print busbw per size, the
+    average, out-of-bounds values, warnings and failures, and compare with the line rate.
+
+    Exits 4 with the failure in one line when a run failed (the run is still stored)."""
+    from fabric import ncclsvc
+    from fabric.remote import SshOptions
+    from probes.nccl import NcclTestOptions
+
+    opts = NcclTestOptions(
+        binary,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        step_factor=step_factor,
+        binary_dir=binary_dir,
+        env=_env(env_items),
+    )
+    report = ncclsvc.run_probe(
+        hosts_pattern,
+        inventory,
+        opts,
+        head=head,
+        launcher=launcher,
+        gpus_per_node=gpus_per_node,
+        per_rail=per_rail,
+        split=split,
+        rail_hcas=[h.strip() for h in rail_hcas.split(",")] if rail_hcas else None,
+        mpirun=mpirun,
+        allow_run_as_root=allow_run_as_root,
+        timeout=timeout,
+        line_rate_gbps=line_rate,
+        ssh=SshOptions(inventory, known_hosts, accept_new_host_key, identity),
+        db=db,
+    )
+    if as_json:
+        click.echo(json.dumps(ncclsvc.report_to_dict(report), indent=1))
+    else:
+        click.echo(render(report))
+    failed = [r for r in report.runs if not r.ok]
+    if failed:
+        from topology.errors import CommandFailed
+
+        first = failed[0]
+        raise CommandFailed(first.job.argv, first.exit_code, first.error or "", f"ssh {report.head}")
+
+
+def render(report: object) -> str:
+    from fabric.ncclsvc import NcclReport
+    from fabric.render import table
+    from probes.nccl_run import expectation
+
+    assert isinstance(report, NcclReport)
+    lines = [
+        f"nccl sweep {report.sweep_id}: {report.plan.binary} on {report.hosts} "
+        f"({report.plan.launcher} via {report.head}), {len(report.runs)} run(s)"
+    ]
+    if report.line_rate_gbps is not None:
+        low, high, floor = expectation(report.line_rate_gbps)
+        lines.append(
+            f"expected at {report.line_rate_gbps:g} Gb/s ({report.line_rate_from}): {low:g}-{high:g} GB/s busbw per NIC;"
+            f" below expectation under {floor:g} GB/s"
+        )
+    else:
+        lines.append(
+            "no line rate known (give --line-rate or store a topology): no comparison with expectations"
+        )
+    for r in report.runs:
+        lines.append(f"== {r.job.label}: {'ok' if r.ok else 'FAILED'} ({r.seconds:.1f} s)")
+        res = r.result
+        if res is not None and res.rows:
+            rows = [
+                (row.size, f"{row.out_of_place.busbw:.2f}", f"{row.in_place.busbw:.2f}") for row in res.rows
+            ]
+            lines.append(table(("SIZE", "BUSBW OOP GB/s", "BUSBW IP GB/s"), rows))
+        if res is not None and res.avg_busbw is not None:
+            per_nic = r.busbw_per_nic
+            nic = "" if per_nic is None or r.job.nics_per_node == 1 else f", {per_nic:.2f} GB/s per NIC"
+            lines.append(f"avg busbw {res.avg_busbw:.2f} GB/s{nic}")
+        if res is not None and res.out_of_bounds is not None:
+            lines.append(f"out of bounds values: {res.out_of_bounds}")
+        for w in [] if res is None else res.warns[:5]:
+            lines.append(f"WARN {w.host}: {w.message}")
+        if r.error:
+            lines.append(f"error: {r.error}")
+        verdict = report.verdict(r)
+        if verdict is not None:
+            lines.append(f"verdict: {verdict}")
+    return "\n".join(lines)

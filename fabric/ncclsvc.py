@@ -1,0 +1,201 @@
+"""``ibfab probe nccl``: run nccl-tests on a set of hosts through a head host, store it, judge it.
+
+The runs go through :func:`fabric.remote.run_on_host` on the head host (host keys verified, the
+inventory's user/port/key/jump applied). Every launch is kept in the store as a sweep of pattern
+``nccl``: one capture (kind ``probe``, tool ``nccl-tests``) with the launcher's whole output and
+argv, and one result row per launch (hosts as a host range, ``client_device`` the rail's HCA or
+``all``/``split``, ``gbps`` the busbw per NIC in Gb/s, ``line_rate_gbps`` the fabric's rate).
+
+The line rate comes from ``--line-rate`` or from the latest stored topology (the cables of these
+hosts' HCAs); without either there is no comparison with expectations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabric.remote import SshOptions, run_on_host
+from probes.inventory import fold_names, read_inventory
+from probes.nccl import NcclTestOptions
+from probes.nccl_run import NcclPlan, NcclRun, expectation, plan_nccl, run_nccl
+from topology.errors import UsageError
+
+PARSER_VERSION = "nccl-tests/1"
+
+
+@dataclass(frozen=True)
+class NcclReport:
+    sweep_id: int
+    head: str
+    plan: NcclPlan
+    runs: tuple[NcclRun, ...]
+    line_rate_gbps: float | None
+    line_rate_from: str  # "--line-rate", "topology N" or ""
+
+    @property
+    def hosts(self) -> str:
+        return fold_names(self.plan.hosts)
+
+    def verdict(self, run: NcclRun) -> str | None:
+        """'ok' / 'below expectation' against the line rate; None when it cannot be judged."""
+        per_nic = run.busbw_per_nic
+        if per_nic is None or self.line_rate_gbps is None:
+            return None
+        _, _, floor = expectation(self.line_rate_gbps)
+        return "below expectation" if per_nic < floor else "ok"
+
+
+def select_hosts(pattern: str, inventory: str) -> list[str]:
+    return read_inventory(inventory).select(pattern).names()
+
+
+def line_rate_from_store(hosts: Sequence[str], db: str | Path | None) -> tuple[float | None, str]:
+    """The most common rate of these hosts' HCA cables in the latest stored topology."""
+    from fabric.store import Store
+    from topology.classify import classify
+
+    path = Path(db) if db else None
+    try:
+        store = Store.open(path, create=False)
+    except Exception:  # no store yet: nothing to compare with
+        return None, ""
+    with store:
+        if not store.list_topologies():
+            return None, ""
+        stored = store.load_topology("latest")
+    classes = classify(stored.fabric).nodes
+    wanted = set(hosts)
+    rates = Counter(
+        lk.gbps for guid, c in classes.items() if c.host in wanted for lk in stored.fabric.links_of(guid)
+    )
+    if not rates:
+        return None, ""
+    return float(rates.most_common(1)[0][0]), f"topology {stored.id}"
+
+
+def run_probe(
+    hosts_pattern: str,
+    inventory: str,
+    opts: NcclTestOptions,
+    *,
+    head: str | None = None,
+    launcher: str = "mpirun",
+    gpus_per_node: int = 8,
+    per_rail: bool = False,
+    split: bool = False,
+    rail_hcas: Sequence[str] | None = None,
+    mpirun: str = "mpirun",
+    allow_run_as_root: bool = False,
+    timeout: float = 1800.0,
+    line_rate_gbps: float | None = None,
+    ssh: SshOptions | None = None,
+    db: str | None = None,
+) -> NcclReport:
+    """Plan, run on the head host, store and return the report (see the module docstring)."""
+    from fabric.store import ProbeResultRow, RawCapture, Store
+
+    hosts = select_hosts(hosts_pattern, inventory)
+    if not hosts:
+        raise UsageError(f"--hosts {hosts_pattern!r} names no host of {inventory}")
+    head_host = head or hosts[0]
+    ssh = ssh or SshOptions(inventory=inventory)
+    plan = plan_nccl(
+        hosts,
+        opts,
+        launcher=launcher,
+        gpus_per_node=gpus_per_node,
+        per_rail=per_rail,
+        split=split,
+        rail_hcas=rail_hcas,
+        mpirun=mpirun,
+        allow_run_as_root=allow_run_as_root,
+    )
+    started = time.time()
+
+    def on_head(argv: Sequence[str], t: float) -> Any:
+        return run_on_host(head_host, argv, t, ssh, ok_codes=range(256))
+
+    runs = run_nccl(on_head, plan, timeout)
+    rate_from = "--line-rate" if line_rate_gbps is not None else ""
+    if line_rate_gbps is None:
+        line_rate_gbps, rate_from = line_rate_from_store(hosts, db)
+    host_range = fold_names(hosts)
+    with Store.open(db) as store:
+        sweep_id = store.save_sweep(
+            started, "nccl", f"nccl {opts.binary} {launcher} via {head_host}: {host_range}"
+        )
+        rows = []
+        for r in runs:
+            cap = store.save_capture(
+                RawCapture("probe", "nccl-tests", r.output, r.started, head_host, r.job.argv, PARSER_VERSION)
+            )
+            per_nic = r.busbw_per_nic
+            device = r.job.hca or r.job.label
+            rows.append(
+                ProbeResultRow(
+                    host_range,
+                    device,
+                    host_range,
+                    device,
+                    None if per_nic is None else per_nic * 8.0,
+                    line_rate_gbps,
+                    r.ok,
+                    r.error,
+                    cap,
+                )
+            )
+        store.add_probe_results(sweep_id, rows)
+        store.finish_sweep(sweep_id, time.time())
+    return NcclReport(sweep_id, head_host, plan, tuple(runs), line_rate_gbps, rate_from)
+
+
+def report_to_dict(report: NcclReport) -> dict[str, Any]:
+    exp = expectation(report.line_rate_gbps) if report.line_rate_gbps is not None else None
+    return {
+        "sweep_id": report.sweep_id,
+        "head": report.head,
+        "hosts": report.hosts,
+        "launcher": report.plan.launcher,
+        "binary": report.plan.binary,
+        "line_rate_gbps": report.line_rate_gbps,
+        "line_rate_from": report.line_rate_from or None,
+        "expected_busbw_per_nic": None
+        if exp is None
+        else {"low": exp[0], "high": exp[1], "below_expectation_under": exp[2]},
+        "runs": [
+            {
+                "label": r.job.label,
+                "rail": r.job.rail,
+                "hca": r.job.hca,
+                "argv": list(r.job.argv),
+                "exit_code": r.exit_code,
+                "ok": r.ok,
+                "error": r.error,
+                "seconds": r.seconds,
+                "avg_busbw": None if r.result is None else r.result.avg_busbw,
+                "busbw_per_nic": r.busbw_per_nic,
+                "verdict": report.verdict(r),
+                "out_of_bounds": None if r.result is None else r.result.out_of_bounds,
+                "sizes": []
+                if r.result is None
+                else [
+                    {
+                        "size": row.size,
+                        "busbw_out_of_place": row.out_of_place.busbw,
+                        "busbw_in_place": row.in_place.busbw,
+                    }
+                    for row in r.result.rows
+                ],
+                "warnings": [] if r.result is None else [f"{w.host}: {w.message}" for w in r.result.warns],
+            }
+            for r in report.runs
+        ],
+    }
+
+
+__all__ = ["NcclReport", "line_rate_from_store", "report_to_dict", "run_probe", "select_hosts"]
