@@ -204,7 +204,8 @@ def judge(job: NcclJob, r: HostResult, binary: str, started: float) -> NcclRun:
         error = _explain(r)
     else:
         error = result.error
-        if not result.rows and result.launch_error is None and r.exit_code != 0:
+        quiet = not (result.rows or result.warns or result.failures or result.launch_error)
+        if quiet and r.exit_code != 0:  # the parser can only say 'no results table'
             error = _explain(r)
         elif error is None and r.exit_code != 0:
             error = f"exit {r.exit_code} after the results table: {_last_line(r.stderr) or 'no message'}"
