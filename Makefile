@@ -31,8 +31,10 @@ $(BIN)/ibfab: pyproject.toml
 		ln -s /usr/lib/python3/dist-packages/pyverbs $$site/pyverbs; fi
 	touch $@
 
+# The demo leaves its lab fabric running and ends in the TUI on it (or prints the same report
+# when there is no terminal); `ibfab lab down --name demo` stops the lab.
 demo: install
-	$(BIN)/ibfab demo
+	$(BIN)/ibfab demo && $(BIN)/ibfab tui --lab demo
 
 lint: venv
 	$(BIN)/ruff check .
