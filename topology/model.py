@@ -53,6 +53,15 @@ def link_gbps(width: int, speed: str) -> float:
     return width * LANE_GBPS.get(speed, 0.0)
 
 
+def order_ends(record: object) -> None:
+    """Put the lower port of a frozen record with ``a`` and ``b`` PortRefs in ``a``, so one cable has
+    one key whichever end a tool listed first (used by every record that names a cable)."""
+    a, b = record.a, record.b  # type: ignore[attr-defined]
+    if (b.guid, b.port) < (a.guid, a.port):
+        object.__setattr__(record, "a", b)
+        object.__setattr__(record, "b", a)
+
+
 class NodeKind(StrEnum):
     SWITCH = "switch"
     HCA = "hca"
@@ -96,10 +105,7 @@ class Link:
     speed: str
 
     def __post_init__(self) -> None:
-        if (self.b.guid, self.b.port) < (self.a.guid, self.a.port):
-            a, b = self.b, self.a
-            object.__setattr__(self, "a", a)
-            object.__setattr__(self, "b", b)
+        order_ends(self)
 
     @property
     def key(self) -> tuple[tuple[str, int], tuple[str, int]]:

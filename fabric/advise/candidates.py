@@ -19,7 +19,7 @@ from typing import Any
 
 from topology.classify import Classification
 from topology.errors import ParseError, UsageError
-from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid
+from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid, order_ends
 
 STATUS_RANK = {"ok": 0, "watch": 1, "warn": 2, "critical": 3}
 # Days with a finding within the health lookback that make a link a repeat offender when the
@@ -45,10 +45,7 @@ class LinkFinding:
     def __post_init__(self) -> None:
         if self.status not in STATUS_RANK:
             raise ValueError(f"unknown health status {self.status!r}")
-        if (self.b.guid, self.b.port) < (self.a.guid, self.a.port):
-            a, b = self.b, self.a
-            object.__setattr__(self, "a", a)
-            object.__setattr__(self, "b", b)
+        order_ends(self)
 
     @property
     def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
