@@ -63,9 +63,12 @@ def main() -> None:
         s_wall, s_cpu, _ = best(streaming)
         f_wall, f_cpu, (nodes, links, anomalies) = best(full)
     peak = max(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     )
-    print(f"fabric: {len(design.hcas)} HCAs, {len(design.switches)} switches, {nodes} nodes, {links} cables, {size / 1e6:.1f} MB text")
+    print(
+        f"fabric: {len(design.hcas)} HCAs, {len(design.switches)} switches, {nodes} nodes, {links} cables, {size / 1e6:.1f} MB text"
+    )
     print(f"anomalies found on the clean fabric: {anomalies}")
     print(f"baseline (read + split, fields kept): wall {b_wall:.3f} s  cpu {b_cpu:.3f} s")
     print(f"streaming split (fields dropped):    wall {s_wall:.3f} s  cpu {s_cpu:.3f} s")

@@ -41,7 +41,9 @@ def test_overview(snap_compare: Any, app: IbfabApp) -> None:
 
 
 def test_links_filtered_to_critical(snap_compare: Any, app: IbfabApp) -> None:
-    assert snap_compare(app, terminal_size=(100, 30), run_before=keys_after_load("l", "slash", *"crit", "enter"))
+    assert snap_compare(
+        app, terminal_size=(100, 30), run_before=keys_after_load("l", "slash", *"crit", "enter")
+    )
 
 
 def test_fabric_map(snap_compare: Any, app: IbfabApp) -> None:
