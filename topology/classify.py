@@ -235,17 +235,18 @@ def _tiers(
     """
     host_ports: dict[Guid, int] = {}
     switch_ports: dict[Guid, int] = {}
-    for sw in fabric.switches():
+    switch_set = {g for g, r in roles.items() if r[0] is Role.SWITCH}
+    host_set = {g for g, r in roles.items() if r[0] is Role.COMPUTE or r[0] is Role.UNNAMED}
+    for g in switch_set:
         h = s = 0
-        for _, far, _ in fabric.neighbours(sw.guid):
-            node = fabric.nodes.get(far.guid)
-            if node is None or far.guid == sw.guid:
-                continue
-            if node.kind is NodeKind.SWITCH:
-                s += 1
-            elif _is_host_hca(roles[far.guid][0]):
+        for _, far, _ in fabric.neighbours(g):
+            fg = far.guid
+            if fg in switch_set:
+                if fg != g:
+                    s += 1
+            elif fg in host_set:
                 h += 1
-        host_ports[sw.guid], switch_ports[sw.guid] = h, s
+        host_ports[g], switch_ports[g] = h, s
     candidates = {g for g, h in host_ports.items() if h > 0}
 
     def share(g: Guid) -> float:
