@@ -159,10 +159,12 @@ class CounterTables(CaptureTables):
         snapshots: Iterable[int] | None = None,
     ) -> pd.DataFrame:
         """The counter table (fields.py FRAME_COLUMNS, Int64 counters) of complete snapshots taken in
-        [since, until], optionally only some node GUIDs or snapshot ids; sorted by snapshot, guid, port."""
-        import json
+        [since, until], optionally only some node GUIDs or snapshot ids; sorted by snapshot, guid, port.
 
-        import pandas as pd
+        Read column-wise (:func:`_read_columns`): a 16,384-HCA fabric's hour of snapshots (2.9 M
+        rows) loads in about 9 s where row tuples took 43 s.
+        """
+        import json
 
         where, args = _time_filter(since, until, "s.")
         if guids is not None:
@@ -171,19 +173,10 @@ class CounterTables(CaptureTables):
         if snapshots is not None:
             where += " AND s.id IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(set(snapshots))))
-        counters = ", ".join(f"CASE WHEN p.{n} < 0 THEN {_INT64_MAX} ELSE p.{n} END" for n in COUNTER_NAMES)
-        sql = (
-            "SELECT p.snapshot_id, p.time, p.guid, p.port, p.lid, p.peer_guid, p.peer_port, p.reachable, "
-            f"{counters} FROM counter_snapshots s JOIN port_counters p ON p.snapshot_id = s.id"
-            f" WHERE {where} ORDER BY p.snapshot_id, p.guid, p.port"
-        )
         with self._read() as db:
-            rows = db.execute(sql, args).fetchall()
-        frame = pd.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS))
-        frame = frame.astype({"snapshot": "int64", "time": "float64", "port": "int64", "reachable": "bool"})
-        frame = frame.astype({name: "Int64" for name in ("lid", "peer_port", *COUNTER_NAMES)})
-        frame["guid"] = frame["guid"].astype(object)
-        frame["peer_guid"] = frame["peer_guid"].astype(object)
+            frame = _read_columns(db, where, args)
+            if frame is None:  # text the fast path cannot read back exactly: row by row
+                frame = _read_rows(db, where, args)
         return frame
 
     def prune_counters(self, before: float) -> int:
@@ -250,3 +243,144 @@ def _time_filter(since: float | None, until: float | None, prefix: str = "") -> 
         where.append(f"{prefix}taken_at <= ?")
         args.append(until)
     return " AND ".join(where), args
+
+
+# -- reading the counter table ------------------------------------------------------------------
+# Python's sqlite3 makes an object per value: 2.9 M rows x 25 columns cost ~20 s to fetch and as
+# much again to turn into a frame. Instead SQLite joins each column into one text (group_concat)
+# and numpy parses it; error counters, zero on almost every row, travel only for the rows where
+# one of them is not zero. Every value comes back exact: integers as decimal text, times scaled by
+# 2**22 to integers (exact for epoch seconds; checked in the same query, else fetched as floats).
+_FROM = "FROM counter_snapshots s JOIN port_counters p ON p.snapshot_id = s.id"
+_SPARSE = COUNTER_NAMES[:12]  # the error counters (fields.ERROR_COUNTERS)
+_DENSE = COUNTER_NAMES[12:]  # xmit_wait and the data counters move on every port
+_NA = -(1 << 63)  # INTEGER NULL in the texts (never a stored counter, LID or port)
+_TIME_SCALE = 1 << 22  # a double below 2**31 has no bit finer than 2**-22
+_GUID_SEP, _NO_GUID = "\x1f", "\x1e"
+
+
+def _stored(name: str) -> str:
+    return f"CASE WHEN p.{name} < 0 THEN {_INT64_MAX} ELSE p.{name} END"
+
+
+_INT_COLUMNS = (
+    "p.rowid",
+    "p.snapshot_id",
+    "p.port",
+    f"ifnull(p.lid, {_NA})",
+    f"ifnull(p.peer_port, {_NA})",
+    "p.reachable != 0",
+    *(f"ifnull({_stored(n)}, {_NA})" for n in _DENSE),
+)
+_ANY_ERROR = f"ifnull({' | '.join(f'p.{n}' for n in _SPARSE)}, 1) != 0"
+_SPARSE_ROW = " || ',' || ".join(["p.rowid", *(f"ifnull({_stored(n)}, {_NA})" for n in _SPARSE)])
+_COLUMNS_SQL = (
+    "SELECT count(*), "
+    + ", ".join(f"group_concat({c})" for c in _INT_COLUMNS)
+    + f", group_concat(CAST(p.time * {_TIME_SCALE} AS INTEGER))"
+    + f", sum(p.time * {_TIME_SCALE} != CAST(p.time * {_TIME_SCALE} AS INTEGER))"
+    + ", group_concat(p.guid, char(31)), group_concat(ifnull(p.peer_guid, char(30)), char(31))"
+    + f", group_concat(CASE WHEN {_ANY_ERROR} THEN {_SPARSE_ROW} END)"
+    + f" {_FROM} WHERE {{where}}"
+)
+
+
+def _ints(text: str | None, n: int) -> Any:
+    import numpy as np
+
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        values = np.fromstring(text or "", dtype=np.int64, sep=",")
+    except ValueError:  # a value stored as REAL or TEXT
+        return None
+    return values if values.size == n else None
+
+
+def _read_columns(db: Any, where: str, args: list[Any]) -> pd.DataFrame | None:
+    """The counter table from one aggregate query; None if some stored value does not read back exactly."""
+    import numpy as np
+    import pandas as pd
+
+    row = db.execute(_COLUMNS_SQL.format(where=where), args).fetchone()
+    n = int(row[0])
+    k = len(_INT_COLUMNS)
+    ints = [_ints(text, n) for text in row[1 : k + 2]]
+    if any(v is None for v in ints):
+        return None
+    rowid, snapshot, port, lid, peer_port, reachable, *dense = ints[:-1]
+    if row[k + 2]:  # some time is not a multiple of 2**-22 (or too large): fetch those as floats
+        times = dict(db.execute(f"SELECT p.rowid, p.time {_FROM} WHERE {where}", args).fetchall())
+        time = np.array([times[r] for r in rowid.tolist()], dtype=np.float64)
+    else:
+        time = ints[-1].astype(np.float64) / _TIME_SCALE
+    guid = (row[k + 3] or "").split(_GUID_SEP) if n else []
+    peer = (row[k + 4] or "").split(_GUID_SEP) if n else []
+    if len(guid) != n or len(peer) != n:
+        return None
+    errors = np.zeros((len(_SPARSE), n), dtype=np.int64)  # one contiguous row per counter
+    sparse = _ints(row[k + 5], 0 if not row[k + 5] else row[k + 5].count(",") + 1)
+    if sparse is None or sparse.size % (len(_SPARSE) + 1):
+        return None
+    if sparse.size:
+        sparse = sparse.reshape(-1, len(_SPARSE) + 1)
+        by_rowid = np.argsort(rowid, kind="stable")
+        errors[:, by_rowid[np.searchsorted(rowid, sparse[:, 0], sorter=by_rowid)]] = sparse[:, 1:].T
+    guid_arr = np.array(guid, dtype=object)
+    peer_arr = np.array(peer, dtype=object)
+    peer_arr[peer_arr == _NO_GUID] = None
+    codes, _ = pd.factorize(guid_arr, sort=True)  # code order = SQLite's text order (UTF-8 bytes)
+    # SQLite walks the primary key index, so the rows usually come sorted already
+    order = None if _sorted(snapshot, codes, port) else np.lexsort((port, codes, snapshot))
+
+    def put(values: Any) -> Any:
+        return values if order is None else values[order]
+
+    def nullable(values: Any) -> Any:
+        values = put(values)
+        missing = values == _NA
+        if missing.any():
+            values = np.where(missing, 0, values)
+        return pd.arrays.IntegerArray(values, missing)
+
+    columns: dict[str, Any] = {
+        "snapshot": put(snapshot),
+        "time": put(time),
+        "guid": pd.Series(put(guid_arr), dtype=object, copy=False),
+        "port": put(port),
+        "lid": nullable(lid),
+        "peer_guid": pd.Series(put(peer_arr), dtype=object, copy=False),
+        "peer_port": nullable(peer_port),
+        "reachable": put(reachable).astype(bool),
+    }
+    for i, name in enumerate(_SPARSE):
+        columns[name] = nullable(errors[i])
+    for name, values in zip(_DENSE, dense, strict=True):
+        columns[name] = nullable(values)
+    return pd.DataFrame(columns, columns=list(FRAME_COLUMNS), copy=False)
+
+
+def _sorted(snapshot: Any, guid_code: Any, port: Any) -> bool:
+    """Whether rows are in strictly increasing (snapshot, guid, port) order."""
+    import numpy as np
+
+    ds, dg, dp = np.diff(snapshot), np.diff(guid_code), np.diff(port)
+    return bool(np.all((ds > 0) | ((ds == 0) & ((dg > 0) | ((dg == 0) & (dp > 0))))))
+
+
+def _read_rows(db: Any, where: str, args: list[Any]) -> pd.DataFrame:
+    """The counter table from row tuples (slow; for stores whose values the column path cannot read)."""
+    import pandas as pd
+
+    counters = ", ".join(_stored(n) for n in COUNTER_NAMES)
+    sql = (
+        "SELECT p.snapshot_id, p.time, p.guid, p.port, p.lid, p.peer_guid, p.peer_port, p.reachable, "
+        f"{counters} {_FROM} WHERE {where} ORDER BY p.snapshot_id, p.guid, p.port"
+    )
+    rows = db.execute(sql, args).fetchall()
+    frame = pd.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS))
+    frame = frame.astype({"snapshot": "int64", "time": "float64", "port": "int64", "reachable": "bool"})
+    frame = frame.astype({name: "Int64" for name in ("lid", "peer_port", *COUNTER_NAMES)})
+    frame["guid"] = frame["guid"].astype(object)
+    frame["peer_guid"] = frame["peer_guid"].astype(object)
+    return frame
