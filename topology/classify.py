@@ -143,7 +143,11 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
         return Role.AGGREGATION, None, None, None
     if node.kind is NodeKind.ROUTER:
         return Role.ROUTER, None, None, None
-    if _SWITCH_DESC.search(desc) and not _ADAPTER.match(desc.split()[-1] if desc.split() else ""):
+    if (
+        (";" in desc or "witch" in desc)
+        and _SWITCH_DESC.search(desc)
+        and not _ADAPTER.match(desc.split()[-1] if desc.split() else "")
+    ):
         return Role.SWITCH_MGMT, None, None, None
     host, adapter, index = parse_hca_description(desc)
     if host is None:

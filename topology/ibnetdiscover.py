@@ -9,7 +9,6 @@ cables, and partial files whose links point at nodes that have no record of thei
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import re
 from collections.abc import Iterable
@@ -229,7 +228,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     cur_guid, cur_nports = Guid(""), 0
     for lineno, raw in enumerate(lines, 1):
         last_lineno = lineno
-        stripped = raw.strip()
+        # Port lines start with "[" (the fast pattern allows trailing blanks): no strip needed.
+        stripped = raw if raw[:1] == "[" else raw.strip()
         if not stripped:
             current = None
             continue
@@ -242,7 +242,17 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 pnum = int(port)
                 if own_lid is not None and current.lid is None:
                     # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
-                    current = b.nodes[cur_guid] = dataclasses.replace(current, lid=Lid(int(own_lid)))
+                    n = current  # (a direct constructor call: dataclasses.replace is 4x slower)
+                    current = b.nodes[cur_guid] = Node(
+                        n.guid,
+                        n.kind,
+                        n.description,
+                        n.nports,
+                        Lid(int(own_lid)),
+                        n.sysimgguid,
+                        n.vendid,
+                        n.devid,
+                    )
                 if pnum > cur_nports > 0:
                     raise b.error(lineno, raw, f"port {pnum} beyond the {cur_nports} ports of its record")
                 remote_guid = guids.get(rgid)
@@ -356,17 +366,18 @@ def _int(text: str | None) -> int | None:
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:
     record, nports, gid, desc, rest = m.groups()
     try:
-        guid = normalise_guid(gid)
+        guid = b.guid(gid)
         sysimg = header.get("sysimgguid")
+        vendid, devid = header.get("vendid"), header.get("devid")
         node = Node(
-            guid=guid,
-            kind=_KIND_BY_RECORD[record],
-            description=desc.strip(),
-            nports=int(nports),
-            lid=_lid(rest),
-            sysimgguid=normalise_guid(sysimg) if sysimg else None,
-            vendid=_int(header.get("vendid")),
-            devid=_int(header.get("devid")),
+            guid,
+            _KIND_BY_RECORD[record],
+            desc.strip(),
+            int(nports),
+            _lid(rest) if "lid" in rest else None,
+            b.guid(sysimg) if sysimg else None,
+            _int(vendid) if vendid else None,
+            _int(devid) if devid else None,
         )
     except ValueError as exc:
         raise b.error(lineno, line, str(exc)) from exc
