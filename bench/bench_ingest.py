@@ -106,6 +106,7 @@ def ibqueryerrors_texts(fabric: Fabric, seed: int = 1) -> tuple[str, str]:
 def _one_run(fabric: Fabric, run_tool: RunTool, db: Path) -> dict[str, float]:
     f: dict[str, float] = {}
     now = time.time()
+    cpu = time.process_time()
     result = timed(
         "collect_fabric (parse both passes, merge)", lambda: collect_fabric(run_tool, fabric, now), f
     )
@@ -117,6 +118,7 @@ def _one_run(fabric: Fabric, run_tool: RunTool, db: Path) -> dict[str, float]:
             lambda: store.save_counter_snapshot(now, "bench", None, rows, raw_captures(result, "bench")),
             f,
         )
+    f["text -> store, CPU"] = time.process_time() - cpu  # the machine is shared: wall time is noisy
     csv = "\n".join(",".join("" if v is None else str(v) for v in r) for r in rows)
 
     def read_csv() -> object:
@@ -162,10 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = best["collect_fabric (parse both passes, merge)"] + best["snapshot_rows"]
     total += best["save_counter_snapshot (FULL, raw kept)"]
     for label, seconds in best.items():
-        print(f"  {label:<42} {seconds:7.3f} s")
+        if label != "text -> store, CPU":
+            print(f"  {label:<42} {seconds:7.3f} s")
     print(
         f"  {'text -> store':<42} {total:7.3f} s   (target < {TARGET_S:g} s: {'met' if total < TARGET_S else 'NOT met'})"
     )
+    print(f"  {'text -> store, CPU (process_time)':<42} {best['text -> store, CPU']:7.3f} s")
     print(
         f"  text -> store / pd.read_csv               {total / best['baseline: pd.read_csv of the rows']:7.1f} x"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -92,20 +93,25 @@ def test_lab_hca_dropping_every_mad_is_unreachable(lab: Lab) -> None:
     fabric = _discover(lab)
     healthy = collect_fabric(lab.tool, fabric, 0.0)
     last_lids = {s.guid: s.lid for s in healthy.samples if s.guid is not None and s.lid is not None}
+    # ibnetdiscover now gives CA LIDs; a topology without them (older captures) cannot fall back
+    no_lids = Fabric.build(
+        [replace(n, lid=None) if n.guid == H[3] else n for n in fabric.nodes.values()], fabric.links
+    )
     lab.console_cmd('Error "h3"[1] 100')
     try:
-        blind = collect_fabric(lab.tool, fabric, 0.0)
-        result = collect_fabric(lab.tool, fabric, 0.0, lids=last_lids)
+        blind = collect_fabric(lab.tool, no_lids, 0.0)
+        result = collect_fabric(lab.tool, no_lids, 0.0, lids=last_lids)
     finally:
         lab.console_cmd('Error "h3"[1] 0')
-    # without a LID for h3 (the model keeps none for CAs) the reason is ibqueryerrors' own stderr
+    # without a LID for h3 the reason is ibqueryerrors' own stderr
     [gone] = blind.unreachable
     assert (gone.guid, gone.port) == (H[3], 1) and "bad status 110" in gone.reason
     assert not any(a[0] == "perfquery" for a in blind.raw)
-    # with last run's LIDs the perfquery fallback asks h3 directly and says why it failed
+    # with last run's LIDs the perfquery fallback asks h3 directly and says why it failed too
     [gone] = result.unreachable
     assert (gone.guid, gone.port, gone.lid) == (H[3], 1, last_lids[H[3]])
     assert "iberror: failed" in gone.reason
+    assert gone.reason.index("bad status 110") < gone.reason.index("perfquery fallback (LID")
     assert [a[0] for a in result.raw].count("perfquery") == 2
     assert result.samples[0].values["symbol_errors"] == 0  # the error pass still counts for the others
     assert (LEAF2, 1) in _by_port(result)  # the switch end of the same cable still answers
@@ -240,3 +246,31 @@ def test_no_sm_is_not_clean() -> None:
     reasons = {(u.guid, u.port): u.reason for u in result.unreachable}
     assert len(reasons) == 4
     assert "No SM/SA found" in reasons[(CA1, 1)] and "iberror: failed" in reasons[(SWITCH, 1)]
+
+
+def test_unreachable_reason_keeps_the_pass_failure_and_adds_the_fallback() -> None:
+    """ibqueryerrors times out on CA2 (an SMP error on stderr), perfquery on its LID fails too."""
+    errors_text = COUNTERS_TEXT.replace(
+        "port 2: [PortXmitData == 2\x00\x00\x00", "port 2: [PortXmitData == 7]"
+    )
+
+    def run_tool(argv: Sequence[str]) -> CommandResult:
+        if argv[0] == "ibqueryerrors":
+            smp = "./libibnetdisc/query_smp.c:186; umad (DR path slid 0; dlid 0; 0,2 Attr 0x11:0) bad status 110; Connection timed out\n"
+            text = errors_text if "--counters" in argv else errors_text.replace("Data Counters", "Errors")
+            return CommandResult(tuple(argv), 0, text, smp, 0.1)
+        return CommandResult(tuple(argv), 255, "perfquery: iberror: failed: classportinfo query\n", "", 0.1)
+
+    fabric = _small_fabric()
+    nodes = [replace(n, lid=Lid(9)) if n.guid == CA2 else n for n in fabric.nodes.values()]
+    result = collect_fabric(run_tool, Fabric.build(nodes, fabric.links), 5.0)
+    [gone] = result.unreachable
+    assert (gone.guid, gone.port, gone.lid) == (CA2, 1, 9)
+    assert gone.reason == (
+        "not in ibqueryerrors output; it reported: ./libibnetdisc/query_smp.c:186; umad (DR path slid 0;"
+        " dlid 0; 0,2 Attr 0x11:0) bad status 110; Connection timed out;"
+        " perfquery fallback (LID 9): perfquery: iberror: failed: classportinfo query"
+    )
+    got = _by_port(result)
+    assert got[(SWITCH, 2)]["xmit_data"] == 7 and got[(SWITCH, 2)]["symbol_errors"] == 0
+    assert list(got[(SWITCH, 1)]) == list(fields.COUNTER_NAMES)  # canonical order after the merge

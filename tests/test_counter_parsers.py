@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fabric.counters import fields
+from fabric.counters.ibqueryerrors import ORDERED, VALUES, scan_ibqueryerrors
 from fabric.counters.parse import (
     parse_ibdiagnet_pm,
     parse_ibqueryerrors,
@@ -25,6 +27,7 @@ from fabric.counters.parse import (
 from probes.runner import CommandResult, run
 from tests.conftest import REALDATA, realdata_files
 from topology.errors import ParseError
+from topology.model import Guid
 
 # -- real captures -------------------------------------------------------------------------------
 # file name -> (lid, port, extended, {canonical: value}, {other field: value})
@@ -132,6 +135,122 @@ def test_ibqueryerrors_capture() -> None:
     [total] = report.sums
     assert total.summed and total.port == 255 and total.values["link_downed"] == 48
     assert all(not s.summed for s in report.samples)
+
+
+# The collector's two passes as ibsim prints them (``--counters -r`` and the error pass, ``-r``).
+LAB_COUNTERS_R = """\
+Data Counters for 0x200000 "MF0;leaf1:MQM8790/U1"
+   GUID 0x200000 port 1: [PortXmitData == 20088 (78.469KB)] [PortRcvData == 20016 (78.188KB)] [PortXmitPkts == 279 (279.000)] [PortRcvPkts == 278 (278.000)] [PortUnicastXmitPkts == 0 (0.000)] [PortUnicastRcvPkts == 0 (0.000)] [PortMulticastXmitPkts == 0 (0.000)] [PortMulticastRcvPkts == 0 (0.000)]
+       Link info:      2   1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000100000      1    1[  ] "h1 mlx5_0" (Could be 12X Could be 10.0 Gbps)
+   GUID 0x200000 port 5: [PortXmitData == 0 (0.000B)] [PortRcvData == 0 (0.000B)] [PortXmitPkts == 0 (0.000)] [PortRcvPkts == 0 (0.000)] [PortUnicastXmitPkts == 0 (0.000)] [PortUnicastRcvPkts == 0 (0.000)] [PortMulticastXmitPkts == 0 (0.000)] [PortMulticastRcvPkts == 0 (0.000)]
+       Link info:      2   5[  ] ==(                Down/ Polling)==>             [  ] "" ( )
+Data Counters for 0x100000 "h1 mlx5_0"
+   GUID 0x100000 port 1: [PortXmitData == 20088 (78.469KB)] [PortRcvData == 20016 (78.188KB)] [PortXmitPkts == 279 (279.000)] [PortRcvPkts == 278 (278.000)] [PortUnicastXmitPkts == 0 (0.000)] [PortUnicastRcvPkts == 0 (0.000)] [PortMulticastXmitPkts == 0 (0.000)] [PortMulticastRcvPkts == 0 (0.000)]
+       Link info:      1   1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200000      2    1[  ] "MF0;leaf1:MQM8790/U1" (Could be 12X Could be 10.0 Gbps)
+
+## Summary: 2 nodes checked, 0 bad nodes found
+##          3 ports checked, 0 ports have errors beyond threshold
+"""
+LAB_ERRORS_R = """\
+Errors for 0x200000 "MF0;leaf1:MQM8790/U1"
+   GUID 0x200000 port 3: [SymbolErrorCounter == 65535] [LinkDownedCounter == 255] [PortRcvErrors == 42] [LocalLinkIntegrityErrors == 15] [PortXmitWait == 123456]
+       Link info:      2   3[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200002      4    1[  ] "MF0;spine1:MQM8790/U1" (Could be 12X Could be 10.0 Gbps)
+Errors for "h2 mlx5_0"
+   GUID 0x100003 port 1: [LinkDownedCounter == 3]
+       Link info:      5   1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200000      2    2[  ] "MF0;leaf1:MQM8790/U1" (Could be 12X Could be 10.0 Gbps)
+
+## Summary: 7 nodes checked, 2 bad nodes found
+##          30 ports checked, 2 ports have errors beyond threshold
+## Thresholds:
+## Suppressed:
+"""
+
+
+def _scan_view(text: str | list[str]) -> tuple[object, ...]:
+    problems: list[ParseError] = []
+    scan = scan_ibqueryerrors(text, "t", problems)
+    return (
+        [[*acc[:ORDERED], list(acc[VALUES].items())] for acc in scan.ports],
+        scan.links,
+        scan.failures,
+        scan.summary,
+        scan.thresholds,
+        scan.suppressed,
+        scan.counters_only,
+        [(p.lineno, p.line, str(p)) for p in problems],
+    )
+
+
+def test_ibqueryerrors_fast_path_reads_the_collector_passes() -> None:
+    data = parse_ibqueryerrors(LAB_COUNTERS_R, "c")
+    assert data.counters_only and data.nodes_checked == 2 and len(data.samples) == 3
+    leaf1 = data.samples[0]
+    assert (leaf1.guid, leaf1.port, leaf1.lid, leaf1.extended) == ("0x0000000000200000", 1, 2, True)
+    assert dict(leaf1.values) == {"xmit_data": 20088, "rcv_data": 20016, "xmit_pkts": 279, "rcv_pkts": 278}
+    assert leaf1.other["PortUnicastXmitPkts"] == 0 and len(leaf1.other) == 4
+    assert data.links[(Guid("0x0000000000200000"), 1)].peer_guid == "0x0000000000100000"
+    assert data.links[(Guid("0x0000000000200000"), 5)].peer_lid is None
+    assert data.samples[2].guid_kind == "node" and data.samples[2].lid == 1
+    errors = parse_ibqueryerrors(LAB_ERRORS_R, "e")
+    leaf3, h2 = errors.samples
+    assert list(leaf3.values) == [
+        "symbol_errors",
+        "link_downed",
+        "rcv_errors",
+        "local_link_integrity_errors",
+        "xmit_wait",
+    ]
+    assert leaf3.values["xmit_wait"] == 123456 and not leaf3.extended
+    assert (h2.guid, h2.guid_kind, h2.lid, dict(h2.values)) == (
+        "0x0000000000100003",
+        "port",
+        5,
+        {"link_downed": 3},
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [LAB_COUNTERS_R, LAB_ERRORS_R, *(p.read_text() for p in realdata_files("ibqueryerrors"))],
+    ids=["lab-counters", "lab-errors", *(p.name for p in realdata_files("ibqueryerrors"))],
+)
+def test_ibqueryerrors_whole_text_scan_equals_line_by_line(text: str) -> None:
+    """The fast pattern only takes lines the strict line parser reads the same way (a list of
+    lines always goes line by line), also on damaged copies of the text."""
+    assert _scan_view(text) == _scan_view(text.splitlines())
+    rng = random.Random(len(text))
+    lines = text.splitlines()
+    for _ in range(300):
+        damaged = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            j = rng.randrange(len(damaged))
+            line = damaged[j]
+            k = rng.randrange(len(line) + 1)
+            damaged[j] = rng.choice(
+                [
+                    line[:k],
+                    line[:k] + rng.choice(' \t[]=x0()>:#"\r') + line[k + 1 :],
+                    f"  {line} ",
+                    line.replace(" == ", "=="),
+                    line.replace("] [", "]  ["),
+                    "> " + line,
+                    line.replace("0x", "0x1234567890"),
+                ]
+            )
+        joined = "\n".join(damaged)
+        assert _scan_view(joined) == _scan_view(joined.splitlines()), joined
+
+
+def test_ibqueryerrors_overlong_guid_is_a_parse_error() -> None:
+    text = LAB_ERRORS_R.replace("GUID 0x100003", "GUID 0x1000000000000000003")
+    with pytest.raises(
+        ParseError, match=r"^e:5: ibqueryerrors output: 0x1000000000000000003 is not a 64-bit GUID"
+    ):
+        parse_ibqueryerrors(text, "e")
+    problems: list[ParseError] = []
+    report = parse_ibqueryerrors(text, "e", problems=problems)
+    assert [p.lineno for p in problems] == [5, 6]  # and its link line belongs to no port
+    assert "link info outside a port" in str(problems[1]) and [s.port for s in report.samples] == [3]
 
 
 REAL_PM = REALDATA / "ibdiagnet/garyli-ndr-272nodes-ibdiagnet2.pm"

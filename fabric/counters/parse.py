@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fabric.counters import fields
+from fabric.counters import ibqueryerrors as iqe
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
 
@@ -140,7 +141,7 @@ _PQ_HEADER = re.compile(
 )
 _PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_]*):\.*\s*(?P<value>.*)$")
 _NOT_COUNTERS = frozenset({"PortSelect", "CounterSelect", "CounterSelect2"})
-_FAILURE = re.compile(r"failed|bad status|timed out|timeout|No SM/SA|iberror|cannot|can't", re.IGNORECASE)
+_FAILURE = iqe.FAILURE
 
 
 class _Block:
@@ -248,33 +249,7 @@ def _canonical_order(values: Mapping[str, int]) -> dict[str, int]:
     return {name: values[name] for name in fields.COUNTER_NAMES if name in values}
 
 
-# -- ibqueryerrors -------------------------------------------------------------------------------
-_IQE_NODE = re.compile(
-    r'^(?P<what>Errors|Data Counters) for\s+(?:(?P<guid>0x[0-9a-fA-F]+)\s+)?"(?P<desc>.*)"\s*$'
-)
-_IQE_PORT = re.compile(r"^GUID\s+(?P<guid>0x[0-9a-fA-F]+)\s+port\s+(?P<port>\d+|ALL)\s*:\s*(?P<rest>.*)$")
-_IQE_COUNTER = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*==\s*(?P<value>[^\]\s]+)(?:\s*\([^)]*\))?\s*\]")
-_IQE_LINK = re.compile(
-    r"^Link info:\s+(?P<lid>\d+)\s+\d+\[[^\]]*\]\s+==\(.*?\)==>\s+"
-    r"(?:(?P<pguid>0x[0-9a-fA-F]+)\s+(?P<plid>\d+)\s+(?P<pport>\d+)\[)?"
-)
-_IQE_SUMMARY1 = re.compile(r"^##\s*Summary:\s*(?P<nodes>\d+) nodes checked,\s*(?P<bad>\d+) bad nodes? found")
-_IQE_SUMMARY2 = re.compile(r"^##\s*(?P<ports>\d+) ports checked,\s*(?P<bad>\d+) ports? have errors")
-_IQE_THRESH = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*=\s*(?P<value>\d+)\]")
-
-
-@dataclass
-class _PortAcc:
-    guid: Guid
-    port: int
-    summed: bool
-    description: str | None
-    guid_kind: str
-    values: dict[str, int] = field(default_factory=dict)
-    other: dict[str, int] = field(default_factory=dict)
-    lid: int | None = None
-
-
+# -- ibqueryerrors (the scanner lives in fabric.counters.ibqueryerrors) ----------------------------
 def parse_ibqueryerrors(
     text: str | Iterable[str], source: str, *, problems: list[ParseError] | None = None
 ) -> IbqueryerrorsReport:
@@ -284,125 +259,41 @@ def parse_ibqueryerrors(
     so a port that is absent had every error counter at or below threshold. ``--data`` and
     ``--counters`` add data counters; the tool reads them from PortCountersExtended (64-bit).
     """
-    ports: list[_PortAcc] = []
-    links: dict[tuple[Guid, int], LinkInfo] = {}
-    unreachable: list[Unreachable] = []
-    summary: dict[str, int] = {}
-    thresholds: dict[str, int] = {}
-    suppressed: tuple[str, ...] = ()
-    node_guid: Guid | None = None
-    desc: str | None = None
-    counters_only = False
-    current: _PortAcc | None = None
-    for lineno, raw in enumerate(_lines(text), 1):
-        line = _unquote(raw).strip()
-        if not line or line in {"#", "# ibqueryerrors"}:
-            continue
-        m = _IQE_NODE.match(line)
-        if m:
-            counters_only = counters_only or m["what"] == "Data Counters"
-            node_guid = normalise_guid(m["guid"]) if m["guid"] else None
-            desc = m["desc"]
-            current = None
-            continue
-        m = _IQE_PORT.match(line)
-        if m:
-            printed = normalise_guid(m["guid"])
-            summed = m["port"].upper() == "ALL"
-            kind = "node" if node_guid is not None or counters_only else "port"
-            current = _PortAcc(
-                guid=node_guid or printed,
-                port=SUMMED_PORT if summed else int(m["port"]),
-                summed=summed,
-                description=desc,
-                guid_kind=kind,
-            )
-            ports.append(current)
-            if not _iqe_counters(current, m["rest"], source, lineno, raw, problems):
-                ports.pop()  # a port line with no readable counter is no reading at all
-                current = None
-            continue
-        if line.startswith("[") and current is not None:  # a wrapped continuation of the port line
-            _iqe_counters(current, line, source, lineno, raw, problems)
-            continue
-        m = _IQE_LINK.match(line)
-        if m:
-            if current is None:
-                _fail("ibqueryerrors", source, lineno, raw, "link info outside a port", problems)
-                continue
-            current.lid = int(m["lid"])
-            links[(current.guid, current.port)] = LinkInfo(
-                lid=int(m["lid"]),
-                peer_guid=normalise_guid(m["pguid"]) if m["pguid"] else None,
-                peer_lid=int(m["plid"]) if m["plid"] else None,
-                peer_port=int(m["pport"]) if m["pport"] else None,
-            )
-            continue
-        if line.startswith("##"):
-            s1, s2 = _IQE_SUMMARY1.match(line), _IQE_SUMMARY2.match(line)
-            if s1:
-                summary["nodes"], summary["bad_nodes"] = int(s1["nodes"]), int(s1["bad"])
-            elif s2:
-                summary["ports"], summary["bad_ports"] = int(s2["ports"]), int(s2["bad"])
-            elif line.startswith("## Thresholds"):
-                thresholds.update({t["name"]: int(t["value"]) for t in _IQE_THRESH.finditer(line)})
-            elif line.startswith("## Suppressed"):
-                suppressed = tuple(line.split(":", 1)[1].replace(",", " ").split())
-            continue
-        if _FAILURE.search(line):
-            unreachable.append(Unreachable(None, None, line))
-            continue
-        if line.startswith("ibwarn:") or line.startswith("#"):
-            continue
-        _fail("ibqueryerrors", source, lineno, raw, "unrecognised line", problems)
+    return report_from_scan(iqe.scan_ibqueryerrors(text, source, problems))
 
-    def sample(acc: _PortAcc) -> PortSample:
+
+def report_from_scan(scan: iqe.Scan) -> IbqueryerrorsReport:
+    """The public report of a :class:`fabric.counters.ibqueryerrors.Scan`."""
+
+    def sample(acc: iqe.PortAcc) -> PortSample:
+        values = iqe.canonical(acc)
         return PortSample(
-            guid=acc.guid,
-            port=acc.port,
-            lid=acc.lid,
-            values=MappingProxyType(_canonical_order(acc.values)),
-            node_description=acc.description,
-            extended=any(k in DATA_COUNTERS for k in acc.values),
-            summed=acc.summed,
-            guid_kind=acc.guid_kind,
-            other=MappingProxyType(acc.other),
+            acc[iqe.GUID],
+            acc[iqe.PORT],
+            acc[iqe.LID],
+            MappingProxyType(values),
+            acc[iqe.DESC],
+            iqe.extended(values),
+            acc[iqe.SUMMED],
+            acc[iqe.KIND],
+            None,
+            MappingProxyType(acc[iqe.OTHER]),
         )
 
+    summary = scan.summary
     return IbqueryerrorsReport(
-        samples=tuple(sample(a) for a in ports if not a.summed),
-        sums=tuple(sample(a) for a in ports if a.summed),
-        links=MappingProxyType(links),
+        samples=tuple(sample(a) for a in scan.ports if not a[iqe.SUMMED]),
+        sums=tuple(sample(a) for a in scan.ports if a[iqe.SUMMED]),
+        links=MappingProxyType({key: LinkInfo(*raw) for key, raw in scan.links.items()}),
         nodes_checked=summary.get("nodes"),
         bad_nodes=summary.get("bad_nodes"),
         ports_checked=summary.get("ports"),
         ports_with_errors=summary.get("bad_ports"),
-        thresholds=MappingProxyType(thresholds),
-        suppressed=suppressed,
-        unreachable=tuple(unreachable),
-        counters_only=counters_only,
+        thresholds=MappingProxyType(scan.thresholds),
+        suppressed=scan.suppressed,
+        unreachable=tuple(Unreachable(None, None, line) for line in scan.failures),
+        counters_only=scan.counters_only,
     )
-
-
-def _iqe_counters(
-    acc: _PortAcc, rest: str, source: str, lineno: int, raw: str, problems: list[ParseError] | None
-) -> bool:
-    """Add the ``[Name == value]`` items of ``rest``; False when the line held items but none parsed."""
-    for c in _IQE_COUNTER.finditer(rest):
-        try:
-            value = _int(c["value"])
-        except ValueError:
-            _fail("ibqueryerrors", source, lineno, raw, f"{c['name']} has no numeric value", problems)
-            continue
-        name = fields.BY_PMA_NAME.get(c["name"])
-        if name is None:
-            acc.other[c["name"]] = value
-        else:
-            acc.values[name] = value
-    if "[" in rest and not _IQE_COUNTER.search(rest):
-        _fail("ibqueryerrors", source, lineno, raw, "no '[Counter == N]' item", problems)
-        return bool(acc.values or acc.other)
-    return True
 
 
 # -- ibdiagnet (the parser lives in fabric.counters.ibdiagnet) -------------------------------------
