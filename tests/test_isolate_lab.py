@@ -149,3 +149,19 @@ def test_whatif_follows_the_labs_forwarding_tables(rail_lab: str) -> None:
     assert 0 < rail0["all_to_all"]["static"] <= rail0["all_to_all"]["adaptive"] == pytest.approx(1.0)
     others = [g for g in out["groups"] if g["group"] != "rail 0"]
     assert all(g["slowed_pairs"] == {} for g in others)
+
+
+def test_whatif_isolate_keeps_table_routes_of_unaffected_pairs(rail_lab: str) -> None:
+    """Only pairs whose table route used the isolated uplink are rerouted: the other rails keep
+    exactly their baseline, and rail 3 loses some all-to-all bandwidth under static routing."""
+    res = CliRunner().invoke(main, ["whatif", "isolate", "leaf-su01-r3:5", "--lab", rail_lab, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["routing_model"].startswith("static routes from the forwarding tables; pairs whose route")
+    by_group = {g["group"]: g for g in out["groups"]}
+    for name, g in by_group.items():
+        if name != "rail 3":
+            assert g["all_to_all"]["static"] == pytest.approx(g["all_to_all"]["static_baseline"]), name
+    rail3 = by_group["rail 3"]["all_to_all"]
+    assert rail3["static"] < rail3["static_baseline"] and rail3["adaptive"] == pytest.approx(1.0)
+    assert "rail-3 pairs" in out["sentence"]

@@ -278,9 +278,8 @@ def _static_lambda(net: _Net, flows: list[tuple[Endpoint, Endpoint, float]], rou
     load: dict[Hop, float] = defaultdict(float)
     paths: dict[tuple[Guid, Guid], list[Hop] | None] = {}
     for s, d, rate in flows:
-        if route is not None:
-            hops = _hops_of(route(s.guid, d.guid), s.guid)
-        else:
+        hops = _table_hops(net, route, s, d)
+        if hops is None:
             key = (s.leaf, d.guid)
             if key not in paths:
                 paths[key] = net.dmodk_path(s.leaf, d)
@@ -291,6 +290,15 @@ def _static_lambda(net: _Net, flows: list[tuple[Endpoint, Endpoint, float]], rou
         for h in hops:
             load[h] += rate
     return _lambda(net, load)
+
+
+def _table_hops(net: _Net, route: RouteFn | None, s: Endpoint, d: Endpoint) -> list[Hop] | None:
+    """The pair's hops from the forwarding tables, or None when there are no tables or the table
+    path crosses a cable the scenario removed (the SM reroutes such pairs: d-mod-k stands in)."""
+    if route is None:
+        return None
+    hops = _hops_of(route(s.guid, d.guid), s.guid)
+    return hops if all(h in net.cap for h in hops) else None
 
 
 def _hops_of(links: Sequence[Link], src: Guid) -> list[Hop]:
@@ -380,8 +388,9 @@ def _bottleneck(
 ) -> float:
     if s.guid not in net.hca_link or d.guid not in net.hca_link:
         return 0.0
-    if route is not None:
-        return min((net.cap.get(h, 0.0) for h in _hops_of(route(s.guid, d.guid), s.guid)), default=0.0)
+    hops = _table_hops(net, route, s, d)
+    if hops is not None:
+        return min((net.cap[h] for h in hops), default=0.0)
     key = (which, s.leaf, d.guid)
     inner = cache.get(key)
     if inner is None:
@@ -425,7 +434,10 @@ def what_if(
         if route is None:
             model = dmodk + "; no forwarding tables given"
         elif removed:
-            model = dmodk + " after the isolation (the SM reroutes); forwarding tables for the baseline"
+            model = (
+                "static routes from the forwarding tables; pairs whose route used the isolated cable "
+                "rerouted d-mod-k (destination LID modulo the uplinks)"
+            )
         else:
             model = "static routes from the forwarding tables"
     except IbfabError as exc:  # tables that do not match the fabric (stale dump, missing entries)
@@ -443,7 +455,9 @@ def _estimate(
     rerouted: bool,
 ) -> list[GroupEstimate]:
     out = []
-    after = None if rerouted else route
+    # After an isolation the SM reroutes the pairs whose table path used the removed cable; the
+    # other pairs keep their table routes (see _table_hops).
+    after = route
     for label in sorted(base_groups, key=_group_order):
         eps_base = base_groups[label]
         eps = groups.get(label, [])
