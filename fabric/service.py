@@ -2,21 +2,24 @@
 
 Nothing here parses, connects or scores: it opens the store (one :class:`Store` per call, so any
 thread may call it), and hands what it reads to the services that own the logic
-(:func:`fabric.discovery.analyse`, :func:`fabric.health.assess`, and, when they exist,
-``fabric.healthsvc``, ``fabric.sweeps``, ``fabric.advise`` / ``fabric.isolation``). A service that
-is not there yet is reported as :class:`Unavailable`, never replaced by made-up data.
+(:func:`fabric.discovery.analyse`, ``fabric.healthsvc``, ``fabric.sweeps``, ``fabric.advise`` /
+``fabric.isolation``). A service that is not there is reported as :class:`Unavailable`, never
+replaced by made-up data.
+
+The jobs live in their own modules and :class:`FabricService` is their one front door:
+:mod:`fabric.service_health` (health, also in a child process), :mod:`fabric.service_probes`
+(sweeps and per-cable bandwidth), :mod:`fabric.service_advice` (recommendations, isolation and
+its plan text) and :mod:`fabric.service_report` (the overview as text).
 
 Cheap calls (:meth:`FabricService.state`, :meth:`FabricService.latest_snapshot_id`) are a few
 indexed SELECTs, so a UI can paint and poll with them; :meth:`FabricService.load_view` (topology +
-classification) and :meth:`FabricService.health` (counter window + scoring) take seconds on a
-16,384-HCA fabric and belong in a worker thread.
+classification) takes seconds on a 16,384-HCA fabric and belongs in a worker thread, and
+:meth:`FabricService.health` (~20 s there) in another process (:meth:`FabricService.start_health`).
 """
 
 from __future__ import annotations
 
 import importlib
-import re
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,25 +27,54 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING
 
+from fabric import service_advice, service_probes
 from fabric.discovery import TIER_NAMES, Discovery, analyse, summary
+from fabric.service_advice import Advice
+from fabric.service_health import (
+    HEALTH_WINDOW_S,
+    SNAPSHOT_SPREAD_S,
+    HealthProcess,
+    HealthView,
+    LinkKey,
+    compute_health,
+)
+from fabric.service_probes import SweepBandwidth, SweepStep
+from fabric.service_report import duration, link_text, overview_report, overview_sections
 from fabric.store import CounterSnapshotInfo, ProbeSweep, Store, StoredSweep, TopologySummary
 from topology.classify import Role
-from topology.errors import UsageError
 from topology.model import Guid, Link
 
 if TYPE_CHECKING:
-    from fabric.advise.actions import Action
-    from fabric.health import HealthReport, LinkHealth
     from fabric.isolation import AppliedChange, IsolationPlan
 
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
-# How far back health looks from the newest counter snapshot when fabric.healthsvc is absent.
-HEALTH_WINDOW_S = 3600.0
-SNAPSHOT_SPREAD_S = 5.0
 NO_DATA = "no data"
 STATUS_ORDER: Mapping[str, int] = MappingProxyType(
     {"critical": 0, "warn": 1, "watch": 2, "ok": 3, NO_DATA: 4}
 )
+__all__ = [
+    "HEALTH_WINDOW_S",
+    "NO_DATA",
+    "SNAPSHOT_SPREAD_S",
+    "STATUS_ORDER",
+    "Advice",
+    "CounterSeries",
+    "FabricService",
+    "FabricView",
+    "HealthView",
+    "LinkKey",
+    "LinkRow",
+    "NodeDetail",
+    "Overview",
+    "PortLine",
+    "StoreState",
+    "SweepBandwidth",
+    "SweepStep",
+    "Unavailable",
+    "optional_service",
+    "overview_report",
+    "overview_sections",
+    "with_health",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +152,6 @@ class FabricView:
     def tier(self, guid: str) -> int | None:
         c = self.discovery.classification.nodes.get(Guid(guid))
         return c.tier if c is not None else None
-
-
-@dataclass(frozen=True)
-class HealthView:
-    """A health report over the counter window ending at the newest snapshot."""
-
-    report: HealthReport
-    snapshot_id: int
-    since: float
-    now: float
-    by_key: Mapping[LinkKey, LinkHealth]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,32 +244,33 @@ class FabricService:
     # -- health -------------------------------------------------------------------------------
     def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthView | None:
         """Health (fabric.healthsvc, nothing recorded) over the window ending at the newest counter
-        snapshot; None when there are no snapshots or no topology."""
-        from fabric.healthsvc import assess_store
+        snapshot, computed in this process; None when there are no snapshots or no topology."""
+        return compute_health(self.db, window_s)
 
-        with self.open() as store:
-            snaps = store.list_counter_snapshots()
-            if not snaps or not store.list_topologies():
-                return None
-            # ports of a snapshot are read in the seconds after it starts; keep them in the window
-            now = snaps[-1].taken_at + SNAPSHOT_SPREAD_S
-            hv = assess_store(store, since_s=window_s, now=now, record=False)
-        report = hv.report
-        return HealthView(
-            report, snaps[-1].id, now - window_s, now, MappingProxyType({lh.key: lh for lh in report.links})
-        )
+    def start_health(self, window_s: float = HEALTH_WINDOW_S) -> HealthProcess:
+        """The same computation in a child process (``.result()`` waits, ``.cancel()`` stops it):
+        what a UI calls, so its own threads keep the GIL."""
+        return HealthProcess(self.db, window_s)
 
     def rows_with_health(self, view: FabricView, health: HealthView | None) -> tuple[LinkRow, ...]:
         return with_health(view.links, health)
 
-    def overview(self, view: FabricView | None, health: HealthView | None, state: StoreState) -> Overview:
-        rows = with_health(view.links, health) if view is not None else ()
+    def overview(
+        self,
+        view: FabricView | None,
+        health: HealthView | None,
+        state: StoreState,
+        rows: Sequence[LinkRow] | None = None,
+    ) -> Overview:
+        """The overview; ``rows``: ``with_health(view.links, health)`` if the caller has it already."""
+        if rows is None or view is None or len(rows) != len(view.links):
+            rows = with_health(view.links, health) if view is not None else ()
         by_status = Counter(r.status for r in rows)
         worst = tuple(sorted((r for r in rows if r.status not in ("ok", NO_DATA)), key=_worst_first)[:10])
         alerts: list[str] = []
         if view is not None:
             alerts += [
-                f"CRITICAL link {_link_text(r)}: {'; '.join(r.reasons) or 'score ' + str(r.score)}"
+                f"CRITICAL link {link_text(r)}: {'; '.join(r.reasons) or 'score ' + str(r.score)}"
                 for r in worst
                 if r.status == "critical"
             ]
@@ -262,7 +284,7 @@ class FabricService:
             if view is None
             else "no counter snapshots yet (run: ibfab counters collect)"
             if health is None
-            else f"health over {_duration(health.now - health.since)} ending at snapshot {health.snapshot_id}"
+            else f"health over {duration(health.now - health.since)} ending at snapshot {health.snapshot_id}"
         )
         return Overview(
             state,
@@ -330,22 +352,13 @@ class FabricService:
                 out.append(CounterSeries(int(str(port)), name, tuple(float(v) for v in values)))
         return out
 
+    # -- sweeps (fabric.service_probes) --------------------------------------------------------
     def sweeps_of(self, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
         """The newest ``limit`` sweeps (only their pairs involving ``host`` if given)."""
-        with self.open() as store:
-            heads = store.list_sweeps()[-limit:]
-            loaded = [store.load_sweep(s.id) for s in reversed(heads)]
-        if host is None:
-            return loaded
-        return [
-            StoredSweep(s.sweep, tuple(r for r in s.results if host in (r.client_host, r.server_host)))
-            for s in loaded
-        ]
+        return service_probes.sweeps_of(self.db, host, limit)
 
-    # -- sweeps, advice, isolation (fabric.sweeps, fabric.advise, fabric.isolation) ---------------
-    # Each checks first that its service is importable (optional_service) and otherwise says so;
-    # the TUI shows that sentence instead of an empty or invented list.
     def sweep_service(self) -> ModuleType | Unavailable:
+        """fabric.sweeps when a sweep can start from here; else why not."""
         svc = optional_service("fabric.sweeps", "probe sweeps", "prepare", "run_lab", "save", "show")
         if not isinstance(svc, Unavailable) and self.lab is None:
             return Unavailable(
@@ -354,140 +367,28 @@ class FabricService:
         return svc
 
     def run_sweep(self, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs") -> int:
-        """Plan and run a sweep on the lab (what ``ibfab sweep run --lab``) does; returns its id."""
-        from fabric import sweeps
-
-        if self.lab is None:
-            raise UsageError("a sweep from the TUI needs --lab NAME")
-        ctx = sweeps.prepare(pattern, lab=self.lab)
-        total = len(ctx.plan.probes)
-        done = [0, 0]
-
-        def step(text: str) -> None:
-            m = _ROUND.match(text)
-            if m:
-                done[0] += int(m["pairs"])
-                done[1] += int(m["failed"])
-                progress(SweepStep(int(m["round"]), int(m["rounds"]), done[0], total, done[1], text))
-            else:
-                progress(SweepStep(ctx.plan.rounds, ctx.plan.rounds, done[0], total, done[1], text))
-
-        outcome = sweeps.run_lab(ctx, self.lab, progress=step)
-        return sweeps.save(outcome, ctx.source, sweeps.names_of(ctx.discovery), self._db_arg())
+        """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
+        return service_probes.run_sweep(self.db, self.lab, progress, pattern)
 
     def sweep_report(self, sweep_id: int) -> str:
         """Slow and failed pairs and the ranked suspect links of a stored sweep (``ibfab sweep show``)."""
-        from fabric import sweeps
-        from fabric.cli.sweep import render_suspects
+        return service_probes.sweep_report(self.db, sweep_id)
 
-        shown = sweeps.show(sweep_id, self._db_arg())
-        bad = [r for r in shown.results if not r.ok]
-        head = f"{len(shown.results)} pair results, {len(bad)} slow or failed"
-        return f"{head}\nsuspect links (localization):\n{render_suspects(shown.suspects, shown.names)}"
+    def sweep_bandwidth(self, sweep_id: int | None = None) -> SweepBandwidth | None:
+        """Measured share of line rate per cable in a sweep (the newest by default)."""
+        return service_probes.sweep_bandwidth(self.db, sweep_id)
 
+    # -- advice and isolation (fabric.service_advice) --------------------------------------------
     def recommendations(self, view: FabricView, health: HealthView | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
-        mod = optional_service("fabric.advise.recommend", "recommendations", "recommend")
-        if isinstance(mod, Unavailable):
-            return mod
-        if health is None:
-            return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
-        from fabric.advise.candidates import findings_from_report
-        from fabric.advise.routing_advice import SubnetManager, probe_subnet_manager
-        from fabric.advise.safety import SafetyPolicy
-        from fabric.isolation import open_isolations
-
-        sm = probe_subnet_manager(lab=self.lab) if self.lab else SubnetManager()
-        with self.open() as store:
-            already = len(open_isolations(store))
-        d = view.discovery
-        recs = mod.recommend(
-            d.fabric,
-            d.classification,
-            findings_from_report(health.report),
-            SafetyPolicy(),
-            sm,
-            already_isolated=already,
-        )
-        return [
-            Advice(
-                a.kind.value,
-                a.target,
-                a.reason,
-                (*a.evidence, *([f"cost: {a.impact}"] if a.impact else [])),
-                a,
-            )
-            for a in recs.actions
-        ]
+        return service_advice.recommendations(self.db, self.lab, view, health)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
-        from fabric.advise.safety import SafetyPolicy
-        from fabric.isolation import open_isolations, plan_isolation
-
-        port = advice.action.port
-        if port is None or advice.kind != "isolate_port":
-            raise UsageError(f"{advice.kind} {advice.target}: advice only, nothing to apply here")
-        with self.open() as store:
-            already = len(open_isolations(store))
-        d = view.discovery
-        return plan_isolation(d.fabric, d.classification, [port], SafetyPolicy(), advice.reason, already)
+        return service_advice.isolation_plan(self.db, view, advice)
 
     def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
         """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
-        from fabric.isolation import apply_plan
-
-        if not plan.safe:
-            from topology.errors import SafetyError
-
-            raise SafetyError("the plan breaks safety rules; nothing was changed")
-        with self.open() as store:
-            return apply_plan(plan, store, lab=self.lab)
-
-    def _db_arg(self) -> str | None:
-        return str(self.db) if self.db is not None else None
-
-
-_ROUND = re.compile(r"^round (?P<round>\d+)/(?P<rounds>\d+): (?P<pairs>\d+) pairs, (?P<failed>\d+) failed")
-
-
-@dataclass(frozen=True, slots=True)
-class SweepStep:
-    """Progress of a running sweep: cumulative pairs and failures after ``round`` of ``rounds``."""
-
-    round: int
-    rounds: int
-    pairs_done: int
-    pairs: int
-    slow_pairs: int
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Advice:
-    """One recommendation as the TUI lists it; ``action`` is fabric.advise's own record."""
-
-    kind: str
-    target: str
-    reason: str
-    evidence: tuple[str, ...]
-    action: Action
-
-    @property
-    def can_apply(self) -> bool:
-        return self.kind == "isolate_port" and self.action.port is not None
-
-
-def plan_text(plan: IsolationPlan) -> str:
-    """The plan as ``ibfab isolate`` prints it before asking (verdicts, costs, ports, commands)."""
-    lines = []
-    for v in plan.safety.verdicts:
-        mark = "ok  " if v.accepted else "STOP"
-        lines.append(f"{mark} {v.reason}" + (f" [{v.rule.value}]" if v.rule else ""))
-        lines += [f"     cost: {cost.describe()}" for cost in v.costs]
-    for s in plan.steps:
-        lines.append(f"  {s.name} <-> {s.far}")
-        lines += [f"    [{cmd.manager} {cmd.purpose}] {cmd.text}" for cmd in s.action.commands]
-    return "\n".join(lines)
+        return service_advice.apply_isolation(self.db, self.lab, plan)
 
 
 def with_health(rows: Sequence[LinkRow], health: HealthView | None) -> tuple[LinkRow, ...]:
@@ -522,49 +423,6 @@ def with_health(rows: Sequence[LinkRow], health: HealthView | None) -> tuple[Lin
             )
         )
     return tuple(out)
-
-
-def overview_report(ov: Overview) -> str:
-    """The overview as plain text (``ibfab tui`` without a terminal prints this)."""
-    return "\n\n".join(f"{title}\n{body}" for title, body in overview_sections(ov))
-
-
-def overview_sections(ov: Overview) -> list[tuple[str, str]]:
-    """(title, text) blocks shared by the TUI's overview panels and the plain report."""
-    s, f = ov.state, ov.fabric
-    if f:
-        tiers = ", ".join(f"{n} {t}" for t, n in dict(f.get("tiers", {})).items())  # type: ignore[call-overload]
-        fabric = (
-            f"source {f.get('source')}\nswitches {f.get('switches')} ({tiers})\n"
-            f"hosts {f.get('hosts')}  HCAs {f.get('hcas')}  links {f.get('links')}\n"
-            f"rails {f.get('rails')} ({'rail-optimized' if f.get('rail_optimized') else 'not rail-optimized'})"
-            f"  groups {f.get('groups')}"
-        )
-    else:
-        fabric = "no topology stored yet (run: ibfab discover --save)"
-    health = "  ".join(f"{k}: {v}" for k, v in ov.links_by_status.items()) + f"\n{ov.health_note}"
-    worst = (
-        "\n".join(
-            f"{r.status.upper():8} {r.score if r.score is not None else '-':>3}  {_link_text(r)}  {'; '.join(r.reasons)[:80]}"
-            for r in ov.worst
-        )
-        or "no link at watch or worse"
-    )
-    times = (
-        f"topology   {_when(s.topology.taken_at) if s.topology else 'never'}"
-        f"{f' (#{s.topology.id}, {s.topologies} stored)' if s.topology else ''}\n"
-        f"collection {_when(s.latest_snapshot.taken_at) if s.latest_snapshot else 'never'}"
-        f"{f' (snapshot #{s.latest_snapshot.id}, {s.snapshots} stored)' if s.latest_snapshot else ''}\n"
-        f"sweep      {_when(s.last_sweep.started) + ' ' + s.last_sweep.pattern if s.last_sweep else 'never'}"
-    )
-    alerts = "\n".join(ov.alerts) or "none"
-    return [
-        ("FABRIC", fabric),
-        ("HEALTH (links by status)", health),
-        ("WORST LINKS", worst),
-        ("LAST RUNS", times),
-        (f"ALERTS ({len(ov.alerts)})", alerts),
-    ]
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -614,17 +472,3 @@ def _tier(tier: int | None, role: Role) -> str:
 
 def _worst_first(r: LinkRow) -> tuple[int, int]:
     return (STATUS_ORDER[r.status], r.score if r.score is not None else 101)
-
-
-def _link_text(r: LinkRow) -> str:
-    return f"{r.a_name}/{r.a_port} - {r.b_name}/{r.b_port}"
-
-
-def _when(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"

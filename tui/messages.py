@@ -6,9 +6,14 @@ their ``on_*`` handlers. Tests assert on them (``app.posted``) before they look 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from fabric.service import FabricView, HealthView, StoreState
+
+if TYPE_CHECKING:
+    from tui.linkquery import LinkIndex
 
 
 class StateLoaded(Message):
@@ -28,11 +33,16 @@ class ViewLoaded(Message):
 
 
 class HealthLoaded(Message):
-    """A health report over the newest counter window (None: no counters yet)."""
+    """A health report over the newest counter window (None: no counters yet), with the link rows
+    of ``view`` and their index already built from it (None: the app builds them)."""
 
-    def __init__(self, health: HealthView | None) -> None:
+    def __init__(
+        self, health: HealthView | None, view: FabricView | None = None, index: LinkIndex | None = None
+    ) -> None:
         super().__init__()
         self.health = health
+        self.view = view
+        self.index = index
 
 
 class StoreChanged(Message):

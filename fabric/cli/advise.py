@@ -285,15 +285,9 @@ def isolate_cmd(
         if as_json and not do_apply:
             click.echo(json.dumps(plan_.to_dict(), indent=1))
             return
-        for v in plan_.safety.verdicts:
-            mark = "ok  " if v.accepted else "STOP"
-            click.echo(f"{mark} {v.reason}" + (f" [{v.rule.value}]" if v.rule else ""))
-            for cost in v.costs:
-                click.echo(f"     cost: {cost.describe()}")
-        for s in plan_.steps:
-            click.echo(f"  {s.name} <-> {s.far}")
-            for cmd in s.action.commands:
-                click.echo(f"    [{cmd.manager} {cmd.purpose}] {cmd.text}")
+        from fabric.service_advice import isolation_plan_text
+
+        click.echo(isolation_plan_text(plan_))
         if not do_apply:
             click.echo("dry run: nothing changed (add --apply)")
             return

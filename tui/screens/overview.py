@@ -25,7 +25,7 @@ class OverviewScreen(DataScreen):
         if app.state is None:
             self.query_one("#ov-fabric", Static).update("reading the store…")
             return
-        ov = app.service.overview(app.view, app.health, app.state)
+        ov = app.service.overview(app.view, app.health, app.state, app.rows)
         for name, (title, body) in zip(SECTIONS, overview_sections(ov), strict=True):
             if name == "fabric" and app.view is None and app.loading["topology"]:
                 body = _cheap_fabric(app)

@@ -13,7 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Static
 
 from fabric.isolation import IsolationPlan
-from fabric.service import Advice, Unavailable, plan_text
+from fabric.service import Advice, Unavailable
+from fabric.service_advice import isolation_plan_text
 from topology.errors import IbfabError
 from tui.messages import ActionApplied
 from tui.screens.base import DataScreen
@@ -106,7 +107,7 @@ class RecommendationsScreen(DataScreen):
         except IbfabError as exc:
             self.notify(exc.one_line(), severity="error")
             return
-        self.last_plan = plan_text(plan)
+        self.last_plan = isolation_plan_text(plan)
 
         def answered(yes: bool | None) -> None:
             if yes:
