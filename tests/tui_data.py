@@ -61,7 +61,7 @@ def build_store(path: Path, snapshots: int = 16) -> tuple[Path, Fabric, Link, Li
     fabric = parse_ibnetdiscover(text.splitlines(), f"generated {SPEC}")
     ups = uplinks(fabric)
     ber_bad, flappy = ups[0], ups[5]
-    bad = {
+    bad: dict[tuple[str, int], dict[str, int]] = {
         (ber_bad.a.guid, ber_bad.a.port): {"symbol_errors": 4000},
         (flappy.b.guid, flappy.b.port): {"link_downed": 1},
     }

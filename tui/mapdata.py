@@ -1,7 +1,9 @@
-"""The fabric map's grids: leaf x spine (cables between them) and rail x unit (each leaf's uplinks).
+"""The fabric map's grids: leaf x spine (cables between them) and rail x unit (each leaf's uplinks),
+by health; and leaf x spine by the bandwidth the latest sweep measured on each cable.
 
 A cell holds the cables it stands for and their worst status; :data:`SHADES` draws a status as a
-shade that reads without colour (legend on screen).
+shade that reads without colour (legend on screen). Bandwidth borrows the status shades: at least
+90 % of line rate reads as ok, under 50 % as critical.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.service import NO_DATA, STATUS_ORDER, FabricView, LinkRow
+from fabric.service import NO_DATA, STATUS_ORDER, FabricView, LinkRow, SweepBandwidth
 
 SHADES = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
 LEGEND = "░ ok   ▒ watch   ▓ warn   █ critical   · no data   (blank: no cable)"
@@ -75,4 +77,65 @@ def rail_unit_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
         tuple(f"su{u}" for u in units),
         cells,
         note,
+    )
+
+
+# -- bandwidth mode: what the latest sweep measured per leaf-spine cable ---------------------------
+BANDWIDTH_LEGEND = (
+    "share of line rate, median of the pairs crossing the cable:"
+    "  ░ >= 90%   ▒ >= 75%   ▓ >= 50%   █ < 50%   · no pair crossed it"
+)
+# A share of line rate drawn as the status whose shade (and colour) it borrows.
+_SHARE_STEPS = ((0.9, "ok"), (0.75, "watch"), (0.5, "warn"))
+
+
+def share_status(share: float | None) -> str:
+    if share is None:
+        return NO_DATA
+    return next((status for floor, status in _SHARE_STEPS if share >= floor), "critical")
+
+
+def bandwidth_grid(rows: Sequence[LinkRow], bandwidth: SweepBandwidth | None) -> MapGrid:
+    """Leaf x spine; a cell's shade is its slowest cable's median share of line rate."""
+    cables: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in rows:
+        if r.tiers == "leaf-spine":
+            cables[(r.a_name, r.b_name)].append(r.index)
+    leaves = sorted({a for a, _ in cables})
+    spines = sorted({b for _, b in cables})
+    li, si = {n: i for i, n in enumerate(leaves)}, {n: i for i, n in enumerate(spines)}
+    figures = bandwidth.cables if bandwidth is not None else {}
+
+    def share(i: int) -> float:
+        fig = figures.get(rows[i].key)
+        return 2.0 if fig is None else fig.median_share  # unmeasured sorts after every measured cable
+
+    cells = {}
+    for (a, b), ix in cables.items():
+        ix.sort(key=lambda i: (share(i), i))
+        worst = figures.get(rows[ix[0]].key)
+        cells[(li[a], si[b])] = Cell(share_status(worst.median_share if worst else None), tuple(ix))
+    if bandwidth is None:
+        note = "no sweep stored yet (press p, then s on a lab; or ibfab sweep run)"
+    elif not figures:
+        note = f"sweep #{bandwidth.sweep_id} stored no routes: nothing to place on cables"
+    else:
+        note = ""
+    title = (
+        f"leaf x spine: measured bandwidth, sweep #{bandwidth.sweep_id} ({bandwidth.pattern})"
+        if bandwidth is not None
+        else "leaf x spine: measured bandwidth"
+    )
+    return MapGrid(title, tuple(leaves), tuple(spines), cells, note)
+
+
+def cable_figure(row: LinkRow, bandwidth: SweepBandwidth | None) -> str:
+    """``48% of line rate (median of 6 pairs, min 40%, 96 Gb/s)`` or why there is no figure."""
+    fig = bandwidth.cables.get(row.key) if bandwidth is not None else None
+    if fig is None:
+        return "no pair of the sweep crossed it"
+    gbps = f", {fig.median_gbps:.0f} Gb/s" if fig.median_gbps is not None else ""
+    return (
+        f"{fig.median_share:.0%} of line rate (median of {fig.pairs} pair{'s' if fig.pairs != 1 else ''},"
+        f" min {fig.min_share:.0%}{gbps})"
     )

@@ -1,15 +1,27 @@
-"""The fabric map: leaf x spine (or rail x unit) heat map of uplink health; the cursor's cell
-is described below the grid in words."""
+"""The fabric map: leaf x spine (or rail x unit) heat map of uplink health, or (``w``) of the
+bandwidth the latest sweep measured on each leaf-spine cable; the cursor's cell is described below
+the grid in words."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from tui.mapdata import LEGEND, MapGrid, leaf_spine_grid, rail_unit_grid
+from fabric.service import SweepBandwidth
+from topology.errors import IbfabError
+from tui.mapdata import (
+    BANDWIDTH_LEGEND,
+    LEGEND,
+    MapGrid,
+    bandwidth_grid,
+    cable_figure,
+    leaf_spine_grid,
+    rail_unit_grid,
+)
 from tui.screens.base import DataScreen
 from tui.widgets.heatmap import HeatMap
 
@@ -17,11 +29,17 @@ VIEWS = ("leaf-spine", "rail-unit")
 
 
 class FabricMapScreen(DataScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("v", "toggle_view", "leaf/rail view")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "toggle_view", "leaf/rail view"),
+        Binding("w", "toggle_bandwidth", "bandwidth"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.view_name = "leaf-spine"
+        self.bandwidth_mode = False
+        self.bandwidth: SweepBandwidth | None = None
+        self.bandwidth_note = "reading the latest sweep…"  # until load_bandwidth has answered
         self.grid = MapGrid("", (), (), {})
 
     def compose(self) -> ComposeResult:
@@ -42,11 +60,18 @@ class FabricMapScreen(DataScreen):
                 "loading topology…" if app.loading["topology"] else "no topology stored"
             )
             return
-        build = leaf_spine_grid if self.view_name == "leaf-spine" else rail_unit_grid
-        self.grid = build(app.view, app.rows)
+        if self.bandwidth_mode:
+            self.grid = bandwidth_grid(app.rows, self.bandwidth)
+            legend = BANDWIDTH_LEGEND
+        else:
+            build = leaf_spine_grid if self.view_name == "leaf-spine" else rail_unit_grid
+            self.grid = build(app.view, app.rows)
+            legend = LEGEND
         keys = {rc: app.rows[cell.links[0]].key for rc, cell in self.grid.cells.items()}
-        title = f"{self.grid.title} ({len(self.grid.row_labels)} x {len(self.grid.col_labels)})   {LEGEND}"
-        if app.health is None:
+        title = f"{self.grid.title} ({len(self.grid.row_labels)} x {len(self.grid.col_labels)})   {legend}"
+        if self.bandwidth_mode and self.bandwidth_note:
+            title += f"\n{self.bandwidth_note}"
+        elif not self.bandwidth_mode and app.health is None:
             title += "\nno health yet: every cable shows as no data"
         self.query_one("#map-title", Static).update(title + (f"\n{self.grid.note}" if self.grid.note else ""))
         self.query_one(HeatMap).show(self.grid, keys)
@@ -54,6 +79,26 @@ class FabricMapScreen(DataScreen):
     def action_toggle_view(self) -> None:
         self.view_name = VIEWS[(VIEWS.index(self.view_name) + 1) % len(VIEWS)]
         self.draw()
+
+    def action_toggle_bandwidth(self) -> None:
+        self.bandwidth_mode = not self.bandwidth_mode
+        if self.bandwidth_mode:
+            self.load_bandwidth()
+        self.draw()
+
+    @work(thread=True, exclusive=True, group="map-bandwidth", exit_on_error=False)
+    def load_bandwidth(self) -> None:
+        """The newest sweep's per-cable figures (reads its stored routes; a thread, not the UI)."""
+        try:
+            found, note = self.ibfab.service.sweep_bandwidth(), ""
+        except IbfabError as exc:
+            found, note = None, exc.one_line()
+        self.app.call_from_thread(self._set_bandwidth, found, note)
+
+    def _set_bandwidth(self, found: SweepBandwidth | None, note: str) -> None:
+        self.bandwidth, self.bandwidth_note = found, note
+        if self.bandwidth_mode and self.is_mounted:
+            self.draw()
 
     def on_heat_map_cell_changed(self, event: HeatMap.CellChanged) -> None:
         self.query_one("#map-cell", Static).update(self.describe(event.row, event.col))
@@ -68,6 +113,16 @@ class FabricMapScreen(DataScreen):
         if cell is None:
             return f"{head}: no cable"
         rows = self.ibfab.rows
+        if self.bandwidth_mode:
+            lines = [f"{head}: {len(cell.links)} cable(s)"]
+            lines += [
+                f"  {rows[i].a_name}/{rows[i].a_port} - {rows[i].b_name}/{rows[i].b_port}"
+                f"  {rows[i].width}x{rows[i].speed}: {cable_figure(rows[i], self.bandwidth)}"
+                for i in cell.links[:4]
+            ]
+            if len(cell.links) > 4:
+                lines.append(f"  … {len(cell.links) - 4} more")
+            return "\n".join(lines)
         lines = [f"{head}: {len(cell.links)} cable(s), worst {cell.status.upper()}"]
         for i in cell.links[:4]:
             lk = rows[i]

@@ -21,6 +21,7 @@ LINKS
   up down pgup pgdn home end   move      enter (or click twice)   detail of the cable
 FABRIC MAP
   arrows  move              v     leaf x spine <-> rail x unit      enter  detail of the worst cable
+  w     bandwidth: what the latest sweep measured per leaf-spine cable (again: back to health)
 DETAIL
   esc   back                a / b  open the near / far end's node
 PROBES
