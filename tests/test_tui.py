@@ -339,3 +339,19 @@ def test_no_terminal_prints_the_overview_report(store: tuple[Path, Fabric, Link,
     assert out.output.startswith("FABRIC\nsource generated rail-small\nswitches 20 (16 leaf, 4 spine)")
     assert "CRITICAL   0  leaf-su01-r0/5 - spine-01/1" in out.output
     assert "ALERTS (3)" in out.output
+
+
+def test_tui_lab_demo_opens_the_demos_store(tmp_path: Path) -> None:
+    from fabric.cli import main
+    from fabric.store import default_db_path
+
+    empty = CliRunner().invoke(main, ["tui", "--lab", "demo"])
+    assert empty.exit_code == 0 and "no topology stored yet" in empty.stdout  # no demo run yet
+    build_store(default_db_path().parent / "demo.db")  # what `ibfab demo` leaves behind
+    out = CliRunner().invoke(main, ["tui", "--lab", "demo"])
+    assert out.exit_code == 0, out.output
+    assert "switches 20 (16 leaf, 4 spine)" in out.stdout and "demo.db" in out.stderr
+    other = CliRunner().invoke(main, ["tui", "--lab", "other"])  # any other lab: the default store
+    assert "no topology stored yet" in other.stdout
+    explicit = CliRunner().invoke(main, ["tui", "--lab", "demo", "--db", str(tmp_path / "x.db")])
+    assert "no topology stored yet" in explicit.stdout and "demo.db" not in explicit.stderr

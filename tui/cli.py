@@ -11,6 +11,26 @@ import sys
 
 import click
 
+# What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/demo.py
+# demo_db_path: the demo never touches an operator's own store, so the TUI goes to it instead).
+DEMO_LAB = "demo"
+DEMO_DB_NAME = "demo.db"
+
+
+def store_for(db: str | None, lab: str | None) -> str | None:
+    """``--db`` if given; for ``--lab demo`` the demo's own store when it exists; else None (the
+    default store). ``make demo`` ends in ``ibfab tui --lab demo``, which must show what the demo
+    just stored, not an empty default store."""
+    if db is not None or lab != DEMO_LAB:
+        return db
+    from fabric.store import default_db_path
+
+    demo_db = default_db_path().parent / DEMO_DB_NAME
+    if not demo_db.exists():
+        return None
+    click.echo(f"ibfab tui: lab {lab}: the demo's store {demo_db} (--db PATH for another)", err=True)
+    return str(demo_db)
+
 
 def overview_text(db: str | None, lab: str | None = None) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
@@ -48,7 +68,11 @@ def run_tui_or_report(db: str | None, lab: str | None = None, poll_seconds: floa
 )
 @click.option("--report", is_flag=True, help="Print the overview report instead of opening the UI.")
 def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, report: bool) -> None:
-    """Browse the fabric: overview, links, fabric map, details, probes, recommendations."""
+    """Browse the fabric: overview, links, fabric map, details, probes, recommendations.
+
+    With --lab demo and no --db it opens the store `ibfab demo` wrote (demo.db beside the default
+    store)."""
+    db = store_for(db, lab)
     if report:
         click.echo(overview_text(db, lab))
         return
