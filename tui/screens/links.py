@@ -32,6 +32,7 @@ class LinksScreen(DataScreen):
         self.filter_text = ""
         self._debounce: Timer | None = None
         self.shown_for: object = None  # the LinkIndex the table was last filled from
+        self.debounce_s = DEBOUNCE_S
 
     def compose(self) -> ComposeResult:
         yield from self.compose_frame()
@@ -66,7 +67,7 @@ class LinksScreen(DataScreen):
         self.filter_text = event.value
         if self._debounce is not None:
             self._debounce.stop()
-        self._debounce = self.set_timer(DEBOUNCE_S, self.apply_filter)
+        self._debounce = self.set_timer(self.debounce_s, self.apply_filter)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if self._debounce is not None:
