@@ -169,8 +169,9 @@ async def measure(path: Path) -> tuple[float, float, float, list[float], float]:
             print(
                 f"keypress while health computes ({len(busy)} keys): key handled and table redrawn after median"
                 f" {statistics.median(handled):.1f} ms, worst {max(handled):.1f} ms; Pilot round trip median"
-                f" {statistics.median(busy):.1f} ms, worst {max(busy):.1f} ms (the last waits for the report"
-                f" to be shown); process CPU median {statistics.median(BUSY_CPU_MS):.1f} ms (target"
+                f" {statistics.median(busy):.1f} ms, worst {max(busy[:-1] or busy):.1f} ms (the last key,"
+                f" whose round trip also waits for the report to be shown: {busy[-1]:.0f} ms);"
+                f" process CPU median {statistics.median(BUSY_CPU_MS):.1f} ms (target"
                 f" {KEY_TARGET_MS:.0f} ms: {'met' if statistics.median(BUSY_CPU_MS) < KEY_TARGET_MS else 'MISSED'})"
             )
     return first_paint, topo, health, keys, filter_ms
