@@ -33,6 +33,7 @@ from fabric.store import AuditEntry, Store
 from topology.classify import Classification
 from topology.errors import CommandFailed, IbfabError, SafetyError, UsageError
 from topology.model import Fabric, Guid, NodeKind, PortRef, normalise_guid
+from topology.routes import dr_path
 
 RETEST_WINDOW_SECONDS = 126 * 60
 ISOLATE, DEISOLATE = "isolate", "deisolate"
@@ -117,11 +118,17 @@ def plan_isolation(
         name = f"{node_label(fabric, cls, ref.guid)}:{ref.port}"
         far_name = f"{node_label(fabric, cls, far.guid)}:{far.port}"
         impact = "; ".join(c.describe() for c in v.costs)
-        act = isolate_port(ref, fabric.nodes[ref.guid].lid, f"{name} <-> {far_name}", reason, (), impact)
+        # Reach the switch by a directed route that avoids the cable being disabled: a LID-routed
+        # Set may enter through that very port and its reply would never come back.
+        lid = fabric.nodes[ref.guid].lid
+        dr = (
+            dr_path(fabric, fabric.origin, ref.guid, frozenset({v.candidate.link.key}))
+            if fabric.origin
+            else None
+        )
+        act = isolate_port(ref, lid, f"{name} <-> {far_name}", reason, (), impact, dr)
         steps.append(
-            PlannedIsolation(
-                ref, name, far_name, tuple(ibportstate_argv(ref, fabric.nodes[ref.guid].lid, "disable")), act
-            )
+            PlannedIsolation(ref, name, far_name, tuple(ibportstate_argv(ref, lid, "disable", dr)), act)
         )
     return IsolationPlan(tuple(steps), report)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -168,8 +169,14 @@ def test_recommend_isolates_drains_and_swaps_with_exact_commands() -> None:
 
     iso = recs.actions[1]
     leaf = d.fabric.nodes[guid_of(d, "leaf-01")]
-    assert iso.commands_for("opensm")[0] == f"ibportstate {leaf.lid} 9 disable"
-    assert iso.commands_for("opensm", "undo") == [f"ibportstate {leaf.lid} 9 enable"]
+    # Addressed by a directed route from where discovery ran (cn0001's HCA on leaf-01), which
+    # cannot cross the cable being disabled; without that origin, by LID.
+    origin = d.fabric.origin
+    assert origin is not None and d.fabric.nodes[origin.guid].description == "cn0001 mlx5_0"
+    assert iso.commands_for("opensm")[0] == "ibportstate -D 0,1 9 disable"
+    assert iso.commands_for("opensm", "undo") == ["ibportstate -D 0,1 9 enable"]
+    by_lid = recommend(dataclasses.replace(d.fabric, origin=None), cls, findings, sm=UPSTREAM).actions[1]
+    assert by_lid.commands_for("opensm")[0] == f"ibportstate {leaf.lid} 9 disable"
     (ufm,) = iso.commands_for("ufm")
     argv = shlex.split(ufm)
     assert argv[:3] == ["curl", "-k", "-u"] and "PUT" in argv

@@ -100,7 +100,8 @@ def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_pa
     with Store.open(db) as store:
         (entry,) = store.audit_log()
     assert entry.action == "isolate" and entry.result.startswith("ok")
-    assert entry.command.startswith("ibportstate ") and entry.command.split()[2:4] == ["5", "disable"]
+    # by directed route from the discovery's origin, around the cable being disabled
+    assert entry.command.startswith("ibportstate -D 0,") and entry.command.split()[3:5] == ["5", "disable"]
     assert entry.target.startswith(f"{a[0]}/5 " if a[1] == 5 else f"{b[0]}/5 ")
     assert entry.user
 

@@ -12,7 +12,7 @@ from topology.classify import classify
 from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
-from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 from topology.routes import RouteError, UpDown, all_paths, parse_lft_dump, path, path_diversity
 
 L1, L2, S1, S2 = (Guid(f"0x{0x100 + i:016x}") for i in range(4))
@@ -175,3 +175,38 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
         assert int(far_guid, 16) in (int(far.guid, 16), int(far.guid, 16) + 1)
         assert far.port == int(far_port)
         here = far.guid
+
+
+def test_dr_path_avoids_the_cable_it_is_told_to() -> None:
+    """From dgx-0001 mlx5_0 to leaf-su01-r1 without its spine-01 cable: up to leaf-su01-r0, over a
+    spine that is not spine-01... and never through the avoided cable."""
+    from tests.advise_fabrics import fabric_of, guid_of
+    from topology.routes import dr_path
+
+    d = fabric_of("rail-small")
+    f = d.fabric
+    origin = PortRef(guid_of(d, "dgx-0001 mlx5_0"), 1)
+    target = guid_of(d, "leaf-su01-r1")
+    cable = next(lk for p, _, lk in f.neighbours(target) if p == 5)
+    free = dr_path(f, origin, target)
+    around = dr_path(f, origin, target, frozenset({cable.key}))
+    assert free is not None and around is not None and free != around
+    # walk the path and check it never uses the avoided cable
+    at, used = origin.guid, []
+    for port in map(int, around.split(",")[1:]):
+        lk = next(lk for p, _, lk in f.neighbours(at) if p == port)
+        used.append(lk.key)
+        at = lk.other(at).guid
+    assert at == target and cable.key not in used
+    assert dr_path(f, origin, origin.guid) == "0"
+    # with every cable of the target avoided there is no way in
+    assert dr_path(f, origin, target, frozenset(lk.key for _, _, lk in f.neighbours(target))) is None
+
+
+def test_origin_port_comes_from_the_header() -> None:
+    from tests.conftest import REALDATA
+    from topology.ibnetdiscover import read_ibnetdiscover
+
+    f = read_ibnetdiscover(REALDATA / "ibnetdiscover" / "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt")
+    # "# Initiated from node 0002c9030002847c port 0002c9030002847e": port GUID = node GUID + 2
+    assert f.origin == PortRef(normalise_guid("0002c9030002847c"), 2)

@@ -82,6 +82,7 @@ class _Builder:
     unconnected: list[UnconnectedPort] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     guids: dict[str, Guid] = field(default_factory=dict)
+    origin: tuple[str, str] | None = None  # (node GUID, port GUID) from the header
 
     def error(self, lineno: int, line: str, problem: str) -> ParseError:
         return ParseError(TOOL, self.source, lineno, line, problem)
@@ -159,7 +160,37 @@ class _Builder:
         for g, (kind, desc, lid, nports) in self.referenced.items():
             if g not in nodes:
                 nodes[g] = Node(g, kind, desc, nports, Lid(lid) if lid is not None else None)
-        return Fabric.build(nodes.values(), links, self.unconnected, self.source, unique=True)
+        return Fabric.build(
+            nodes.values(),
+            links,
+            self.unconnected,
+            self.source,
+            unique=True,
+            origin=self._origin(nodes, links),
+        )
+
+    def _origin(self, nodes: dict[Guid, Node], links: list[Link]) -> PortRef | None:
+        """The port the tool ran from: its port GUID is the node GUID plus the port number on
+        HCAs; otherwise the node's only cabled port."""
+        if self.origin is None:
+            return None
+        try:
+            node_guid, port_guid = normalise_guid(self.origin[0]), int(self.origin[1], 16)
+        except ValueError:
+            return None
+        node = nodes.get(node_guid)
+        if node is None:
+            return None
+        cabled = sorted(
+            {lk.a.port for lk in links if lk.a.guid == node_guid}
+            | {lk.b.port for lk in links if lk.b.guid == node_guid}
+        )
+        offset = port_guid - int(node_guid, 16)
+        if offset in cabled:
+            return PortRef(node_guid, offset)
+        if node.kind is NodeKind.SWITCH:
+            return PortRef(node_guid, 0)
+        return PortRef(node_guid, cabled[0]) if len(cabled) == 1 else None
 
     def _conflict(
         self, port: tuple[Guid, int], seen: list[Any], other: tuple[Guid, int], lineno: int
@@ -294,6 +325,10 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 header = {}
                 continue
         if first == "#":
+            if stripped.startswith("# Initiated from node"):
+                words = stripped.split()
+                if len(words) >= 7 and words[5] == "port":
+                    b.origin = (words[4], words[6])
             continue
         if first in "vdsc" and fmt == "topology" and "=" in stripped and '"' not in stripped:
             # vendid=/devid=/sysimgguid=/switchguid=/caguid= header lines (fast path)

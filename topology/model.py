@@ -140,6 +140,9 @@ class Fabric:
     links: tuple[Link, ...]
     unconnected: tuple[UnconnectedPort, ...] = ()
     source: str = ""
+    # The HCA port the discovery ran from ("# Initiated from node ... port ..."): where management
+    # MADs start, so a directed route from it can avoid a cable that is about to be disabled.
+    origin: PortRef | None = None
     _by_node: Mapping[Guid, tuple[Link, ...]] = field(default_factory=dict, repr=False, compare=False)
     _adjacency: Mapping[Guid, tuple[tuple[int, PortRef, Link], ...]] = field(
         default_factory=dict, repr=False, compare=False
@@ -153,6 +156,7 @@ class Fabric:
         unconnected: Iterable[UnconnectedPort] = (),
         source: str = "",
         unique: bool = False,
+        origin: PortRef | None = None,
     ) -> Fabric:
         """``unique=True`` promises the links are already distinct (skips hashing them all)."""
         node_map = {n.guid: n for n in nodes}
@@ -175,6 +179,7 @@ class Fabric:
             links=link_list,
             unconnected=tuple(sorted(unconnected, key=lambda u: u.ref)),
             source=source,
+            origin=origin,
             _by_node=MappingProxyType({g: tuple(v) for g, v in by_node.items()}),
             _adjacency=MappingProxyType({g: tuple(v) for g, v in adjacency.items()}),
         )

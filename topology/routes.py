@@ -31,13 +31,15 @@ The API is small on purpose (the advice layer uses it for what-if):
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from topology.classify import Classification
 from topology.errors import IbfabError, ParseError
-from topology.model import Fabric, Guid, Link, NodeKind, normalise_guid
+from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid
+
+LinkKey = tuple[tuple[str, int], tuple[str, int]]
 
 ForwardingTables = Mapping[Guid, Mapping[int, int]]
 NO_PATH = 255
@@ -293,3 +295,41 @@ def path_diversity(fabric: Fabric, cls: Classification, leaf_a: Guid, leaf_b: Gu
 def links_of_path(links: Sequence[Link]) -> tuple[tuple[tuple[str, int], tuple[str, int]], ...]:
     """The link keys of a path (for JSON and the store)."""
     return tuple(lk.key for lk in links)
+
+
+def dr_path(
+    fabric: Fabric, origin: PortRef, target: Guid, avoid: frozenset[LinkKey] = frozenset()
+) -> str | None:
+    """A directed-route path (``0,1,6,2``) from the ``origin`` port to the node ``target`` that
+    uses none of the cables in ``avoid``, for tools such as ``ibportstate -D``; None if none exists.
+
+    A LID-routed SMP to a switch may travel in through the very port it disables, and then its
+    reply is lost; a directed route around that cable keeps the answer coming back. The first hop
+    leaves through ``origin.port`` (0 for a switch's own management port).
+    """
+    if origin.guid == target:
+        return "0"
+    start: list[tuple[Guid, tuple[int, ...]]] = []
+    if origin.port:
+        first = next((lk for p, _, lk in fabric.neighbours(origin.guid) if p == origin.port), None)
+        if first is None or first.key in avoid:
+            return None
+        start.append((first.other(origin.guid).guid, (origin.port,)))
+    else:
+        start.append((origin.guid, ()))
+    seen = {origin.guid}
+    queue = deque(start)
+    while queue:
+        at, hops = queue.popleft()
+        if at == target:
+            return ",".join(str(h) for h in (0, *hops))
+        if at in seen:
+            continue
+        seen.add(at)
+        node = fabric.nodes.get(at)
+        if node is None or node.kind is not NodeKind.SWITCH:
+            continue  # directed routes pass through switches only
+        for port, far, lk in sorted(fabric.neighbours(at), key=lambda t: t[0]):
+            if lk.key not in avoid and far.guid not in seen and len(hops) < 63:
+                queue.append((far.guid, (*hops, port)))
+    return None

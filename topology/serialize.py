@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topology.errors import ParseError
-from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, UnconnectedPort
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, UnconnectedPort, normalise_guid
 
 FORMAT = "ibfab-fabric"
 FORMAT_VERSION = 1
@@ -50,6 +50,7 @@ def fabric_to_dict(fabric: Fabric) -> dict[str, Any]:
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "source": fabric.source,
+        "origin": [fabric.origin.guid, fabric.origin.port] if fabric.origin else None,
         "node_fields": list(NODE_FIELDS),
         "nodes": [
             [n.guid, n.kind.value, n.description, n.nports, n.lid, n.sysimgguid, n.vendid, n.devid]
@@ -88,7 +89,14 @@ def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> 
         unconnected = [
             UnconnectedPort(PortRef(guid_of(g), int(p)), int(w), str(s)) for g, p, w, s in data["unconnected"]
         ]
-        return Fabric.build(nodes, links, unconnected, source=str(data.get("source", "")))
+        origin = data.get("origin")
+        return Fabric.build(
+            nodes,
+            links,
+            unconnected,
+            source=str(data.get("source", "")),
+            origin=PortRef(normalise_guid(origin[0]), int(origin[1])) if origin else None,
+        )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ParseError(TOOL, source, 0, "", f"malformed fabric: {type(exc).__name__}: {exc}") from exc
 

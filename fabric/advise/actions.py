@@ -72,10 +72,13 @@ def ufm_port_name(ref: PortRef) -> str:
     return f"{ref.guid.removeprefix('0x')}_{ref.port}"
 
 
-def ibportstate_argv(ref: PortRef, lid: Lid | int | None, state: str) -> list[str]:
-    """``ibportstate <lid> <port> disable|enable``; by GUID (``-G``) when the LID is unknown."""
+def ibportstate_argv(ref: PortRef, lid: Lid | int | None, state: str, dr: str | None = None) -> list[str]:
+    """``ibportstate <lid> <port> disable|enable``; by directed route (``-D 0,1,6``) when one is
+    given (see topology.routes.dr_path), by GUID (``-G``) when the LID is unknown."""
     if state not in ("disable", "enable", "query", "reset"):
         raise ValueError(f"ibportstate state {state!r}")
+    if dr is not None:
+        return ["ibportstate", "-D", dr, str(ref.port), state]
     if lid is None:
         return ["ibportstate", "-G", ref.guid, str(ref.port), state]
     return ["ibportstate", str(lid), str(ref.port), state]
@@ -116,9 +119,10 @@ def isolate_port(
     reason: str,
     evidence: tuple[str, ...] = (),
     impact: str = "",
+    dr: str | None = None,
 ) -> Action:
-    argv = ibportstate_argv(ref, lid, "disable")
-    undo = ibportstate_argv(ref, lid, "enable")
+    argv = ibportstate_argv(ref, lid, "disable", dr)
+    undo = ibportstate_argv(ref, lid, "enable", dr)
     return Action(
         ActionKind.ISOLATE_PORT,
         target,

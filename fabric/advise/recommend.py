@@ -14,6 +14,7 @@ from fabric.advise.routing_advice import RoutingAdvice, SubnetManager, advise_ro
 from fabric.advise.safety import Rule, SafetyPolicy, SafetyReport, check_isolations
 from topology.classify import Classification
 from topology.model import Fabric
+from topology.routes import dr_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,9 @@ def recommend(
                     f"link is {c.finding.status}",
                     evidence,
                     impact,
+                    dr_path(fabric, fabric.origin, c.port.guid, frozenset({c.link.key}))
+                    if fabric.origin
+                    else None,
                 )
             )
         elif v.rule is Rule.DISCONNECTS_HCA and v.drain_host:
