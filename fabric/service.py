@@ -38,9 +38,10 @@ from fabric.service_health import (
     LinkKey,
     compute_health,
 )
-from fabric.service_probes import SweepBandwidth, SweepStep
+from fabric.service_probes import SweepBandwidth
 from fabric.service_report import duration, link_text, overview_report, overview_sections
 from fabric.store import CounterSnapshotInfo, ProbeSweep, Store, StoredSweep, TopologySummary
+from probes.sweep import SweepStep
 from topology.classify import Role
 from topology.model import Guid, Link
 

@@ -8,7 +8,6 @@ only reshapes what it returns for a screen.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -18,23 +17,11 @@ from types import MappingProxyType
 from typing import Any
 
 from fabric.store import Store, StoredSweep
+from probes.sweep import SweepStep
 from topology.errors import StoreError, UsageError
 from topology.model import Guid, Link, PortRef
 
 LinkKey = tuple[tuple[str, int], tuple[str, int]]
-_ROUND = re.compile(r"^round (?P<round>\d+)/(?P<rounds>\d+): (?P<pairs>\d+) pairs, (?P<failed>\d+) failed")
-
-
-@dataclass(frozen=True, slots=True)
-class SweepStep:
-    """Progress of a running sweep: cumulative pairs and failures after ``round`` of ``rounds``."""
-
-    round: int
-    rounds: int
-    pairs_done: int
-    pairs: int
-    slow_pairs: int
-    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +67,7 @@ def run_sweep(
     if lab is None:
         raise UsageError("a sweep from the TUI needs --lab NAME")
     ctx = sweeps.prepare(pattern, lab=lab)
-    total = len(ctx.plan.probes)
-    done = [0, 0]
-
-    def step(text: str) -> None:
-        m = _ROUND.match(text)
-        if m:
-            done[0] += int(m["pairs"])
-            done[1] += int(m["failed"])
-            progress(SweepStep(int(m["round"]), int(m["rounds"]), done[0], total, done[1], text))
-        else:
-            progress(SweepStep(ctx.plan.rounds, ctx.plan.rounds, done[0], total, done[1], text))
-
-    outcome = sweeps.run_lab(ctx, lab, progress=step)
+    outcome = sweeps.run_lab(ctx, lab, progress=progress)
     return sweeps.save(outcome, ctx.source, sweeps.names_of(ctx.discovery), _db_arg(db))
 
 

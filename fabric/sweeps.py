@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from fabric.discovery import Discovery, Source, discover, discover_text
 from probes.localize import Suspect, rank
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
-from probes.sweep import Backend, LabTrafficBackend, SweepOutcome, run_sweep
+from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
 from topology.model import Guid, Link, PortRef
 from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
@@ -94,7 +94,7 @@ def names_of(d: Discovery) -> dict[Guid, str]:
 
 
 def run_lab(
-    ctx: SweepContext, lab_name: str, *, retest: bool = True, progress: Callable[[str], None] | None = None
+    ctx: SweepContext, lab_name: str, *, retest: bool = True, progress: Progress | None = None
 ) -> SweepOutcome:
     """Run the plan on the lab's simulated traffic (error rates read from the ibsim console)."""
     from fabric import lab
@@ -117,7 +117,7 @@ def run_ssh(
     iterations: int = 5000,
     base_port: int = 18515,
     concurrency: int = 16,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> SweepOutcome:
     """Run the plan with real ib_write_bw over SSH; hosts missing or unreachable stop it before it starts."""
     from probes.fanout import fan_out
@@ -165,9 +165,7 @@ def run_ssh(
     return replace(outcome, raw_outputs=raw)
 
 
-def _run(
-    ctx: SweepContext, backend: Backend, retest: bool, progress: Callable[[str], None] | None
-) -> SweepOutcome:
+def _run(ctx: SweepContext, backend: Backend, retest: bool, progress: Progress | None) -> SweepOutcome:
     return run_sweep(
         ctx.plan,
         backend,

@@ -33,7 +33,24 @@ from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link
 from topology.routes import ForwardingTables
 
-Progress = Callable[[str], None]
+
+@dataclass(frozen=True, slots=True)
+class SweepStep:
+    """Progress of a running sweep: cumulative pairs and failures after ``round`` of ``rounds``;
+    ``note`` says what happened in words (re-tests and follow-ups carry only a note)."""
+
+    round: int
+    rounds: int
+    pairs_done: int
+    pairs: int
+    slow_pairs: int
+    note: str = ""
+
+    def __str__(self) -> str:
+        return self.note
+
+
+Progress = Callable[[SweepStep], None]
 
 
 class Backend(Protocol):
@@ -230,13 +247,16 @@ def run_sweep(
     start = time.monotonic()
     paths: dict[tuple[Guid, Guid], Sequence[Link]] = dict(plan.paths)
     results: list[PairResult] = []
+    total, failed = len(plan.probes), 0
     for r in range(plan.rounds):
         probes = plan.round_probes(r)
         got = backend.run_round(probes, 0)
         results += got
         if progress:
             slow = sum(1 for x in got if not x.ok)
-            progress(f"round {r + 1}/{plan.rounds}: {len(got)} pairs, {slow} failed")
+            failed += slow
+            note = f"round {r + 1}/{plan.rounds}: {len(got)} pairs, {slow} failed"
+            progress(SweepStep(r + 1, plan.rounds, len(results), total, failed, note))
     reference = max((x.gbps for x in results if x.ok and x.gbps is not None), default=None)
     passes = 0
     concurrency = max((len(plan.round_probes(r)) for r in range(plan.rounds)), default=1)
@@ -253,9 +273,11 @@ def run_sweep(
             latest += backend.run_round([p for p in again.probes if p.round == r], passes)
         results += latest
         if progress:
-            progress(
-                f"re-test {passes}: {len(again.probes)} outliers, {concurrency} at a time, {len(outliers(latest, reference))} still slow"
+            note = (
+                f"re-test {passes}: {len(again.probes)} outliers, {concurrency} at a time, "
+                f"{len(outliers(latest, reference))} still slow"
             )
+            progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
     suspects = rank(results, paths, reference, names)
     extra = 0
     if fabric is not None and tables is not None and tied(suspects):
@@ -270,7 +292,8 @@ def run_sweep(
             extra = len(probes)
             suspects = rank(results, paths, reference, names)
             if progress:
-                progress(f"follow-up: {extra} probes to separate tied links")
+                note = f"follow-up: {extra} probes to separate tied links"
+                progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
     return SweepOutcome(
         plan, backend.name, tuple(results), tuple(suspects), paths, passes, extra, time.monotonic() - start
     )

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -190,3 +191,24 @@ def test_unreachable_host_stops_the_sweep_before_it_starts(sshd_server: Sshd, tm
     )
     assert res.exit_code == 7 and "sweep cannot start: cn0001 unreachable" in res.output
     assert res.output.count("\n") == 1
+
+
+def test_progress_bar_on_a_terminal_and_lines_otherwise() -> None:
+    from click.testing import CliRunner
+
+    from fabric.cli.sweep import ProgressLine
+    from probes.sweep import SweepStep
+
+    @click.command()
+    @click.option("--tty", is_flag=True)
+    def show(tty: bool) -> None:
+        p = ProgressLine(tty)
+        p(SweepStep(1, 4, 10, 40, 0, "round 1/4: 10 pairs, 0 failed"))
+        p(SweepStep(4, 4, 40, 40, 2, "round 4/4: 10 pairs, 2 failed"))
+        p.done()
+
+    bar = CliRunner().invoke(show, ["--tty"]).stderr
+    assert "\r[#######-----------------------] round 1/4  10/40 pairs  0 failed" in bar
+    assert "\r[" + "#" * 30 + "] round 4/4  40/40 pairs  2 failed" in bar and bar.endswith("\n")
+    lines = CliRunner().invoke(show).stderr.splitlines()
+    assert lines == ["sweep: round 1/4: 10 pairs, 0 failed", "sweep: round 4/4: 10 pairs, 2 failed"]

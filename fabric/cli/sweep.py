@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fabric.sweeps import SweepContext
     from probes.localize import Suspect
     from probes.plan import SweepPlan
+    from probes.sweep import SweepStep
     from topology.model import Guid
 
 
@@ -113,6 +114,35 @@ def render_suspects(
     return table(("END A", "END B", "SCORE", "SLOW", "FAST", "WHY"), rows)
 
 
+class ProgressLine:
+    """Sweep progress on stderr: a bar redrawn in place on a terminal, one line per round otherwise."""
+
+    WIDTH = 30
+
+    def __init__(self, interactive: bool, quiet: bool = False) -> None:
+        self.interactive, self.quiet, self.drawn = interactive, quiet, False
+
+    def __call__(self, step: SweepStep) -> None:
+        if self.interactive:
+            filled = self.WIDTH * step.pairs_done // max(1, step.pairs)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            click.echo(
+                f"\r[{bar}] round {step.round}/{step.rounds}  {step.pairs_done}/{step.pairs} pairs  "
+                f"{step.slow_pairs} failed  {step.note if not step.note.startswith('round') else ''}"[:200]
+                + "\x1b[K",
+                err=True,
+                nl=False,
+            )
+            self.drawn = True
+        elif not self.quiet:
+            click.echo(f"sweep: {step.note}", err=True)
+
+    def done(self) -> None:
+        if self.drawn:
+            click.echo("", err=True)
+            self.drawn = False
+
+
 @sweep_group.command("plan")
 @_plan_options
 def plan_cmd(
@@ -167,11 +197,7 @@ def run_cmd(
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
     ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
     names = sweeps.names_of(ctx.discovery)
-    interactive = sys.stderr.isatty()
-
-    def progress(msg: str) -> None:
-        if interactive or not as_json:
-            click.echo(f"sweep: {msg}", err=True)
+    progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
     if inventory is not None:
         outcome = sweeps.run_ssh(
@@ -186,6 +212,7 @@ def run_cmd(
     else:
         assert lab is not None
         outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
+    progress.done()
     sweep_id = sweeps.save(outcome, ctx.source, names, db)
     if as_json:
         doc = {
