@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.counters import fields
-from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
+from fabric.counters.collect import CollectionResult, RunTool, collect_fabric, cyclic_gc_paused
 from fabric.discovery import Source, discover
 from fabric.remote import SshOptions
 from fabric.store import LinkEvent, RawCapture, Store
+from fabric.store.captures import CompressAhead
 from probes.runner import CommandResult
 from topology.diff import diff_fabrics
 from topology.errors import IbfabError, UsageError
@@ -134,29 +135,13 @@ class SnapshotOutcome:
 
 
 def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
-    """Store rows (``fabric.store.PORT_COUNTER_FIELDS`` order) of a collection, unreachable ports
-    included with ``reachable`` False and the reason."""
+    """Store rows (``fabric.store.PORT_COUNTER_FIELDS`` order) of a collection: the rows the
+    collector made for the ports it read, then the unreachable ports (``reachable`` False, with the
+    reason)."""
     now = result.time
     peers = result.peers
-    names = fields.COUNTER_NAMES
-    rows: list[tuple[object, ...]] = []
-    for s in result.samples:
-        peer = peers.get((s.guid, s.port)) if s.guid is not None else None
-        values = s.values
-        rows.append(
-            (
-                s.guid,
-                s.port,
-                s.lid,
-                peer.guid if peer else None,
-                peer.port if peer else None,
-                True,
-                None,
-                now,
-                *[values.get(n) for n in names],
-            )
-        )
-    blank = (None,) * len(names)
+    rows: list[tuple[object, ...]] = list(result.rows)
+    blank = (None,) * len(fields.COUNTER_NAMES)
     for u in result.unreachable:
         if u.guid is None or u.port is None:
             continue  # a tool-level failure line: it is in the raw capture and the notes
@@ -177,6 +162,61 @@ def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class StoredCounters:
+    """What :func:`store_counters` stored."""
+
+    snapshot_id: int
+    taken_at: float
+    ports_read: int
+    unreachable: int
+    notes: tuple[str, ...]
+    problems: int
+
+
+def store_counters(
+    store: Store,
+    run_tool: RunTool,
+    fabric: Fabric,
+    clock: Callable[[], float],
+    source: str,
+    topology_id: int | None,
+    before: Fabric | None = None,
+) -> StoredCounters:
+    """Read every cabled port of ``fabric`` and store the reading as one counter snapshot.
+
+    ``before`` is the previous topology when the cabling changed: the cabled ports of nodes
+    discovery no longer finds are stored as unreachable. The raw tool texts are compressed in a
+    background thread as each run comes back (while the next one runs and while they are parsed),
+    and the cycle collector stays paused until the ~200,000 short-lived containers of the
+    collection are gone again (each full collection would walk the whole fabric model too).
+    """
+    with CompressAhead() as ahead, cyclic_gc_paused():
+
+        def run_and_compress(argv: Sequence[str]) -> CommandResult:
+            result = run_tool(argv)
+            ahead.add(capture_text(result))
+            return result
+
+        result = collect_fabric(run_and_compress, fabric, clock())
+        rows = snapshot_rows(result)
+        if before is not None:
+            rows += vanished_rows(before, fabric, result.time)
+        snapshot_id = store.save_counter_snapshot(
+            result.time, source, topology_id, rows, raw_captures(result, source), ahead=ahead
+        )
+        stored = StoredCounters(
+            snapshot_id=snapshot_id,
+            taken_at=result.time,
+            ports_read=len(result.rows),
+            unreachable=len(rows) - len(result.rows),
+            notes=result.notes,
+            problems=len(result.problems),
+        )
+        del result, rows  # freed while the collector is still paused: no collection walks them
+    return stored
+
+
 def vanished_rows(before: Fabric, after: Fabric, when: float) -> list[tuple[object, ...]]:
     """Unreachable rows for the cabled ports of nodes that discovery no longer finds (an unplugged
     or dead HCA, a switch that went away): their counters could not be read this time."""
@@ -190,17 +230,23 @@ def vanished_rows(before: Fabric, after: Fabric, when: float) -> list[tuple[obje
     return rows
 
 
+def capture_text(result: CommandResult) -> str:
+    """How a tool run is kept: stdout, then stderr after a marker line."""
+    if not result.stderr:
+        return result.stdout
+    return f"{result.stdout}\n# --- stderr (exit {result.returncode})\n{result.stderr}"
+
+
 def raw_captures(result: CollectionResult, source: str) -> list[RawCapture]:
-    """Every tool run of a collection as it came back (stdout, then stderr after a marker line)."""
+    """Every tool run of a collection as it came back (see :func:`capture_text`)."""
     out = []
     for argv, res in result.raw.items():
-        text = (
-            res.stdout
-            if not res.stderr
-            else f"{res.stdout}\n# --- stderr (exit {res.returncode})\n{res.stderr}"
-        )
         tool = argv[0].rsplit("/", 1)[-1] if argv else "?"
-        out.append(RawCapture("counters", tool, text, result.time, source, argv, COUNTERS_PARSER_VERSION))
+        out.append(
+            RawCapture(
+                "counters", tool, capture_text(res), result.time, source, argv, COUNTERS_PARSER_VERSION
+            )
+        )
     return out
 
 
@@ -251,24 +297,26 @@ class Collector:
             saved = True
         else:
             topology_id = latest[0]
-        result = collect_fabric(tool_runner(self.source, self.ssh), d.fabric, self.clock())
-        rows = snapshot_rows(result)
-        if latest is not None and saved:
-            rows += vanished_rows(latest[1], d.fabric, result.time)
-        snapshot_id = self.store.save_counter_snapshot(
-            result.time, label, topology_id, rows, raw_captures(result, label)
+        stored = store_counters(
+            self.store,
+            tool_runner(self.source, self.ssh),
+            d.fabric,
+            self.clock,
+            label,
+            topology_id,
+            latest[1] if latest is not None and saved else None,
         )
         return SnapshotOutcome(
-            snapshot_id=snapshot_id,
-            taken_at=result.time,
+            snapshot_id=stored.snapshot_id,
+            taken_at=stored.taken_at,
             topology_id=topology_id,
             topology_saved=saved,
             link_events=tuple(events),
-            ports_read=len(result.samples),
-            unreachable=len(rows) - len(result.samples),
+            ports_read=stored.ports_read,
+            unreachable=stored.unreachable,
             seconds=time.monotonic() - start,
-            notes=result.notes,
-            problems=len(result.problems),
+            notes=stored.notes,
+            problems=stored.problems,
         )
 
     def run(
@@ -312,10 +360,13 @@ class Collector:
 __all__ = [
     "Collector",
     "SnapshotOutcome",
+    "StoredCounters",
+    "capture_text",
     "link_events_between",
     "parse_duration",
     "raw_captures",
     "snapshot_rows",
+    "store_counters",
     "tool_runner",
     "vanished_rows",
 ]

@@ -42,12 +42,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from fabric.counters import fields
 from fabric.counters import ibqueryerrors as iqe
+from fabric.counters.merge import ERROR_COUNTERS, REACHABLE, MergedPorts, Row, merge_passes, sample_row
 from fabric.counters.parse import (
     IbqueryerrorsReport,
     PortSample,
@@ -63,21 +64,53 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RunTool = Callable[[Sequence[str]], CommandResult]
-ERROR_COUNTERS: tuple[str, ...] = (*fields.ERROR_COUNTERS, "xmit_wait")
 FALLBACK_NODE_LIMIT = 64
+Key = tuple[Guid, int]
+
+
+class _Samples:
+    """The samples of a collection, made only when someone asks (the store takes the rows)."""
+
+    __slots__ = ("_done", "fallback", "merged", "order")
+
+    def __init__(self, order: Sequence[Key], merged: MergedPorts | None, fallback: dict[Key, PortSample]):
+        self.order = order
+        self.merged = merged
+        self.fallback = fallback
+        self._done: tuple[PortSample, ...] | None = None
+
+    def get(self) -> tuple[PortSample, ...]:
+        if self._done is None:
+            with cyclic_gc_paused():
+                got = self.merged.samples() if self.merged is not None else {}
+                got.update(self.fallback)
+                self._done = tuple(got[key] for key in self.order if key in got)
+            self.merged = None  # its accumulators are no longer needed
+        return self._done
 
 
 @dataclass(frozen=True, slots=True)
 class CollectionResult:
-    """One fabric-wide read: samples, ports that did not answer, and every tool run as it came back."""
+    """One fabric-wide read: port rows, ports that did not answer, and every tool run as it came back.
+
+    ``rows`` are the ports read, as the store takes them (``fabric.store.PORT_COUNTER_FIELDS``
+    order, ``reachable`` 1, counters None where not read), sorted by (guid, port); ``samples``
+    are the same ports as PortSample records, built on first use.
+    """
 
     time: float
-    samples: tuple[PortSample, ...]
+    rows: tuple[Row, ...]
     unreachable: tuple[Unreachable, ...]
     raw: Mapping[tuple[str, ...], CommandResult]
     peers: Mapping[tuple[Guid, int], PortRef]
     problems: tuple[ParseError, ...] = ()
     notes: tuple[str, ...] = ()
+    _samples: _Samples = field(default_factory=lambda: _Samples((), None, {}), repr=False, compare=False)
+
+    @property
+    def samples(self) -> tuple[PortSample, ...]:
+        """The ports read as PortSample records, sorted by (guid, port) like ``rows``."""
+        return self._samples.get()
 
 
 # -- command lines -------------------------------------------------------------------------------
@@ -157,21 +190,28 @@ def samples_from_run(
     raise ValueError(f"no parser for {tool!r}")
 
 
-def _expected_ports(fabric: Fabric) -> dict[Guid, list[int]]:
-    """The cabled ports of every node: what a collection must account for."""
-    out: dict[Guid, list[int]] = {g: [] for g in fabric.nodes}
-    for guid in fabric.nodes:
-        out[guid] = sorted({p for p, _, _ in fabric.neighbours(guid)})
+def _peers(fabric: Fabric) -> dict[Key, PortRef]:
+    """The far end of every cabled port, by (guid, port) in (guid, port) order: what a collection
+    must account for."""
+    peers: dict[Key, PortRef] = {}
+    for guid in fabric.nodes:  # sorted by GUID
+        ends = fabric.neighbours(guid)
+        if ends:
+            for port, far, _ in sorted(ends, key=lambda e: e[0]) if len(ends) > 1 else ends:
+                peers[(guid, port)] = far
+    return peers
+
+
+def _expected_ports(peers: Mapping[Key, PortRef]) -> dict[Guid, list[int]]:
+    out: dict[Guid, list[int]] = {}
+    for guid, port in peers:
+        out.setdefault(guid, []).append(port)
     return out
 
 
-def _peers(fabric: Fabric) -> dict[tuple[Guid, int], PortRef]:
-    return {(g, p): far for g in fabric.nodes for p, far, _ in fabric.neighbours(g)}
-
-
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while a pass becomes ~200,000 small containers (none cyclic).
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cycle collector while a collection makes ~200,000 small containers (none cyclic).
 
     Each container made counts towards the next collection, and every full collection walks all
     live objects, the fabric model included: measured ~1 s of a 3.7 s superpod-64su collection.
@@ -202,58 +242,69 @@ def collect_fabric(
     raw: dict[tuple[str, ...], CommandResult] = {}
     problems: list[ParseError] = []
     notes: list[str] = []
-    expected = _expected_ports(fabric)
-    got: dict[tuple[Guid, int], PortSample] = {}
+    peers = _peers(fabric)
+    expected = _expected_ports(peers)
+    got: dict[Key, Row] = {}
+    fallback_samples: dict[Key, PortSample] = {}
     reasons: dict[Guid, str] = {}
-    if approach == "ibqueryerrors":
-        learned: dict[Guid, int] = {}
-        with _cyclic_gc_paused():
-            missing = _collect_ibqueryerrors(
-                run_tool, fabric, expected, got, reasons, raw, problems, notes, learned
+    merged: MergedPorts | None = None
+    with cyclic_gc_paused():
+        if approach == "ibqueryerrors":
+            learned: dict[Guid, int] = {}
+            merged, missing = _collect_ibqueryerrors(
+                run_tool, fabric, peers, expected, now, reasons, raw, problems, notes, learned
             )
-        lids = {**learned, **(lids or {})}
-        if len(missing) > FALLBACK_NODE_LIMIT:
-            notes.append(
-                f"{len(missing)} nodes missed by ibqueryerrors; perfquery fallback limited to {FALLBACK_NODE_LIMIT}"
+            got = merged.rows
+            lids = {**learned, **(lids or {})}
+            if len(missing) > FALLBACK_NODE_LIMIT:
+                notes.append(
+                    f"{len(missing)} nodes missed by ibqueryerrors; perfquery fallback limited to {FALLBACK_NODE_LIMIT}"
+                )
+            fallback = missing[:FALLBACK_NODE_LIMIT]
+        elif approach == "perfquery":
+            fallback = [fabric.nodes[g] for g in expected]
+        else:
+            raise ValueError(f"unknown approach {approach!r}")
+        known = dict(lids or {})
+        _collect_perfquery(run_tool, fallback, expected, fallback_samples, reasons, raw, problems, known)
+        for key, sample in fallback_samples.items():
+            got[key] = sample_row(sample, peers[key], now)
+        unreachable = [
+            Unreachable(
+                guid,
+                port,
+                reasons.get(guid, "no counters returned"),
+                fabric.nodes[guid].lid or known.get(guid),
             )
-        fallback = missing[:FALLBACK_NODE_LIMIT]
-    elif approach == "perfquery":
-        fallback = [fabric.nodes[g] for g in expected if expected[g]]
-    else:
-        raise ValueError(f"unknown approach {approach!r}")
-    known = dict(lids or {})
-    _collect_perfquery(run_tool, fallback, expected, got, reasons, raw, problems, known)
-    unreachable = [
-        Unreachable(
-            guid, port, reasons.get(guid, "no counters returned"), fabric.nodes[guid].lid or known.get(guid)
-        )
-        for guid, ports in expected.items()
-        for port in ports
-        if (guid, port) not in got
-    ]
-    samples = [got[key] for key in sorted(got)]
+            for guid, port in peers
+            if (guid, port) not in got
+        ]
+        # merge rows come in peers order, (guid, port) order; fallback rows were added after them
+        rows = tuple(got.values()) if not fallback_samples else tuple(got[k] for k in peers if k in got)
     return CollectionResult(
         time=now,
-        samples=tuple(samples),
+        rows=rows,
         unreachable=tuple(unreachable),
         raw=MappingProxyType(raw),
-        peers=MappingProxyType(_peers(fabric)),
+        peers=MappingProxyType(peers),
         problems=tuple(problems),
         notes=tuple(notes),
+        _samples=_Samples(tuple(peers), merged, fallback_samples),
     )
 
 
 def _collect_ibqueryerrors(
     run_tool: RunTool,
     fabric: Fabric,
+    peers: Mapping[Key, PortRef],
     expected: Mapping[Guid, list[int]],
-    got: dict[tuple[Guid, int], PortSample],
+    now: float,
     reasons: dict[Guid, str],
     raw: dict[tuple[str, ...], CommandResult],
     problems: list[ParseError],
     notes: list[str],
     learned: dict[Guid, int],
-) -> list[Node]:
+) -> tuple[MergedPorts, list[Node]]:
     counters_argv, errors_argv = ibqueryerrors_argv()
     data: iqe.Scan | None = None
     errors: iqe.Scan | None = None
@@ -272,153 +323,32 @@ def _collect_ibqueryerrors(
         notes.append(exc.one_line())
     if data is not None and data.failures and data.checked_anything:
         reason = f"not in ibqueryerrors output; it reported: {data.failures[0]}"
-    _merge(fabric, expected, got, data, errors, notes)
-    missing = [
-        fabric.nodes[g] for g, ports in expected.items() if ports and not any((g, p) in got for p in ports)
-    ]
+    merged = merge_passes(fabric, peers, data, errors, now, notes)
+    got = merged.rows
+    if len(got) == len(peers):
+        return merged, []
+    missing = [fabric.nodes[g] for g, ports in expected.items() if not any((g, p) in got for p in ports)]
     for node in missing:
         reasons[node.guid] = reason
-    if data is not None and any((g, p) not in got for g, ports in expected.items() for p in ports):
-        peers = _peers(fabric)
+    if data is not None:
         for (guid, port), (lid, _, peer_lid, _) in data.links.items():
             learned.setdefault(guid, lid)
             far = peers.get((guid, port))
             if far is not None and peer_lid is not None:
                 learned.setdefault(far.guid, peer_lid)
-    return missing
+    return merged, missing
 
 
 def _scan(result: CommandResult, problems: list[ParseError]) -> iqe.Scan:
-    return iqe.scan_ibqueryerrors(result.stdout + "\n" + result.stderr, " ".join(result.argv), problems)
-
-
-class _Resolver:
-    """The node GUID of an error-pass port (CAs are printed by port GUID); lookups built once."""
-
-    def __init__(self, fabric: Fabric, scan: iqe.Scan) -> None:
-        self.fabric = fabric
-        self.scan = scan
-        self._by_lid: dict[int, Node] | None = None
-        self._by_desc: dict[str | None, list[Guid]] | None = None
-
-    def __call__(self, acc: iqe.PortAcc) -> Guid | None:
-        guid: Guid = acc[iqe.GUID]
-        if guid in self.fabric.nodes:
-            return guid
-        link = self.scan.links.get((guid, acc[iqe.PORT]))
-        if link is not None:
-            if self._by_lid is None:
-                self._by_lid = self.fabric.by_lid()
-            node = self._by_lid.get(link[0])
-            if node is not None:
-                return node.guid
-            # the far end knows us: the cable from (peer guid, peer port) leads to our node
-            peer_guid, peer_port = link[1], link[3]
-            if peer_guid is not None and peer_port is not None:
-                for port, far, _ in self.fabric.neighbours(peer_guid):
-                    if port == peer_port:
-                        return far.guid
-        if self._by_desc is None:
-            self._by_desc = {}
-            for n in self.fabric.nodes.values():
-                self._by_desc.setdefault(n.description, []).append(n.guid)
-        named = self._by_desc.get(acc[iqe.DESC], [])
-        return named[0] if len(named) == 1 else None
-
-
-_ZERO_ERRORS: Mapping[str, int] = MappingProxyType(dict.fromkeys(ERROR_COUNTERS, 0))
-_ERROR_SET = frozenset(ERROR_COUNTERS)
-
-
-def _merge(
-    fabric: Fabric,
-    expected: Mapping[Guid, list[int]],
-    got: dict[tuple[Guid, int], PortSample],
-    data: iqe.Scan | None,
-    errors: iqe.Scan | None,
-    notes: list[str],
-) -> None:
-    """One PortSample per expected port from the two passes (data counters, then error counters).
-
-    Error counters of a port the error pass did not list are 0 when that pass checked at least
-    as many nodes as the data pass, else unknown.
-    """
-    listed: dict[tuple[Guid, int], iqe.PortAcc] = {}
-    complete = False
-    if errors is not None:
-        resolve = _Resolver(fabric, errors)
-        for acc in errors.ports:
-            if acc[iqe.SUMMED]:
-                continue
-            guid = resolve(acc)
-            if guid is None:
-                notes.append(
-                    f"ibqueryerrors listed {acc[iqe.GUID]} port {acc[iqe.PORT]} ({acc[iqe.DESC]!r}), not in the fabric"
-                )
-                continue
-            listed[(guid, acc[iqe.PORT])] = acc
-        complete = (
-            data is not None
-            and errors.checked_anything
-            and errors.summary.get("nodes", 0) >= data.summary.get("nodes", 0)
-        )
-        if not complete:
-            notes.append("ibqueryerrors error pass incomplete: error counters of unlisted ports left unknown")
-    zero = _ZERO_ERRORS
-    if data is not None:
-        for acc in data.ports:
-            if acc[iqe.SUMMED]:
-                continue
-            key = (acc[iqe.GUID], acc[iqe.PORT])
-            if key[1] not in expected.get(key[0], ()):
-                continue
-            values = iqe.canonical(acc)
-            ext = iqe.extended(values)
-            if errors is not None:
-                err = listed.get(key)
-                if err is not None:
-                    # zeros first: error counters keep their canonical place ahead of the data counters
-                    values = {**zero, **values, **zero, **_errors_only(err)}
-                elif complete:
-                    values = {**zero, **values, **zero}
-            got[key] = PortSample(
-                key[0],
-                key[1],
-                acc[iqe.LID],
-                MappingProxyType(values),
-                acc[iqe.DESC],
-                ext,
-                False,
-                "node" if errors is not None else acc[iqe.KIND],
-                None,
-                MappingProxyType(acc[iqe.OTHER]),
-            )
-    for key, err in listed.items():  # error pass reached a port the data pass did not
-        if key not in got and key[1] in expected.get(key[0], ()):
-            got[key] = PortSample(
-                key[0],
-                key[1],
-                err[iqe.LID],
-                MappingProxyType({**zero, **_errors_only(err)}),
-                err[iqe.DESC],
-                False,
-                False,
-                "node",
-                None,
-                MappingProxyType(err[iqe.OTHER]),
-            )
-
-
-def _errors_only(acc: iqe.PortAcc) -> dict[str, int]:
-    values: dict[str, int] = acc[iqe.VALUES]
-    return values if _ERROR_SET.issuperset(values) else {k: v for k, v in values.items() if k in _ERROR_SET}
+    text = result.stdout if not result.stderr else result.stdout + "\n" + result.stderr
+    return iqe.scan_ibqueryerrors(text, " ".join(result.argv), problems)
 
 
 def _collect_perfquery(
     run_tool: RunTool,
     nodes: Iterable[Node],
     expected: Mapping[Guid, list[int]],
-    got: dict[tuple[Guid, int], PortSample],
+    got: dict[Key, PortSample],
     reasons: dict[Guid, str],
     raw: dict[tuple[str, ...], CommandResult],
     problems: list[ParseError],
@@ -484,36 +414,26 @@ def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
     """The counter table of :mod:`fabric.counters.fields`: one row per port, unreachable ones included."""
     import pandas as pd
 
-    rows: list[dict[str, object]] = []
-    for s in result.samples:
-        peer = result.peers.get((s.guid, s.port)) if s.guid is not None else None
-        row: dict[str, object] = {
-            "snapshot": snapshot_id,
-            "time": result.time,
-            "guid": s.guid,
-            "port": s.port,
-            "lid": s.lid,
-            "peer_guid": peer.guid if peer else None,
-            "peer_port": peer.port if peer else None,
-            "reachable": True,
-        }
-        row.update({name: s.values.get(name) for name in fields.COUNTER_NAMES})
-        rows.append(row)
+    blank = (None,) * len(fields.COUNTER_NAMES)
+    rows: list[tuple[object, ...]] = [
+        (snapshot_id, r[7], r[0], r[1], r[2], r[3], r[4], True, *r[8:]) for r in result.rows
+    ]
     for u in result.unreachable:
         peer = result.peers.get((u.guid, u.port)) if u.guid is not None and u.port is not None else None
-        row = {
-            "snapshot": snapshot_id,
-            "time": result.time,
-            "guid": u.guid,
-            "port": u.port,
-            "lid": u.lid,
-            "peer_guid": peer.guid if peer else None,
-            "peer_port": peer.port if peer else None,
-            "reachable": False,
-        }
-        row.update({name: None for name in fields.COUNTER_NAMES})
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(fields.FRAME_COLUMNS))
+        rows.append(
+            (
+                snapshot_id,
+                result.time,
+                u.guid,
+                u.port,
+                u.lid,
+                peer.guid if peer else None,
+                peer.port if peer else None,
+                False,
+                *blank,
+            )
+        )
+    frame = pd.DataFrame.from_records(rows, columns=list(fields.FRAME_COLUMNS))
     frame = frame.astype(
         {
             "snapshot": "int64",
@@ -531,8 +451,11 @@ def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
 
 
 __all__ = [
+    "ERROR_COUNTERS",
+    "REACHABLE",
     "CollectionResult",
     "collect_fabric",
+    "cyclic_gc_paused",
     "ibqueryerrors_argv",
     "perfquery_argv",
     "samples_from_run",

@@ -9,11 +9,13 @@ be a misread, and clamping keeps deltas non-negative. Negative input values are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS
-from fabric.store.captures import CaptureTables
+from fabric.store.captures import CaptureTables, CompressAhead
 from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
 from topology.errors import StoreError
 
@@ -37,10 +39,16 @@ _INT64_MAX = (1 << 63) - 1
 _TWO_64 = 1 << 64
 _INSERT = (
     f"INSERT INTO port_counters (snapshot_id, {', '.join(PORT_COUNTER_FIELDS)})"
-    f" VALUES ({', '.join('?' * (len(PORT_COUNTER_FIELDS) + 1))})"
+    f" VALUES ({{snapshot_id}}, {', '.join('?' * len(PORT_COUNTER_FIELDS))})"
 )
 _ANY_NEGATIVE = " OR ".join(f"{name} < 0" for name in COUNTER_NAMES)
 _SNAPSHOT_INFO = "id, taken_at, source, topology_snapshot_id, ports, state"
+
+
+# Page cache for the save (KiB, as PRAGMA cache_size takes a negative number): a 98,304-port
+# snapshot is ~25 MB of table and index pages; SQLite's default 2 MB cache spills pages to the
+# WAL in the middle of the transaction.
+SAVE_CACHE_KIB = 64 * 1024
 
 
 class CounterTables(CaptureTables):
@@ -51,49 +59,81 @@ class CounterTables(CaptureTables):
         topology_id: int | None,
         rows: Iterable[Sequence[Any] | PortCounterRow],
         raw_captures: Iterable[RawCapture] = (),
+        *,
+        ahead: CompressAhead | None = None,
     ) -> int:
         """Store one snapshot (its raw captures, its port rows, the snapshot row) in ONE transaction.
 
         A row is a :class:`PortCounterRow` or a tuple in :data:`PORT_COUNTER_FIELDS` order
         (counters in COUNTER_NAMES order, None where not read). Readers never see a part of it: it
-        is either complete or absent, even if this process is killed half-way.
+        is either complete or absent, even if this process is killed half-way. Large raw captures
+        are compressed in a background thread while the rows go in; ``ahead`` may already hold
+        some of them (see :class:`~fabric.store.captures.CompressAhead`).
         """
-        with self._write() as db:
-            cur = db.execute(
-                "INSERT INTO counter_snapshots (taken_at, source, topology_snapshot_id, ports, state)"
-                " VALUES (?, ?, ?, 0, 'writing')",
-                (taken_at, source, topology_id),
-            )
-            snapshot_id = cur.lastrowid
-            assert snapshot_id is not None
-            for capture in raw_captures:
-                capture_id = self._insert_capture(db, capture)
-                db.execute(
-                    "INSERT INTO counter_snapshot_captures (snapshot_id, capture_id) VALUES (?, ?)",
-                    (snapshot_id, capture_id),
+        captures = list(raw_captures)
+        with CompressAhead() as local:
+            pack = ahead if ahead is not None else local
+            for capture in captures:
+                pack.add(capture.raw)
+            with self._bigger_cache(), self._write() as db:
+                cur = db.execute(
+                    "INSERT INTO counter_snapshots (taken_at, source, topology_snapshot_id, ports, state)"
+                    " VALUES (?, ?, ?, 0, 'writing')",
+                    (taken_at, source, topology_id),
                 )
-            params = [_params(snapshot_id, row) for row in rows]
-            db.execute("SAVEPOINT port_rows")
-            try:
-                db.executemany(_INSERT, params)
-            except OverflowError:
-                # Some value >= 2**63: redo this part with two's-complement storage.
-                db.execute("ROLLBACK TO port_rows")
-                db.executemany(_INSERT, [_wrap_large(p) for p in params])
-            else:
-                bad = db.execute(
-                    "SELECT guid, port FROM port_counters"
-                    f" WHERE snapshot_id = ? AND ({_ANY_NEGATIVE}) LIMIT 1",
-                    (snapshot_id,),
-                ).fetchone()
-                if bad is not None:
-                    raise StoreError(f"{self.path}: negative counter value for {bad[0]} port {bad[1]}")
-            db.execute("RELEASE port_rows")
-            db.execute(
-                "UPDATE counter_snapshots SET ports = ?, state = 'complete' WHERE id = ?",
-                (len(params), snapshot_id),
-            )
+                snapshot_id = cur.lastrowid
+                assert snapshot_id is not None
+                ports = self._insert_port_rows(db, snapshot_id, rows)
+                for capture in captures:
+                    capture_id = self._insert_capture(db, capture, pack.take(capture.raw))
+                    db.execute(
+                        "INSERT INTO counter_snapshot_captures (snapshot_id, capture_id) VALUES (?, ?)",
+                        (snapshot_id, capture_id),
+                    )
+                db.execute(
+                    "UPDATE counter_snapshots SET ports = ?, state = 'complete' WHERE id = ?",
+                    (ports, snapshot_id),
+                )
         return snapshot_id
+
+    def _insert_port_rows(
+        self, db: sqlite3.Connection, snapshot_id: int, rows: Iterable[Sequence[Any] | PortCounterRow]
+    ) -> int:
+        # Rows are consumed here, inside the transaction (a generator may be given). The snapshot
+        # id goes into the statement's text, so tuple rows are bound as they come: no per-row copy.
+        given = rows if isinstance(rows, list | tuple) else list(rows)
+        params: Sequence[Sequence[Any]] = (
+            given  # type: ignore[assignment]
+            if all(type(row) is tuple for row in given)
+            else [_params(row) for row in given]
+        )
+        insert = _INSERT.format(snapshot_id=int(snapshot_id))
+        db.execute("SAVEPOINT port_rows")
+        try:
+            db.executemany(insert, params)
+        except OverflowError:
+            # Some value >= 2**63: redo this part with two's-complement storage.
+            db.execute("ROLLBACK TO port_rows")
+            db.executemany(insert, [_wrap_large(p) for p in params])
+        else:
+            bad = db.execute(
+                f"SELECT guid, port FROM port_counters WHERE snapshot_id = ? AND ({_ANY_NEGATIVE}) LIMIT 1",
+                (snapshot_id,),
+            ).fetchone()
+            if bad is not None:
+                raise StoreError(f"{self.path}: negative counter value for {bad[0]} port {bad[1]}")
+        db.execute("RELEASE port_rows")
+        return len(params)
+
+    @contextmanager
+    def _bigger_cache(self) -> Iterator[None]:
+        """SAVE_CACHE_KIB of page cache while a snapshot is written (pages are only taken as used)."""
+        before = self._db.execute("PRAGMA cache_size").fetchone()[0]
+        self._db.execute(f"PRAGMA cache_size = -{SAVE_CACHE_KIB}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA cache_size = {int(before)}")
 
     def list_counter_snapshots(
         self, since: float | None = None, until: float | None = None
@@ -204,11 +244,10 @@ class CounterTables(CaptureTables):
         return len(doomed)
 
 
-def _params(snapshot_id: int, row: Sequence[Any] | PortCounterRow) -> tuple[Any, ...]:
+def _params(row: Sequence[Any] | PortCounterRow) -> tuple[Any, ...]:
     if isinstance(row, PortCounterRow):
         values = row.counters
         return (
-            snapshot_id,
             row.guid,
             row.port,
             row.lid,
@@ -219,19 +258,18 @@ def _params(snapshot_id: int, row: Sequence[Any] | PortCounterRow) -> tuple[Any,
             row.time,
             *[values.get(name) for name in COUNTER_NAMES],
         )
-    return (snapshot_id, *row)
+    return tuple(row)
 
 
-def _wrap_large(params: tuple[Any, ...]) -> tuple[Any, ...]:
-    start = 1 + _FIRST_COUNTER
+def _wrap_large(params: Sequence[Any]) -> tuple[Any, ...]:
     counters = []
-    for v in params[start:]:
+    for v in params[_FIRST_COUNTER:]:
         if v is not None and (v < 0 or v >= _TWO_64):
             raise StoreError(
-                f"counter value {v} of {params[1]} port {params[2]} is not an unsigned 64-bit value"
+                f"counter value {v} of {params[0]} port {params[1]} is not an unsigned 64-bit value"
             )
         counters.append(v - _TWO_64 if v is not None and v > _INT64_MAX else v)
-    return (*params[:start], *counters)
+    return (*params[:_FIRST_COUNTER], *counters)
 
 
 def _time_filter(since: float | None, until: float | None, prefix: str = "") -> tuple[str, list[Any]]:
