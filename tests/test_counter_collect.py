@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import gc
+import random
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from fabric.collection import store_counters
 from fabric.counters import fields
 from fabric.counters.collect import (
     ERROR_COUNTERS,
     CollectionResult,
+    RunTool,
     collect_fabric,
     ibqueryerrors_argv,
     perfquery_argv,
     to_frame,
 )
+from fabric.counters.merge import sample_row
+from fabric.store import PORT_COUNTER_FIELDS, Store
 from probes.runner import CommandResult
 from tests.conftest import REALDATA
-from tests.test_counter_parsers import Lab
+from tests.test_counter_parsers import LAB_COUNTERS_R, LAB_ERRORS_R, Lab
 from topology.errors import CommandFailed
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
@@ -274,3 +281,131 @@ def test_unreachable_reason_keeps_the_pass_failure_and_adds_the_fallback() -> No
     got = _by_port(result)
     assert got[(SWITCH, 2)]["xmit_data"] == 7 and got[(SWITCH, 2)]["symbol_errors"] == 0
     assert list(got[(SWITCH, 1)]) == list(fields.COUNTER_NAMES)  # canonical order after the merge
+
+
+# -- the merge: store rows straight from the two passes, samples by the same rules ---------------
+LAB_LEAF1, LAB_SPINE = Guid("0x0000000000200000"), Guid("0x0000000000200002")
+LAB_H1, LAB_H2 = Guid("0x0000000000100000"), Guid("0x0000000000100002")
+
+
+def _lab_fabric() -> Fabric:
+    """The cabling behind LAB_COUNTERS_R / LAB_ERRORS_R (h2 answers the error pass by port GUID)."""
+    nodes = [
+        Node(LAB_LEAF1, NodeKind.SWITCH, "MF0;leaf1:MQM8790/U1", 36, lid=Lid(2)),
+        Node(LAB_SPINE, NodeKind.SWITCH, "MF0;spine1:MQM8790/U1", 36, lid=Lid(4)),
+        Node(LAB_H1, NodeKind.HCA, "h1 mlx5_0", 1, lid=Lid(1)),
+        Node(LAB_H2, NodeKind.HCA, "h2 mlx5_0", 1),
+    ]
+    links = [
+        Link(PortRef(LAB_LEAF1, 1), PortRef(LAB_H1, 1), 4, "SDR"),
+        Link(PortRef(LAB_LEAF1, 2), PortRef(LAB_H2, 1), 4, "SDR"),
+        Link(PortRef(LAB_LEAF1, 3), PortRef(LAB_SPINE, 4), 4, "SDR"),
+    ]
+    return Fabric.build(nodes, links)
+
+
+def _pass_runner(counters: str, errors: str, ran: list[tuple[str, ...]] | None = None) -> RunTool:
+    """The two passes print these texts; the spine (which neither pass reached) does not answer perfquery."""
+
+    def run_tool(argv: Sequence[str]) -> CommandResult:
+        if ran is not None:
+            ran.append(tuple(argv))
+        if argv[0] == "perfquery":
+            return CommandResult(
+                tuple(argv), 255, "", "perfquery: iberror: failed: classportinfo query\n", 0.1
+            )
+        return CommandResult(tuple(argv), 1, counters if "--counters" in argv else errors, "", 0.1)
+
+    return run_tool
+
+
+def _collect_texts(fabric: Fabric, counters: str, errors: str) -> CollectionResult:
+    return collect_fabric(_pass_runner(counters, errors), fabric, 7.0)
+
+
+def _rows_by_the_sample_rules(result: CollectionResult) -> tuple[tuple[object, ...], ...]:
+    return tuple(sample_row(s, result.peers[(s.guid, s.port)], result.time) for s in result.samples)
+
+
+def test_rows_are_the_merged_ports_in_store_order() -> None:
+    result = _collect_texts(_lab_fabric(), LAB_COUNTERS_R, LAB_ERRORS_R)
+    assert [r[:2] for r in result.rows] == [(LAB_H1, 1), (LAB_H2, 1), (LAB_LEAF1, 1), (LAB_LEAF1, 3)]
+    by = {r[:2]: dict(zip(PORT_COUNTER_FIELDS, r, strict=True)) for r in result.rows}
+    leaf3 = by[(LAB_LEAF1, 3)]
+    assert (leaf3["lid"], leaf3["peer_guid"], leaf3["peer_port"], leaf3["reachable"]) == (2, LAB_SPINE, 4, 1)
+    assert (leaf3["symbol_errors"], leaf3["local_link_integrity_errors"], leaf3["xmit_wait"]) == (
+        65535,
+        15,
+        123456,
+    )
+    assert leaf3["xmit_data"] is None  # the data pass printed no line for port 3
+    leaf1 = by[(LAB_LEAF1, 1)]
+    assert (leaf1["xmit_data"], leaf1["rcv_pkts"], leaf1["symbol_errors"], leaf1["time"]) == (
+        20088,
+        278,
+        0,
+        7.0,
+    )
+    # the error pass checked 7 nodes, the data pass 2: unlisted error counters are 0, not unknown
+    assert all(by[(LAB_H1, 1)][n] == 0 for n in ERROR_COUNTERS)
+    # h2 is only in the error pass, printed by port GUID 0x100003: its node found by the cable
+    # from leaf1 port 2 (the model has no LID 5); error counters read, data counters unknown
+    h2 = by[(LAB_H2, 1)]
+    assert (h2["lid"], h2["link_downed"], h2["symbol_errors"], h2["xmit_data"]) == (5, 3, 0, None)
+    unreachable = {(u.guid, u.port): u.reason for u in result.unreachable}
+    assert set(unreachable) == {(LAB_LEAF1, 2), (LAB_SPINE, 4)}
+    assert "iberror: failed" in unreachable[(LAB_SPINE, 4)]  # the perfquery fallback was tried
+    assert result.rows == _rows_by_the_sample_rules(result)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rows_equal_the_sample_rules_on_damaged_passes(seed: int) -> None:
+    """Whatever the fast pattern leaves to the line parser, rows and samples agree."""
+    rng = random.Random(seed)
+    texts = []
+    for text in (LAB_COUNTERS_R, LAB_ERRORS_R):
+        lines = text.splitlines()
+        for _ in range(rng.randint(1, 4)):
+            j = rng.randrange(len(lines))
+            line = lines[j]
+            k = rng.randrange(len(line) + 1)
+            lines[j] = rng.choice(
+                [
+                    line[:k],
+                    line.replace("] [", "]  ["),
+                    line.replace(" == ", "=="),
+                    "> " + line,
+                    line.replace("(78.469KB)", "(x)"),
+                    line.replace("0x0000000000200000      2    2[", "0x200000 2 2["),
+                    line.replace("GUID 0x100003", "GUID 0x100002"),
+                    line + " [PortXmitDiscards == 0x10]",
+                ]
+            )
+        texts.append("\n".join(lines) + "\n")
+    result = _collect_texts(_lab_fabric(), *texts)
+    assert result.rows == _rows_by_the_sample_rules(result)
+    assert len(result.rows) + len(result.unreachable) == 6
+
+
+def test_store_counters_keeps_rows_raw_texts_and_the_collector_state(tmp_path: Path) -> None:
+    ran: list[tuple[str, ...]] = []
+    run_tool = _pass_runner(LAB_COUNTERS_R, LAB_ERRORS_R, ran)
+    assert gc.isenabled()
+    with Store.open(tmp_path / "s.db") as store:
+        stored = store_counters(store, run_tool, _lab_fabric(), lambda: 9.0, "lab", None)
+        assert gc.isenabled()  # paused for the collection only
+        assert (stored.ports_read, stored.unreachable, stored.taken_at) == (4, 2, 9.0)
+        rows = store.load_port_counters(stored.snapshot_id)
+        assert [(r.guid, r.port, r.reachable) for r in rows] == [
+            (LAB_H1, 1, True),
+            (LAB_H2, 1, True),
+            (LAB_LEAF1, 1, True),
+            (LAB_LEAF1, 2, False),
+            (LAB_LEAF1, 3, True),
+            (LAB_SPINE, 4, False),
+        ]
+        assert rows[4].counters["symbol_errors"] == 65535 and rows[2].counters["xmit_data"] == 20088
+        assert "iberror: failed" in (rows[5].unreachable_reason or "")
+        texts = {store.load_capture(c.id).text for c in store.snapshot_captures(stored.snapshot_id)}
+        assert {LAB_COUNTERS_R, LAB_ERRORS_R} <= texts
+        assert ran[:2] == [tuple(a) for a in ibqueryerrors_argv()] and ran[2][0] == "perfquery"

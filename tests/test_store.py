@@ -28,6 +28,7 @@ from fabric.store import (
     link_subject,
     schema,
 )
+from fabric.store.captures import CompressAhead
 from fabric.store.schema import Migration
 from tests.conftest import ROOT, realdata_files
 from topology.ibnetdiscover import parse_ibnetdiscover, read_ibnetdiscover
@@ -552,3 +553,42 @@ def test_two_writer_processes_and_a_reader_at_once(tmp_path: Path) -> None:
         assert len(reader.list_counter_snapshots()) == 2 * rounds
         assert reader.integrity_check() == "ok"
     assert len(seen) >= 2  # the reader saw snapshots appear while the writers ran
+
+
+def test_captures_compressed_ahead_are_stored_byte_exact_and_taken_once(store: Store) -> None:
+    text = "".join(f"GUID 0x{i:016x} port {i % 64}: [PortXmitWait == {i * 7}]\n" for i in range(3000))
+    other = "x" * 5000 + "\udcff"  # a lone surrogate, as surrogateescape keeps undecodable bytes
+    with CompressAhead(min_bytes=1) as ahead:
+        ahead.add(text)
+        ahead.add(other)
+        equal_copy = "".join([text[:10], text[10:]])  # same content, another object
+        assert equal_copy is not text
+        sid = store.save_counter_snapshot(
+            5.0,
+            "t",
+            None,
+            [_row(1, 1, 5.0)],
+            [
+                RawCapture("counters", "ibqueryerrors", equal_copy, 5.0),
+                RawCapture("counters", "x", "small", 5.0),
+            ],
+            ahead=ahead,
+        )
+        assert ahead.take(text) is None  # the save took it
+        assert ahead.take(other) is not None  # never stored: still there until the context ends
+    stored = {c.tool: store.load_capture(c.id) for c in store.snapshot_captures(sid)}
+    assert stored["ibqueryerrors"].raw == text and stored["ibqueryerrors"].size == len(text)
+    assert stored["x"].raw == "small"
+    assert store._db.execute("PRAGMA cache_size").fetchone()[0] == -2000  # the save's bigger cache is undone
+
+
+def test_tuple_rows_list_rows_and_records_mixed_in_one_snapshot(store: Store) -> None:
+    rec = PortCounterRow(3.0, "0x0000000000000009", 2, counters={"xmit_data": 5})
+    sid = store.save_counter_snapshot(3.0, "d", None, [_row(1, 1, 3.0), list(_row(2, 1, 3.0)), rec])
+    rows = store.load_port_counters(sid)
+    assert [(r.guid, r.port) for r in rows] == [
+        ("0x0000000000000001", 1),
+        ("0x0000000000000002", 1),
+        ("0x0000000000000009", 2),
+    ]
+    assert rows[1].counters["symbol_errors"] == 2 and rows[2].counters == {"xmit_data": 5}

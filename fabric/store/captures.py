@@ -43,7 +43,7 @@ class CompressAhead:
 
     def add(self, raw: str | bytes) -> None:
         """Start compressing ``raw`` (texts under ``min_bytes`` are left to the save)."""
-        if len(raw) < self.min_bytes or any(job is raw for job, _ in self._jobs):
+        if len(raw) < self.min_bytes or self._find(raw) is not None:
             return
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
@@ -54,10 +54,19 @@ class CompressAhead:
 
     def take(self, raw: str | bytes) -> tuple[int, bytes] | None:
         """(size in bytes, zlib blob) of ``raw`` if it was added (waiting for it), else None."""
-        for i, (job, future) in enumerate(self._jobs):
-            if job is raw or (type(job) is type(raw) and len(job) == len(raw) and job == raw):
-                del self._jobs[i]
-                return future.result()
+        i = self._find(raw)
+        if i is None:
+            return None
+        _, future = self._jobs.pop(i)
+        return future.result()
+
+    def _find(self, raw: str | bytes) -> int | None:
+        for i, (job, _) in enumerate(self._jobs):
+            if job is raw:
+                return i
+        for i, (job, _) in enumerate(self._jobs):
+            if type(job) is type(raw) and len(job) == len(raw) and job == raw:
+                return i
         return None
 
     def close(self) -> None:
