@@ -324,7 +324,11 @@ def _collect_texts(fabric: Fabric, counters: str, errors: str) -> CollectionResu
 
 
 def _rows_by_the_sample_rules(result: CollectionResult) -> tuple[tuple[object, ...], ...]:
-    return tuple(sample_row(s, result.peers[(s.guid, s.port)], result.time) for s in result.samples)
+    rows = []
+    for s in result.samples:
+        assert s.guid is not None
+        rows.append(sample_row(s, result.peers[(s.guid, s.port)], result.time))
+    return tuple(rows)
 
 
 def test_rows_are_the_merged_ports_in_store_order() -> None:
