@@ -1,8 +1,9 @@
 """Health use case: from the store to a scored report, and today's findings back into the store.
 
-:func:`assess_store` loads the latest topology, the counter snapshots of the window, the link
-events (cables discovery saw go and come back) and the findings history, runs
-:func:`fabric.health.assess`, and records today's non-ok links in ``findings_history`` (one row
+:func:`assess_store` loads the latest topology, the link events (cables discovery saw go and
+come back) and the findings history, runs :func:`fabric.health.assess_pieces` over the counter
+snapshots of the window, read a few snapshots at a time (so a day of snapshots needs no more memory
+than an hour), and records today's non-ok links in ``findings_history`` (one row
 per link and kind of finding per UTC day, keeping the worst status of the day), so links that
 keep failing become repeat offenders across days.
 """
@@ -12,18 +13,35 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fabric.health import HealthReport, HealthThresholds, LinkEvent, LinkHealth, PastFinding, Status, assess
+from fabric.counters.deltas import OutOfOrder
+from fabric.health import (
+    HealthReport,
+    HealthThresholds,
+    LinkEvent,
+    LinkHealth,
+    PastFinding,
+    Status,
+    assess,
+    assess_pieces,
+)
 from fabric.health.thresholds import thresholds_from_mapping
-from fabric.store import FindingRecord, Store, default_db_path, link_subject
+from fabric.store import CounterSnapshotInfo, FindingRecord, Store, default_db_path, link_subject
 from topology.classify import switch_name
 from topology.errors import StoreError, UsageError
 from topology.model import Fabric, Guid, NodeKind
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 DAY_S = 86400.0
+# Counter rows loaded and assessed at a time (whole snapshots): a few snapshots of a 16,384-HCA
+# fabric, ~100 MB in flight, whatever the number of snapshots in the window.
+PIECE_ROWS = 200_000
 COLLECT_FIRST = "run `ibfab counters collect` first"
 _LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
 # The kind of a finding, from the words its reason starts with (fabric.health.score phrases them).
@@ -170,8 +188,8 @@ def assess_store(
     since = None if since_s is None else now - since_s
     if not store.list_topologies():
         raise StoreError(f"{store.path}: no topology stored; {COLLECT_FIRST}")
-    frame = store.load_counters(since=since, until=now)
-    if frame.empty:
+    snapshots = store.list_counter_snapshots(since=since, until=now)
+    if not any(s.ports for s in snapshots):
         window = "" if since_s is None else f" in the last {_dur(since_s)}"
         raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
     stored = store.load_topology("latest")
@@ -185,9 +203,35 @@ def assess_store(
     # stays the real time of the first sample instead of the start of the day
     today = utc_day(now)
     history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
-    report = assess(frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t)
+    pieces = _pieces(store, snapshots, since, now)
+    try:
+        report = assess_pieces(
+            pieces, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
+        )
+    except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
+        pieces.close()
+        frame = store.load_counters(since=since, until=now)
+        report = assess(
+            frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
+        )
     recorded = record_today(store, report, now) if record else 0
     return HealthView(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
+
+
+def _pieces(
+    store: Store, snapshots: list[CounterSnapshotInfo], since: float | None, until: float
+) -> Generator[pd.DataFrame, None, None]:
+    """The window's counter table, PIECE_ROWS rows or so at a time (whole snapshots, by id)."""
+    ids: list[int] = []
+    rows = 0
+    for info in sorted(snapshots, key=lambda s: s.id):
+        ids.append(info.id)
+        rows += info.ports
+        if rows >= PIECE_ROWS:
+            yield store.load_counters(since=since, until=until, snapshots=ids)
+            ids, rows = [], 0
+    if ids:
+        yield store.load_counters(since=since, until=until, snapshots=ids)
 
 
 def _dur(seconds: float) -> str:

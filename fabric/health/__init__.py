@@ -1,12 +1,14 @@
 """Link health: BER with confidence bounds, flaps, errors, congestion and repeat offenders.
 
 ``assess(frame, fabric, since=..., now=...)`` scores every link of a fabric from the counter
-table and returns a :class:`HealthReport` (links worst first, nodes, summary).
+table and returns a :class:`HealthReport` (links worst first, nodes, summary);
+``assess_pieces(pieces, fabric, ...)`` gives the same report from the table a few snapshots at a
+time, in the memory of one piece.
 """
 
 from __future__ import annotations
 
-from fabric.health.assess import assess
+from fabric.health.assess import assess, assess_pieces
 from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
 from fabric.health.flaps import LinkEvent
 from fabric.health.history import PastFinding
@@ -26,6 +28,7 @@ __all__ = [
     "PastFinding",
     "Status",
     "assess",
+    "assess_pieces",
     "estimate_ber",
     "poisson_lower",
     "poisson_upper",

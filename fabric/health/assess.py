@@ -1,25 +1,28 @@
 """assess(): counter table + fabric (+ discovery events, + past findings) -> HealthReport.
 
 Heavy lifting is vectorised (deltas, per-port sums, per-link arrays); the per-link Python loop
-only turns numbers into records and reasons.
+only turns numbers into records and reasons. :func:`assess_pieces` takes the table a few
+snapshots at a time (deltas carried across pieces, sums per port), so a day of snapshots of a
+16,384-HCA fabric needs the memory of one piece, not of the day.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from fabric.counters.deltas import compute_deltas
+from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
 from fabric.health.ber import BerEstimate, estimate_ber
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, LinkEvent, LinkKey, count_flaps
 from fabric.health.history import History, PastFinding, day_of
-from fabric.health.ports import PortTable, port_table
+from fabric.health.ports import PortSums, PortTable, port_table
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.score import WATCH, LinkFacts, judge
 from fabric.health.status import Status
@@ -45,11 +48,14 @@ def assess(
     history: Sequence[PastFinding] = (),
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
     deltas: pd.DataFrame | None = None,
+    piece_rows: int | None = None,
 ) -> HealthReport:
     """Score every link of ``fabric`` over the samples of ``frame`` taken in [since, now].
 
     ``since=None`` starts the window at the first sample. ``deltas``, if given, is
-    ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice.
+    ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice. ``piece_rows``:
+    compute deltas and sums a few snapshots at a time (about that many rows), as
+    :func:`assess_pieces` does, instead of over the whole table at once; the report is the same.
     """
     t = thresholds
     times = frame["time"]
@@ -58,12 +64,96 @@ def assess(
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
     inside = ((times >= start) & (times <= now)).to_numpy(dtype=bool)
     window = frame if inside.all() else frame[inside]
-    if deltas is None:
-        d = compute_deltas(window)
-    else:
+    short_s, long_s = t.ber_window_s, t.ber_window_long_s
+    if deltas is not None:
         keep = ((deltas["prev_time"] >= start) & (deltas["time"] <= now)).to_numpy(dtype=bool)
-        d = deltas if keep.all() else deltas[keep]
-    pt = port_table(d, now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
+        pt = port_table(deltas if keep.all() else deltas[keep], now=now, short_s=short_s, long_s=long_s)
+    elif piece_rows is None:
+        pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
+    else:
+        try:
+            pt = _sum_pieces(_pieces(window, piece_rows), now, t).table()
+        except OutOfOrder:  # some port's samples interleave across snapshots: all at once
+            pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
+    snapshots = int(window["snapshot"].nunique())
+    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t)
+
+
+def assess_pieces(
+    pieces: Iterable[pd.DataFrame],
+    fabric: Fabric,
+    *,
+    since: float | None,
+    now: float,
+    events: Sequence[LinkEvent] = (),
+    history: Sequence[PastFinding] = (),
+    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
+) -> HealthReport:
+    """:func:`assess` of the counter table that ``pieces`` make together, one piece in memory at a time.
+
+    Pieces are groups of whole snapshots in snapshot id order (as :meth:`Store.load_counters`
+    gives them with ``snapshots=``); between them only one row per port is kept, so memory does
+    not grow with the number of snapshots in the window. The report is ``assess`` of the
+    concatenated table. Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples
+    interleave across pieces (the caller then assesses the whole table at once).
+    """
+    t = thresholds
+    if since is not None and since > now:
+        raise UsageError(f"health window starts after it ends (since {since} > now {now})")
+    first = math.inf
+    snapshots: set[object] = set()
+    samples = 0
+
+    def windows() -> Iterator[pd.DataFrame]:
+        nonlocal first, samples
+        for piece in pieces:
+            times = piece["time"]
+            if len(piece):
+                first = min(first, float(times.min()))
+            inside = times <= now
+            if since is not None:
+                inside &= times >= since
+            window = piece if inside.all() else piece[inside.to_numpy(dtype=bool)]
+            snapshots.update(window["snapshot"].unique().tolist())
+            samples += len(window)
+            yield window
+
+    pt = _sum_pieces(windows(), now, t).table()
+    start = since if since is not None else (first if math.isfinite(first) else now)
+    if start > now:
+        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
+    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t)
+
+
+def _pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:
+    """``frame`` cut into groups of whole snapshots of about ``rows`` rows, in snapshot id order."""
+    snapshot = frame["snapshot"].to_numpy()
+    ids, counts = np.unique(snapshot, return_counts=True)
+    group = np.cumsum(counts) // max(1, rows)
+    for g in np.unique(group):
+        yield frame[np.isin(snapshot, ids[group == g])]
+
+
+def _sum_pieces(pieces: Iterable[pd.DataFrame], now: float, t: HealthThresholds) -> PortSums:
+    stream = DeltaStream()
+    sums = PortSums(now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
+    for piece in pieces:
+        sums.add(stream.feed(piece))
+    return sums
+
+
+def _report(
+    pt: PortTable,
+    fabric: Fabric,
+    start: float,
+    now: float,
+    snapshots: int,
+    samples: int,
+    events: Sequence[LinkEvent],
+    history: Sequence[PastFinding],
+    t: HealthThresholds,
+) -> HealthReport:
+    """Per-port sums over [start, now] -> links, nodes and summary."""
     seconds = now - start
 
     row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
@@ -179,8 +269,8 @@ def assess(
     summary = HealthSummary(
         since=start,
         now=now,
-        snapshots=int(window["snapshot"].nunique()),
-        samples=len(window),
+        snapshots=snapshots,
+        samples=samples,
         links=len(results),
         links_by_status=_count(h.status for h in results),
         nodes_by_status=_count(n.status for n in nodes),
