@@ -222,16 +222,15 @@ def _pieces(
     store: Store, snapshots: list[CounterSnapshotInfo], since: float | None, until: float
 ) -> Generator[pd.DataFrame, None, None]:
     """The window's counter table, PIECE_ROWS rows or so at a time (whole snapshots, by id)."""
-    ids: list[int] = []
+    groups: list[list[int]] = [[]]
     rows = 0
     for info in sorted(snapshots, key=lambda s: s.id):
-        ids.append(info.id)
-        rows += info.ports
         if rows >= PIECE_ROWS:
-            yield store.load_counters(since=since, until=until, snapshots=ids)
-            ids, rows = [], 0
-    if ids:
-        yield store.load_counters(since=since, until=until, snapshots=ids)
+            groups.append([])
+            rows = 0
+        groups[-1].append(info.id)
+        rows += info.ports
+    return store.load_counter_pieces(groups, since, until)
 
 
 def _dur(seconds: float) -> str:

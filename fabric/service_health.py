@@ -5,7 +5,8 @@ On a 16,384-HCA fabric with an hour of snapshots the assessment takes ~20 s of p
 numpy, holding the GIL; run in a thread it made every keypress of the TUI wait seconds. A
 :class:`HealthProcess` runs :func:`compute_health` in a spawned child instead and hands the
 report back pickled (:func:`dump_health` / :func:`load_health`): the UI thread keeps the GIL
-and the child's memory (the counter table, a few GB) goes back to the system when it exits.
+and the child's memory (a few hundred MB: the counters are read and summed a few snapshots at a
+time, see :func:`fabric.healthsvc.assess_store`) goes back to the system when it exits.
 A child of our own rather than a ``ProcessPoolExecutor``: the UI must be able to kill a
 computation it no longer needs (a newer snapshot arrived, the user quit), and a pool only cancels
 work that has not started (and waits for running work at exit).

@@ -6,6 +6,7 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -494,3 +495,132 @@ def test_ber_bounds_bracket_the_estimate(errors: int, bits: float) -> None:
     assert e.lower <= e.value <= e.upper
     assert e.certified == (e.upper < 1e-14)
     assert math.isfinite(e.upper)
+
+
+# -- a few snapshots at a time ---------------------------------------------------------------------
+
+
+def eventful_frame(fab: Fabric) -> pd.DataFrame:
+    """Ten snapshots 10 min apart with something on every kind of finding: symbol errors with a
+    reset, downs on both ends of a cable, retrains, a saturated counter, receive errors that are
+    not read every time, congestion, a silent sample, a port off the fabric and a moved cable."""
+    times = [NOW - 5400 + 600 * i for i in range(10)]
+    top = max_value("rcv_errors")
+    counters: dict[PortRef, Series] = {
+        HCA0: {"symbol_errors": [0, 5, 9, 30, 2, 4, 4, 9, 9, 12]},  # cleared after the 4th sample
+        UP1: {"link_downed": [0, 0, 1, 1, 1, 2, 2, 2, 2, 2]},
+        UP1_FAR: {"link_downed": [0, 0, 1, 1, 1, 1, 1, 2, 2, 2]},
+        HCA1: {"rcv_errors": [0, 3, None, None, 40, top - 1, top, top, None, top]},
+        HCA2: {"link_error_recovery": [0, 0, 0, 0, 0, 1, 1, 3, 3, 3]},
+        UP2: {"xmit_wait": [i * 10**10 for i in range(10)]},
+    }
+    frame = frame_for(
+        fab, times, counters, unreachable={HCA2: {3}}, extra_ports=[PortRef(SPINE, 9)], lag={UP1_FAR: 3.0}
+    )
+    moved = (frame["guid"] == HCAS[3]) & (frame["snapshot"] >= 6)
+    frame.loc[moved, "peer_port"] = 9  # re-cabled to another leaf port
+    return frame
+
+
+@pytest.mark.parametrize("since", [None, NOW - 3000])
+def test_assessing_a_few_snapshots_at_a_time_gives_the_same_report(since: float | None) -> None:
+    from fabric.health import assess_pieces
+
+    fab = fabric()
+    frame = eventful_frame(fab)
+    whole = assess(frame, fab, since=since, now=NOW)
+    for rows in (1, 25, 40, 60, 1000):  # one snapshot (12 rows) a piece ... all in one
+        assert assess(frame, fab, since=since, now=NOW, piece_rows=rows).to_dict() == whole.to_dict()
+    pieces = [frame[frame["snapshot"] == s] for s in range(10)]
+    assert assess_pieces(pieces, fab, since=since, now=NOW).to_dict() == whole.to_dict()
+    # and the report has something to say about each planted fault
+    first_sample = NOW - 5400 if since is None else since
+    assert whole.summary.since == first_sample
+    inside = (frame["time"] >= first_sample) & (frame["time"] <= NOW)  # UP1's far end is 3 s late
+    assert whole.summary.samples == int(inside.sum()) == len(frame) - (1 if since is None else 4 * 13 + 1)
+    h0 = link_of(whole, HCA0)
+    assert h0.ber.errors == (5 + 4 + 21 + 2 + 2 + 0 + 5 + 0 + 3 if since is None else 2 + 0 + 5 + 0 + 3)
+    assert h0.ber.at_least == any(e.reset for e in h0.ends) == (since is None)  # the clearing
+    assert link_of(whole, UP1).downs == (3 if since is None else 2)  # s2 on both ends once; s5; s7
+    assert [e.saturated for e in link_of(whole, HCA1).ends if e.ref == HCA1] == [("rcv_errors",)]
+    assert any(e.link_changes for e in link_of(whole, PortRef(HCAS[3], 1)).ends)
+    assert whole.summary.ports_not_on_links == (PortRef(SPINE, 9),)
+
+
+def test_snapshots_out_of_time_order_are_assessed_whole() -> None:
+    from fabric.counters.deltas import OutOfOrder
+    from fabric.health import assess_pieces
+
+    fab = fabric()
+    frame = eventful_frame(fab)
+    frame["snapshot"] = 9 - frame["snapshot"]  # ids run backwards in time
+    whole = assess(frame, fab, since=None, now=NOW)
+    assert assess(frame, fab, since=None, now=NOW, piece_rows=12).to_dict() == whole.to_dict()
+    assert link_of(whole, HCA0).counters["symbol_errors"] == 30 + 2 + 10  # up to the reset, after it
+    with pytest.raises(OutOfOrder):
+        assess_pieces([frame[frame["snapshot"] == s] for s in range(10)], fab, since=None, now=NOW)
+
+
+def test_assess_in_pieces_refuses_a_window_that_ends_before_it_starts() -> None:
+    from fabric.health import assess_pieces
+
+    fab = fabric()
+    frame = frame_for(fab, [NOW - 60, NOW])
+    with pytest.raises(UsageError, match="starts after it ends"):
+        assess_pieces([frame], fab, since=NOW + 1, now=NOW)
+    with pytest.raises(UsageError, match="starts after it ends"):
+        assess_pieces([frame], fab, since=None, now=NOW - 120)
+    empty = assess_pieces([], fab, since=None, now=NOW)
+    assert empty.summary.since == NOW and empty.summary.links_without_samples == len(fab.links)
+
+
+def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fabric.healthsvc as healthsvc
+    from fabric.store import Store
+    from tests.tui_data import SNAPSHOT_EVERY_S, T0, build_store, counter_rows
+
+    path, fab, ber_bad, flappy = build_store(tmp_path / "h.db", snapshots=8)
+    now = T0 + 7 * SNAPSHOT_EVERY_S + 5
+    with Store.open(path) as store:
+        loads: list[list[int]] = []
+        load = store.load_counter_pieces
+
+        def counted(pieces: Sequence[Sequence[int]], *args: Any) -> Any:
+            loads.extend(list(p) for p in pieces)
+            return load(pieces, *args)
+
+        monkeypatch.setattr(store, "load_counter_pieces", counted)
+        whole = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
+        assert loads == [list(range(1, 9))]  # 8 snapshots of a small fabric: one piece
+        ports = store.list_counter_snapshots()[0].ports
+        monkeypatch.setattr(healthsvc, "PIECE_ROWS", 3 * ports)
+        loads.clear()
+        pieces = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
+        assert loads == [[1, 2, 3], [4, 5, 6], [7, 8]]
+    assert pieces.to_dict() == whole.to_dict()
+    assert link_of(pieces, ber_bad.a).status is Status.CRITICAL
+    assert link_of(pieces, flappy.b).downs == 7 and pieces.summary.samples == 8 * ports
+
+    # snapshots written out of time order (ids no longer follow time): assessed whole, same report
+    with Store.open(tmp_path / "backwards.db") as store:
+        topo = store.save_topology(fab, "-", "ibnetdiscover", "test", taken_at=T0 - 10)
+        bad: dict[tuple[str, int], dict[str, int]] = {
+            (ber_bad.a.guid, ber_bad.a.port): {"symbol_errors": 4000},
+            (flappy.b.guid, flappy.b.port): {"link_downed": 1},
+        }
+        for i in reversed(range(8)):
+            when = T0 + i * SNAPSHOT_EVERY_S
+            store.save_counter_snapshot(when, "synthetic", topo, counter_rows(fab, when, i, bad))
+        whole_window: list[int] = []
+        assess_whole = assess
+
+        def counted_whole(frame: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
+            whole_window.append(len(frame))
+            return assess_whole(frame, *args, **kwargs)
+
+        monkeypatch.setattr(healthsvc, "assess", counted_whole)
+        backwards = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
+    assert whole_window == [8 * ports]  # the pieces found the samples out of order
+    assert backwards.to_dict() == whole.to_dict()

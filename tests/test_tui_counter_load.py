@@ -112,3 +112,29 @@ def test_text_the_columns_cannot_carry_falls_back_to_rows(tmp_path: Path) -> Non
             assert _read_columns(db, where, args) is None
         frame = store.load_counters()
     assert len(frame) == 15 and frame["guid"].tolist()[-1] == "odd\x1fguid"
+
+
+def _reader_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("ibfab-counters")]
+
+
+def test_pieces_are_the_loads_of_their_snapshots_read_ahead(tmp_path: Path) -> None:
+    path = _store(tmp_path / "c.db", 0.0)
+    with Store.open(path) as store:
+        ids = [s.id for s in store.list_counter_snapshots()]  # by time: ids 2, 3, 1
+        pieces = [[ids[1]], [ids[0], ids[2]], [ids[2]]]
+        for since in (None, T0 + 30.0):
+            got = list(store.load_counter_pieces(pieces, since=since))
+            assert [len(f) for f in got] == ([5, 10, 5] if since is None else [5, 5, 5])
+            for piece, frame in zip(pieces, got, strict=True):
+                pd.testing.assert_frame_equal(frame, store.load_counters(since=since, snapshots=piece))
+        assert got[1]["snapshot"].tolist() == [1] * 5  # snapshot 2 (taken first, at T0) is before `since`
+        reading = store.load_counter_pieces(pieces)
+        assert next(reading)["snapshot"].tolist() == [ids[1]] * 5
+        assert _reader_threads()  # the next piece is being read meanwhile
+        reading.close()  # stopped early: the reader thread and its connection are gone
+        assert _reader_threads() == []
+        single = list(store.load_counter_pieces([ids]))  # one piece: read here, no thread
+        pd.testing.assert_frame_equal(single[0], store.load_counters())

@@ -10,7 +10,7 @@ be a misread, and clamping keeps deltas non-negative. Negative input values are 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +218,47 @@ class CounterTables(CaptureTables):
             if frame is None:  # text the fast path cannot read back exactly: row by row
                 frame = _read_rows(db, where, args)
         return frame
+
+    def load_counter_pieces(
+        self, pieces: Sequence[Sequence[int]], since: float | None = None, until: float | None = None
+    ) -> Generator[pd.DataFrame, None, None]:
+        """``load_counters(since, until, snapshots=piece)`` for each piece of snapshot ids in turn.
+
+        The next piece is read in a background thread, on a connection of its own, while the
+        caller works on the current one (SQLite builds the column texts without holding the GIL),
+        so at most two pieces are in memory beside the one the caller still holds. Each piece is
+        its own read: a snapshot pruned meanwhile is simply absent from the later pieces.
+        """
+        if len(pieces) < 2 or self._db.in_transaction or not self.path.exists():
+            for piece in pieces:
+                yield self.load_counters(since, until, snapshots=piece)
+            return
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        readers: list[CounterTables] = []  # the worker's own connection (sqlite3: one thread each)
+
+        def load(piece: Sequence[int]) -> pd.DataFrame:
+            if not readers:
+                readers.append(type(self).open(self.path, create=False))
+            return readers[0].load_counters(since, until, snapshots=piece)
+
+        def close() -> None:
+            for reader in readers:
+                reader.close()
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="ibfab-counters")
+        ahead: Future[pd.DataFrame] = pool.submit(load, pieces[0])
+        try:
+            for piece in pieces[1:]:
+                frame = ahead.result()
+                ahead = pool.submit(load, piece)
+                yield frame
+                del frame
+            yield ahead.result()
+        finally:
+            ahead.cancel()
+            pool.submit(close).result()
+            pool.shutdown(wait=True)
 
     def prune_counters(self, before: float) -> int:
         """Delete counter snapshots taken before ``before`` (and their raw captures); returns how many."""
