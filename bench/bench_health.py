@@ -108,7 +108,7 @@ def build_store(path: Path, fabric: Fabric, frame: pd.DataFrame) -> None:
     t = time.perf_counter()
     with Store.open(path) as store:
         topo = store.save_topology(fabric, "synthetic leaf-spine", "bench", "bench_health", taken_at=T0 - 10)
-        for snapshot, rows in frame.groupby("snapshot", sort=True):
+        for _, rows in frame.groupby("snapshot", sort=True):
             reachable = rows["reachable"].to_numpy(dtype=bool)
             counters = [rows[name].astype(object).where(reachable, None).tolist() for name in COUNTER_NAMES]
             keys = [rows[c].astype(object).tolist() for c in FRAME_COLUMNS[2:8]]
@@ -120,7 +120,9 @@ def build_store(path: Path, fabric: Fabric, frame: pd.DataFrame) -> None:
                     guid, port, lid, peer_guid, peer_port, up, when, *counters, strict=True
                 )
             ]
-            store.save_counter_snapshot(T0 + (int(snapshot) - 1) * EVERY_S, "bench", topo, tuples)
+            store.save_counter_snapshot(
+                T0 + (int(rows["snapshot"].iloc[0]) - 1) * EVERY_S, "bench", topo, tuples
+            )
     print(f"store built in {time.perf_counter() - t:.0f} s: {path.stat().st_size / 2**20:.0f} MiB")
 
 

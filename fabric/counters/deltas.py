@@ -28,6 +28,9 @@ then the ``saturated_<name>`` columns (nullable boolean, never NA).
 Rows keep the order of the input table (by the later sample of each pair); reading each column
 in row order is part of what makes this fast. Sort the result if you need it by port.
 
+:class:`DeltaStream` gives the same rows for a table fed a few snapshots at a time, keeping one
+row per port between pieces (how health reads a day of snapshots without holding the day).
+
 >>> import pandas as pd
 >>> rows = [dict(snapshot=s, time=t, guid="0x01", port=1, lid=1, peer_guid="0x02", peer_port=3,
 ...              reachable=True, symbol_errors=v) for s, t, v in [(1, 0.0, 5), (2, 60.0, 9), (3, 120.0, 2)]]
@@ -91,8 +94,8 @@ class DeltaStream:
     caller computes the whole table at once instead.
 
     >>> import pandas as pd
-    >>> rows = [dict(snapshot=s, time=60.0 * s, guid="0x01", port=1, reachable=True, symbol_errors=v)
-    ...         for s, v in [(1, 5), (2, 9), (3, 12)]]
+    >>> rows = [dict(snapshot=s, time=60.0 * s, guid="0x01", port=1, lid=1, peer_guid="0x02", peer_port=3,
+    ...              reachable=True, symbol_errors=v) for s, v in [(1, 5), (2, 9), (3, 12)]]
     >>> stream = DeltaStream()
     >>> [stream.feed(pd.DataFrame([r]))["symbol_errors"].tolist() for r in rows]
     [[], [4], [3]]
