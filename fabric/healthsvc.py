@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DAY_S = 86400.0
-# Counter rows loaded and assessed at a time (whole snapshots): a few snapshots of a 16,384-HCA
-# fabric, ~100 MB in flight, whatever the number of snapshots in the window.
+# Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
+# fabric, ~100 MB as a frame. With the next piece read ahead, assessing a 50,000-port fabric peaks
+# near 0.5 GB whether the window holds 60 snapshots or 240 (bench/bench_health.py).
 PIECE_ROWS = 200_000
 COLLECT_FIRST = "run `ibfab counters collect` first"
 _LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
