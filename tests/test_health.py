@@ -190,7 +190,7 @@ def test_a_clean_link_is_certified_only_after_enough_bits() -> None:
     assert not h.ber.certified and h.ber.errors == 0
     assert h.status is Status.WATCH
     assert any(
-        r.startswith("not yet certified: 0 symbol errors in 1 s; 4xHDR needs 25 min") for r in h.reasons
+        r.startswith("not yet certified: 0 symbol errors in 1.0 s; 4xHDR needs 25 min") for r in h.reasons
     )
     long = assess(frame_for(fab, [NOW - 1500, NOW]), fab, since=NOW - 1500, now=NOW)
     h = link_of(long, HCA0)

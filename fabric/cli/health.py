@@ -50,7 +50,9 @@ def health_cmd(
     with open_store(db) as store:
         view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
-        click.echo(json.dumps(view.report.to_dict(), indent=1))
+        # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
+        json.dump(view.report.to_dict(), click.get_text_stream("stdout"), indent=1)
+        click.echo()
         return
     click.echo(render_health(view, limit=None if show_all else DEFAULT_LIMIT, show_all=show_all))
 

@@ -189,6 +189,8 @@ def _dur(seconds: float) -> str:
     """12 min, 2.1 h, 3.0 days: the unit an operator would say."""
     if math.isinf(seconds):
         return "forever"
+    if seconds < 10:
+        return f"{seconds:.1f} s"  # a lab's collections can be under a second apart: never "0 s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
