@@ -12,9 +12,7 @@ from click.testing import CliRunner
 
 from fabric import lab
 from fabric.cli.main import main
-from fabric.collection import Collector
-from fabric.discovery import Source
-from fabric.store import Store
+from tests.labhealth import collect_rising_symbol_errors
 
 pytestmark = pytest.mark.lab
 NAME = "place"
@@ -31,14 +29,8 @@ def lab_up() -> Iterator[str]:
 
 def test_unhealthy_host_is_left_out_with_its_reason(lab_up: str, tmp_path: Path) -> None:
     db = str(tmp_path / "p.db")
-    with Store.open(db) as store:
-        collector = Collector(store, Source("lab", lab_up))
-        collector.collect_once()
-        # dgx-0002 mlx5_3 sits on leaf-su01-r3 port 2
-        lab.set_counter(lab_up, "leaf-su01-r3", 2, "SymbolErrorCounter", 50)
-        collector.collect_once()
-        lab.set_counter(lab_up, "leaf-su01-r3", 2, "SymbolErrorCounter", 500)
-        collector.collect_once()
+    # dgx-0002 mlx5_3 sits on leaf-su01-r3 port 2
+    collect_rising_symbol_errors(lab_up, db, "leaf-su01-r3", 2, (50, 500))
     res = CliRunner().invoke(
         main,
         ["place", "--nodes", "4", "--lab", lab_up, "--exclude-unhealthy", "--format", "json", "--db", db],

@@ -12,9 +12,7 @@ from click.testing import CliRunner
 
 from fabric import lab
 from fabric.cli.main import main
-from fabric.collection import Collector
-from fabric.discovery import Source
-from fabric.store import Store
+from tests.labhealth import collect_rising_symbol_errors
 
 pytestmark = pytest.mark.lab
 NAME = "rec"
@@ -31,13 +29,7 @@ def lab_up() -> Iterator[str]:
 
 def test_recommend_uses_the_stored_assessment(lab_up: str, tmp_path: Path) -> None:
     db = str(tmp_path / "r.db")
-    with Store.open(db) as store:
-        collector = Collector(store, Source("lab", lab_up))
-        collector.collect_once()
-        lab.set_counter(lab_up, "leaf-su01-r1", 5, "SymbolErrorCounter", 40)
-        collector.collect_once()
-        lab.set_counter(lab_up, "leaf-su01-r1", 5, "SymbolErrorCounter", 400)
-        collector.collect_once()
+    collect_rising_symbol_errors(lab_up, db, "leaf-su01-r1", 5, (40, 400))
     res = CliRunner().invoke(main, ["recommend", "--lab", lab_up, "--db", db, "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)

@@ -1,0 +1,19 @@
+"""Test helper: give a lab fabric's store a link with rising symbol errors (three collections)."""
+
+from __future__ import annotations
+
+from fabric import lab
+from fabric.collection import Collector
+from fabric.discovery import Source
+from fabric.store import Store
+
+
+def collect_rising_symbol_errors(name: str, db: str, switch: str, port: int, values: tuple[int, int]) -> None:
+    """Baseline collection, then the switch port's SymbolErrorCounter set to each value, each
+    followed by a collection: the link on ``switch:port`` becomes critical in the stored health."""
+    with Store.open(db) as store:
+        collector = Collector(store, Source("lab", name))
+        collector.collect_once()
+        for value in values:
+            lab.set_counter(name, switch, port, "SymbolErrorCounter", value)
+            collector.collect_once()
