@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -51,8 +52,8 @@ def health_cmd(
         view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
         # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
-        json.dump(view.report.to_dict(), click.get_text_stream("stdout"), indent=1)
-        click.echo()
+        json.dump(view.report.to_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
         return
     click.echo(render_health(view, limit=None if show_all else DEFAULT_LIMIT, show_all=show_all))
 
