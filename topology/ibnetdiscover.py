@@ -118,44 +118,55 @@ class _Builder:
         # its first listing said: (peer guid, peer port, width, speed, line, still waiting for
         # the mirror listing). A port that shows up with a different peer is a conflict.
         ends: dict[tuple[Guid, int], list[Any]] = {}
-        links: list[Link] = []
+        # First listings in order: (lower end, higher end, entry of the lower end).
+        firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], list[Any]]] = []
+        ends_get = ends.get
+        rank_get = _SPEED_RANK.get
         for lg, lp, rg, rp, width, speed, lineno in self.sides:
             here = (lg, lp)
-            seen = ends.get(here)
+            seen = ends_get(here)
             if seen is not None:
-                if seen[0] == rg and seen[1] == rp and seen[5]:
-                    # The mirror listing of a cable: combine both ends' view.
-                    seen[5] = False
-                    mirror = ends[(rg, rp)]
-                    mirror[5] = False
-                    # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
-                    if width and (not seen[2] or width < seen[2]):
-                        seen[2] = mirror[2] = width
-                    if speed in _SPEED_RANK and _SPEED_RANK[speed] < _SPEED_RANK.get(seen[3], 99):
-                        seen[3] = mirror[3] = speed
-                    continue
                 if seen[0] == rg and seen[1] == rp:
-                    continue  # the same listing twice (e.g. a loopback cable seen from both ports)
+                    if seen[5]:
+                        # The mirror listing of a cable: combine both ends' view.
+                        seen[5] = False
+                        mirror = seen[6]
+                        mirror[5] = False
+                        # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
+                        if width and (not seen[2] or width < seen[2]):
+                            seen[2] = mirror[2] = width
+                        if speed in _SPEED_RANK and _SPEED_RANK[speed] < rank_get(seen[3], 99):
+                            seen[3] = mirror[3] = speed
+                    # else: the same listing twice (e.g. a loopback cable seen from both ports)
+                    continue
                 if self._conflict(here, seen, (rg, rp), lineno):
                     continue
             there = (rg, rp)
-            theirs = ends.get(there)
+            theirs = ends_get(there)
             if (
                 theirs is not None
                 and (theirs[0], theirs[1]) != here
                 and self._conflict(there, theirs, here, lineno)
             ):
                 continue
-            entry = [rg, rp, width, speed, lineno, True]
+            entry: list[Any] = [rg, rp, width, speed, lineno, True, None]
             ends[here] = entry
             if there != here:
-                ends[there] = [lg, lp, width, speed, lineno, True]
-        for (g, p), (rg, rp, width, speed, lineno, waiting) in ends.items():
-            if (g, p) > (rg, rp):
-                continue  # each cable once, from its lower end
-            if waiting and (g, p) != (rg, rp):
-                self._check_both_ends_listed((g, p), (rg, rp), lineno)
-            links.append(Link(PortRef(g, p), PortRef(rg, rp), width, speed))
+                other: list[Any] = [lg, lp, width, speed, lineno, True, entry]
+                entry[6] = other
+                ends[there] = other
+                if there < here:
+                    firsts.append((there, here, other))
+                    continue
+            else:
+                entry[6] = entry
+            firsts.append((here, there, entry))
+        links: list[Link] = []
+        links_append = links.append
+        for low, high, entry in firsts:
+            if entry[5] and low != high:
+                self._check_both_ends_listed(low, high, entry[4])
+            links_append(Link(PortRef(*low), PortRef(*high), entry[2], entry[3]))
         nodes = dict(self.nodes)
         for g, (kind, desc, lid, nports) in self.referenced.items():
             if g not in nodes:

@@ -165,22 +165,25 @@ class Fabric:
                 links if unique else set(links), key=lambda lk: (lk.a.guid, lk.a.port, lk.b.guid, lk.b.port)
             )
         )
-        by_node: dict[Guid, list[Link]] = {g: [] for g in node_map}
+        # links_of() is derived from the adjacency (one map, not two, for large fabrics).
         adjacency: dict[Guid, list[tuple[int, PortRef, Link]]] = {g: [] for g in node_map}
+        get = adjacency.get
         for lk in link_list:
             a, b = lk.a, lk.b
-            by_node.setdefault(a.guid, []).append(lk)
-            adjacency.setdefault(a.guid, []).append((a.port, b, lk))
-            if b.guid != a.guid:
-                by_node.setdefault(b.guid, []).append(lk)
-            adjacency.setdefault(b.guid, []).append((b.port, a, lk))
+            near = get(a.guid)
+            if near is None:
+                near = adjacency[a.guid] = []
+            near.append((a.port, b, lk))
+            far = get(b.guid)
+            if far is None:
+                far = adjacency[b.guid] = []
+            far.append((b.port, a, lk))
         return cls(
             nodes=MappingProxyType(dict(sorted(node_map.items()))),
             links=link_list,
             unconnected=tuple(sorted(unconnected, key=lambda u: u.ref)),
             source=source,
             origin=origin,
-            _by_node=MappingProxyType({g: tuple(v) for g, v in by_node.items()}),
             _adjacency=MappingProxyType({g: tuple(v) for g, v in adjacency.items()}),
         )
 
@@ -189,7 +192,16 @@ class Fabric:
         return self.nodes[guid]
 
     def links_of(self, guid: Guid) -> tuple[Link, ...]:
-        return self._by_node.get(guid, ())
+        if self._by_node:
+            return self._by_node.get(guid, ())
+        # From the adjacency: a loopback cable is listed there twice in a row, here once.
+        out: list[Link] = []
+        prev: Link | None = None
+        for _, _, lk in self._adjacency.get(guid, ()):
+            if lk is not prev:
+                out.append(lk)
+            prev = lk
+        return tuple(out)
 
     def neighbours(self, guid: Guid) -> tuple[tuple[int, PortRef, Link], ...]:
         """(local port, remote end, link) for every cable of ``guid`` (a loopback cable twice)."""

@@ -314,29 +314,55 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         if c.tier == 0 and c.host is not None and len(cls.hosts.get(c.host, ())) >= 2:
             host_key[g] = ("host", c.host)
     devid = {g: n.devid or 0 for g, n in fabric.nodes.items()}
-    entries: list[tuple[Link, tuple[int, int], tuple[object, ...]]] = []
-    by_tiers: dict[tuple[int, int], list[int]] = defaultdict(list)
-    by_speed_key: dict[tuple[object, ...], list[int]] = defaultdict(list)
-    for lk in fabric.links:
+    # One pass counts cables per (tier pair, speed key, width, speed); a clean fabric needs no
+    # second pass, and a faulty one revisits only to name the cables (in fabric order).
+    combos: Counter[tuple[tuple[int, int], tuple[object, ...], int, str]] = Counter()
+
+    def classes(lk: Link) -> tuple[tuple[int, int], tuple[object, ...]]:
         ga, gb = lk.a.guid, lk.b.guid
-        if ga == gb:
-            continue
         ta, tb = tier.get(ga, -1), tier.get(gb, -1)
         tp = (ta, tb) if ta <= tb else (tb, ta)
         if ta == 0 or tb == 0:
             hca, far = (ga, gb) if ta == 0 else (gb, ga)
-            key = host_key.get(hca) or ("leaf", far, devid[hca])
+            return tp, host_key.get(hca) or ("leaf", far, devid[hca])
+        da, db = devid[ga], devid[gb]
+        return tp, ("switches", tp, (da, db) if da <= db else (db, da))
+
+    tier_get, host_get = tier.get, host_key.get
+    for lk in fabric.links:
+        a, b = lk.a, lk.b
+        ga, gb = a.guid, b.guid
+        if ga == gb:
+            continue
+        ta, tb = tier_get(ga, -1), tier_get(gb, -1)
+        tp = (ta, tb) if ta <= tb else (tb, ta)
+        if ta == 0 or tb == 0:
+            hca, far = (ga, gb) if ta == 0 else (gb, ga)
+            key = host_get(hca) or ("leaf", far, devid[hca])
         else:
             da, db = devid[ga], devid[gb]
             key = ("switches", tp, (da, db) if da <= db else (db, da))
-        if lk.width:  # 0: the tool could not read it
-            by_tiers[tp].append(lk.width)
-        rank = _SPEED_RANK.get(lk.speed)
+        combos[(tp, key, lk.width, lk.speed)] += 1
+    by_tiers: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    by_speed_key: dict[tuple[object, ...], Counter[int]] = defaultdict(Counter)
+    for (tp, key, width, speed), n in combos.items():
+        if width:  # 0: the tool could not read it
+            by_tiers[tp][width] += n
+        rank = _SPEED_RANK.get(speed)
         if rank is not None:
-            by_speed_key[key].append(rank)
-        entries.append((lk, tp, key))
-    width_mode = {tp: _mode(ws) for tp, ws in by_tiers.items() if len(ws) >= 2}
-    speed_mode = {key: _mode(ranks) for key, ranks in by_speed_key.items() if len(ranks) >= 3}
+            by_speed_key[key][rank] += n
+    width_mode = {tp: _mode(ws) for tp, ws in by_tiers.items() if ws.total() >= 2}
+    speed_mode = {key: _mode(ranks) for key, ranks in by_speed_key.items() if ranks.total() >= 3}
+    suspect = set()
+    for tp, key, width, speed in combos:
+        wm, sm, rank = width_mode.get(tp), speed_mode.get(key), _SPEED_RANK.get(speed)
+        if (wm is not None and 0 < width < wm) or (sm is not None and rank is not None and rank < sm):
+            suspect.add((tp, key))
+    entries = [
+        (lk, *tk)
+        for lk in (fabric.links if suspect else ())
+        if lk.a.guid != lk.b.guid and (tk := classes(lk)) in suspect
+    ]
     out: list[Anomaly] = []
     for lk, tp, key in entries:
         wm = width_mode.get(tp)
@@ -398,7 +424,7 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     return out
 
 
-def _mode(values: Iterable[int]) -> int:
+def _mode(values: Iterable[int] | Counter[int]) -> int:
     """The most common value; ties go to the larger (the design, not the fault)."""
-    counts = Counter(values)
+    counts = values if isinstance(values, Counter) else Counter(values)
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
