@@ -162,10 +162,14 @@ def classify(fabric: Fabric) -> Classification:
 
     tiers = _tiers(fabric, roles)
     hca_leaf: dict[Guid, Guid] = {}
-    for n in fabric.hcas():
-        for _, far, _ in fabric.neighbours(n.guid):
-            if fabric.nodes.get(far.guid) is not None and fabric.nodes[far.guid].kind is NodeKind.SWITCH:
-                hca_leaf.setdefault(n.guid, far.guid)
+    neighbours = fabric.neighbours
+    switch_set = {g for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
+    for g in fabric.nodes:
+        if g not in switch_set:
+            for _, far, _ in neighbours(g):
+                if far.guid in switch_set:
+                    hca_leaf[g] = far.guid  # the first switch it is cabled to
+                    break
 
     hosts: dict[str, list[Guid]] = defaultdict(list)
     for g, (role, host, _, _) in roles.items():
@@ -177,15 +181,17 @@ def classify(fabric: Fabric) -> Classification:
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
 
     uplinks: dict[Guid, int] = {}
-    for sw in fabric.switches():
-        t = tiers.get(sw.guid)
-        if t is None:
+    tier_of = tiers.get
+    for g in fabric.nodes:
+        t = tier_of(g)
+        if t is None or g not in switch_set:
             continue
-        uplinks[sw.guid] = sum(
-            1
-            for _, far, _ in fabric.neighbours(sw.guid)
-            if far.guid != sw.guid and (tiers.get(far.guid) or 0) > t
-        )
+        up = 0
+        for _, far, _ in neighbours(g):
+            fg = far.guid
+            if fg != g and (tier_of(fg) or 0) > t:
+                up += 1
+        uplinks[g] = up
 
     nodes: dict[Guid, NodeClass] = {}
     for n in fabric.nodes.values():
@@ -270,13 +276,14 @@ def _tiers(
     for g in sorted(candidates - demoted):
         tiers[g] = 1
         queue.append(g)
+    neighbours = fabric.neighbours
     while queue:
         g = queue.popleft()
-        for _, far, _ in fabric.neighbours(g):
-            node = fabric.nodes.get(far.guid)
-            if node is not None and node.kind is NodeKind.SWITCH and far.guid not in tiers:
-                tiers[far.guid] = tiers[g] + 1
-                queue.append(far.guid)
+        for _, far, _ in neighbours(g):
+            fg = far.guid
+            if fg in switch_set and fg not in tiers:
+                tiers[fg] = tiers[g] + 1
+                queue.append(fg)
     _hostless_leaves(fabric, tiers)
     return tiers
 
@@ -285,12 +292,11 @@ def _hostless_leaves(fabric: Fabric, tiers: dict[Guid, int]) -> None:
     """A leaf whose hosts are all gone looks like a core (only spines around it). It is a leaf
     when it reaches exactly the spines another leaf reaches; a core spans spines of many pods."""
 
+    switch_set = {g for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
+    neighbours = fabric.neighbours
+
     def switch_neighbours(g: Guid) -> frozenset[Guid]:
-        return frozenset(
-            far.guid
-            for _, far, _ in fabric.neighbours(g)
-            if far.guid != g and far.guid in fabric.nodes and fabric.nodes[far.guid].kind is NodeKind.SWITCH
-        )
+        return frozenset(fg for _, far, _ in neighbours(g) if (fg := far.guid) != g and fg in switch_set)
 
     leaf_uppers = {switch_neighbours(g) for g, t in tiers.items() if t == 1}
     for g, t in list(tiers.items()):

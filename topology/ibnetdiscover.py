@@ -51,6 +51,13 @@ _PORT_FAST = re.compile(
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
     r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(?:(\d+)x\s?([A-Za-z0-9?]+)|\?+)(?:\s.*)?$'
 )
+# The common spelling of that line, tried first: no backtracking over the comment (same groups).
+_PORT_STRICT = re.compile(
+    r"^\[(\d+)\](?:\([^)]*\))*\s+"
+    r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
+    r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?"([^"]*)"\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)\s*$'
+)
+_HEX_LOWER = "0123456789abcdef"
 _LID = re.compile(r"\blid\s+(\d+)")
 _WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)|\?{3,}")
 _QUOTED = re.compile(r'"(.*?)"')
@@ -90,7 +97,10 @@ class _Builder:
     def guid(self, text: str) -> Guid:
         g = self.guids.get(text)
         if g is None:
-            g = self.guids[text] = normalise_guid(text)
+            if len(text) == 16 and not text.strip(_HEX_LOWER):
+                g = self.guids[text] = Guid("0x" + text)  # already normal: 16 lower-case hex digits
+            else:
+                g = self.guids[text] = normalise_guid(text)
         return g
 
     def add_node(self, node: Node, lineno: int, line: str) -> None:
@@ -264,6 +274,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     last_lineno = 0
     port_match = _PORT.match
     fast_match = _PORT_FAST.match
+    strict_match = _PORT_STRICT.match
     guids = b.guids
     recorded = b.nodes
     sides_append = b.sides.append
@@ -278,7 +289,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
         first = stripped[0]
         if first == "[" and current is not None:
             # The hot path: a port line inside a record (inlined; ~100k per 16k-HCA fabric).
-            fm = fast_match(stripped)
+            fm = strict_match(stripped) or fast_match(stripped)
             if fm is not None:
                 port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
                 pnum = int(port)
