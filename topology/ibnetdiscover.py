@@ -9,6 +9,7 @@ cables, and partial files whose links point at nodes that have no record of thei
 
 from __future__ import annotations
 
+import functools
 import gc
 import re
 from collections.abc import Iterable
@@ -356,7 +357,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             # vendid=/devid=/sysimgguid=/switchguid=/caguid= header lines (fast path)
             key, _, value = stripped.partition("=")
             if key in _HEADER_KEYS:
-                header[key] = value.split()[0] if value.split() else ""
+                words = value.split()
+                header[key] = words[0] if words else ""
                 current = None
                 continue
         if _WARNING.match(stripped):
@@ -411,7 +413,9 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover(text.splitlines(), str(p))
 
 
+@functools.lru_cache(maxsize=1024)
 def _int(text: str | None) -> int | None:
+    # Cached: every record of one model repeats the same vendid= and devid= values.
     if text is None:
         return None
     try:
