@@ -194,31 +194,38 @@ def classify(fabric: Fabric) -> Classification:
         uplinks[g] = up
 
     nodes: dict[Guid, NodeClass] = {}
-    for n in fabric.nodes.values():
-        role, host, adapter, index = roles[n.guid]
+    rail_of_leaf, group_of_leaf, leaf_of = leaf_rail.get, leaf_group.get, hca_leaf.get
+    compute = Role.COMPUTE
+    for g, n in fabric.nodes.items():
+        role, host, adapter, index = roles[g]
+        # Positional arguments (field order): guid, name, role, tier, host, adapter, hca_index,
+        # rail, group, leaf; this loop runs once per node.
         if role is Role.SWITCH:
-            nodes[n.guid] = NodeClass(
-                n.guid,
-                switch_name(n.description) or n.guid,
+            nodes[g] = NodeClass(
+                g,
+                switch_name(n.description) or g,
                 role,
-                tiers.get(n.guid),
-                rail=leaf_rail.get(n.guid),
-                group=leaf_group.get(n.guid),
+                tier_of(g),
+                None,
+                None,
+                None,
+                rail_of_leaf(g),
+                group_of_leaf(g),
             )
             continue
-        leaf = hca_leaf.get(n.guid)
-        name = f"{host} {adapter}" if host and adapter else (host or n.description or n.guid)
-        nodes[n.guid] = NodeClass(
-            n.guid,
+        leaf = leaf_of(g)
+        name = f"{host} {adapter}" if host and adapter else (host or n.description or g)
+        nodes[g] = NodeClass(
+            g,
             name,
             role,
             0,
-            host=host,
-            adapter=adapter,
-            hca_index=index,
-            rail=index_rail.get(index) if index is not None and role is Role.COMPUTE else None,
-            group=leaf_group.get(leaf) if leaf is not None else None,
-            leaf=leaf,
+            host,
+            adapter,
+            index,
+            index_rail.get(index) if index is not None and role is compute else None,
+            group_of_leaf(leaf) if leaf is not None else None,
+            leaf,
         )
     return Classification(
         nodes=MappingProxyType(nodes),
