@@ -278,6 +278,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     strict_match = _PORT_STRICT.match
     guids = b.guids
     recorded = b.nodes
+    referenced = b.referenced
     sides_append = b.sides.append
     cur_guid, cur_nports = Guid(""), 0
     for lineno, raw in enumerate(lines, 1):
@@ -319,13 +320,12 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 if remote_guid not in recorded:
                     # Only far ends without a record of their own (yet) need remembering;
                     # the few whose record comes later are dropped from this map at the end.
-                    b.reference(
-                        remote_guid,
-                        _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),
-                        desc.strip() if desc else "",
-                        int(rlid) if rlid else None,
-                        rpnum,
-                    )
+                    kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
+                    rdesc = desc.strip() if desc else ""
+                    if remote_guid not in referenced:  # first sight: b.reference, inlined
+                        referenced[remote_guid] = [kind, rdesc, int(rlid) if rlid else None, rpnum]
+                    else:
+                        b.reference(remote_guid, kind, rdesc, int(rlid) if rlid else None, rpnum)
                 # ``?????`` in place of width x speed: the tool could not read the port (MAD lost).
                 sides_append(
                     (
