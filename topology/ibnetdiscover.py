@@ -126,8 +126,9 @@ class _Builder:
 
     def fabric(self) -> Fabric:
         # Each cable is normally listed twice, once from each end. ``ends`` maps a port to what
-        # its first listing said: (peer guid, peer port, width, speed, line, still waiting for
-        # the mirror listing). A port that shows up with a different peer is a conflict.
+        # its first listing said: [peer guid, peer port, width, speed, line, still waiting for
+        # the mirror listing, the peer port's entry]. A port that shows up with a different peer
+        # is a conflict.
         ends: dict[tuple[Guid, int], list[Any]] = {}
         # First listings in order: (lower end, higher end, entry of the lower end).
         firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], list[Any]]] = []
@@ -146,7 +147,11 @@ class _Builder:
                         # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
                         if width and (not seen[2] or width < seen[2]):
                             seen[2] = mirror[2] = width
-                        if speed in _SPEED_RANK and _SPEED_RANK[speed] < rank_get(seen[3], 99):
+                        if (
+                            speed != seen[3]
+                            and speed in _SPEED_RANK
+                            and _SPEED_RANK[speed] < rank_get(seen[3], 99)
+                        ):
                             seen[3] = mirror[3] = speed
                     # else: the same listing twice (e.g. a loopback cable seen from both ports)
                     continue
