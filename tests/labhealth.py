@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from fabric import lab
 from fabric.collection import Collector
 from fabric.discovery import Source
@@ -17,3 +21,14 @@ def collect_rising_symbol_errors(name: str, db: str, switch: str, port: int, val
         for value in values:
             lab.set_counter(name, switch, port, "SymbolErrorCounter", value)
             collector.collect_once()
+
+
+@pytest.fixture
+def rail_small_lab() -> Iterator[str]:
+    """A running rail-small lab fabric, stopped afterwards (labs live in the per-test IBFAB_LAB_DIR)."""
+    name = "rs"
+    lab.up("rail-small", name=name)
+    try:
+        yield name
+    finally:
+        lab.down(name)

@@ -4,27 +4,18 @@ a host whose HCA cable collects symbol errors in a lab is left out, with the rea
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
-from tests.labhealth import collect_rising_symbol_errors
+from tests.labhealth import collect_rising_symbol_errors, rail_small_lab
 
 pytestmark = pytest.mark.lab
-NAME = "place"
 
 
-@pytest.fixture
-def lab_up() -> Iterator[str]:
-    lab.up("rail-small", name=NAME)
-    try:
-        yield NAME
-    finally:
-        lab.down(NAME)
+lab_up = rail_small_lab
 
 
 def test_unhealthy_host_is_left_out_with_its_reason(lab_up: str, tmp_path: Path) -> None:

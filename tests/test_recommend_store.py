@@ -4,27 +4,18 @@ lab becomes a safety-checked isolate_port action with commands for both subnet m
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
-from tests.labhealth import collect_rising_symbol_errors
+from tests.labhealth import collect_rising_symbol_errors, rail_small_lab
 
 pytestmark = pytest.mark.lab
-NAME = "rec"
 
 
-@pytest.fixture
-def lab_up() -> Iterator[str]:
-    lab.up("rail-small", name=NAME)
-    try:
-        yield NAME
-    finally:
-        lab.down(NAME)
+lab_up = rail_small_lab
 
 
 def test_recommend_uses_the_stored_assessment(lab_up: str, tmp_path: Path) -> None:
