@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from fabric.advise.candidates import LinkFinding
 
-from topology.errors import ParseError, UsageError
+from topology.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,21 +52,12 @@ def _policy_options(fn: F) -> F:
 
 
 def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
-    from fabric.discovery import Source, discover
+    """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
+    from fabric.cli.discover import _source
+    from fabric.discovery import discover
 
-    if sum(x is not None for x in (input_path, lab, ssh)) > 1:
-        raise UsageError("choose one of --input, --lab, --ssh")
-    if input_path:
-        try:
-            text = Path(input_path).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
-        return discover(Source("file", input_path), text)
-    if lab:
-        return discover(Source("lab", lab))
-    if ssh:
-        return discover(Source("ssh", ssh))
-    return discover(Source("local"))
+    src, text = _source(input_path, ssh, lab)
+    return discover(src, text)
 
 
 def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
