@@ -3,7 +3,8 @@
 The fabric (superpod-64su: 16,384 HCAs, 1,280 switches, 49,152 cables) is written as
 ibnetdiscover text by the generator. Baseline, measured in the same run: a bare Python pass that
 reads the same text and splits every line into fields. Targets: under 2 s, within 4x baseline.
-Each figure is the best of several runs (this machine is shared), CPU time and wall time both.
+Each figure is the best of 7 rounds in which the three passes take turns (this machine is
+shared: interleaving exposes them to the same load), CPU time and wall time both.
 
 Run: .venv/bin/python bench/bench_discover.py
 """
@@ -19,21 +20,25 @@ from typing import Any
 
 from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
-from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.ibnetdiscover import read_ibnetdiscover
 from topology.wiring import find_anomalies
 
-REPEAT = 5
+REPEAT = 7
 
 
-def best(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """(best wall s, best cpu s, last result) over REPEAT runs."""
-    walls, cpus, out = [], [], None
+def interleaved(fns: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, float, Any]]:
+    """(best wall s, best cpu s, last result) per function over REPEAT rounds. The functions
+    take turns within each round, so a slow spell of this shared machine hits all of them."""
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    cpus: dict[str, list[float]] = {k: [] for k in fns}
+    out: dict[str, Any] = {}
     for _ in range(REPEAT):
-        w, c = time.perf_counter(), time.process_time()
-        out = fn()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return min(walls), min(cpus), out
+        for name, fn in fns.items():
+            w, c = time.perf_counter(), time.process_time()
+            out[name] = fn()
+            walls[name].append(time.perf_counter() - w)
+            cpus[name].append(time.process_time() - c)
+    return {k: (min(walls[k]), min(cpus[k]), out[k]) for k in fns}
 
 
 def main() -> None:
@@ -54,14 +59,14 @@ def main() -> None:
                 return sum(len(line.split()) for line in fh)
 
         def full() -> tuple[int, int, int]:
-            with open(path) as fh:
-                fabric = parse_ibnetdiscover(fh.read().splitlines(), str(path))
+            fabric = read_ibnetdiscover(path)  # what `ibfab discover --input FILE` runs
             cls = classify(fabric)
             return len(fabric.nodes), len(fabric.links), len(find_anomalies(fabric, cls))
 
-        b_wall, b_cpu, _ = best(baseline)
-        s_wall, s_cpu, _ = best(streaming)
-        f_wall, f_cpu, (nodes, links, anomalies) = best(full)
+        runs = interleaved({"baseline": baseline, "streaming": streaming, "full": full})
+        b_wall, b_cpu, _ = runs["baseline"]
+        s_wall, s_cpu, _ = runs["streaming"]
+        f_wall, f_cpu, (nodes, links, anomalies) = runs["full"]
     peak = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,

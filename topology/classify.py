@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from topology.frozen import fast_init
+from topology.gcpause import gc_paused
 from topology.model import Fabric, Guid, Node, NodeKind
 
 _ADAPTER = re.compile(
@@ -65,6 +67,7 @@ class Role(StrEnum):
     ROUTER = "router"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NodeClass:
     guid: Guid
@@ -156,6 +159,11 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
 
 
 def classify(fabric: Fabric) -> Classification:
+    with gc_paused():  # one NodeClass per node and their lookup maps, no cycles (topology.gcpause)
+        return _classify(fabric)
+
+
+def _classify(fabric: Fabric) -> Classification:
     roles: dict[Guid, tuple[Role, str | None, str | None, int | None]] = {}
     for n in fabric.nodes.values():
         roles[n.guid] = (Role.SWITCH, None, None, None) if n.kind is NodeKind.SWITCH else _hca_role(n)

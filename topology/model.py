@@ -17,6 +17,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NewType
 
+from topology.frozen import fast_init, slot_setters
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -68,6 +70,7 @@ class NodeKind(StrEnum):
     ROUTER = "router"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Node:
     """A switch, HCA or router as the subnet sees it."""
@@ -82,6 +85,7 @@ class Node:
     devid: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, order=True)
 class PortRef:
     guid: Guid
@@ -104,8 +108,7 @@ class Link:
     width: int
     speed: str
 
-    def __post_init__(self) -> None:
-        order_ends(self)
+    # __init__ (the lower end goes to ``a``) is set below the class: see _link_init.
 
     @property
     def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
@@ -121,6 +124,24 @@ class Link:
 
     def end(self, guid: Guid) -> PortRef:
         return self.a if self.a.guid == guid else self.b
+
+
+def _link_init() -> None:
+    """Link's __init__: as fast_init (topology.frozen), and the lower port goes to ``a``."""
+    set_a, set_b, set_width, set_speed = slot_setters(Link, "a", "b", "width", "speed")
+
+    def link_init(self: Link, a: PortRef, b: PortRef, width: int, speed: str) -> None:
+        if b.guid < a.guid or (b.guid == a.guid and b.port < a.port):
+            a, b = b, a
+        set_a(self, a)
+        set_b(self, b)
+        set_width(self, width)
+        set_speed(self, speed)
+
+    setattr(Link, "__init__", link_init)  # noqa: B010 - type checkers keep the dataclass signature
+
+
+_link_init()
 
 
 @dataclass(frozen=True, slots=True)

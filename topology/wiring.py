@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from topology.classify import Classification, NodeClass, Role
+from topology.gcpause import gc_paused
 from topology.model import SPEED_ORDER, Fabric, Guid, Link, NodeKind, PortRef
 
 
@@ -37,10 +38,11 @@ class Anomaly:
 
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     found: list[Anomaly] = []
-    found += _rail_anomalies(fabric, cls)
-    found += _uplink_anomalies(fabric, cls)
-    found += _degraded_links(fabric, cls)
-    found += _down_ports(fabric, cls)
+    with gc_paused():  # many short-lived counters and sets, no cycles (see topology.gcpause)
+        found += _rail_anomalies(fabric, cls)
+        found += _uplink_anomalies(fabric, cls)
+        found += _degraded_links(fabric, cls)
+        found += _down_ports(fabric, cls)
     order = {s: i for i, s in enumerate(reversed(list(Severity)))}
     return sorted(found, key=lambda a: (order[a.severity], a.kind, a.message))
 

@@ -1,0 +1,165 @@
+"""The canonical fast path gives exactly the general parser's Fabric, or steps aside.
+
+``parse_canonical`` must never accept a text the general line parser would read differently or
+reject: every real capture and generated fabric it takes is compared with the general parser's
+result, and every perturbation below must fall back and end in the general parser's own result
+or error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import realdata_files
+from topology.errors import ParseError
+from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover, parse_ibnetdiscover_text, read_ibnetdiscover
+from topology.ibnetdiscover_fast import parse_canonical
+from topology.model import Fabric
+
+CAPTURES = realdata_files("ibnetdiscover")
+# Captures the fast path leaves to the general parser, and why.
+FALLBACK = {
+    "junousi-manpage-2007-voltaire-non-chassis-grouping.txt",  # "Non-Chassis Nodes" grouping lines
+    "junousi-nvidia-kb-edr-fdr-mixed-loopbacks.txt",  # ibwarn lines in stdout, loopback cables
+    "superbench-faked-hdr-mcs8500-full-f-flags.txt",  # cables listed from one end only
+    "treydock-ibnetdiscover-p-ports-edr-osc.txt",  # the -p ports report
+    "treydock-ibnetdiscover-p-ports-hdr-qdr-odd-spaces.txt",  # the -p ports report
+}
+
+
+def same(a: Fabric, b: Fabric) -> bool:
+    return (
+        dict(a.nodes) == dict(b.nodes)
+        and a.links == b.links
+        and a.unconnected == b.unconnected
+        and a.origin == b.origin
+        and a.source == b.source
+    )
+
+
+def general(text: str, source: str = "t.topo") -> Fabric:
+    return parse_ibnetdiscover(text.splitlines(), source)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[p.name for p in CAPTURES])
+def test_real_capture_fast_path_equals_general_parser(path: Path) -> None:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    fast = parse_canonical(text, str(path))
+    if path.name in FALLBACK:
+        assert fast is None
+        return
+    assert fast is not None, f"{path.name} is in the canonical spelling but the fast path refused it"
+    slow = general(text, str(path))
+    assert same(fast, slow)
+    assert len(fast.nodes) > 0
+
+
+def test_every_fallback_capture_exists() -> None:
+    # A renamed or removed capture must not leave a stale entry that hides a regression.
+    assert {p.name for p in CAPTURES} >= FALLBACK
+
+
+@pytest.mark.parametrize(
+    ("spec", "faults"),
+    [
+        ("rail-small", ()),
+        ("fattree-small", ()),
+        ("rail-3tier", ()),
+        ("superpod-1su", ()),
+        ("rail-small", ("miswire:dgx-0002:1:2", "missing-link:leaf-su01-r2", "missing-hca:dgx-0003:5")),
+        ("rail-small", ("degraded-width:leaf-su01-r0:1", "degraded-speed:leaf-su02-r1:5")),
+    ],
+)
+def test_generated_fabric_takes_fast_path(spec: str, faults: tuple[str, ...]) -> None:
+    text = to_ibnetdiscover(generate(spec, faults))
+    fast = parse_canonical(text, spec)
+    assert fast is not None
+    assert same(fast, general(text, spec))
+
+
+SMALL = to_ibnetdiscover(generate("rail-small"))
+
+
+def _first_port_line(text: str, start: str = "[") -> int:
+    lines = text.split("\n")
+    return next(i for i, line in enumerate(lines) if line.startswith(start))
+
+
+def _edit(text: str, index: int, new: str | None) -> str:
+    lines = text.split("\n")
+    if new is None:
+        del lines[index]
+    else:
+        lines[index] = new
+    return "\n".join(lines)
+
+
+def _perturbations() -> dict[str, str]:
+    lines = SMALL.split("\n")
+    port = _first_port_line(SMALL)
+    hca_port = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("[1](") and i > 0 and lines[i - 1].startswith("Ca")
+    )
+    first_record = next(i for i, line in enumerate(lines) if line.startswith("Switch"))
+    return {
+        "crlf": SMALL.replace("\n", "\r\n"),
+        "unknown width": _edit(SMALL, port, lines[port].replace("4xNDR", "?????")),
+        "lower-case speed": _edit(SMALL, port, lines[port].replace("4xNDR", "4xndr")),
+        "missing mirror listing": _edit(SMALL, hca_port, None),
+        "port beyond the record": _edit(SMALL, port, lines[port].replace("[1]", "[99]", 1)),
+        "port listed twice": _edit(SMALL, port + 1, lines[port]),
+        "garbage line": _edit(SMALL, port, "this is not ibnetdiscover"),
+        "cut mid-line": SMALL[: SMALL.index("\n", len(SMALL) // 2) - 10],
+        "duplicate record": SMALL + "\n" + "\n".join(lines[first_record - 4 : first_record + 3]) + "\n",
+        "ibwarn line": _edit(SMALL, port - 1, "ibwarn: [123] _do_madrpc: recv failed\n" + lines[port - 1]),
+        "empty": "",
+    }
+
+
+PERTURBED = _perturbations()
+
+
+@pytest.mark.parametrize("name", list(PERTURBED))
+def test_perturbed_text_falls_back_to_the_general_parser(name: str) -> None:
+    text = PERTURBED[name]
+    assert parse_canonical(text, "t.topo") is None
+    try:
+        expected: Fabric | str = general(text)
+    except ParseError as exc:
+        expected = str(exc)
+    try:
+        got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
+    except ParseError as exc:
+        got = str(exc)
+    if isinstance(expected, str):
+        assert got == expected, "the whole-text entry must report the general parser's error"
+    else:
+        assert isinstance(got, Fabric) and same(got, expected)
+
+
+def test_ends_that_disagree_keep_the_narrower_and_slower_view() -> None:
+    lines = SMALL.split("\n")
+    port = _first_port_line(SMALL)
+    # The first switch port line is a leaf's view of an HCA cable; make it 2x and HDR there only.
+    text = _edit(SMALL, port, lines[port].replace("4xNDR", "2xHDR"))
+    fast = parse_canonical(text, "t.topo")
+    assert fast is not None
+    assert same(fast, general(text))
+    narrowed = [lk for lk in fast.links if (lk.width, lk.speed) != (4, "NDR")]
+    assert [(lk.width, lk.speed) for lk in narrowed] == [(2, "HDR")]
+
+
+def test_read_ibnetdiscover_uses_whole_text_and_names_the_file(tmp_path: Path) -> None:
+    good = tmp_path / "good.topo"
+    good.write_text(SMALL)
+    assert same(read_ibnetdiscover(good), general(SMALL, str(good)))
+    bad = tmp_path / "bad.topo"
+    bad.write_text(PERTURBED["garbage line"])
+    with pytest.raises(ParseError) as err:
+        read_ibnetdiscover(bad)
+    assert str(bad) in str(err.value) and "unrecognised line" in str(err.value)

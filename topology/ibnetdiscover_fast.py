@@ -1,0 +1,209 @@
+"""The fast path for ``ibnetdiscover`` topology files in the tool's own canonical spelling.
+
+``parse_canonical(text, source)`` reads a whole file with a few C-level regex calls per record
+(one for the record, one ``findall`` for its port lines) and matches the two listings of each
+cable as it goes. It accepts only what it can read completely: header lines, ``Switch``/``Ca``
+records, port lines ending in width x speed, blank and comment lines, every cable listed from
+both ends. On anything else (CRLF, ``-p`` reports, ibwarn lines, ``???``, partial files,
+conflicts, a truncated record) it returns None and the caller runs the general line-by-line
+parser, which either accepts the variant or reports the exact line at fault. So this module
+never raises a parse error: it only decides whether the quick reading is complete.
+
+The result is the same Fabric the general parser builds (``tests/test_ibnetdiscover_fast.py``
+checks that on every real capture and on generated fabrics).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from topology.model import SPEED_ORDER, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+
+# A record: its header lines (in the tool's order; another order falls back), the node line, and
+# the block of port lines under it.
+_RECORD = re.compile(
+    r"(?:vendid=(\S*)[^\n]*\n)?(?:devid=(\S*)[^\n]*\n)?(?:sysimgguid=(\S*)[^\n]*\n)?"
+    r"(?:(?:switchguid|caguid)=[^\n]*\n)?"
+    r'(Switch|Ca)[ \t]+(\d+)[ \t]+"[SH]-([0-9a-f]{16})"[ \t]*#[ \t]*"([^"\n]*)"([^\n]*)\n'
+    r"((?:\[[^\n]*(?:\n|\Z))*)"
+)
+# Blank and comment lines between records.
+_GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*")
+# One port line: port, far end as a key (guid"[port), far guid, far port, own lid (HCA lines),
+# width x speed.
+_PORT_LINE = re.compile(
+    r"^\[(\d+)\](?:\([^)\n]*\))*[ \t]+"
+    r'"[SH]-(([0-9a-f]{16})"\[(\d+))\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
+    r'(?:lid (\d+) lmc \d+ )?"[^"\n]*"[ \t]*lid \d+[ \t]+(\d+x[A-Z][A-Z0-9]*)(?:[ \t][^\n]*)?$',
+    re.M,
+)
+_LID = re.compile(r"\blid\s+(\d+)")
+_ORIGIN = re.compile(r"^# Initiated from node (\S+) port (\S+)", re.M)
+_KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
+_SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_int(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def parse_canonical(text: str, source: str) -> Fabric | None:
+    """The Fabric of ``text`` when every line of it is in the canonical spelling, else None."""
+    if "\r" in text:
+        return None
+    nodes: dict[Guid, Node] = {}
+    guids: dict[str, Guid] = {}
+    records: list[tuple[Guid, str, list[tuple[str, ...]]]] = []
+    origin: tuple[str, str] | None = None
+    record_match, gap_match, ports_of = _RECORD.match, _GAP.match, _PORT_LINE.findall
+    size, pos = len(text), 0
+    while True:
+        gap = gap_match(text, pos)
+        assert gap is not None  # the pattern matches the empty string
+        if "Initiated from node" in gap.group():
+            found = _ORIGIN.findall(gap.group())
+            if found:
+                origin = found[-1]
+        pos = gap.end()
+        if pos >= size:
+            break
+        m = record_match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        vendid, devid, sysimg, record, nports_text, gtext, desc, rest, block = m.groups()
+        guid = guids[gtext] = Guid("0x" + gtext)
+        if guid in nodes:
+            return None
+        ports = ports_of(block)
+        if len(ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
+            return None  # a line under the record is not a plain port line
+        node = _node(guid, record, nports_text, desc, rest, (vendid, devid, sysimg), ports)
+        if node is None:
+            return None
+        nodes[guid] = node
+        records.append((guid, gtext, ports))
+    links = _cables(records, guids, nodes)
+    if not nodes or links is None:
+        return None
+    return Fabric.build(
+        nodes.values(), links, (), source, unique=True, origin=resolve_origin(origin, nodes, links)
+    )
+
+
+def _node(
+    guid: Guid,
+    record: str,
+    nports_text: str,
+    desc: str,
+    rest: str,
+    header: tuple[str | None, str | None, str | None],
+    ports: list[tuple[str, ...]],
+) -> Node | None:
+    vendid, devid, sysimg = header
+    sysimg_guid: Guid | None = None
+    if sysimg:
+        try:
+            sysimg_guid = Guid(sysimg) if _is_plain_guid(sysimg) else normalise_guid(sysimg)
+        except ValueError:
+            return None
+    lid: int | None = None
+    if "lid" in rest:
+        found = _LID.search(rest)
+        lid = int(found.group(1)) if found else None
+    if lid is None and record == "Ca":
+        # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
+        lid = next((int(p[4]) for p in ports if p[4]), None)
+    return Node(
+        guid,
+        _KIND[record],
+        desc.strip(),
+        int(nports_text),
+        Lid(lid) if lid is not None else None,
+        sysimg_guid,
+        _header_int(vendid) if vendid else None,
+        _header_int(devid) if devid else None,
+    )
+
+
+def _cables(
+    records: list[tuple[Guid, str, list[tuple[str, ...]]]], guids: dict[str, Guid], nodes: dict[Guid, Node]
+) -> list[Link] | None:
+    """One Link per cable when every port line has its mirror (the far end lists it back), else
+    None. Bulk list operations on string keys (``guid"[port``, as the far end is spelled on a port
+    line): this runs for every port of a 16k-HCA fabric."""
+    flat = [p for _, _, ports in records for p in ports]
+    near = [gtext + '"[' + p[0] for _, gtext, ports in records for p in ports]
+    far = [p[1] for p in flat]
+    ends = dict(zip(near, far, strict=True))
+    if len(ends) != len(near) or list(map(ends.get, far)) != near:
+        return None  # a port listed twice, with two peers, or without the far end listing it back
+    owners = [(g, nodes[g].nports) for g, _, ports in records for _ in ports]
+    numbers = list(map(int, [p[0] for p in flat]))
+    if any(pn > limit > 0 for (_, limit), pn in zip(owners, numbers, strict=True)):
+        return None  # a port beyond its record's port count
+    views = [p[5] for p in flat]
+    by_port = dict(zip(near, views, strict=True))
+    mirrored = list(map(by_port.get, far))
+    if mirrored != views:  # the two ends disagree on some cable: keep the narrower / slower view
+        views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
+    view = _view
+    links = [
+        Link(PortRef(g, pn), PortRef(guids[p[2]], int(p[3])), *view(v))
+        for (g, _), pn, n, f, p, v in zip(owners, numbers, near, far, flat, views, strict=True)
+        if n < f
+    ]
+    return links if 2 * len(links) == len(near) else None  # else a port cabled to itself
+
+
+@functools.lru_cache(maxsize=256)
+def _view(text: str) -> tuple[int, str]:
+    """``4xNDR`` -> (4, "NDR")."""
+    width, _, speed = text.partition("x")
+    return int(width), speed
+
+
+def _narrower(a: str, b: str | None) -> str:
+    """The narrower width and slower speed of the two ends' views (``4xHDR``, ``2xNDR``)."""
+    if b is None:  # pragma: no cover - every far end was checked to list the cable back
+        return a
+    (wa, sa), (wb, sb) = _view(a), _view(b)
+    speed = sa if _SPEED_RANK.get(sa, 99) <= _SPEED_RANK.get(sb, 99) else sb
+    return f"{min(wa, wb)}x{speed}"
+
+
+def _is_plain_guid(text: str) -> bool:
+    """``0x`` + 16 lower-case hex digits: the normal spelling, usable as is."""
+    return len(text) == 18 and text.startswith("0x") and not text[2:].strip("0123456789abcdef")
+
+
+def resolve_origin(
+    origin: tuple[str, str] | None, nodes: dict[Guid, Node], links: list[Link]
+) -> PortRef | None:
+    """The port the tool ran from ("# Initiated from node N port P"): the port GUID is the node
+    GUID plus the port number on HCAs; otherwise the node's only cabled port."""
+    if origin is None:
+        return None
+    try:
+        node_guid = normalise_guid(origin[0])
+        port_guid = int(origin[1], 16)
+    except ValueError:
+        return None
+    node = nodes.get(node_guid)
+    if node is None:
+        return None
+    cabled = sorted(
+        {lk.a.port for lk in links if lk.a.guid == node_guid}
+        | {lk.b.port for lk in links if lk.b.guid == node_guid}
+    )
+    offset = port_guid - int(node_guid, 16)
+    if offset in cabled:
+        return PortRef(node_guid, offset)
+    if node.kind is NodeKind.SWITCH:
+        return PortRef(node_guid, 0)
+    return PortRef(node_guid, cabled[0]) if len(cabled) == 1 else None
