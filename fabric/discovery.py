@@ -15,7 +15,7 @@ from fabric.remote import SshOptions
 from probes.runner import run
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
-from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
 from topology.wiring import Anomaly, find_anomalies
 
@@ -64,7 +64,7 @@ def analyse(
 
 
 def discover_text(text: str, source: str) -> Discovery:
-    return analyse(parse_ibnetdiscover(text.splitlines(), source), text, source)
+    return analyse(parse_ibnetdiscover_text(text, source), text, source)
 
 
 def fetch_ibnetdiscover(
@@ -96,7 +96,7 @@ def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None
     raw, warnings = fetch_ibnetdiscover(src, text, ssh)
     if src.kind not in ("file", "stdin") and not raw.strip():
         raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
-    fabric = parse_ibnetdiscover(raw.splitlines(), src.label)
+    fabric = parse_ibnetdiscover_text(raw, src.label)
     return analyse(fabric, raw, src.label, warnings)
 
 

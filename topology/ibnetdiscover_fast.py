@@ -16,12 +16,13 @@ checks that on every real capture and on generated fabrics).
 from __future__ import annotations
 
 import functools
+import operator
 import re
 
 from topology.model import SPEED_ORDER, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 
-# A record: its header lines (in the tool's order; another order falls back), the node line, and
-# the block of port lines under it.
+# A record: its header lines (in the tool's order; another order or spelling falls back), the
+# node line, and the block of port lines under it.
 _RECORD = re.compile(
     r"(?:vendid=(\S*)[^\n]*\n)?(?:devid=(\S*)[^\n]*\n)?(?:sysimgguid=(\S*)[^\n]*\n)?"
     r"(?:(?:switchguid|caguid)=[^\n]*\n)?"
@@ -31,11 +32,12 @@ _RECORD = re.compile(
 # Blank and comment lines between records.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*")
 # One port line: port, far end as a key (guid"[port), far guid, far port, own lid (HCA lines),
-# width x speed.
+# width x speed. After the last quote (the far description) only "lid N WxS" may follow, as the
+# general parser requires; a -f suffix (s=4 w=2 ...) falls back.
 _PORT_LINE = re.compile(
     r"^\[(\d+)\](?:\([^)\n]*\))*[ \t]+"
     r'"[SH]-(([0-9a-f]{16})"\[(\d+))\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
-    r'(?:lid (\d+) lmc \d+ )?"[^"\n]*"[ \t]*lid \d+[ \t]+(\d+x[A-Z][A-Z0-9]*)(?:[ \t][^\n]*)?$',
+    r'(?:lid (\d+) lmc \d+ )?[^\n]*"[ \t]*lid \d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
     re.M,
 )
 _LID = re.compile(r"\blid\s+(\d+)")
@@ -52,13 +54,19 @@ def _header_int(text: str) -> int | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _sysimg(text: str) -> Guid:
+    # Cached: the nodes of one chassis or one HCA card share it; real output drops leading zeros.
+    return normalise_guid(text)
+
+
 def parse_canonical(text: str, source: str) -> Fabric | None:
     """The Fabric of ``text`` when every line of it is in the canonical spelling, else None."""
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
     guids: dict[str, Guid] = {}
-    records: list[tuple[Guid, str, list[tuple[str, ...]]]] = []
+    ports = _Ports()
     origin: tuple[str, str] | None = None
     record_match, gap_match, ports_of = _RECORD.match, _GAP.match, _PORT_LINE.findall
     size, pos = len(text), 0
@@ -80,15 +88,33 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         guid = guids[gtext] = Guid("0x" + gtext)
         if guid in nodes:
             return None
-        ports = ports_of(block)
-        if len(ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
+        found_ports = ports_of(block)
+        if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
-        node = _node(guid, record, nports_text, desc, rest, (vendid, devid, sysimg), ports)
-        if node is None:
-            return None
-        nodes[guid] = node
-        records.append((guid, gtext, ports))
-    links = _cables(records, guids, nodes)
+        nports = int(nports_text)
+        lid: int | None = None
+        if "lid" in rest:
+            found_lid = _LID.search(rest)
+            lid = int(found_lid.group(1)) if found_lid else None
+        if lid is None and record == "Ca":
+            # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
+            lid = next((int(p[4]) for p in found_ports if p[4]), None)
+        try:
+            sysimg_guid = _sysimg(sysimg) if sysimg else None
+        except ValueError:
+            return None  # the general parser reports it
+        nodes[guid] = Node(
+            guid,
+            _KIND[record],
+            desc.strip(),
+            nports,
+            Lid(lid) if lid is not None else None,
+            sysimg_guid,
+            _header_int(vendid) if vendid else None,
+            _header_int(devid) if devid else None,
+        )
+        ports.add(guid, gtext, nports, found_ports)
+    links = ports.cables(guids)
     if not nodes or links is None:
         return None
     return Fabric.build(
@@ -96,69 +122,51 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     )
 
 
-def _node(
-    guid: Guid,
-    record: str,
-    nports_text: str,
-    desc: str,
-    rest: str,
-    header: tuple[str | None, str | None, str | None],
-    ports: list[tuple[str, ...]],
-) -> Node | None:
-    vendid, devid, sysimg = header
-    sysimg_guid: Guid | None = None
-    if sysimg:
-        try:
-            sysimg_guid = Guid(sysimg) if _is_plain_guid(sysimg) else normalise_guid(sysimg)
-        except ValueError:
-            return None
-    lid: int | None = None
-    if "lid" in rest:
-        found = _LID.search(rest)
-        lid = int(found.group(1)) if found else None
-    if lid is None and record == "Ca":
-        # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
-        lid = next((int(p[4]) for p in ports if p[4]), None)
-    return Node(
-        guid,
-        _KIND[record],
-        desc.strip(),
-        int(nports_text),
-        Lid(lid) if lid is not None else None,
-        sysimg_guid,
-        _header_int(vendid) if vendid else None,
-        _header_int(devid) if devid else None,
-    )
+class _Ports:
+    """Every port line of the file in flat, parallel lists: built with C-level list operations
+    per record, matched in bulk at the end (this runs for every port of a 16k-HCA fabric)."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, ...]] = []  # the port-line matches
+        self.owner: list[Guid] = []  # the record each line is in
+        self.prefix: list[str] = []  # its GUID text + '"[': the key prefix of its own ports
+        self.limit: list[int] = []  # its port count (unknown: no limit)
+
+    def add(self, guid: Guid, gtext: str, nports: int, lines: list[tuple[str, ...]]) -> None:
+        n = len(lines)
+        self.lines += lines
+        self.owner += [guid] * n
+        self.prefix += [gtext + '"['] * n
+        self.limit += [nports or _NO_LIMIT] * n
+
+    def cables(self, guids: dict[str, Guid]) -> list[Link] | None:
+        """One Link per cable when every port line has its mirror (the far end lists it back, on
+        the port it names), else None. Keys are spelled as a port line names its far end:
+        ``guid"[port``."""
+        lines = self.lines
+        numbers = [p[0] for p in lines]
+        near = list(map(operator.add, self.prefix, numbers))
+        far = [p[1] for p in lines]
+        ends = dict(zip(near, far, strict=True))
+        if len(ends) != len(near) or list(map(ends.get, far)) != near:
+            return None  # a port listed twice, with two peers, or without the far end listing it back
+        ints = list(map(int, numbers))
+        if any(map(operator.gt, ints, self.limit)):
+            return None  # a port beyond its record's port count
+        views = [p[5] for p in lines]
+        mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
+        if mirrored != views:  # the two ends disagree on some cable: keep the narrower / slower view
+            views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
+        view = _view
+        links = [
+            Link(PortRef(g, pn), PortRef(guids[p[2]], int(p[3])), *view(v))
+            for g, pn, n, f, p, v in zip(self.owner, ints, near, far, lines, views, strict=True)
+            if n < f
+        ]
+        return links if 2 * len(links) == len(near) else None  # else a port cabled to itself
 
 
-def _cables(
-    records: list[tuple[Guid, str, list[tuple[str, ...]]]], guids: dict[str, Guid], nodes: dict[Guid, Node]
-) -> list[Link] | None:
-    """One Link per cable when every port line has its mirror (the far end lists it back), else
-    None. Bulk list operations on string keys (``guid"[port``, as the far end is spelled on a port
-    line): this runs for every port of a 16k-HCA fabric."""
-    flat = [p for _, _, ports in records for p in ports]
-    near = [gtext + '"[' + p[0] for _, gtext, ports in records for p in ports]
-    far = [p[1] for p in flat]
-    ends = dict(zip(near, far, strict=True))
-    if len(ends) != len(near) or list(map(ends.get, far)) != near:
-        return None  # a port listed twice, with two peers, or without the far end listing it back
-    owners = [(g, nodes[g].nports) for g, _, ports in records for _ in ports]
-    numbers = list(map(int, [p[0] for p in flat]))
-    if any(pn > limit > 0 for (_, limit), pn in zip(owners, numbers, strict=True)):
-        return None  # a port beyond its record's port count
-    views = [p[5] for p in flat]
-    by_port = dict(zip(near, views, strict=True))
-    mirrored = list(map(by_port.get, far))
-    if mirrored != views:  # the two ends disagree on some cable: keep the narrower / slower view
-        views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
-    view = _view
-    links = [
-        Link(PortRef(g, pn), PortRef(guids[p[2]], int(p[3])), *view(v))
-        for (g, _), pn, n, f, p, v in zip(owners, numbers, near, far, flat, views, strict=True)
-        if n < f
-    ]
-    return links if 2 * len(links) == len(near) else None  # else a port cabled to itself
+_NO_LIMIT = 1 << 30
 
 
 @functools.lru_cache(maxsize=256)
@@ -175,11 +183,6 @@ def _narrower(a: str, b: str | None) -> str:
     (wa, sa), (wb, sb) = _view(a), _view(b)
     speed = sa if _SPEED_RANK.get(sa, 99) <= _SPEED_RANK.get(sb, 99) else sb
     return f"{min(wa, wb)}x{speed}"
-
-
-def _is_plain_guid(text: str) -> bool:
-    """``0x`` + 16 lower-case hex digits: the normal spelling, usable as is."""
-    return len(text) == 18 and text.startswith("0x") and not text[2:].strip("0123456789abcdef")
 
 
 def resolve_origin(
