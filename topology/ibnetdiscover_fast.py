@@ -98,7 +98,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             lid = int(found_lid.group(1)) if found_lid else None
         if lid is None and record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
-            lid = next((int(p[4]) for p in found_ports if p[4]), None)
+            own = found_ports[0][4] if found_ports else ""
+            lid = int(own) if own else next((int(p[4]) for p in found_ports if p[4]), None)
         try:
             sysimg_guid = _sysimg(sysimg) if sysimg else None
         except ValueError:
