@@ -176,6 +176,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
                     inventory,
                     known_hosts=_text(args, "known_hosts"),
                     accept_new=bool(args.get("accept_new_host_key", False)),
+                    identity=_text(args, "identity"),
                     retest=retest,
                     timeout=float(args.get("timeout", 120.0)),
                 )

@@ -33,11 +33,14 @@ def host_entry(spec: str, opts: SshOptions) -> HostEntry:
             entry = inv.get(spec)
     if entry is None:
         entry = parse_host_spec(spec, "--ssh")
-    if opts.identity:
-        entry = HostEntry(
-            entry.name, entry.address, entry.user, entry.port, str(Path(opts.identity)), entry.jump
-        )
-    return entry
+    return with_identity(entry, opts.identity)
+
+
+def with_identity(entry: HostEntry, identity: str | None) -> HostEntry:
+    """``entry`` with the private key given by ``--identity`` (it overrides the inventory's)."""
+    if not identity:
+        return entry
+    return HostEntry(entry.name, entry.address, entry.user, entry.port, str(Path(identity)), entry.jump)
 
 
 def run_on_host(

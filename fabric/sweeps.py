@@ -111,6 +111,7 @@ def run_ssh(
     *,
     known_hosts: str | None = None,
     accept_new: bool = False,
+    identity: str | None = None,
     retest: bool = True,
     timeout: float = 120.0,
     size: int = 8388608,
@@ -120,6 +121,7 @@ def run_ssh(
     progress: Progress | None = None,
 ) -> SweepOutcome:
     """Run the plan with real ib_write_bw over SSH; hosts missing or unreachable stop it before it starts."""
+    from fabric.remote import with_identity
     from probes.fanout import fan_out
     from probes.inventory import fold_names, read_inventory
     from probes.perftest import PerftestOptions
@@ -130,7 +132,7 @@ def run_ssh(
     wanted = sorted({e.host for p in ctx.plan.probes for e in (p.client, p.server)})
     if not wanted:
         raise UsageError("sweep cannot start: the plan has no hosts")
-    known = {h.name: h for h in inventory.hosts}
+    known = {h.name: with_identity(h, identity) for h in inventory.hosts}
     missing = [h for h in wanted if h not in known]
     if missing:
         raise UsageError(f"sweep cannot start: not in {inventory.source}: {fold_names(missing)}")

@@ -16,8 +16,9 @@ others as possible, so a second look separates them.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from probes.pairs import Endpoint, PairResult, Probe
@@ -111,43 +112,51 @@ def followup_probes(
     fabric: Fabric | None = None,
     tables: ForwardingTables | None = None,
     limit: int = 64,
+    budget: int = 4096,
 ) -> tuple[list[Probe], dict[tuple[Guid, Guid], list[Link]]]:
     """Probes that separate tied suspects: each crosses one tied link (its bad direction) and as
     few other tied links as possible; no HCA twice in a round. Returns the probes and their paths.
 
+    Pairs are tried nearest first: HCAs on the leaves at the tied links' ends with each other
+    (two hosts on one leaf cross their own cables and no uplink: what separates a host cable from
+    the uplink its slow pairs share), then those HCAs with every other one. At most ``budget``
+    pairs are looked at per tied link, so a 16k-HCA fabric costs no more than a small one.
     Paths come from ``fabric_paths`` when it has the pair, else from ``fabric`` + ``tables``.
     """
     group = tied(suspects)
     if not group:
         return [], {}
     tied_keys = [(s.link, s.direction) for s in group]
-    pairs = [(a, b) for a in candidates for b in candidates if a.host != b.host and a.leaf != b.leaf]
-    found: dict[tuple[Guid, Guid], list[Link]] = {}
+    known: dict[tuple[Guid, Guid], list[Link] | None] = {}
     if fabric_paths is not None:
-        found.update({k: list(v) for k, v in fabric_paths.items()})
-    missing = [(a.guid, b.guid) for a, b in pairs if (a.guid, b.guid) not in found]
-    if missing and fabric is not None and tables is not None:
+        known.update({k: list(v) for k, v in fabric_paths.items()})
+
+    def paths_of(batch: list[tuple[Endpoint, Endpoint]]) -> None:
+        missing = [(a.guid, b.guid) for a, b in batch if (a.guid, b.guid) not in known]
+        if not missing:
+            return
+        if fabric is None or tables is None:
+            known.update(dict.fromkeys(missing))
+            return
         for k, got in all_paths(fabric, tables, missing).items():
-            if not isinstance(got, RouteError):
-                found[k] = got
+            known[k] = None if isinstance(got, RouteError) else got
+
     used_pairs = {r.key for s in group for r in (*s.slow_pairs, *s.fast_pairs)}
     chosen: list[Probe] = []
     busy: dict[int, set[Guid]] = defaultdict(set)
     for lk, direction in tied_keys:
         best: tuple[int, tuple[Endpoint, Endpoint]] | None = None
-        for a, b in pairs:
-            key = (a.guid, b.guid)
-            path = found.get(key)
-            if not path or key in used_pairs:
+        batch: list[tuple[Endpoint, Endpoint]] = []
+        for pair in itertools.islice(_nearest_pairs(lk, candidates), budget):
+            batch.append(pair)
+            if len(batch) < 256:
                 continue
-            crossed = set(_crossings(path, a.guid))
-            if (lk, direction) not in crossed:
-                continue
-            overlap = sum(1 for t in tied_keys if t in crossed and t != (lk, direction))
-            if best is None or overlap < best[0]:
-                best = (overlap, (a, b))
-                if overlap == 0:
-                    break
+            best = _best_of(batch, best, (lk, direction), tied_keys, used_pairs, known, paths_of)
+            batch = []
+            if best is not None and best[0] == 0:
+                break
+        if batch and (best is None or best[0] > 0):
+            best = _best_of(batch, best, (lk, direction), tied_keys, used_pairs, known, paths_of)
         if best is None:
             continue
         a, b = best[1]
@@ -159,4 +168,56 @@ def followup_probes(
         chosen.append(Probe(a, b, r))
         if len(chosen) >= limit:
             break
-    return chosen, {(p.client.guid, p.server.guid): found[(p.client.guid, p.server.guid)] for p in chosen}
+    out: dict[tuple[Guid, Guid], list[Link]] = {}
+    for p in chosen:
+        found = known[(p.client.guid, p.server.guid)]
+        assert found is not None  # chosen only with a path
+        out[(p.client.guid, p.server.guid)] = found
+    return chosen, out
+
+
+def _nearest_pairs(lk: Link, candidates: Sequence[Endpoint]) -> Iterator[tuple[Endpoint, Endpoint]]:
+    """Ordered probe pairs (client, server) on distinct hosts: among the HCAs near ``lk`` (on a
+    switch at one of its ends, or an HCA at one of its ends) first, then near x far both ways."""
+    ends = {lk.a.guid, lk.b.guid}
+    near = [e for e in candidates if e.guid in ends or e.leaf in ends]
+    if not near:  # a link between two upper switches: no HCA is near it
+        near = list(candidates)
+    near_set = {e.guid for e in near}
+    far = [e for e in candidates if e.guid not in near_set]
+    for a in near:
+        for b in near:
+            if a.host != b.host:
+                yield a, b
+    for b in far:
+        for a in near:
+            if a.host != b.host:
+                yield a, b
+                yield b, a
+
+
+def _best_of(
+    batch: list[tuple[Endpoint, Endpoint]],
+    best: tuple[int, tuple[Endpoint, Endpoint]] | None,
+    target: _Key,
+    tied_keys: list[_Key],
+    used_pairs: set[tuple[Guid, Guid]],
+    known: Mapping[tuple[Guid, Guid], list[Link] | None],
+    paths_of: Callable[[list[tuple[Endpoint, Endpoint]]], None],
+) -> tuple[int, tuple[Endpoint, Endpoint]] | None:
+    """The pair of ``batch`` crossing ``target`` with the fewest other tied links, if better."""
+    paths_of(batch)
+    for a, b in batch:
+        key = (a.guid, b.guid)
+        found = known.get(key)
+        if not found or key in used_pairs:
+            continue
+        crossed = set(_crossings(found, a.guid))
+        if target not in crossed:
+            continue
+        overlap = sum(1 for t in tied_keys if t in crossed and t != target)
+        if best is None or overlap < best[0]:
+            best = (overlap, (a, b))
+            if overlap == 0:
+                break
+    return best

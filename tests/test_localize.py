@@ -128,3 +128,34 @@ def test_parse_error_rates_from_a_console_dump() -> None:
         '1070fd0300100001\t[1]\t"leaf-su01-r0"[1]\t lid 1 lmc 0 smlid 1  4x 50G Active/LinkUp\t# err_rate 20\n'
     )
     assert parse_error_rates(dump) == {("0x0c42a10300a10000", 1): 30, ("0x1070fd0300100000", 1): 20}
+
+
+def test_followup_pairs_start_near_the_tied_link_and_stay_lazy() -> None:
+    from itertools import islice
+
+    from probes.localize import _nearest_pairs
+
+    # 16,384 HCAs on 512 leaves: the old all-pairs list would hold 268 million pairs.
+    leaves = [Guid(f"0x{0xA000 + i:016x}") for i in range(512)]
+    cands = [
+        Endpoint(f"h{i // 8}", f"mlx5_{i % 8}", Guid(f"0x{0x100000 + i:016x}"), leaves[i % 512], 0)
+        for i in range(16384)
+    ]
+    host_cable = Link(PortRef(cands[5].guid, 1), PortRef(leaves[5], 3), 4, "NDR")
+    first = list(islice(_nearest_pairs(host_cable, cands), 200))
+    # HCAs on the tied cable's leaf with each other first (same-leaf pairs cross no uplink) ...
+    on_leaf = [e for e in cands if e.leaf == leaves[5]]
+    n_near = sum(1 for a in on_leaf for b in on_leaf if a.host != b.host)
+    assert n_near == len(on_leaf) * (len(on_leaf) - 1)
+    assert all(a.leaf == b.leaf == leaves[5] and a.host != b.host for a, b in first[: min(200, n_near)])
+    # ... then near x far in both directions.
+    rest = list(islice(_nearest_pairs(host_cable, cands), n_near, n_near + 4))
+    assert [(a.leaf == leaves[5], b.leaf == leaves[5]) for a, b in rest] == [(True, False), (False, True)] * 2
+
+
+def test_followups_without_routes_give_no_probes_and_no_error() -> None:
+    f = small_fabric()
+    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
+    probes, paths = followup_probes(suspects, [E1, E2, E3])  # no fabric/tables: nothing routable
+    assert probes == [] and paths == {}

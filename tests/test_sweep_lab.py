@@ -91,6 +91,27 @@ def test_error_rate_on_a_spine_port_ranks_that_link_first(healthy_lab: str) -> N
 
 
 @pytest.mark.lab
+def test_degraded_uplink_tied_with_a_host_cable_is_split_by_follow_ups() -> None:
+    # spine-01 port 10 <-> leaf-su02-r1 port 5 at 1x: with OpenSM's routes every slow pair of the
+    # sweep also ends on dgx-0005's HCA, so the uplink and that host cable tie on the sweep alone.
+    # A follow-up between two hosts of leaf-su02-r1 crosses the host cable without the uplink.
+    lab.up("rail-small", ["degraded-width:spine-01:10"], name="sweeptie")
+    try:
+        ctx = sweeps.prepare("rail-pairs", lab="sweeptie")
+        outcome = sweeps.run_lab(ctx, "sweeptie")
+    finally:
+        lab.down("sweeptie")
+    names = sweeps.names_of(ctx.discovery)
+    top, second = outcome.suspects[0], outcome.suspects[1]
+    assert {names[top.link.a.guid], names[top.link.b.guid]} == {"spine-01", "leaf-su02-r1"}
+    assert {top.link.a.port, top.link.b.port} == {10, 5}
+    assert outcome.followup_probes >= 1
+    assert (second.score, len(second.slow_pairs)) < (top.score, len(top.slow_pairs))
+    assert "dgx-0005" in names[second.link.a.guid] + names[second.link.b.guid]
+    assert second.fast_pairs, "the host cable is cleared by a fast follow-up pair"
+
+
+@pytest.mark.lab
 def test_plan_cli_reports_rounds_bound_and_coverage(healthy_lab: str) -> None:
     res = CliRunner().invoke(main, ["sweep", "plan", "--lab", healthy_lab, "--pattern", "pairwise"])
     assert res.exit_code == 0, res.output
@@ -191,6 +212,40 @@ def test_unreachable_host_stops_the_sweep_before_it_starts(sshd_server: Sshd, tm
     )
     assert res.exit_code == 7 and "sweep cannot start: cn0001 unreachable" in res.output
     assert res.output.count("\n") == 1
+
+
+@pytest.mark.sshd
+def test_sweep_run_takes_the_shared_ssh_options(sshd_server: Sshd, tmp_path: Path) -> None:
+    # The inventory names no key: --identity supplies it, as for discover/counters/hosts.
+    topo, inventory, known = _setup_ssh(sshd_server, tmp_path)
+    inventory.write_text(inventory.read_text().replace(f" key_file={sshd_server.user_key}", ""))
+    args = ["sweep", "run", "--input", str(topo), "--inventory", str(inventory), "--known-hosts", str(known)]
+    res = CliRunner().invoke(
+        main, [*args, "--identity", str(sshd_server.user_key), "--timeout", "20", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["backend"] == "ssh" and doc["results"]
+    # SSH worked on every host; the pairs fail only because no RDMA device exists here.
+    assert all("Did not detect devices" in (r["error"] or "") for r in doc["results"])
+    hosts = CliRunner().invoke(
+        main,
+        [
+            "hosts",
+            "run",
+            "-i",
+            str(inventory),
+            "--known-hosts",
+            str(known),
+            "--identity",
+            str(sshd_server.user_key),
+            "--",
+            "echo",
+            "hi",
+        ],
+    )
+    assert hosts.exit_code == 0, hosts.output
+    assert "cn[0001-0004]" in hosts.output and "hi" in hosts.output
 
 
 def test_progress_bar_on_a_terminal_and_lines_otherwise() -> None:

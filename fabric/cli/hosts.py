@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -74,7 +74,16 @@ def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
         click.option(
             "--known-hosts", default=None, type=click.Path(dir_okay=False), help="known_hosts file."
         ),
-        click.option("--accept-new", is_flag=True, help="Trust and record host keys never seen before."),
+        click.option(
+            "--accept-new-host-key",
+            "--accept-new",
+            "accept_new",
+            is_flag=True,
+            help="Trust and record host keys never seen before (a changed key is still refused).",
+        ),
+        click.option(
+            "--identity", metavar="KEYFILE", help="Private key for SSH (overrides the inventory's)."
+        ),
         click.option("--ssh-config", default="~/.ssh/config", show_default=True, help="ssh_config to merge."),
         click.option("--json", "as_json", is_flag=True, help="Print per-host results as JSON."),
     ]
@@ -84,12 +93,17 @@ def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
 
 
 def _setup(opts: dict[str, Any]) -> tuple[Inventory, Callable[[HostEntry], Transport]]:
+    from fabric.remote import with_identity
     from probes.inventory import read_inventory
     from probes.ssh import ssh_transport_factory
 
     inventory = read_inventory(opts["inventory"])
     if opts["pattern"]:
         inventory = inventory.select(opts["pattern"])
+    if opts["identity"]:
+        inventory = replace(
+            inventory, hosts=tuple(with_identity(h, opts["identity"]) for h in inventory.hosts)
+        )
     factory = ssh_transport_factory(
         known_hosts=opts["known_hosts"],
         accept_new=opts["accept_new"],

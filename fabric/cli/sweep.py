@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fabric.cli.options import ssh_options
 from fabric.render import table
 from topology.errors import UsageError
 
@@ -167,9 +168,7 @@ def plan_cmd(
 
 @sweep_group.command("run")
 @_plan_options
-@click.option("--inventory", metavar="FILE", help="Run real ib_write_bw over SSH on these hosts.")
-@click.option("--known-hosts", metavar="FILE", help="known_hosts to verify host keys against.")
-@click.option("--accept-new-host-key", is_flag=True, help="Trust host keys seen for the first time.")
+@ssh_options
 @click.option("--no-retest", is_flag=True, help="Do not re-test outliers.")
 @click.option(
     "--timeout", default=120.0, show_default=True, type=click.FloatRange(min=1), help="Per pair, seconds."
@@ -186,11 +185,13 @@ def run_cmd(
     inventory: str | None,
     known_hosts: str | None,
     accept_new_host_key: bool,
+    identity: str | None,
     no_retest: bool,
     timeout: float,
     db: str | None,
 ) -> None:
-    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH), store it, rank suspects."""
+    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts), store
+    it, rank suspects."""
     from fabric import sweeps
 
     if inventory is None and lab is None:
@@ -205,6 +206,7 @@ def run_cmd(
             inventory,
             known_hosts=known_hosts,
             accept_new=accept_new_host_key,
+            identity=identity,
             retest=not no_retest,
             timeout=timeout,
             progress=progress,
