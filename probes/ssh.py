@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
@@ -248,6 +249,7 @@ class SshTransport:
                 auth_timeout=t,
                 channel_timeout=t,
                 sock=channel_or_socket,
+                transport_factory=_transport,
             )
         except Exception as exc:
             # A handshake failure in paramiko's thread can surface here as a vaguer
@@ -366,12 +368,52 @@ def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytearray, bytear
             select.select([chan], [], [], min(remaining, 1.0))
 
 
+class _QuickAckSocket(socket.socket):
+    """A TCP socket that acknowledges every segment at once (Linux TCP_QUICKACK, which the
+    kernel clears again after a while, so it is set after each read).
+
+    Right after authentication OpenSSH writes the auth reply and a hostkeys notice, then the
+    channel-open confirmation; its socket still runs Nagle's algorithm (sshd turns it off only
+    when a session starts), so the confirmation waits for our ACK of the notice, which the
+    kernel delays 40 ms because we have nothing to say back. Measured on loopback: opening the
+    session channel 46 -> 3 ms, a whole one-command connection 97 -> 44 ms.
+    """
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data = super().recv(bufsize, flags)
+        self.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+        return data
+
+
+_TCP_QUICKACK: int = getattr(socket, "TCP_QUICKACK", 0)
+
+
 def _tcp_connect(address: str, port: int, timeout: float) -> socket.socket:
     sock = socket.create_connection((address, port), timeout=timeout)
     # SSH sends many small packets in lock-step; Nagle's algorithm plus delayed ACKs
     # cost ~50 ms per connection on loopback (measured: 80 -> 30 ms to authenticate).
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+    if not _TCP_QUICKACK:  # not Linux
+        return sock
+    quick = _QuickAckSocket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+    quick.settimeout(timeout)
+    quick.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+    return quick
+
+
+# AES-GCM first (OpenSSH has offered it since 6.2): an AEAD cipher needs no separate MAC, so
+# paramiko skips its per-packet Python HMAC and byte-by-byte tag compare (measured on loopback:
+# 5.6 -> 5.2 ms of client CPU per one-command connection). Every other cipher paramiko knows
+# stays in the offer, in paramiko's order, for servers without GCM (Dropbear, older ones).
+_GCM = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+
+
+def _transport(sock: Any, /, **kwargs: Any) -> paramiko.Transport:
+    """paramiko's Transport with AES-GCM moved to the front of the cipher offer."""
+    transport = paramiko.Transport(sock, disabled_algorithms=kwargs.get("disabled_algorithms"))
+    options = transport.get_security_options()
+    options.ciphers = (*_GCM, *(c for c in options.ciphers if c not in _GCM))
+    return transport
 
 
 def _classify(exc: BaseException, port: int, timeout: float, known_hosts: Path) -> tuple[FailureKind, str]:

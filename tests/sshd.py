@@ -81,6 +81,7 @@ def start_sshd(
     user: str | None = None,
     skip_bashrc: bool = False,
     session_env: dict[str, str] | None = None,
+    extra_config: tuple[str, ...] = (),
 ) -> Iterator[Sshd]:
     """Start sshd on ``hosts`` loopback addresses (127.0.0.2 ...) and stop it afterwards.
 
@@ -90,6 +91,7 @@ def start_sshd(
     so a benchmark measures the transport rather than one user's shell start-up.
     ``session_env``: variables sshd sets in every session (``SetEnv``), e.g. to point the real
     infiniband-diags tools on this "host" at a lab fabric.
+    ``extra_config``: more sshd_config lines (e.g. ``Ciphers aes128-ctr`` for an older server).
     """
     if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
         pytest.skip("openssh-server is not installed")
@@ -119,6 +121,7 @@ def start_sshd(
                 authorized,
                 skip_bashrc,
                 session_env or {},
+                extra_config,
             )
             pids.append(pid)
             logs.append(log)
@@ -136,6 +139,7 @@ def _start_one(
     authorized: Path,
     skip_bashrc: bool,
     session_env: dict[str, str],
+    extra_config: tuple[str, ...] = (),
 ) -> tuple[int, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     env = {**({"SHLVL": "1"} if skip_bashrc else {}), **session_env}
@@ -161,6 +165,7 @@ def _start_one(
         "LogLevel VERBOSE",
         # One SetEnv line: sshd keeps only the first line of most keywords.
         *([f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}"] if env else []),
+        *extra_config,
     ]
     config.write_text("\n".join(lines) + "\n")
     subprocess.run([SSHD, "-f", str(config), "-E", str(log)], check=True, capture_output=True)

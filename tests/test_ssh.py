@@ -18,7 +18,7 @@ from probes.inventory import HostEntry, parse_inventory
 from probes.preflight import preflight_hosts
 from probes.ssh import SshTransport, ssh_transport_factory
 from probes.transport import FailureKind, HostError
-from tests.sshd import Sshd, free_port, keygen, sshd_server
+from tests.sshd import Sshd, free_port, keygen, sshd_server, start_sshd
 
 pytestmark = pytest.mark.sshd
 __all__ = ["sshd_server"]  # the fixture, imported so pytest finds it here
@@ -317,3 +317,26 @@ def test_cli_hosts_run_and_check_fold_hosts(sshd_server: Sshd, known_hosts: Path
         f"== dgx-[01-04] (4 hosts): host_key: unknown host key (ssh-ed25519), not in {empty}; "
         "verify it, then connect once with accept-new\n"
     )
+
+
+def test_gcm_is_chosen_when_offered_and_an_older_server_still_connects(
+    sshd_server: Sshd, known_hosts: Path, tmp_path: Path
+) -> None:
+    with transport(sshd_server, known_hosts) as t:
+        t.connect()
+        assert t._client is not None
+        negotiated = t._client.get_transport()
+        assert negotiated is not None and negotiated.local_cipher == "aes128-gcm@openssh.com"
+    # A server without GCM (its Ciphers line) still gets a cipher from the rest of the offer.
+    with start_sshd(tmp_path / "old", hosts=1, extra_config=("Ciphers aes256-ctr",)) as old:
+        kh = old.write_known_hosts(tmp_path / "old_known_hosts")
+        with SshTransport(
+            HostEntry("old", old.addresses[0], old.user, old.port, str(old.user_key)),
+            known_hosts=kh,
+            ssh_config=None,
+        ) as t:
+            r = t.run(["echo", "ok"], timeout=10)
+            assert t._client is not None
+            negotiated = t._client.get_transport()
+            assert negotiated is not None and negotiated.local_cipher == "aes256-ctr"
+        assert r.ok and r.stdout == "ok\n"
