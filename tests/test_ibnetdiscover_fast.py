@@ -118,6 +118,8 @@ def _perturbations() -> dict[str, str]:
         "duplicate record": SMALL + "\n" + "\n".join(lines[first_record - 4 : first_record + 3]) + "\n",
         "ibwarn line": _edit(SMALL, port - 1, "ibwarn: [123] _do_madrpc: recv failed\n" + lines[port - 1]),
         "empty": "",
+        "sysimgguid with a garbage tail": SMALL.replace("sysimgguid=0x", "sysimgguid=0xzz", 1),
+        "line indented before a record": SMALL.replace("\nvendid=", "\n  vendid=", 1),
     }
 
 
@@ -163,3 +165,23 @@ def test_read_ibnetdiscover_uses_whole_text_and_names_the_file(tmp_path: Path) -
     with pytest.raises(ParseError) as err:
         read_ibnetdiscover(bad)
     assert str(bad) in str(err.value) and "unrecognised line" in str(err.value)
+
+
+def test_comments_blank_lines_and_origin_variants_stay_on_the_fast_path() -> None:
+    lines = SMALL.split("\n")
+    first_record = next(i for i, line in enumerate(lines) if line.startswith("vendid="))
+    text = "\n".join(
+        [
+            *lines[:first_record],
+            "# a note an operator added",
+            "",
+            "   ",
+            *lines[first_record:],
+        ]
+    )
+    # A later origin line that is not in the tool's form is ignored, as the general parser does.
+    text += "\n# Initiated from node somewhere else\n\n  \n"
+    fast = parse_canonical(text, "t.topo")
+    assert fast is not None
+    slow = general(text)
+    assert same(fast, slow) and fast.origin is not None and fast.origin == general(SMALL).origin

@@ -25,6 +25,7 @@ Everything is derived from the cabling and the node descriptions, never from swi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Mapping
@@ -118,20 +119,36 @@ def parse_hca_description(desc: str) -> tuple[str | None, str | None, int | None
         return None, None, None
     adapter = index = None
     host_tokens = tokens
-    m = _ADAPTER.match(tokens[-1]) if len(tokens) >= 2 else None
-    if m:
-        adapter = tokens[-1]
+    found = _adapter_index(tokens[-1]) if len(tokens) >= 2 else None
+    if found is not None:
+        adapter, index = tokens[-1], found[0]
         host_tokens = tokens[:-1]
-        if m.group(2) is not None:
-            index = int(m.group(2))
-        elif m.group(3) is not None:
-            index = int(m.group(3)) - 1
     if len(host_tokens) != 1:
         return None, adapter, index
     host = host_tokens[0]
-    if host.lower() in _UNNAMED_HOSTS or _ADAPTER_MODEL.match(host):
+    if _names_no_host(host):
         return None, adapter, index
     return host, adapter, index
+
+
+# Both cached: a fabric has a handful of adapter names (mlx5_0..mlx5_7) and each host name
+# repeats once per HCA of the host.
+@functools.lru_cache(maxsize=4096)
+def _adapter_index(token: str) -> tuple[int | None] | None:
+    """``(index,)`` when ``token`` names an adapter (``mlx5_3`` -> 3, ``HCA-1`` -> 0), else None."""
+    m = _ADAPTER.match(token)
+    if m is None:
+        return None
+    if m.group(2) is not None:
+        return (int(m.group(2)),)
+    if m.group(3) is not None:
+        return (int(m.group(3)) - 1,)
+    return (None,)
+
+
+@functools.lru_cache(maxsize=65536)
+def _names_no_host(word: str) -> bool:
+    return word.lower() in _UNNAMED_HOSTS or _ADAPTER_MODEL.match(word) is not None
 
 
 def switch_name(desc: str) -> str:

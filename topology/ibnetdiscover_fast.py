@@ -21,16 +21,19 @@ import re
 
 from topology.model import SPEED_ORDER, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 
-# A record: its header lines (in the tool's order; another order or spelling falls back), the
-# node line, and the block of port lines under it.
+# A record: the blank and comment lines before it, its header lines (in the tool's order; another
+# order or spelling falls back), the node line, and the block of port lines under it.
 _RECORD = re.compile(
-    r"(?:vendid=(\S*)[^\n]*\n)?(?:devid=(\S*)[^\n]*\n)?(?:sysimgguid=(\S*)[^\n]*\n)?"
+    r"(?:[ \t]*\n|#[^\n]*\n)*"
+    r"(?:vendid=(\S*)[^\n]*\n)?(?:devid=(\S*)[^\n]*\n)?"
+    r"(?:sysimgguid=(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*))[^\n]*\n)?"
     r"(?:(?:switchguid|caguid)=[^\n]*\n)?"
     r'(Switch|Ca)[ \t]+(\d+)[ \t]+"[SH]-([0-9a-f]{16})"[ \t]*#[ \t]*"([^"\n]*)"([^\n]*)\n'
     r"((?:\[[^\n]*(?:\n|\Z))*)"
 )
-# Blank and comment lines between records.
-_GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*")
+# Blank and comment lines after the last record.
+_GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
+_ORIGIN_LINE = "# Initiated from node"
 # One port line: port, far end as a key (guid"[port), far guid, far port, own lid (HCA lines),
 # width x speed. After the last quote (the far description) only "lid N WxS" may follow, as the
 # general parser requires; a -f suffix (s=4 w=2 ...) falls back.
@@ -67,24 +70,17 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     nodes: dict[Guid, Node] = {}
     guids: dict[str, Guid] = {}
     ports = _Ports()
-    origin: tuple[str, str] | None = None
-    record_match, gap_match, ports_of = _RECORD.match, _GAP.match, _PORT_LINE.findall
+    record_match, ports_of = _RECORD.match, _PORT_LINE.findall
     size, pos = len(text), 0
-    while True:
-        gap = gap_match(text, pos)
-        assert gap is not None  # the pattern matches the empty string
-        if "Initiated from node" in gap.group():
-            found = _ORIGIN.findall(gap.group())
-            if found:
-                origin = found[-1]
-        pos = gap.end()
-        if pos >= size:
-            break
+    while pos < size:
         m = record_match(text, pos)
         if m is None:
+            tail = _GAP.match(text, pos)
+            if tail is not None and tail.end() == size:
+                break  # blank and comment lines to the end
             return None
         pos = m.end()
-        vendid, devid, sysimg, record, nports_text, gtext, desc, rest, block = m.groups()
+        vendid, devid, plain_sysimg, sysimg, record, nports_text, gtext, desc, rest, block = m.groups()
         guid = guids[gtext] = Guid("0x" + gtext)
         if guid in nodes:
             return None
@@ -100,10 +96,13 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
             own = found_ports[0][4] if found_ports else ""
             lid = int(own) if own else next((int(p[4]) for p in found_ports if p[4]), None)
-        try:
-            sysimg_guid = _sysimg(sysimg) if sysimg else None
-        except ValueError:
-            return None  # the general parser reports it
+        if plain_sysimg:
+            sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
+        else:
+            try:
+                sysimg_guid = _sysimg(sysimg) if sysimg else None
+            except ValueError:
+                return None  # the general parser reports it
         nodes[guid] = Node(
             guid,
             _KIND[record],
@@ -119,8 +118,19 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if not nodes or links is None:
         return None
     return Fabric.build(
-        nodes.values(), links, (), source, unique=True, origin=resolve_origin(origin, nodes, links)
+        nodes.values(), links, (), source, unique=True, origin=resolve_origin(_origin(text), nodes, links)
     )
+
+
+def _origin(text: str) -> tuple[str, str] | None:
+    """(node GUID, port GUID) of the last "# Initiated from node N port P" line."""
+    end = len(text)
+    while (i := text.rfind(_ORIGIN_LINE, 0, end)) >= 0:
+        found = _ORIGIN.match(text, i) if i == 0 or text[i - 1] == "\n" else None
+        if found:
+            return found.group(1), found.group(2)
+        end = i  # not a line of its own, or not in that form: the general parser skips it too
+    return None
 
 
 class _Ports:
@@ -148,16 +158,26 @@ class _Ports:
         numbers = [p[0] for p in lines]
         near = list(map(operator.add, self.prefix, numbers))
         far = [p[1] for p in lines]
-        ends = dict(zip(near, far, strict=True))
-        if len(ends) != len(near) or list(map(ends.get, far)) != near:
-            return None  # a port listed twice, with two peers, or without the far end listing it back
+        views = [p[5] for p in lines]
+        # One check for the common case: with each line's width x speed appended to both keys
+        # (after a "|", which no port number or view contains), every line finds its mirror iff
+        # the far end lists it back with the same view.
+        tagged = ["|" + v for v in views]
+        near_v = list(map(operator.add, near, tagged))
+        far_v = list(map(operator.add, far, tagged))
+        agreed = list(map(dict(zip(near_v, far_v, strict=True)).get, far_v)) == near_v
+        if len(set(near)) != len(near):
+            return None  # a port listed twice
+        if not agreed:
+            ends = dict(zip(near, far, strict=True))
+            if list(map(ends.get, far)) != near:
+                return None  # a port with two peers, or without the far end listing it back
+            # Mirrored, but the two ends disagree on some cable's view: keep the narrower/slower.
+            mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
+            views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)):
             return None  # a port beyond its record's port count
-        views = [p[5] for p in lines]
-        mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
-        if mirrored != views:  # the two ends disagree on some cable: keep the narrower / slower view
-            views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         view = _view
         links = [
             Link(PortRef(g, pn), PortRef(guids[p[2]], int(p[3])), *view(v))
