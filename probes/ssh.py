@@ -15,6 +15,7 @@ remote command (with its children) is gone, not just our end of the channel.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import select
@@ -235,13 +236,15 @@ class SshTransport:
             raise HostError(self.host, FailureKind.AUTH, f"{prefix}key file {key_file} not found")
         port = entry.port or 22
         t = self._connect_timeout
+        pkey = _loaded_key(key_file) if key_file is not None else None
         try:
             channel_or_socket = sock if sock is not None else _tcp_connect(entry.connect_address, port, t)
             client.connect(
                 entry.connect_address,
                 port=port,
                 username=entry.user,
-                key_filename=key_file,
+                pkey=pkey,
+                key_filename=key_file if pkey is None else None,
                 look_for_keys=key_file is None,
                 allow_agent=key_file is None,
                 timeout=t,
@@ -399,6 +402,26 @@ def _tcp_connect(address: str, port: int, timeout: float) -> socket.socket:
     quick.settimeout(timeout)
     quick.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
     return quick
+
+
+def _loaded_key(path: str) -> paramiko.PKey | None:
+    """The private key at ``path``, parsed once per version of the file (a fan-out to hundreds
+    of hosts otherwise parses it per host, once per key type paramiko tries: 0.6 of ~6.4 ms of
+    client CPU per connection). None when it cannot be loaded without a passphrase: paramiko
+    then reads it itself and reports what is wrong."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _parse_key(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_key(path: str, mtime_ns: int, size: int) -> paramiko.PKey | None:
+    try:
+        return paramiko.PKey.from_path(path)
+    except (paramiko.SSHException, OSError, ValueError):
+        return None
 
 
 # AES-GCM first (OpenSSH has offered it since 6.2): an AEAD cipher needs no separate MAC, so
