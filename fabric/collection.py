@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.counters import fields
-from fabric.counters.collect import CollectionResult, RunTool, collect_fabric, cyclic_gc_paused
+from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
 from fabric.discovery import Source, discover
 from fabric.remote import SshOptions
 from fabric.store import LinkEvent, RawCapture, Store
@@ -29,6 +29,7 @@ from fabric.store.captures import CompressAhead
 from probes.runner import CommandResult
 from topology.diff import diff_fabrics
 from topology.errors import IbfabError, UsageError
+from topology.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from topology.model import Fabric
@@ -191,7 +192,7 @@ def store_counters(
     and the cycle collector stays paused until the ~200,000 short-lived containers of the
     collection are gone again (each full collection would walk the whole fabric model too).
     """
-    with CompressAhead() as ahead, cyclic_gc_paused():
+    with CompressAhead() as ahead, gc_paused():
 
         def run_and_compress(argv: Sequence[str]) -> CommandResult:
             result = run_tool(argv)

@@ -39,9 +39,7 @@ run to completion (not found, killed, timed out, connection lost).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -58,6 +56,7 @@ from fabric.counters.parse import (
 )
 from probes.runner import CommandResult
 from topology.errors import CommandFailed, ParseError
+from topology.gcpause import gc_paused
 from topology.model import Fabric, Guid, Node, PortRef
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ class _Samples:
 
     def get(self) -> tuple[PortSample, ...]:
         if self._done is None:
-            with cyclic_gc_paused():
+            with gc_paused():
                 got = self.merged.samples() if self.merged is not None else {}
                 got.update(self.fallback)
                 self._done = tuple(got[key] for key in self.order if key in got)
@@ -209,23 +208,6 @@ def _expected_ports(peers: Mapping[Key, PortRef]) -> dict[Guid, list[int]]:
     return out
 
 
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while a collection makes ~200,000 small containers (none cyclic).
-
-    Each container made counts towards the next collection, and every full collection walks all
-    live objects, the fabric model included: measured ~1 s of a 3.7 s superpod-64su collection.
-    Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def collect_fabric(
     run_tool: RunTool,
     fabric: Fabric,
@@ -248,7 +230,7 @@ def collect_fabric(
     fallback_samples: dict[Key, PortSample] = {}
     reasons: dict[Guid, str] = {}
     merged: MergedPorts | None = None
-    with cyclic_gc_paused():
+    with gc_paused():
         if approach == "ibqueryerrors":
             learned: dict[Guid, int] = {}
             merged, missing = _collect_ibqueryerrors(
@@ -455,7 +437,6 @@ __all__ = [
     "REACHABLE",
     "CollectionResult",
     "collect_fabric",
-    "cyclic_gc_paused",
     "ibqueryerrors_argv",
     "perfquery_argv",
     "samples_from_run",
