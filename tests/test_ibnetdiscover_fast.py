@@ -185,3 +185,98 @@ def test_comments_blank_lines_and_origin_variants_stay_on_the_fast_path() -> Non
     assert fast is not None
     slow = general(text)
     assert same(fast, slow) and fast.origin is not None and fast.origin == general(SMALL).origin
+
+
+def _mutations(base: str, seed: int, count: int) -> list[str]:
+    """Seeded random edits of a canonical file: a character dropped, changed or doubled, a line
+    dropped, doubled or swapped with the next."""
+    import random
+
+    rng = random.Random(seed)
+    lines = base.split("\n")
+    out = []
+    for _ in range(count):
+        kind = rng.randrange(6)
+        i = rng.randrange(len(lines) - 1)
+        edited = list(lines)
+        line = edited[i]
+        j = rng.randrange(len(line)) if line else 0
+        if kind == 0 and line:
+            edited[i] = line[:j] + line[j + 1 :]
+        elif kind == 1 and line:
+            edited[i] = line[:j] + rng.choice('0123456789abcdefx[]"# \t') + line[j + 1 :]
+        elif kind == 2 and line:
+            edited[i] = line[:j] + line[j] + line[j:]
+        elif kind == 3:
+            del edited[i]
+        elif kind == 4:
+            edited.insert(i, line)
+        else:
+            edited[i], edited[i + 1] = edited[i + 1], edited[i]
+        out.append("\n".join(edited))
+    return out
+
+
+FUZZ_BASES = {
+    "generated rail-small": SMALL,
+    # two real captures in the canonical spelling, older tools and other vendors
+    **{
+        p.name: p.read_text(encoding="utf-8", errors="replace")
+        for p in CAPTURES
+        if p.name in ("junousi-oracle-doc-sun-dcs36-qdr.txt", "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt")
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(FUZZ_BASES))
+def test_random_edits_give_the_general_parsers_result_or_error(name: str) -> None:
+    # The whole-text entry may only ever differ from the line parser in speed. (Found this way:
+    # header values after a blank, a doubled blank inside "lid N lmc 0", "# Initiated from nodee".)
+    taken = 0
+    for text in _mutations(FUZZ_BASES[name], seed=20261122, count=400):
+        try:
+            expected: Fabric | str = general(text)
+        except ParseError as exc:
+            expected = str(exc)
+        try:
+            got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
+        except ParseError as exc:
+            got = str(exc)
+        if isinstance(expected, str):
+            assert got == expected
+        else:
+            assert isinstance(got, Fabric) and same(got, expected)
+        taken += parse_canonical(text, "t.topo") is not None
+    # Some edits leave a valid canonical file (a changed description, a changed digit in a LID),
+    # and the fast path must have taken those: it is exercised, not just skipped.
+    assert 0 < taken < 400
+
+
+def test_spellings_found_by_random_edits_read_as_the_general_parser_reads_them() -> None:
+    lines = SMALL.split("\n")
+    hca_port = next(
+        i for i, line in enumerate(lines) if line.startswith("[1](") and lines[i - 1].startswith("Ca")
+    )
+    cases = {
+        "header value after blanks": SMALL.replace("sysimgguid=0x", "sysimgguid= \t0x", 3),
+        "header value garbled after a blank": SMALL.replace("sysimgguid=0x", "sysimgguid= x", 1),
+        "doubled blank in the HCA's own lid": _edit(
+            SMALL, hca_port, lines[hca_port].replace("# lid ", "# lid  ")
+        ),
+        "origin phrase run into its next word": SMALL.replace(
+            "# Initiated from node ", "# Initiated from nodee "
+        ),
+    }
+    for name, text in cases.items():
+        try:
+            expected: Fabric | str = general(text)
+        except ParseError as exc:
+            expected = str(exc)
+        try:
+            got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
+        except ParseError as exc:
+            got = str(exc)
+        if isinstance(expected, str):
+            assert got == expected, name
+        else:
+            assert isinstance(got, Fabric) and same(got, expected), name

@@ -25,8 +25,9 @@ from topology.model import SPEED_ORDER, Fabric, Guid, Lid, Link, Node, NodeKind,
 # order or spelling falls back), the node line, and the block of port lines under it.
 _RECORD = re.compile(
     r"(?:[ \t]*\n|#[^\n]*\n)*"
-    r"(?:vendid=(\S*)[^\n]*\n)?(?:devid=(\S*)[^\n]*\n)?"
-    r"(?:sysimgguid=(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*))[^\n]*\n)?"
+    # a header's value is its first word, as the general parser reads it (value.split()[0])
+    r"(?:vendid=[ \t]*(\S*)[^\n]*\n)?(?:devid=[ \t]*(\S*)[^\n]*\n)?"
+    r"(?:sysimgguid=[ \t]*(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*))[^\n]*\n)?"
     r"(?:(?:switchguid|caguid)=[^\n]*\n)?"
     r'(Switch|Ca)[ \t]+(\d+)[ \t]+"[SH]-([0-9a-f]{16})"[ \t]*#[ \t]*"([^"\n]*)"([^\n]*)\n'
     r"((?:\[[^\n]*(?:\n|\Z))*)"
@@ -35,16 +36,16 @@ _RECORD = re.compile(
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 _ORIGIN_LINE = "# Initiated from node"
 # One port line: port, far end as a key (guid"[port), far guid, far port, own lid (HCA lines),
-# width x speed. After the last quote (the far description) only "lid N WxS" may follow, as the
-# general parser requires; a -f suffix (s=4 w=2 ...) falls back.
+# width x speed. Every line it matches is matched the same way by the general parser's first
+# pattern (_PORT_STRICT), so both read the same values: one quoted far description, then only
+# "lid N WxS" (a -f suffix such as "s=4 w=2" falls back).
 _PORT_LINE = re.compile(
     r"^\[(\d+)\](?:\([^)\n]*\))*[ \t]+"
     r'"[SH]-(([0-9a-f]{16})"\[(\d+))\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
-    r'(?:lid (\d+) lmc \d+ )?[^\n]*"[ \t]*lid \d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
+    r'(?:lid[ \t]+(\d+)[ \t]+lmc[ \t]+\d+[ \t]+)?"[^"\n]*"[ \t]*lid[ \t]+\d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
     re.M,
 )
 _LID = re.compile(r"\blid\s+(\d+)")
-_ORIGIN = re.compile(r"^# Initiated from node (\S+) port (\S+)", re.M)
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
 _SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
 
@@ -123,12 +124,15 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
 
 
 def _origin(text: str) -> tuple[str, str] | None:
-    """(node GUID, port GUID) of the last "# Initiated from node N port P" line."""
+    """(node GUID, port GUID) of the last "# Initiated from node N port P" line, read the way
+    the general parser reads it (words 5 and 7 of a line starting with that phrase)."""
     end = len(text)
     while (i := text.rfind(_ORIGIN_LINE, 0, end)) >= 0:
-        found = _ORIGIN.match(text, i) if i == 0 or text[i - 1] == "\n" else None
-        if found:
-            return found.group(1), found.group(2)
+        if i == 0 or text[i - 1] == "\n":
+            stop = text.find("\n", i)
+            words = text[i : stop if stop >= 0 else len(text)].split()
+            if len(words) >= 7 and words[5] == "port":
+                return words[4], words[6]
         end = i  # not a line of its own, or not in that form: the general parser skips it too
     return None
 
