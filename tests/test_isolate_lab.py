@@ -8,6 +8,7 @@ reroute. ``enable`` alone leaves the port Polling; undo also Unlinks + ReLinks i
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,9 +94,15 @@ def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_pa
     assert key not in {lk.key for lk in after.fabric.links}
     assert len(after.fabric.links) == len(before.fabric.links) - 1
     assert len(after.fabric.hcas()) == hcas and _hosts_connected(after)
-    # OpenSM rerouted after the SIGHUP: a new 'tables configured' line follows the isolation.
-    log = Path(lab.opensm_log(rail_lab)).read_text()
-    assert log.count("tables configured on all switches") >= 2
+    # OpenSM reroutes after the SIGHUP: a new 'tables configured' line follows the isolation.
+    # It sweeps in its own time (seconds on a loaded machine), so wait for it.
+    deadline = time.monotonic() + 30
+    while (
+        Path(lab.opensm_log(rail_lab)).read_text().count("tables configured on all switches") < 2
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    assert Path(lab.opensm_log(rail_lab)).read_text().count("tables configured on all switches") >= 2
 
     with Store.open(db) as store:
         (entry,) = store.audit_log()
