@@ -44,6 +44,22 @@ def general(text: str, source: str = "t.topo") -> Fabric:
     return parse_ibnetdiscover(text.splitlines(), source)
 
 
+def assert_reads_as_general(text: str, what: str = "") -> None:
+    """The whole-text entry gives the line parser's Fabric, or exactly its error."""
+    try:
+        expected: Fabric | str = general(text)
+    except ParseError as exc:
+        expected = str(exc)
+    try:
+        got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
+    except ParseError as exc:
+        got = str(exc)
+    if isinstance(expected, str):
+        assert got == expected, what or "the whole-text entry must report the general parser's error"
+    else:
+        assert isinstance(got, Fabric) and same(got, expected), what
+
+
 @pytest.mark.parametrize("path", CAPTURES, ids=[p.name for p in CAPTURES])
 def test_real_capture_fast_path_equals_general_parser(path: Path) -> None:
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -130,18 +146,7 @@ PERTURBED = _perturbations()
 def test_perturbed_text_falls_back_to_the_general_parser(name: str) -> None:
     text = PERTURBED[name]
     assert parse_canonical(text, "t.topo") is None
-    try:
-        expected: Fabric | str = general(text)
-    except ParseError as exc:
-        expected = str(exc)
-    try:
-        got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
-    except ParseError as exc:
-        got = str(exc)
-    if isinstance(expected, str):
-        assert got == expected, "the whole-text entry must report the general parser's error"
-    else:
-        assert isinstance(got, Fabric) and same(got, expected)
+    assert_reads_as_general(text)
 
 
 def test_ends_that_disagree_keep_the_narrower_and_slower_view() -> None:
@@ -234,18 +239,7 @@ def test_random_edits_give_the_general_parsers_result_or_error(name: str) -> Non
     # header values after a blank, a doubled blank inside "lid N lmc 0", "# Initiated from nodee".)
     taken = 0
     for text in _mutations(FUZZ_BASES[name], seed=20261122, count=400):
-        try:
-            expected: Fabric | str = general(text)
-        except ParseError as exc:
-            expected = str(exc)
-        try:
-            got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
-        except ParseError as exc:
-            got = str(exc)
-        if isinstance(expected, str):
-            assert got == expected
-        else:
-            assert isinstance(got, Fabric) and same(got, expected)
+        assert_reads_as_general(text)
         taken += parse_canonical(text, "t.topo") is not None
     # Some edits leave a valid canonical file (a changed description, a changed digit in a LID),
     # and the fast path must have taken those: it is exercised, not just skipped.
@@ -268,15 +262,4 @@ def test_spellings_found_by_random_edits_read_as_the_general_parser_reads_them()
         ),
     }
     for name, text in cases.items():
-        try:
-            expected: Fabric | str = general(text)
-        except ParseError as exc:
-            expected = str(exc)
-        try:
-            got: Fabric | str = parse_ibnetdiscover_text(text, "t.topo")
-        except ParseError as exc:
-            got = str(exc)
-        if isinstance(expected, str):
-            assert got == expected, name
-        else:
-            assert isinstance(got, Fabric) and same(got, expected), name
+        assert_reads_as_general(text, name)
