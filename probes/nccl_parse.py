@@ -332,7 +332,13 @@ def parse_nccl_tests(
         elif m := _OOB_RE.match(line):
             oob = int(m["n"])
         elif m := _AVG_RE.match(line):
-            avg, avg_failed = float(m["bw"]), m["status"] == "FAILED"
+            try:
+                avg = float(m["bw"])
+            except ValueError as exc:
+                raise ParseError(
+                    "nccl-tests", source, lineno, line, f"average bus bandwidth {m['bw']!r} is not a number"
+                ) from exc
+            avg_failed = m["status"] == "FAILED"
         elif line.startswith("#"):
             pass  # '# Using devices', '#', the out-of-place/in-place and unit lines
         elif m := _LOG_RE.match(line):
