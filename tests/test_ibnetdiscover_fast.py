@@ -222,25 +222,32 @@ def _mutations(base: str, seed: int, count: int) -> list[str]:
     return out
 
 
+# Bases: the generated file, two real captures in the canonical spelling (older tools, other
+# vendors), and two that always take the line parser (a -p ports report; ibwarn lines and
+# loopback cables), whose edits must still end in a result or a one-line ParseError.
+FUZZ_NAMES = (
+    "junousi-oracle-doc-sun-dcs36-qdr.txt",
+    "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt",
+    "treydock-ibnetdiscover-p-ports-edr-osc.txt",
+    "junousi-nvidia-kb-edr-fdr-mixed-loopbacks.txt",
+)
 FUZZ_BASES = {
     "generated rail-small": SMALL,
-    # two real captures in the canonical spelling, older tools and other vendors
-    **{
-        p.name: p.read_text(encoding="utf-8", errors="replace")
-        for p in CAPTURES
-        if p.name in ("junousi-oracle-doc-sun-dcs36-qdr.txt", "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt")
-    },
+    **{p.name: p.read_text(encoding="utf-8", errors="replace") for p in CAPTURES if p.name in FUZZ_NAMES},
 }
 
 
 @pytest.mark.parametrize("name", list(FUZZ_BASES))
 def test_random_edits_give_the_general_parsers_result_or_error(name: str) -> None:
     # The whole-text entry may only ever differ from the line parser in speed. (Found this way:
-    # header values after a blank, a doubled blank inside "lid N lmc 0", "# Initiated from nodee".)
+    # header values after a blank, a doubled blank inside "lid N lmc 0", "# Initiated from nodee";
+    # and in the line parser itself, a -p line whose far GUID has 17 digits raised a ValueError.)
     taken = 0
     for text in _mutations(FUZZ_BASES[name], seed=20261122, count=400):
         assert_reads_as_general(text)
         taken += parse_canonical(text, "t.topo") is not None
+    if name in FALLBACK:
+        return
     # Some edits leave a valid canonical file (a changed description, a changed digit in a LID),
     # and the fast path must have taken those: it is exercised, not just skipped.
     assert 0 < taken < 400

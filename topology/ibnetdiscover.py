@@ -490,6 +490,9 @@ def _ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) ->
     if rkind is None:
         b.unconnected.append(UnconnectedPort(PortRef(guid, int(port)), int(width), speed))
         return
-    rguid = normalise_guid(rgid)
+    try:
+        rguid = normalise_guid(rgid)
+    except ValueError as exc:
+        raise b.error(lineno, line, str(exc)) from exc
     b.reference(rguid, _KIND_BY_SHORT[rkind], (rdesc or "").strip(), int(rlid), int(rport))
     b.sides.append((guid, int(port), rguid, int(rport), int(width), speed, lineno))
