@@ -93,10 +93,13 @@ def host_sort_key(name: str) -> tuple[tuple[int, int | str], ...]:
 def expand_hosts(pattern: str, source: str = "host range") -> list[str]:
     """``dgx-[01-03]`` -> ``['dgx-01', 'dgx-02', 'dgx-03']`` (ClusterShell syntax), sorted."""
     from ClusterShell.NodeSet import NodeSet, NodeSetException
+    from ClusterShell.NodeUtils import GroupResolverError
 
+    if "@" in pattern:  # ClusterShell node groups: resolved from files outside the inventory
+        raise UsageError(f"{source}: bad host range {pattern!r}: node groups (@name) are not supported")
     try:
         names = [str(n) for n in NodeSet(pattern)]
-    except (NodeSetException, ValueError, TypeError) as exc:
+    except (NodeSetException, GroupResolverError, ValueError, TypeError) as exc:
         raise UsageError(f"{source}: bad host range {pattern!r}: {exc}") from exc
     if not names:
         raise UsageError(f"{source}: empty host range {pattern!r}")

@@ -81,6 +81,9 @@ def test_select_takes_a_host_range_and_refuses_unknown_names() -> None:
         ("ok1\nok1\n", r"^hosts\.txt:2: host 'ok1' already defined \(hosts\.txt:1\)"),
         ("n[1-3] address=10.0.0.[1-2]\n", r"^hosts\.txt:1: 3 name\(s\) but 2 address\(es\)"),
         ("n[1-2 user=root\n", r"^hosts\.txt:1: bad host range 'n\[1-2'"),
+        # ClusterShell would look '@rack1' up in its group files (and raise its own error)
+        ("@rack1 user=root\n", r"^hosts\.txt:1: bad host range '@rack1': node groups"),
+        ("root\n@10.0.0.1:22\n", r"^hosts\.txt:2: bad host range"),
         ("ok1 user\n", r"^hosts\.txt:1: expected key=value, got 'user'"),
         ("a jump=b\nb jump=c\n", r"^hosts\.txt:1: jump host 'b' itself needs a jump host"),
     ],
