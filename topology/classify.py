@@ -166,7 +166,7 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
     if (
         (";" in desc or "witch" in desc)
         and _SWITCH_DESC.search(desc)
-        and not _ADAPTER.match(desc.split()[-1] if desc.split() else "")
+        and _adapter_index(desc.split()[-1] if desc.split() else "") is None
     ):
         return Role.SWITCH_MGMT, None, None, None
     host, adapter, index = parse_hca_description(desc)

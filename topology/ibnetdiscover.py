@@ -9,7 +9,6 @@ cables, and partial files whose links point at nodes that have no record of thei
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,9 +17,10 @@ from typing import Any
 
 from topology.errors import ParseError
 from topology.gcpause import gc_paused
-from topology.ibnetdiscover_fast import parse_canonical, resolve_origin
+from topology.ibnetdiscover_common import LID, header_int, node_lid, resolve_origin
+from topology.ibnetdiscover_fast import parse_canonical
 from topology.model import (
-    SPEED_ORDER,
+    SPEED_RANK,
     Fabric,
     Guid,
     Lid,
@@ -60,7 +60,6 @@ _PORT_STRICT = re.compile(
     r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?"([^"]*)"\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)\s*$'
 )
 _HEX_LOWER = "0123456789abcdef"
-_LID = re.compile(r"\blid\s+(\d+)")
 _WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)|\?{3,}")
 _QUOTED = re.compile(r'"(.*?)"')
 # ibwarn / libibnetdisc diagnostics that land in captured stdout.
@@ -76,7 +75,6 @@ _PORTS_REPORT = re.compile(
 # One port line, as plain data (this runs ~100k times for a 16k-HCA fabric):
 # (local guid, local port, remote guid, remote port, width, speed, line number)
 _Side = tuple[Guid, int, Guid, int, int, str, int]
-_SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
 
 
 @dataclass
@@ -134,7 +132,7 @@ class _Builder:
         # First listings in order: (lower end, higher end, entry of the lower end).
         firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], list[Any]]] = []
         ends_get = ends.get
-        rank_get = _SPEED_RANK.get
+        rank_get = SPEED_RANK.get
         for lg, lp, rg, rp, width, speed, lineno in self.sides:
             here = (lg, lp)
             seen = ends_get(here)
@@ -150,8 +148,8 @@ class _Builder:
                             seen[2] = mirror[2] = width
                         if (
                             speed != seen[3]
-                            and speed in _SPEED_RANK
-                            and _SPEED_RANK[speed] < rank_get(seen[3], 99)
+                            and speed in SPEED_RANK
+                            and SPEED_RANK[speed] < rank_get(seen[3], 99)
                         ):
                             seen[3] = mirror[3] = speed
                     # else: the same listing twice (e.g. a loopback cable seen from both ports)
@@ -397,17 +395,6 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover_text(text, str(p))
 
 
-@functools.lru_cache(maxsize=1024)
-def _int(text: str | None) -> int | None:
-    # Cached: every record of one model repeats the same vendid= and devid= values.
-    if text is None:
-        return None
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
-
-
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:
     record, nports, gid, desc, rest = m.groups()
     try:
@@ -419,20 +406,15 @@ def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: 
             _KIND_BY_RECORD[record],
             desc.strip(),
             int(nports),
-            _lid(rest) if "lid" in rest else None,
+            node_lid(rest) if "lid" in rest else None,
             b.guid(sysimg) if sysimg else None,
-            _int(vendid) if vendid else None,
-            _int(devid) if devid else None,
+            header_int(vendid) if vendid else None,
+            header_int(devid) if devid else None,
         )
     except ValueError as exc:
         raise b.error(lineno, line, str(exc)) from exc
     b.add_node(node, lineno, line)
     return node
-
-
-def _lid(text: str) -> Lid | None:
-    m = _LID.search(text)
-    return Lid(int(m.group(1))) if m else None
 
 
 def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: str) -> None:
@@ -456,7 +438,7 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
     pnum, rpnum = int(port), int(rport)
     if current.nports and pnum > current.nports:
         raise b.error(lineno, line, f"port {pnum} beyond the {current.nports} ports of its record")
-    rlid = _LID.search(tail)
+    rlid = LID.search(tail)
     b.reference(
         remote_guid,
         _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),

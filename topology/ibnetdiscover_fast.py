@@ -19,7 +19,8 @@ import functools
 import operator
 import re
 
-from topology.model import SPEED_ORDER, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+from topology.ibnetdiscover_common import header_int, node_lid, resolve_origin
+from topology.model import SPEED_RANK, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 
 # A record: the blank and comment lines before it, its header lines (in the tool's order; another
 # order or spelling falls back), the node line, and the block of port lines under it.
@@ -45,17 +46,7 @@ _PORT_LINE = re.compile(
     r'(?:lid[ \t]+(\d+)[ \t]+lmc[ \t]+\d+[ \t]+)?"[^"\n]*"[ \t]*lid[ \t]+\d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
     re.M,
 )
-_LID = re.compile(r"\blid\s+(\d+)")
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
-_SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
-
-
-@functools.lru_cache(maxsize=1024)
-def _header_int(text: str) -> int | None:
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,10 +80,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
         nports = int(nports_text)
-        lid: int | None = None
-        if "lid" in rest:
-            found_lid = _LID.search(rest)
-            lid = int(found_lid.group(1)) if found_lid else None
+        lid: int | None = node_lid(rest) if "lid" in rest else None
         if lid is None and record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
             own = found_ports[0][4] if found_ports else ""
@@ -111,8 +99,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             nports,
             Lid(lid) if lid is not None else None,
             sysimg_guid,
-            _header_int(vendid) if vendid else None,
-            _header_int(devid) if devid else None,
+            header_int(vendid) if vendid else None,
+            header_int(devid) if devid else None,
         )
         ports.add(guid, gtext, nports, found_ports)
     links = ports.cables(guids)
@@ -206,32 +194,5 @@ def _narrower(a: str, b: str | None) -> str:
     if b is None:  # pragma: no cover - every far end was checked to list the cable back
         return a
     (wa, sa), (wb, sb) = _view(a), _view(b)
-    speed = sa if _SPEED_RANK.get(sa, 99) <= _SPEED_RANK.get(sb, 99) else sb
+    speed = sa if SPEED_RANK.get(sa, 99) <= SPEED_RANK.get(sb, 99) else sb
     return f"{min(wa, wb)}x{speed}"
-
-
-def resolve_origin(
-    origin: tuple[str, str] | None, nodes: dict[Guid, Node], links: list[Link]
-) -> PortRef | None:
-    """The port the tool ran from ("# Initiated from node N port P"): the port GUID is the node
-    GUID plus the port number on HCAs; otherwise the node's only cabled port."""
-    if origin is None:
-        return None
-    try:
-        node_guid = normalise_guid(origin[0])
-        port_guid = int(origin[1], 16)
-    except ValueError:
-        return None
-    node = nodes.get(node_guid)
-    if node is None:
-        return None
-    cabled = sorted(
-        {lk.a.port for lk in links if lk.a.guid == node_guid}
-        | {lk.b.port for lk in links if lk.b.guid == node_guid}
-    )
-    offset = port_guid - int(node_guid, 16)
-    if offset in cabled:
-        return PortRef(node_guid, offset)
-    if node.kind is NodeKind.SWITCH:
-        return PortRef(node_guid, 0)
-    return PortRef(node_guid, cabled[0]) if len(cabled) == 1 else None

@@ -40,6 +40,8 @@ LANE_GBPS: Mapping[str, float] = MappingProxyType(
     }
 )
 SPEED_ORDER: tuple[str, ...] = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
+# Position of a speed token in SPEED_ORDER (slower first); ``???`` and unknown tokens are absent.
+SPEED_RANK: Mapping[str, int] = MappingProxyType({s: i for i, s in enumerate(SPEED_ORDER)})
 
 
 def normalise_guid(text: str) -> Guid:

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from topology.classify import Classification, NodeClass, Role
 from topology.gcpause import gc_paused
-from topology.model import SPEED_ORDER, Fabric, Guid, Link, NodeKind, PortRef
+from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
 
 
 class Severity(StrEnum):
@@ -300,7 +300,6 @@ def _usual_uplink_ports(fabric: Fabric, cls: Classification, switches: list[Guid
 
 
 # -- link width and speed -------------------------------------------------------------------------
-_SPEED_RANK = {s: i for i, s in enumerate(SPEED_ORDER)}
 
 
 def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
@@ -350,14 +349,14 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     for (tp, key, width, speed), n in combos.items():
         if width:  # 0: the tool could not read it
             by_tiers[tp][width] += n
-        rank = _SPEED_RANK.get(speed)
+        rank = SPEED_RANK.get(speed)
         if rank is not None:
             by_speed_key[key][rank] += n
     width_mode = {tp: _mode(ws) for tp, ws in by_tiers.items() if ws.total() >= 2}
     speed_mode = {key: _mode(ranks) for key, ranks in by_speed_key.items() if ranks.total() >= 3}
     suspect = set()
     for tp, key, width, speed in combos:
-        wm, sm, rank = width_mode.get(tp), speed_mode.get(key), _SPEED_RANK.get(speed)
+        wm, sm, rank = width_mode.get(tp), speed_mode.get(key), SPEED_RANK.get(speed)
         if (wm is not None and 0 < width < wm) or (sm is not None and rank is not None and rank < sm):
             suspect.add((tp, key))
     entries = [
@@ -369,7 +368,7 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     for lk, tp, key in entries:
         wm = width_mode.get(tp)
         sm = speed_mode.get(key)
-        rank = _SPEED_RANK.get(lk.speed)
+        rank = SPEED_RANK.get(lk.speed)
         narrow = wm is not None and 0 < lk.width < wm
         slow = sm is not None and rank is not None and rank < sm
         if not (narrow or slow):
