@@ -146,17 +146,12 @@ def followup_probes(
     busy: dict[int, set[Guid]] = defaultdict(set)
     for lk, direction in tied_keys:
         best: tuple[int, tuple[Endpoint, Endpoint]] | None = None
-        batch: list[tuple[Endpoint, Endpoint]] = []
-        for pair in itertools.islice(_nearest_pairs(lk, candidates), budget):
-            batch.append(pair)
-            if len(batch) < 256:
-                continue
+        nearest = itertools.islice(_nearest_pairs(lk, candidates), budget)
+        # in batches, so paths are computed 256 at a time and the search stops at a clean pair
+        while batch := list(itertools.islice(nearest, 256)):
             best = _best_of(batch, best, (lk, direction), tied_keys, used_pairs, known, paths_of)
-            batch = []
             if best is not None and best[0] == 0:
                 break
-        if batch and (best is None or best[0] > 0):
-            best = _best_of(batch, best, (lk, direction), tied_keys, used_pairs, known, paths_of)
         if best is None:
             continue
         a, b = best[1]
