@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fabric.cli.options import host_key_options
 from fabric.render import table
 from topology.errors import TransportError
 
@@ -71,25 +72,12 @@ def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
         click.option("-t", "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1)),
         click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1)),
         click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10)),
-        click.option(
-            "--known-hosts", default=None, type=click.Path(dir_okay=False), help="known_hosts file."
-        ),
-        click.option(
-            "--accept-new-host-key",
-            "--accept-new",
-            "accept_new",
-            is_flag=True,
-            help="Trust and record host keys never seen before (a changed key is still refused).",
-        ),
-        click.option(
-            "--identity", metavar="KEYFILE", help="Private key for SSH (overrides the inventory's)."
-        ),
         click.option("--ssh-config", default="~/.ssh/config", show_default=True, help="ssh_config to merge."),
         click.option("--json", "as_json", is_flag=True, help="Print per-host results as JSON."),
     ]
     for option in reversed(options):
         f = option(f)
-    return f
+    return host_key_options(f)
 
 
 def _setup(opts: dict[str, Any]) -> tuple[Inventory, Callable[[HostEntry], Transport]]:
@@ -106,7 +94,7 @@ def _setup(opts: dict[str, Any]) -> tuple[Inventory, Callable[[HostEntry], Trans
         )
     factory = ssh_transport_factory(
         known_hosts=opts["known_hosts"],
-        accept_new=opts["accept_new"],
+        accept_new=opts["accept_new_host_key"],
         connect_timeout=opts["connect_timeout"],
         retries=opts["retries"],
         ssh_config=opts["ssh_config"] or None,

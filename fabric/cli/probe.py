@@ -6,6 +6,7 @@ import json
 
 import click
 
+from fabric.cli.options import host_key_options
 from topology.errors import UsageError
 
 
@@ -59,9 +60,7 @@ def _env(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--timeout", default=1800.0, show_default=True, type=click.FloatRange(min=1), help="Per run, seconds."
 )
-@click.option("--known-hosts", metavar="FILE", help="known_hosts to verify host keys against.")
-@click.option("--accept-new-host-key", is_flag=True, help="Trust host keys seen for the first time.")
-@click.option("--identity", metavar="KEYFILE", help="Private key for SSH.")
+@host_key_options
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def nccl_cmd(
