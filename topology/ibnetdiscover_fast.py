@@ -151,21 +151,14 @@ class _Ports:
         near = list(map(operator.add, self.prefix, numbers))
         far = [p[1] for p in lines]
         views = [p[5] for p in lines]
-        # One check for the common case: with each line's width x speed appended to both keys
-        # (after a "|", which no port number or view contains), every line finds its mirror iff
-        # the far end lists it back with the same view.
-        tagged = ["|" + v for v in views]
-        near_v = list(map(operator.add, near, tagged))
-        far_v = list(map(operator.add, far, tagged))
-        agreed = list(map(dict(zip(near_v, far_v, strict=True)).get, far_v)) == near_v
-        if len(set(near)) != len(near):
+        ends = dict(zip(near, far, strict=True))
+        if len(ends) != len(near):
             return None  # a port listed twice
-        if not agreed:
-            ends = dict(zip(near, far, strict=True))
-            if list(map(ends.get, far)) != near:
-                return None  # a port with two peers, or without the far end listing it back
-            # Mirrored, but the two ends disagree on some cable's view: keep the narrower/slower.
-            mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
+        if list(map(ends.get, far)) != near:
+            return None  # a port with two peers, or without the far end listing it back
+        mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
+        if mirrored != views:
+            # The two ends disagree on some cable's view: keep the narrower/slower.
             views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)):
