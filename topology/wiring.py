@@ -10,12 +10,15 @@ Kinds: ``rail_miswire``, ``missing_link``, ``degraded_link``, ``uplink_imbalance
 
 from __future__ import annotations
 
+import operator
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import compress
+from operator import attrgetter, itemgetter
 
-from topology.classify import Classification, NodeClass, Role
+from topology.classify import Classification, NodeClass, Role, far_guids
 from topology.gcpause import gc_paused
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
 
@@ -151,16 +154,16 @@ def _missing_rails(
     explained_unnamed: dict[Guid, str],
 ) -> list[Anomaly]:
     present = {c.rail for c in members}
+    missing = [
+        (rail, leaf) for rail in rails if rail not in present and (leaf := leaf_of_rail.get((group, rail)))
+    ]
+    if not missing:
+        return []
     out: list[Anomaly] = []
     # Rail leaves are cabled alike: the host's usual port number on its other rail leaves.
     usual = Counter(p.port for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
     port_no = usual.most_common(1)[0][0] if usual else None
-    for rail in rails:
-        if rail in present:
-            continue
-        leaf = leaf_of_rail.get((group, rail))
-        if leaf is None:
-            continue
+    for rail, leaf in missing:
         if port_no is not None:
             peer = next((far for p, far, _ in fabric.neighbours(leaf) if p == port_no), None)
             if peer is not None and cls.nodes.get(peer.guid, None) is not None:
@@ -184,14 +187,14 @@ def _missing_rails(
 
 
 # -- leaf and spine uplinks -----------------------------------------------------------------------
-def _upper_counts(fabric: Fabric, cls: Classification, sw: Guid) -> Counter[Guid]:
-    tier = cls.nodes[sw].tier or 0
-    return Counter(
-        far.guid
-        for _, far, _ in fabric.neighbours(sw)
-        if far.guid != sw and (cls.nodes[far.guid].tier or 0) > tier
-        if far.guid in cls.nodes
-    )
+def _higher_tier(cls: Classification, tier: int) -> set[Guid]:
+    """The nodes above ``tier``: the far ends that make a switch port of that tier an uplink."""
+    return {g for g, c in cls.nodes.items() if (c.tier or 0) > tier}
+
+
+def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
+    """Cables from ``sw`` per switch above it (C-level: this runs over every switch port)."""
+    return Counter(filter(above.__contains__, far_guids(fabric, sw)))
 
 
 def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
@@ -200,12 +203,13 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
             by_tier[c.tier].append(g)
-    for _tier, switches in sorted(by_tier.items()):
+    for tier, switches in sorted(by_tier.items()):
         if len(switches) < 3:
             continue  # too few peers to tell a fault from a design
         expected = _mode([cls.uplinks[g] for g in switches])
-        usual_ports = _usual_uplink_ports(fabric, cls, switches)
-        upper_counts = {g: _upper_counts(fabric, cls, g) for g in switches}
+        above = _higher_tier(cls, tier)
+        usual_ports = _usual_uplink_ports(fabric, switches, above)
+        upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
         peers_even = _peers_even(upper_counts)
         for g in sorted(switches, key=lambda g: _label(cls, g)):
             n = cls.uplinks[g]
@@ -287,16 +291,16 @@ def _peers_even(upper_counts: dict[Guid, Counter[Guid]]) -> bool:
     return even * 2 > len(upper_counts)
 
 
-def _usual_uplink_ports(fabric: Fabric, cls: Classification, switches: list[Guid]) -> set[int]:
+def _usual_uplink_ports(fabric: Fabric, switches: list[Guid], above: set[Guid]) -> set[int]:
     """Uplink port numbers used by most peers (cabling plans reuse the same ports)."""
     counts: Counter[int] = Counter()
     for g in switches:
-        tier = cls.nodes[g].tier or 0
-        for p, far, _ in fabric.neighbours(g):
-            fc = cls.nodes.get(far.guid)
-            if fc is not None and (fc.tier or 0) > tier:
-                counts[p] += 1
+        near = fabric.neighbours(g)
+        counts.update(compress(map(_PORT, near), map(above.__contains__, far_guids(fabric, g))))
     return {p for p, n in counts.items() if n * 2 > len(switches)}
+
+
+_PORT = itemgetter(0)
 
 
 # -- link width and speed -------------------------------------------------------------------------
@@ -309,15 +313,19 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     should run at one speed: a host's HCA cables, single-HCA hosts of one model on one leaf, or
     switch cables of one hardware pair (an EDR storage host on an HDR leaf is a design, not a fault).
     """
-    tier = {g: (c.tier if c.tier is not None else -1) for g, c in cls.nodes.items()}
-    host_key: dict[Guid, tuple[object, ...]] = {}
-    for g, c in cls.nodes.items():
-        if c.tier == 0 and c.host is not None and len(cls.hosts.get(c.host, ())) >= 2:
-            host_key[g] = ("host", c.host)
     devid = {g: n.devid or 0 for g, n in fabric.nodes.items()}
+    tier: dict[Guid, int] = {}
+    host_key: dict[Guid, tuple[object, ...]] = {}
+    token: dict[Guid, _Token] = {}  # see _cable_classes
+    hosts = cls.hosts
+    for g, c in cls.nodes.items():
+        t = tier[g] = c.tier if c.tier is not None else -1
+        if t != 0:
+            token[g] = (t, devid[g], None)
+        elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
+            token[g] = (0, 0, host_key.setdefault(g, ("host", c.host)))
     # One pass counts cables per (tier pair, speed key, width, speed); a clean fabric needs no
     # second pass, and a faulty one revisits only to name the cables (in fabric order).
-    combos: Counter[tuple[tuple[int, int], tuple[object, ...], int, str]] = Counter()
 
     def classes(lk: Link) -> tuple[tuple[int, int], tuple[object, ...]]:
         ga, gb = lk.a.guid, lk.b.guid
@@ -329,21 +337,7 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         da, db = devid[ga], devid[gb]
         return tp, ("switches", tp, (da, db) if da <= db else (db, da))
 
-    tier_get, host_get = tier.get, host_key.get
-    for lk in fabric.links:
-        a, b = lk.a, lk.b
-        ga, gb = a.guid, b.guid
-        if ga == gb:
-            continue
-        ta, tb = tier_get(ga, -1), tier_get(gb, -1)
-        tp = (ta, tb) if ta <= tb else (tb, ta)
-        if ta == 0 or tb == 0:
-            hca, far = (ga, gb) if ta == 0 else (gb, ga)
-            key = host_get(hca) or ("leaf", far, devid[hca])
-        else:
-            da, db = devid[ga], devid[gb]
-            key = ("switches", tp, (da, db) if da <= db else (db, da))
-        combos[(tp, key, lk.width, lk.speed)] += 1
+    combos = _cable_classes(fabric.links, token, classes)
     by_tiers: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
     by_speed_key: dict[tuple[object, ...], Counter[int]] = defaultdict(Counter)
     for (tp, key, width, speed), n in combos.items():
@@ -390,6 +384,56 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                 + "; reseat or replace the cable/transceiver",
             )
         )
+    return out
+
+
+_A_GUID, _B_GUID = attrgetter("a.guid"), attrgetter("b.guid")
+_WIDTH, _SPEED = attrgetter("width"), attrgetter("speed")
+# A node's part in a cable's speed class (see _cable_classes).
+_Token = tuple[int, int, tuple[object, ...] | None]
+_Class = tuple[tuple[int, int], tuple[object, ...], int, str]
+
+
+def _cable_classes(
+    links: Sequence[Link],
+    token: dict[Guid, _Token],
+    classes: Callable[[Link], tuple[tuple[int, int], tuple[object, ...]]],
+) -> Counter[_Class]:
+    """Cables (loopbacks aside) per (tier pair, speed key, width, speed), the class as ``classes``
+    gives it.
+
+    ``token`` holds each node's part in that class: (tier, devid, None) for a switch and (0, 0,
+    host key) for an HCA of a multi-HCA host. The cables are counted by their ends' tokens with
+    C-level map and Counter (49k cables at 16k HCAs), and each distinct combination is turned into
+    its class once. A cable with an end that has no token (any other HCA: its class names the
+    far switch) or a loopback cable goes through ``classes`` one by one."""
+    ga, gb = list(map(_A_GUID, links)), list(map(_B_GUID, links))
+    ta, tb = list(map(token.get, ga)), list(map(token.get, gb))
+    fast = None not in ta and None not in tb and not any(map(operator.eq, ga, gb))
+    out: Counter[_Class] = Counter()
+    if not fast:
+        for lk, a, b, ka, kb in zip(links, ga, gb, ta, tb, strict=True):
+            if a != b and (ka is None or kb is None):
+                out[(*classes(lk), lk.width, lk.speed)] += 1
+    counted: Counter[tuple[_Token | None, _Token | None, int, str]] = Counter(
+        zip(ta, tb, map(_WIDTH, links), map(_SPEED, links), strict=True)
+        if fast
+        else (
+            (ka, kb, lk.width, lk.speed)
+            for lk, a, b, ka, kb in zip(links, ga, gb, ta, tb, strict=True)
+            if a != b and ka is not None and kb is not None
+        )
+    )
+    for (ka, kb, width, speed), n in counted.items():
+        assert ka is not None and kb is not None
+        (t_a, d_a, h_a), (t_b, d_b, h_b) = ka, kb
+        tp = (t_a, t_b) if t_a <= t_b else (t_b, t_a)
+        if t_a == 0 or t_b == 0:
+            key = h_a if t_a == 0 else h_b
+            assert key is not None
+        else:
+            key = ("switches", tp, (d_a, d_b) if d_a <= d_b else (d_b, d_a))
+        out[(tp, key, width, speed)] += n
     return out
 
 
