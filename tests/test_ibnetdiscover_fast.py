@@ -161,6 +161,31 @@ def test_ends_that_disagree_keep_the_narrower_and_slower_view() -> None:
     assert [(lk.width, lk.speed) for lk in narrowed] == [(2, "HDR")]
 
 
+def test_cable_between_two_ports_of_one_switch_has_the_lower_port_in_a() -> None:
+    # Ports 9 and 10 of one leaf cabled to each other: as text "10" sorts before "9", so the fast
+    # path must not take the text order for the port order.
+    text = to_ibnetdiscover(generate("fattree-small"))
+    lines = text.split("\n")
+    leaf = next(i for i, line in enumerate(lines) if '"MF0;leaf-01:' in line and line.startswith("Switch"))
+    guid = lines[leaf].split('"')[1]
+    name = lines[leaf].split('"')[3]
+    nine, ten = leaf + 9, leaf + 10
+    assert lines[nine].startswith("[9]") and lines[ten].startswith("[10]")
+    looped = [*lines]
+    looped[nine] = f'[9]\t"{guid}"[10]\t\t# "{name}" lid 1 4xHDR'
+    looped[ten] = f'[10]\t"{guid}"[9]\t\t# "{name}" lid 1 4xHDR'
+    # The spine ports that had those two cables now list nothing: drop their lines.
+    old_ends = (f'"{guid}"[9]', f'"{guid}"[10]')
+    kept = [line for i, line in enumerate(looped) if i in (nine, ten) or not any(e in line for e in old_ends)]
+    assert len(kept) == len(looped) - 2
+    result = "\n".join(kept)
+    fast = parse_canonical(result, "t.topo")
+    assert fast is not None
+    assert same(fast, general(result))
+    loop = [lk for lk in fast.links if lk.a.guid == lk.b.guid]
+    assert [(lk.a.port, lk.b.port) for lk in loop] == [(9, 10)]
+
+
 def test_read_ibnetdiscover_uses_whole_text_and_names_the_file(tmp_path: Path) -> None:
     good = tmp_path / "good.topo"
     good.write_text(SMALL)

@@ -18,9 +18,21 @@ from __future__ import annotations
 import functools
 import operator
 import re
+from itertools import compress
 
 from topology.ibnetdiscover_common import header_int, node_lid, resolve_origin
-from topology.model import SPEED_RANK, Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+from topology.model import (
+    SPEED_RANK,
+    Fabric,
+    Guid,
+    Lid,
+    Link,
+    Node,
+    NodeKind,
+    PortRef,
+    links_from_columns,
+    normalise_guid,
+)
 
 # A record: the blank and comment lines before it, its header lines (in the tool's order; another
 # order or spelling falls back), the node line, and the block of port lines under it.
@@ -163,13 +175,28 @@ class _Ports:
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)):
             return None  # a port beyond its record's port count
-        view = _view
-        links = [
-            Link(PortRef(g, pn), PortRef(guids[p[2]], int(p[3])), *view(v))
-            for g, pn, n, f, p, v in zip(self.owner, ints, near, far, lines, views, strict=True)
-            if n < f
-        ]
-        return links if 2 * len(links) == len(near) else None  # else a port cabled to itself
+        # Each cable once, from the end whose key sorts first: the lower end when the GUIDs
+        # differ (GUID texts have one length), so the Link needs no reordering.
+        first = list(map(operator.lt, near, far))
+        if 2 * sum(first) != len(near):
+            return None  # a port cabled to itself
+        lines = list(compress(lines, first))
+        owners = list(compress(self.owner, first))
+        far_guids = list(map(guids.__getitem__, map(_FAR_GUID_TEXT, lines)))
+        far_ports = list(map(int, map(_FAR_PORT, lines)))
+        own_ports = list(compress(ints, first))
+        widths, speeds = zip(*map(_view, compress(views, first)), strict=True) if lines else ((), ())
+        if any(map(operator.eq, owners, far_guids)):
+            # A cable between two ports of one switch: keys compare port numbers as text.
+            cables = zip(owners, own_ports, far_guids, far_ports, strict=True)
+            return [
+                Link(PortRef(g, p), PortRef(fg, fp), w, sp)
+                for (g, p, fg, fp), w, sp in zip(cables, widths, speeds, strict=True)
+            ]
+        return links_from_columns(owners, own_ports, far_guids, far_ports, widths, speeds)
+
+
+_FAR_GUID_TEXT, _FAR_PORT = operator.itemgetter(2), operator.itemgetter(3)
 
 
 _NO_LIMIT = 1 << 30
