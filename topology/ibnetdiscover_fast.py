@@ -19,6 +19,7 @@ import functools
 import operator
 import re
 from itertools import compress
+from typing import cast
 
 from topology.ibnetdiscover_common import header_int, node_lid, resolve_origin
 from topology.model import (
@@ -48,13 +49,12 @@ _RECORD = re.compile(
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 _ORIGIN_LINE = "# Initiated from node"
-# One port line: port, far end as a key (guid"[port), far guid, far port, own lid (HCA lines),
-# width x speed. Every line it matches is matched the same way by the general parser's first
+# One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every line it matches is matched the same way by the general parser's first
 # pattern (_PORT_STRICT), so both read the same values: one quoted far description, then only
 # "lid N WxS" (a -f suffix such as "s=4 w=2" falls back).
 _PORT_LINE = re.compile(
     r"^\[(\d+)\](?:\([^)\n]*\))*[ \t]+"
-    r'"[SH]-(([0-9a-f]{16})"\[(\d+))\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
+    r'"[SH]-([0-9a-f]{16}"\[\d+)\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
     r'(?:lid[ \t]+(\d+)[ \t]+lmc[ \t]+\d+[ \t]+)?"[^"\n]*"[ \t]*lid[ \t]+\d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
     re.M,
 )
@@ -72,7 +72,6 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
-    guids: dict[str, Guid] = {}
     ports = _Ports()
     record_match, ports_of = _RECORD.match, _PORT_LINE.findall
     size, pos = len(text), 0
@@ -85,7 +84,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             return None
         pos = m.end()
         vendid, devid, plain_sysimg, sysimg, record, nports_text, gtext, desc, rest, block = m.groups()
-        guid = guids[gtext] = Guid("0x" + gtext)
+        guid = Guid("0x" + gtext)
         if guid in nodes:
             return None
         found_ports = ports_of(block)
@@ -95,8 +94,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         lid: int | None = node_lid(rest) if "lid" in rest else None
         if lid is None and record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
-            own = found_ports[0][4] if found_ports else ""
-            lid = int(own) if own else next((int(p[4]) for p in found_ports if p[4]), None)
+            own = found_ports[0][2] if found_ports else ""
+            lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
         if plain_sysimg:
             sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
         else:
@@ -115,7 +114,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             header_int(devid) if devid else None,
         )
         ports.add(guid, gtext, nports, found_ports)
-    links = ports.cables(guids)
+    links = ports.cables()
     if not nodes or links is None:
         return None
     return Fabric.build(
@@ -154,7 +153,7 @@ class _Ports:
         self.prefix += [gtext + '"['] * n
         self.limit += [nports or _NO_LIMIT] * n
 
-    def cables(self, guids: dict[str, Guid]) -> list[Link] | None:
+    def cables(self) -> list[Link] | None:
         """One Link per cable when every port line has its mirror (the far end lists it back, on
         the port it names), else None. Keys are spelled as a port line names its far end:
         ``guid"[port``."""
@@ -162,13 +161,17 @@ class _Ports:
         numbers = [p[0] for p in lines]
         near = list(map(operator.add, self.prefix, numbers))
         far = [p[1] for p in lines]
-        views = [p[5] for p in lines]
-        ends = dict(zip(near, far, strict=True))
-        if len(ends) != len(near):
+        views = [p[3] for p in lines]
+        index = dict(zip(near, range(len(near)), strict=True))
+        if len(index) != len(near):
             return None  # a port listed twice
-        if list(map(ends.get, far)) != near:
-            return None  # a port with two peers, or without the far end listing it back
-        mirrored = list(map(dict(zip(near, views, strict=True)).get, far))
+        found = list(map(index.get, far))  # the line of each line's far end
+        if None in found:
+            return None  # a far end that does not list this cable
+        mirror = cast(list[int], found)
+        if list(map(far.__getitem__, mirror)) != near:
+            return None  # a port with two peers
+        mirrored = list(map(views.__getitem__, mirror))
         if mirrored != views:
             # The two ends disagree on some cable's view: keep the narrower/slower.
             views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
@@ -180,12 +183,13 @@ class _Ports:
         first = list(map(operator.lt, near, far))
         if 2 * sum(first) != len(near):
             return None  # a port cabled to itself
-        lines = list(compress(lines, first))
-        owners = list(compress(self.owner, first))
-        far_guids = list(map(guids.__getitem__, map(_FAR_GUID_TEXT, lines)))
-        far_ports = list(map(int, map(_FAR_PORT, lines)))
+        owner = self.owner
+        owners = list(compress(owner, first))
         own_ports = list(compress(ints, first))
-        widths, speeds = zip(*map(_view, compress(views, first)), strict=True) if lines else ((), ())
+        far_lines = list(compress(mirror, first))
+        far_guids = list(map(owner.__getitem__, far_lines))
+        far_ports = list(map(ints.__getitem__, far_lines))
+        widths, speeds = zip(*map(_view, compress(views, first)), strict=True) if owners else ((), ())
         if any(map(operator.eq, owners, far_guids)):
             # A cable between two ports of one switch: keys compare port numbers as text.
             cables = zip(owners, own_ports, far_guids, far_ports, strict=True)
@@ -194,9 +198,6 @@ class _Ports:
                 for (g, p, fg, fp), w, sp in zip(cables, widths, speeds, strict=True)
             ]
         return links_from_columns(owners, own_ports, far_guids, far_ports, widths, speeds)
-
-
-_FAR_GUID_TEXT, _FAR_PORT = operator.itemgetter(2), operator.itemgetter(3)
 
 
 _NO_LIMIT = 1 << 30
