@@ -17,7 +17,7 @@ from typing import Any
 
 from topology.errors import ParseError
 from topology.gcpause import gc_paused
-from topology.ibnetdiscover_common import LID, header_int, node_lid, resolve_origin
+from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.model import (
     SPEED_RANK,
@@ -186,14 +186,8 @@ class _Builder:
         for g, (kind, desc, lid, nports) in self.referenced.items():
             if g not in nodes:
                 nodes[g] = Node(g, kind, desc, nports, Lid(lid) if lid is not None else None)
-        return Fabric.build(
-            nodes.values(),
-            links,
-            self.unconnected,
-            self.source,
-            unique=True,
-            origin=resolve_origin(self.origin, nodes, links),
-        )
+        fabric = Fabric.build(nodes.values(), links, self.unconnected, self.source, unique=True)
+        return with_origin(fabric, self.origin)
 
     def _conflict(
         self, port: tuple[Guid, int], seen: list[Any], other: tuple[Guid, int], lineno: int

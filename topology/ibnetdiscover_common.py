@@ -3,10 +3,11 @@ its whole-text fast path (topology.ibnetdiscover_fast) must read these the same 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
-from topology.model import Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+from topology.model import Fabric, Lid, NodeKind, PortRef, normalise_guid
 
 LID = re.compile(r"\blid\s+(\d+)")
 
@@ -27,11 +28,14 @@ def node_lid(text: str) -> Lid | None:
     return Lid(int(m.group(1))) if m else None
 
 
-def resolve_origin(
-    origin: tuple[str, str] | None, nodes: dict[Guid, Node], links: list[Link]
-) -> PortRef | None:
-    """The port the tool ran from ("# Initiated from node N port P"): the port GUID is the node
-    GUID plus the port number on HCAs; otherwise the node's only cabled port."""
+def with_origin(fabric: Fabric, origin: tuple[str, str] | None) -> Fabric:
+    """``fabric`` with the port the tool ran from ("# Initiated from node N port P"): the port
+    GUID is the node GUID plus the port number on HCAs; otherwise the node's only cabled port."""
+    port = _origin_port(fabric, origin)
+    return fabric if port is None else dataclasses.replace(fabric, origin=port)
+
+
+def _origin_port(fabric: Fabric, origin: tuple[str, str] | None) -> PortRef | None:
     if origin is None:
         return None
     try:
@@ -39,13 +43,10 @@ def resolve_origin(
         port_guid = int(origin[1], 16)
     except ValueError:
         return None
-    node = nodes.get(node_guid)
+    node = fabric.nodes.get(node_guid)
     if node is None:
         return None
-    cabled = sorted(
-        {lk.a.port for lk in links if lk.a.guid == node_guid}
-        | {lk.b.port for lk in links if lk.b.guid == node_guid}
-    )
+    cabled = sorted({port for port, _, _ in fabric.neighbours(node_guid)})
     offset = port_guid - int(node_guid, 16)
     if offset in cabled:
         return PortRef(node_guid, offset)

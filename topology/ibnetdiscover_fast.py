@@ -21,7 +21,7 @@ import re
 from itertools import compress
 from typing import cast
 
-from topology.ibnetdiscover_common import header_int, node_lid, resolve_origin
+from topology.ibnetdiscover_common import header_int, node_lid, with_origin
 from topology.model import (
     SPEED_RANK,
     Fabric,
@@ -122,9 +122,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     links = ports.cables()
     if not nodes or links is None:
         return None
-    return Fabric.build(
-        nodes.values(), links, (), source, unique=True, origin=resolve_origin(_origin(text), nodes, links)
-    )
+    return with_origin(Fabric.build(nodes.values(), links, (), source, unique=True), _origin(text))
 
 
 def _origin(text: str) -> tuple[str, str] | None:
