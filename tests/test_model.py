@@ -15,6 +15,9 @@ def test_link_puts_the_lower_port_in_a() -> None:
     assert (link.a, link.b) == (b, a)
     assert Link(b=a, a=b, width=4, speed="HDR") == link
     assert link._replace(a=a, b=b).a == b  # _replace orders the ends again
+    assert link._replace(width=2) == Link(a, b, 2, "HDR")
+    with pytest.raises(ValueError, match="'lanes'"):
+        link._replace(lanes=2)
     assert link.key == (("0x1", 3), ("0x2", 1))
     same_node = Link(PortRef(Guid("0x1"), 9), PortRef(Guid("0x1"), 10), 4, "HDR")
     assert (same_node.a.port, same_node.b.port) == (9, 10)  # ports compare as numbers

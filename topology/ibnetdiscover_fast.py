@@ -2,7 +2,7 @@
 
 ``parse_canonical(text, source)`` reads a whole file with a few C-level regex calls per record
 (one for the record, one ``findall`` for its port lines) and matches the two listings of each
-cable as it goes. It accepts only what it can read completely: header lines, ``Switch``/``Ca``
+cable in bulk at the end. It accepts only what it can read completely: header lines, ``Switch``/``Ca``
 records, port lines ending in width x speed, blank and comment lines, every cable listed from
 both ends. On anything else (CRLF, ``-p`` reports, ibwarn lines, ``???``, partial files,
 conflicts, a truncated record) it returns None and the caller runs the general line-by-line

@@ -125,7 +125,10 @@ class Link(_LinkFields):
 
     def _replace(self, **changes: Any) -> Link:
         """As the named tuple's, with the ends put in order again."""
-        return Link(*map(changes.pop, self._fields, self))
+        values = [changes.pop(name, old) for name, old in zip(self._fields, self, strict=True)]
+        if changes:
+            raise ValueError(f"Link has no field {', '.join(map(repr, changes))}")
+        return Link(*values)
 
     @property
     def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
@@ -153,7 +156,7 @@ def links_from_columns(
 ) -> list[Link]:
     """Links from parallel columns whose ``a`` end is already the lower one (the caller's
     promise: ``Link(...)`` would put it there, this does not look). Built at C level, with no
-    Python call per link; :func:`topology.ibnetdiscover_fast` uses it for every cable."""
+    Python call per link; the ibnetdiscover fast path builds every cable with it."""
     new_ref, new_link = partial(tuple.__new__, PortRef), partial(tuple.__new__, Link)
     a_refs = map(new_ref, zip(a_guids, a_ports, strict=True))
     b_refs = map(new_ref, zip(b_guids, b_ports, strict=True))

@@ -313,30 +313,36 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     should run at one speed: a host's HCA cables, single-HCA hosts of one model on one leaf, or
     switch cables of one hardware pair (an EDR storage host on an HDR leaf is a design, not a fault).
     """
+    # A node's part in the class of its cables: (tier, devid, None) for a switch, (0, 0, host key)
+    # for an HCA of a multi-HCA host. Any other HCA's part names the switch it is cabled to, so
+    # it is made per cable (token_of).
     devid = {g: n.devid or 0 for g, n in fabric.nodes.items()}
-    tier: dict[Guid, int] = {}
-    host_key: dict[Guid, tuple[object, ...]] = {}
-    token: dict[Guid, _Token] = {}  # see _cable_classes
+    token: dict[Guid, _Token] = {}
+    plain_hcas: set[Guid] = set()
     hosts = cls.hosts
     for g, c in cls.nodes.items():
-        t = tier[g] = c.tier if c.tier is not None else -1
+        t = c.tier if c.tier is not None else -1
         if t != 0:
             token[g] = (t, devid[g], None)
         elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
-            token[g] = (0, 0, host_key.setdefault(g, ("host", c.host)))
-    # One pass counts cables per (tier pair, speed key, width, speed); a clean fabric needs no
-    # second pass, and a faulty one revisits only to name the cables (in fabric order).
+            token[g] = (0, 0, ("host", c.host))
+        else:
+            plain_hcas.add(g)
+
+    def token_of(g: Guid, far: Guid) -> _Token:
+        known = token.get(g)
+        if known is not None:
+            return known
+        if g in plain_hcas:
+            return (0, 0, ("leaf", far, devid[g]))
+        return (-1, devid[g], None)  # a node the classification does not know: an untiered switch
 
     def classes(lk: Link) -> tuple[tuple[int, int], tuple[object, ...]]:
         ga, gb = lk.a.guid, lk.b.guid
-        ta, tb = tier.get(ga, -1), tier.get(gb, -1)
-        tp = (ta, tb) if ta <= tb else (tb, ta)
-        if ta == 0 or tb == 0:
-            hca, far = (ga, gb) if ta == 0 else (gb, ga)
-            return tp, host_key.get(hca) or ("leaf", far, devid[hca])
-        da, db = devid[ga], devid[gb]
-        return tp, ("switches", tp, (da, db) if da <= db else (db, da))
+        return _class(token_of(ga, gb), token_of(gb, ga))
 
+    # One pass counts cables per (tier pair, speed key, width, speed); a clean fabric needs no
+    # second pass, and a faulty one revisits only to name the cables (in fabric order).
     combos = _cable_classes(fabric.links, token, classes)
     by_tiers: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
     by_speed_key: dict[tuple[object, ...], Counter[int]] = defaultdict(Counter)
@@ -389,9 +395,20 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
 
 _A_GUID, _B_GUID = attrgetter("a.guid"), attrgetter("b.guid")
 _WIDTH, _SPEED = attrgetter("width"), attrgetter("speed")
-# A node's part in a cable's speed class (see _cable_classes).
-_Token = tuple[int, int, tuple[object, ...] | None]
+_Token = tuple[int, int, tuple[object, ...] | None]  # see _degraded_links
 _Class = tuple[tuple[int, int], tuple[object, ...], int, str]
+
+
+def _class(a: _Token, b: _Token) -> tuple[tuple[int, int], tuple[object, ...]]:
+    """(tier pair, speed key) of a cable from its two ends' tokens: an HCA cable is compared by
+    its HCA's key, a switch cable with the cables of the same tier pair and hardware pair."""
+    (t_a, d_a, key_a), (t_b, d_b, key_b) = a, b
+    tp = (t_a, t_b) if t_a <= t_b else (t_b, t_a)
+    if t_a == 0 or t_b == 0:
+        key = key_a if t_a == 0 else key_b
+        assert key is not None  # every tier-0 token has its key
+        return tp, key
+    return tp, ("switches", tp, (d_a, d_b) if d_a <= d_b else (d_b, d_a))
 
 
 def _cable_classes(
@@ -399,14 +416,11 @@ def _cable_classes(
     token: dict[Guid, _Token],
     classes: Callable[[Link], tuple[tuple[int, int], tuple[object, ...]]],
 ) -> Counter[_Class]:
-    """Cables (loopbacks aside) per (tier pair, speed key, width, speed), the class as ``classes``
-    gives it.
+    """Cables (loopbacks aside) per (tier pair, speed key, width, speed).
 
-    ``token`` holds each node's part in that class: (tier, devid, None) for a switch and (0, 0,
-    host key) for an HCA of a multi-HCA host. The cables are counted by their ends' tokens with
-    C-level map and Counter (49k cables at 16k HCAs), and each distinct combination is turned into
-    its class once. A cable with an end that has no token (any other HCA: its class names the
-    far switch) or a loopback cable goes through ``classes`` one by one."""
+    Cables whose two ends have a fixed token (``token``) are counted by their tokens with
+    C-level map and Counter (49k cables at 16k HCAs), and each distinct pair becomes its class
+    once. The rest (an end whose token depends on the cable) go through ``classes`` one by one."""
     ga, gb = list(map(_A_GUID, links)), list(map(_B_GUID, links))
     ta, tb = list(map(token.get, ga)), list(map(token.get, gb))
     fast = None not in ta and None not in tb and not any(map(operator.eq, ga, gb))
@@ -426,14 +440,7 @@ def _cable_classes(
     )
     for (ka, kb, width, speed), n in counted.items():
         assert ka is not None and kb is not None
-        (t_a, d_a, h_a), (t_b, d_b, h_b) = ka, kb
-        tp = (t_a, t_b) if t_a <= t_b else (t_b, t_a)
-        if t_a == 0 or t_b == 0:
-            key = h_a if t_a == 0 else h_b
-            assert key is not None
-        else:
-            key = ("switches", tp, (d_a, d_b) if d_a <= d_b else (d_b, d_a))
-        out[(tp, key, width, speed)] += n
+        out[(*_class(ka, kb), width, speed)] += n
     return out
 
 
