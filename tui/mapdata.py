@@ -42,16 +42,24 @@ def _cell(rows: Sequence[LinkRow], indexes: list[int]) -> Cell:
 
 def leaf_spine_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
     """Rows: leaves by name; columns: spines by name; a cell: the cables between them."""
+    cables, leaves, spines = _leaf_spine_cables(rows)
+    cells = {(leaves[a], spines[b]): _cell(rows, ix) for (a, b), ix in cables.items()}
+    note = "" if cells else "no leaf-to-spine cables in this fabric"
+    return MapGrid("leaf x spine: uplink health", tuple(leaves), tuple(spines), cells, note)
+
+
+def _leaf_spine_cables(
+    rows: Sequence[LinkRow],
+) -> tuple[dict[tuple[str, str], list[int]], dict[str, int], dict[str, int]]:
+    """The leaf-spine rows' indexes per (leaf, spine), and each leaf's and spine's position
+    (by name): the axes of both leaf x spine grids."""
     cables: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in rows:
         if r.tiers == "leaf-spine":
             cables[(r.a_name, r.b_name)].append(r.index)
     leaves = sorted({a for a, _ in cables})
     spines = sorted({b for _, b in cables})
-    li, si = {n: i for i, n in enumerate(leaves)}, {n: i for i, n in enumerate(spines)}
-    cells = {(li[a], si[b]): _cell(rows, ix) for (a, b), ix in cables.items()}
-    note = "" if cells else "no leaf-to-spine cables in this fabric"
-    return MapGrid("leaf x spine: uplink health", tuple(leaves), tuple(spines), cells, note)
+    return cables, {n: i for i, n in enumerate(leaves)}, {n: i for i, n in enumerate(spines)}
 
 
 def rail_unit_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
@@ -97,13 +105,7 @@ def share_status(share: float | None) -> str:
 
 def bandwidth_grid(rows: Sequence[LinkRow], bandwidth: SweepBandwidth | None) -> MapGrid:
     """Leaf x spine; a cell's shade is its slowest cable's median share of line rate."""
-    cables: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for r in rows:
-        if r.tiers == "leaf-spine":
-            cables[(r.a_name, r.b_name)].append(r.index)
-    leaves = sorted({a for a, _ in cables})
-    spines = sorted({b for _, b in cables})
-    li, si = {n: i for i, n in enumerate(leaves)}, {n: i for i, n in enumerate(spines)}
+    cables, leaves, spines = _leaf_spine_cables(rows)
     figures = bandwidth.cables if bandwidth is not None else {}
 
     def share(i: int) -> float:
@@ -114,7 +116,7 @@ def bandwidth_grid(rows: Sequence[LinkRow], bandwidth: SweepBandwidth | None) ->
     for (a, b), ix in cables.items():
         ix.sort(key=lambda i: (share(i), i))
         worst = figures.get(rows[ix[0]].key)
-        cells[(li[a], si[b])] = Cell(share_status(worst.median_share if worst else None), tuple(ix))
+        cells[(leaves[a], spines[b])] = Cell(share_status(worst.median_share if worst else None), tuple(ix))
     if bandwidth is None:
         note = "no sweep stored yet (press p, then s on a lab; or ibfab sweep run)"
     elif not figures:
