@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fabric.counters import fields
 from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
+from fabric.counters.merge import unreachable_row
+from fabric.counters.parse import Unreachable
 from fabric.discovery import Source, discover
 from fabric.remote import SshOptions
 from fabric.store import LinkEvent, RawCapture, Store
@@ -139,27 +140,11 @@ def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
     """Store rows (``fabric.store.PORT_COUNTER_FIELDS`` order) of a collection: the rows the
     collector made for the ports it read, then the unreachable ports (``reachable`` False, with the
     reason)."""
-    now = result.time
-    peers = result.peers
     rows: list[tuple[object, ...]] = list(result.rows)
-    blank = (None,) * len(fields.COUNTER_NAMES)
     for u in result.unreachable:
         if u.guid is None or u.port is None:
             continue  # a tool-level failure line: it is in the raw capture and the notes
-        peer = peers.get((u.guid, u.port))
-        rows.append(
-            (
-                u.guid,
-                u.port,
-                u.lid,
-                peer.guid if peer else None,
-                peer.port if peer else None,
-                False,
-                u.reason,
-                now,
-                *blank,
-            )
-        )
+        rows.append(unreachable_row(u, result.peers.get((u.guid, u.port)), result.time))
     return rows
 
 
@@ -221,13 +206,12 @@ def store_counters(
 def vanished_rows(before: Fabric, after: Fabric, when: float) -> list[tuple[object, ...]]:
     """Unreachable rows for the cabled ports of nodes that discovery no longer finds (an unplugged
     or dead HCA, a switch that went away): their counters could not be read this time."""
-    blank = (None,) * len(fields.COUNTER_NAMES)
     rows: list[tuple[object, ...]] = []
     for guid in sorted(before.nodes.keys() - after.nodes.keys()):
         node = before.nodes[guid]
         for port, far, _ in sorted(before.neighbours(guid), key=lambda x: x[0]):
             reason = f"not found by ibnetdiscover (was cabled to {far.guid} port {far.port})"
-            rows.append((guid, port, node.lid, far.guid, far.port, False, reason, when, *blank))
+            rows.append(unreachable_row(Unreachable(guid, port, reason, node.lid), far, when))
     return rows
 
 

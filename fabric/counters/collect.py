@@ -46,7 +46,15 @@ from typing import TYPE_CHECKING
 
 from fabric.counters import fields
 from fabric.counters import ibqueryerrors as iqe
-from fabric.counters.merge import ERROR_COUNTERS, REACHABLE, MergedPorts, Row, merge_passes, sample_row
+from fabric.counters.merge import (
+    ERROR_COUNTERS,
+    REACHABLE,
+    MergedPorts,
+    Row,
+    merge_passes,
+    sample_row,
+    unreachable_row,
+)
 from fabric.counters.parse import (
     IbqueryerrorsReport,
     PortSample,
@@ -396,25 +404,13 @@ def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
     """The counter table of :mod:`fabric.counters.fields`: one row per port, unreachable ones included."""
     import pandas as pd
 
-    blank = (None,) * len(fields.COUNTER_NAMES)
     rows: list[tuple[object, ...]] = [
         (snapshot_id, r[7], r[0], r[1], r[2], r[3], r[4], True, *r[8:]) for r in result.rows
     ]
     for u in result.unreachable:
         peer = result.peers.get((u.guid, u.port)) if u.guid is not None and u.port is not None else None
-        rows.append(
-            (
-                snapshot_id,
-                result.time,
-                u.guid,
-                u.port,
-                u.lid,
-                peer.guid if peer else None,
-                peer.port if peer else None,
-                False,
-                *blank,
-            )
-        )
+        r = unreachable_row(u, peer, result.time)
+        rows.append((snapshot_id, r[7], r[0], r[1], r[2], r[3], r[4], False, *r[8:]))
     frame = pd.DataFrame.from_records(rows, columns=list(fields.FRAME_COLUMNS))
     frame = frame.astype(
         {

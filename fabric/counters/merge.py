@@ -18,7 +18,7 @@ from typing import Any
 
 from fabric.counters import fields
 from fabric.counters import ibqueryerrors as iqe
-from fabric.counters.parse import PortSample
+from fabric.counters.parse import PortSample, Unreachable
 from fabric.store.counters import PORT_COUNTER_FIELDS
 from topology.model import Fabric, Guid, Node, PortRef
 
@@ -54,6 +54,24 @@ def sample_row(sample: PortSample, peer: PortRef | None, now: float) -> Row:
         now,
         *[values.get(n) for n in fields.COUNTER_NAMES],
     )
+
+
+def unreachable_row(port: Unreachable, peer: PortRef | None, now: float) -> Row:
+    """The store row of a port that did not answer: ``reachable`` False, the reason, no counters."""
+    return (
+        port.guid,
+        port.port,
+        port.lid,
+        peer.guid if peer else None,
+        peer.port if peer else None,
+        False,
+        port.reason,
+        now,
+        *_NO_COUNTERS,
+    )
+
+
+_NO_COUNTERS: tuple[None, ...] = (None,) * len(fields.COUNTER_NAMES)
 
 
 class _Resolver:
