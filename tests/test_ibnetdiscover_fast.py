@@ -8,11 +8,13 @@ or error.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import realdata_files
+from tests.mutate import random_edit
 from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover, parse_ibnetdiscover_text, read_ibnetdiscover
@@ -218,33 +220,9 @@ def test_comments_blank_lines_and_origin_variants_stay_on_the_fast_path() -> Non
 
 
 def _mutations(base: str, seed: int, count: int) -> list[str]:
-    """Seeded random edits of a canonical file: a character dropped, changed or doubled, a line
-    dropped, doubled or swapped with the next."""
-    import random
-
+    """Seeded random edits of a canonical file (tests.mutate.random_edit, one edit each)."""
     rng = random.Random(seed)
-    lines = base.split("\n")
-    out = []
-    for _ in range(count):
-        kind = rng.randrange(6)
-        i = rng.randrange(len(lines) - 1)
-        edited = list(lines)
-        line = edited[i]
-        j = rng.randrange(len(line)) if line else 0
-        if kind == 0 and line:
-            edited[i] = line[:j] + line[j + 1 :]
-        elif kind == 1 and line:
-            edited[i] = line[:j] + rng.choice('0123456789abcdefx[]"# \t') + line[j + 1 :]
-        elif kind == 2 and line:
-            edited[i] = line[:j] + line[j] + line[j:]
-        elif kind == 3:
-            del edited[i]
-        elif kind == 4:
-            edited.insert(i, line)
-        else:
-            edited[i], edited[i + 1] = edited[i + 1], edited[i]
-        out.append("\n".join(edited))
-    return out
+    return [random_edit(rng, base, '0123456789abcdefx[]"# \t') for _ in range(count)]
 
 
 # Bases: the generated file, two real captures in the canonical spelling (older tools, other

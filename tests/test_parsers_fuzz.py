@@ -18,6 +18,7 @@ from fabric.counters.parse import parse_ibdiagnet_pm, parse_ibqueryerrors, parse
 from probes.nccl_parse import parse_nccl_tests
 from probes.perftest import parse_perftest
 from tests.conftest import realdata_files
+from tests.mutate import random_edit
 from topology.errors import IbfabError
 from topology.routes import parse_lft_dump
 
@@ -37,27 +38,7 @@ EDITS = 60
 
 
 def _edit(rng: random.Random, text: str) -> str:
-    lines = text.split("\n")
-    if len(lines) < 2:
-        return text[: rng.randrange(len(text) + 1)]
-    kind, i = rng.randrange(7), rng.randrange(len(lines) - 1)
-    line = lines[i]
-    j = rng.randrange(len(line)) if line else 0
-    if kind == 0 and line:
-        lines[i] = line[:j] + line[j + 1 :]
-    elif kind == 1 and line:
-        lines[i] = line[:j] + rng.choice('0123456789abcdefx[]"#:|. \t-') + line[j + 1 :]
-    elif kind == 2 and line:
-        lines[i] = line[:j] + line[j] + line[j:]
-    elif kind == 3:
-        del lines[i]
-    elif kind == 4:
-        lines.insert(i, line)
-    elif kind == 5:
-        lines[i], lines[i + 1] = lines[i + 1], lines[i]
-    else:
-        return text[: rng.randrange(len(text))]
-    return "\n".join(lines)
+    return random_edit(rng, text, '0123456789abcdefx[]"#:|. \t-', cut=True)
 
 
 def test_every_tool_has_captures() -> None:
