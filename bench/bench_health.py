@@ -4,7 +4,7 @@ On a synthetic leaf-spine fabric (782 leaves: 50,048 ports, 25,024 links, ~1 % o
 errors) with 60 snapshots a minute apart (3.0 M counter rows):
 
 * ``ibfab health``'s path: a store with the fabric and the 60 snapshots (built once, a minute or
-  two; ``--keep DIR`` keeps it for the next run), then :func:`fabric.healthsvc.assess_store` in a
+  two; ``--keep DIR`` keeps it for the next run), then :func:`fabric.app.health.assess_store` in a
   fresh child process: its wall time and its peak resident memory
   (``getrusage(RUSAGE_CHILDREN).ru_maxrss``). Target: under 1 GiB.
 * in memory: ``compute_deltas`` + ``assess`` on the same table as a pandas frame, beside a plain
@@ -33,8 +33,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
 from fabric.counters.deltas import compute_deltas
-from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS
 from fabric.health import assess
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
 
@@ -138,7 +138,7 @@ def stored_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def child(db: str, now: float, out: str) -> int:
     """In the child process: ``assess_store`` as ``ibfab health --since 24h`` runs it."""
-    from fabric.healthsvc import assess_store
+    from fabric.app.health import assess_store
     from fabric.store import Store
 
     t = time.perf_counter()

@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store_ingest import _values, timed
 
-from fabric.collection import raw_captures, snapshot_rows, store_counters
+from fabric.app.collect import raw_captures, snapshot_rows, store_counters
+from fabric.core.fields import COUNTERS
 from fabric.counters.collect import RunTool, collect_fabric, ibqueryerrors_argv
-from fabric.counters.fields import COUNTERS
 from fabric.store import PORT_COUNTER_FIELDS, Store
 from probes.runner import CommandResult
 from topology.generate import generate, to_ibnetdiscover

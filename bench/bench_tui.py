@@ -34,8 +34,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from fabric.counters.fields import COUNTER_NAMES
-from fabric.service import FabricService
+from fabric.app.readmodel import FabricService
+from fabric.core.fields import COUNTER_NAMES
 from fabric.store import Store
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover

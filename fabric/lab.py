@@ -469,7 +469,7 @@ def set_counter(name: str, node: str, port: int, field: str, value: int) -> str:
     """Set a PMA counter: ``field`` is a PortCounters field (``SymbolErrorCounter``), an
     ``Attribute.Field`` (``PortCountersExtended.PortXmitData``) or an ibfab counter name
     (``symbol_errors``). The simulator clamps values to the counter width."""
-    from fabric.counters.fields import COUNTERS
+    from fabric.core.fields import COUNTERS
 
     if field in COUNTERS:
         bits, pma = COUNTERS[field]

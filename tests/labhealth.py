@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from fabric import lab
-from fabric.collection import Collector
-from fabric.discovery import Source
+from fabric.app.collect import Collector
+from fabric.app.discover import Source
 from fabric.store import Store
 
 

@@ -30,8 +30,8 @@ from fabric.advise.routing_advice import (
     path_diversity,
     root_guids,
 )
+from fabric.app.discover import Discovery
 from fabric.cli.main import main
-from fabric.discovery import Discovery
 from fabric.health import BerEstimate, EndHealth, LinkHealth, Status
 from tests.advise_fabrics import TWO_BY_TWO, fabric_of, guid_of
 from tests.conftest import realdata_files

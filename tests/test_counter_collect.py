@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric.collection import store_counters
-from fabric.counters import fields
+from fabric.app.collect import store_counters
+from fabric.core import fields
 from fabric.counters.collect import (
     ERROR_COUNTERS,
     CollectionResult,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.counters import fields
+from fabric.core import fields
 from fabric.counters.ibqueryerrors import ORDERED, VALUES, scan_ibqueryerrors
 from fabric.counters.parse import (
     parse_ibdiagnet_pm,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from fabric.counters.deltas import DELTA_COLUMNS, SATURABLE, DeltaStream, OutOfOrder, compute_deltas
-from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from topology.errors import UsageError
 
 A = "0x0000000000000a01"

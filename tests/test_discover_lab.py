@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
+from fabric.app.discover import Discovery, Source, discover
 from fabric.cli.main import main
-from fabric.discovery import Discovery, Source, discover
 from topology.generate import Design
 
 pytestmark = pytest.mark.lab

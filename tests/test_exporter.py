@@ -21,19 +21,19 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
+from fabric.app.collect import Collector
+from fabric.app.discover import Source
+from fabric.app.health import node_names
 from fabric.cli.main import main
-from fabric.collection import Collector
-from fabric.counters.fields import COUNTER_NAMES
-from fabric.discovery import Source
-from fabric.exporter import ExporterView, parse_listen, read_view, serve
-from fabric.exporter_metrics import (
+from fabric.core.fields import COUNTER_NAMES
+from fabric.exports.prometheus import (
     COUNTER_METRICS,
     ERROR_REASONS,
     STICKY,
     counter_metric_name,
     port_families,
 )
-from fabric.healthsvc import node_names
+from fabric.serve.exporter import ExporterView, parse_listen, read_view, serve
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA
 from topology.errors import UsageError

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from fabric.health import (
     HealthThresholds,
     LinkEvent,
@@ -577,7 +577,7 @@ def test_assess_in_pieces_refuses_a_window_that_ends_before_it_starts() -> None:
 def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fabric.healthsvc as healthsvc
+    import fabric.app.health as healthsvc
     from fabric.store import Store
     from tests.tui_data import SNAPSHOT_EVERY_S, T0, build_store, counter_rows
 

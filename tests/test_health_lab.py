@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
+from fabric.app.collect import Collector
+from fabric.app.discover import Source
+from fabric.app.health import assess_store, finding_kind
 from fabric.cli.main import main
-from fabric.collection import Collector
-from fabric.discovery import Source
-from fabric.healthsvc import assess_store, finding_kind
 from fabric.store import Store
 from topology.classify import switch_name
 from topology.model import Fabric
@@ -148,7 +148,7 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
 ) -> None:
     import time as _time
 
-    from fabric.healthsvc import utc_day
+    from fabric.app.health import utc_day
 
     with Store.open(tmp_path / "f.db") as store:
         collector = Collector(store, Source("lab", lab_up))

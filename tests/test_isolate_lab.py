@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
+from fabric.app.discover import Discovery, Source, discover
 from fabric.cli.main import main
-from fabric.discovery import Discovery, Source, discover
 from fabric.store import Store
 
 pytestmark = pytest.mark.lab

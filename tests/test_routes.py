@@ -150,7 +150,7 @@ def rail_lab() -> Iterator[str]:
 @pytest.mark.lab
 def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
     from fabric import lab
-    from fabric.discovery import Source, discover
+    from fabric.app.discover import Source, discover
 
     d = discover(Source("lab", rail_lab))
     dumps = Path(lab.opensm_dump_dir(rail_lab))

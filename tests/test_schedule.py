@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.cli.main import main
-from fabric.schedule import Timing, format_interval, next_cron_fire, parse_cron, parse_interval
+from fabric.core.timing import Timing, format_interval, next_cron_fire, parse_cron, parse_interval
 from fabric.store import Store
 from topology.errors import UsageError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from fabric.store import (
     PORT_COUNTER_FIELDS,
     LinkEvent,
@@ -434,7 +434,7 @@ def test_schedules_crud_and_runs(store: Store) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from fabric.counters.fields import COUNTER_NAMES
+    from fabric.core.fields import COUNTER_NAMES
     from fabric.store import RawCapture, Store
 
     path, taken_at, nrows = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])

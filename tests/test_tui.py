@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from textual.pilot import Pilot
 from textual.widgets import Sparkline, Static
 
-from fabric.service import FabricService, SweepStep
+from fabric.app.readmodel import FabricService, SweepStep
 from fabric.store import ProbeResultRow, Store
 from tests.tui_data import T0, build_store, counter_rows, topology_file
 from topology.model import Fabric, Link
@@ -275,7 +275,7 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
         ],
     )
     assert out.exit_code == 0, out.output
-    # both print fabric.service_advice.isolation_plan_text
+    # both print fabric.app.recommend.isolation_plan_text
     assert "leaf-su01-r0" in plan and plan + "\ndry run: nothing changed" in out.output
 
 

@@ -1,5 +1,5 @@
 """Fabric map bandwidth mode (``w``) and the per-cable figures behind it, from a stored sweep in the
-format ``fabric.sweeps.save`` writes (each pair with its route)."""
+format ``fabric.app.sweep.save`` writes (each pair with its route)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from fabric.service import FabricService
+from fabric.app.readmodel import FabricService
+from fabric.app.sweep import FORMAT
 from fabric.store import ProbeResultRow, RawCapture, Store
-from fabric.sweeps import FORMAT
 from tests.test_tui import SIZE, run_async, settle, text_of
 from tests.tui_data import T0, build_store, uplinks
 from topology.model import Fabric, Link

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fabric.counters.fields import COUNTER_NAMES
+from fabric.core.fields import COUNTER_NAMES
 from fabric.store import Store
 from fabric.store.counters import _read_columns, _read_rows, _time_filter
 

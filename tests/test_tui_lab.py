@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fabric import lab
-from fabric.collection import Collector
-from fabric.discovery import Source, discover
-from fabric.service import FabricService
+from fabric.app.collect import Collector
+from fabric.app.discover import Source, discover
+from fabric.app.readmodel import FabricService
 from fabric.store import Store
 from tests.test_tui import SIZE, run_async, settle, text_of
 from tui.app import build_app

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from fabric.service import FabricService
+from fabric.app.readmodel import FabricService
 from tests.tui_data import build_store
 from tui.app import IbfabApp, build_app
 

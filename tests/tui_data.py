@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.counters.fields import COUNTER_NAMES
+from fabric.core.fields import COUNTER_NAMES
 from fabric.store import Store
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover

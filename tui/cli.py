@@ -11,7 +11,7 @@ import sys
 
 import click
 
-# What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/demo.py
+# What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/app/demo.py
 # demo_db_path: the demo never touches an operator's own store, so the TUI goes to it instead).
 DEMO_LAB = "demo"
 DEMO_DB_NAME = "demo.db"
@@ -34,7 +34,7 @@ def store_for(db: str | None, lab: str | None) -> str | None:
 
 def overview_text(db: str | None, lab: str | None = None) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
-    from fabric.service import FabricService, overview_report
+    from fabric.app.readmodel import FabricService, overview_report
 
     svc = FabricService(db, lab)
     state = svc.state()
@@ -49,7 +49,7 @@ def run_tui_or_report(db: str | None, lab: str | None = None, poll_seconds: floa
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         click.echo(overview_text(db, lab))
         return
-    from fabric.service import FabricService
+    from fabric.app.readmodel import FabricService
     from tui.app import build_app
 
     build_app(FabricService(db, lab), poll_seconds=poll_seconds).run()

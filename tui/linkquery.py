@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.service import NO_DATA, STATUS_ORDER, LinkRow
+from fabric.app.readmodel import NO_DATA, STATUS_ORDER, LinkRow
 
 SORT_KEYS = ("score", "ber", "flaps", "name")
 _STATUS_WORDS = {

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.service import NO_DATA, STATUS_ORDER, FabricView, LinkRow, SweepBandwidth
+from fabric.app.readmodel import NO_DATA, STATUS_ORDER, FabricView, LinkRow, SweepBandwidth
 
 SHADES = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
 LEGEND = "░ ok   ▒ watch   ▓ warn   █ critical   · no data   (blank: no cable)"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from fabric.service import FabricView, HealthView, StoreState
+from fabric.app.readmodel import FabricView, HealthView, StoreState
 
 if TYPE_CHECKING:
     from tui.linkquery import LinkIndex
@@ -75,7 +75,7 @@ class OpenDetail(Message):
 
 
 class SweepProgressed(Message):
-    """Coalesced: at most one is in the queue; the handler takes the latest fabric.service.SweepStep."""
+    """Coalesced: at most one is in the queue; the handler takes the latest fabric.app.readmodel.SweepStep."""
 
 
 class SweepFinished(Message):

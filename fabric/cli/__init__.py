@@ -1,4 +1,4 @@
-"""The ``ibfab`` command line: a thin layer that parses options, calls fabric.service and renders.
+"""The ``ibfab`` command line: a thin layer that parses options, calls fabric.app.readmodel and renders.
 
 Each command group lives in its own module and is registered in ``_COMMANDS``; heavy imports
 (pandas, paramiko, textual) happen inside the commands so that ``ibfab --help`` stays fast.

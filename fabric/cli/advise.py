@@ -53,8 +53,8 @@ def _policy_options(fn: F) -> F:
 
 def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
     """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
+    from fabric.app.discover import discover
     from fabric.cli.discover import _source
-    from fabric.discovery import discover
 
     src, text = _source(input_path, ssh, lab)
     return discover(src, text)
@@ -131,7 +131,7 @@ def recommend_cmd(
     sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
     open_count = 0
     if db is not None or Path(_default_db()).exists():
-        from fabric.isolation import open_isolations
+        from fabric.app.isolate import open_isolations
         from fabric.store import Store
 
         with Store.open(db) as store:
@@ -160,7 +160,7 @@ def _stored_findings(db: str | None) -> list[LinkFinding] | None:
     """Findings from the store's counters (the same assessment as 'ibfab health'), or None
     when the store has no topology or counters yet."""
     from fabric.advise.candidates import findings_from_report
-    from fabric.healthsvc import assess_store
+    from fabric.app.health import assess_store
     from fabric.store import Store
     from topology.errors import StoreError
 
@@ -223,7 +223,7 @@ def isolate_cmd(
     In a lab, undo also unplugs and replugs the cable through the simulator console because ibsim
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
-    from fabric import isolation
+    from fabric.app import isolate as isolation
     from fabric.store import Store
 
     if undo_id is not None:
@@ -276,7 +276,7 @@ def isolate_cmd(
         if as_json and not do_apply:
             click.echo(json.dumps(plan_.to_dict(), indent=1))
             return
-        from fabric.service_advice import isolation_plan_text
+        from fabric.app.recommend import isolation_plan_text
 
         click.echo(isolation_plan_text(plan_))
         if not do_apply:
@@ -370,7 +370,7 @@ def _run_whatif(
         return
     click.echo(result.sentence())
     click.echo(f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)")
-    from fabric.render import table
+    from fabric.present.table import table
 
     rows = [
         (

@@ -10,7 +10,7 @@ from fabric.cli.options import ssh_options
 
 
 def _every(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    from fabric.collection import parse_duration
+    from fabric.app.collect import parse_duration
     from topology.errors import UsageError
 
     if value is None:
@@ -56,9 +56,9 @@ def collect_cmd(
     Runs until Ctrl-C (exit 130) unless --count is given; a failed collection prints one line,
     is recorded as a failed run, and the loop goes on.
     """
+    from fabric.app.collect import Collector, SnapshotOutcome
+    from fabric.app.source import SshOptions
     from fabric.cli.discover import _source
-    from fabric.collection import Collector, SnapshotOutcome
-    from fabric.remote import SshOptions
     from fabric.store import Store
     from topology.errors import IbfabError
 

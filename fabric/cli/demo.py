@@ -13,7 +13,7 @@ import click
 def demo_cmd(db: str | None, keep: bool) -> None:
     """Bring up a lab fabric with planted faults and show what ibfab finds."""
     from fabric import lab
-    from fabric.demo import DEMO_LAB, run_demo
+    from fabric.app.demo import DEMO_LAB, run_demo
 
     failed = False
     try:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from fabric.app.discover import Discovery, Source, discover, summary
+from fabric.app.source import SshOptions
 from fabric.cli.options import ssh_options
-from fabric.discovery import Discovery, Source, discover, summary
-from fabric.remote import SshOptions
-from fabric.render import table
+from fabric.present.table import table
 from topology.errors import ParseError, UsageError
 
 

@@ -13,7 +13,7 @@ import click
 from fabric.cli.options import ssh_options
 
 if TYPE_CHECKING:
-    from fabric.discovery import Discovery
+    from fabric.app.discover import Discovery
     from fabric.exports import Export
     from fabric.placement import HealthView
 
@@ -38,9 +38,9 @@ def source_options(fn: F) -> F:
 
 def discover_from(opts: dict[str, Any]) -> Discovery:
     """Discovery from the source options (pops them from ``opts``)."""
+    from fabric.app.discover import discover
+    from fabric.app.source import SshOptions
     from fabric.cli.discover import _source
-    from fabric.discovery import discover
-    from fabric.remote import SshOptions
 
     src, text = _source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
     ssh = SshOptions(
@@ -56,9 +56,9 @@ def health_from_store(d: Discovery, db: str | None, hours: float) -> HealthView:
     from topology.errors import UsageError
 
     try:
-        from fabric.healthsvc import assess_store, open_store
+        from fabric.app.health import assess_store, open_store
     except ImportError as exc:
-        raise UsageError(f"health: the health service (fabric.healthsvc) is not available: {exc}") from exc
+        raise UsageError(f"health: the health service (fabric.app.health) is not available: {exc}") from exc
     from fabric.placement import health_view_from_links
 
     with open_store(db) as store:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from fabric.app.health import HealthView
     from fabric.health import BerEstimate
-    from fabric.healthsvc import HealthView
 
 DEFAULT_LIMIT = 40
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str) -> float | None:
-    from fabric.collection import parse_duration
+    from fabric.app.collect import parse_duration
     from topology.errors import UsageError
 
     if value == "all":
@@ -45,7 +45,7 @@ def health_cmd(
     no_record: bool,
 ) -> None:
     """Score every link from the collected counters: BER with bounds, flaps, errors, congestion."""
-    from fabric.healthsvc import assess_store, load_thresholds, open_store
+    from fabric.app.health import assess_store, load_thresholds, open_store
 
     t = load_thresholds(thresholds) if thresholds else None
     with open_store(db) as store:
@@ -67,7 +67,7 @@ def _ber(b: BerEstimate) -> str:
 
 def render_health(view: HealthView, limit: int | None = DEFAULT_LIMIT, show_all: bool = False) -> str:
     """The table (worst first) and a summary; ok links only with ``show_all``."""
-    from fabric.render import table
+    from fabric.present.table import table
 
     report = view.report
     s = report.summary

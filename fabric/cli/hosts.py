@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fabric.cli.options import host_key_options
-from fabric.render import table
+from fabric.present.table import table
 from topology.errors import TransportError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
 
 
 def _setup(opts: dict[str, Any]) -> tuple[Inventory, Callable[[HostEntry], Transport]]:
-    from fabric.remote import with_identity
+    from fabric.app.source import with_identity
     from probes.inventory import read_inventory
     from probes.ssh import ssh_transport_factory
 

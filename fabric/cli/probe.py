@@ -92,8 +92,8 @@ def nccl_cmd(
     average, out-of-bounds values, warnings and failures, and compare with the line rate.
 
     Exits 4 with the failure in one line when a run failed (the run is still stored)."""
-    from fabric import ncclsvc
-    from fabric.remote import SshOptions
+    from fabric.app import nccl as ncclsvc
+    from fabric.app.source import SshOptions
     from probes.nccl import NcclTestOptions
 
     opts = NcclTestOptions(
@@ -134,8 +134,8 @@ def nccl_cmd(
 
 
 def render(report: object) -> str:
-    from fabric.ncclsvc import NcclReport
-    from fabric.render import table
+    from fabric.app.nccl import NcclReport
+    from fabric.present.table import table
     from probes.nccl_run import expectation
 
     assert isinstance(report, NcclReport)

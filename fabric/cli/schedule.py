@@ -90,7 +90,7 @@ def add_cmd(
       ibfab schedule add counters-5m --kind counters --every 5m --lab demo
       ibfab schedule add nightly --kind sweep --cron "0 2 * * *" --lab demo -- --pattern pairwise
     """
-    from fabric.schedule import Timing
+    from fabric.core.timing import Timing
     from fabric.store import Store
 
     if not _NAME_RE.fullmatch(name):
@@ -153,8 +153,8 @@ def _source(args: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Every schedule with its last run, next run and last result."""
-    from fabric.render import table
-    from fabric.schedule import format_interval
+    from fabric.core.timing import format_interval
+    from fabric.present.table import table
     from fabric.store import Store
 
     with Store.open(db) as store:
@@ -234,7 +234,7 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
     import signal
     from pathlib import Path
 
-    from fabric.daemon import Daemon, RunReport
+    from fabric.serve.daemon import Daemon, RunReport
     from fabric.store import default_db_path
 
     def report(r: RunReport) -> None:

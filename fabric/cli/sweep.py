@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fabric.cli.options import ssh_options
-from fabric.render import table
+from fabric.present.table import table
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
-    from fabric.sweeps import SweepContext
+    from fabric.app.sweep import SweepContext
     from probes.localize import Suspect
     from probes.plan import SweepPlan
     from probes.sweep import SweepStep
@@ -57,7 +57,7 @@ def _context(
     routes_path: str | None,
     per_host: bool,
 ) -> SweepContext:
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
 
     if pattern == "custom" and not pairs_path:
         raise UsageError("--pattern custom needs --pairs FILE")
@@ -156,7 +156,7 @@ def plan_cmd(
     as_json: bool,
 ) -> None:
     """Plan a sweep: rounds used against the lower bound, and the cables and rails covered."""
-    from fabric.sweeps import names_of
+    from fabric.app.sweep import names_of
 
     ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
     names = names_of(ctx.discovery)
@@ -192,7 +192,7 @@ def run_cmd(
 ) -> None:
     """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts), store
     it, rank suspects."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
 
     if inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
@@ -242,7 +242,7 @@ def run_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
     """A stored sweep (the newest by default) with its suspect links."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
 
     shown = sweeps.show(sweep_id, db)
     if as_json:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from fabric.counters import fields
+from fabric.core import fields
 from fabric.counters import ibqueryerrors as iqe
 from fabric.counters.merge import (
     ERROR_COUNTERS,
@@ -401,7 +401,7 @@ def _combine(parts: list[PortSample], node: Node) -> PortSample:
 
 # -- the counter table ---------------------------------------------------------------------------
 def to_frame(result: CollectionResult, snapshot_id: int) -> pd.DataFrame:
-    """The counter table of :mod:`fabric.counters.fields`: one row per port, unreachable ones included."""
+    """The counter table of :mod:`fabric.core.fields`: one row per port, unreachable ones included."""
     import pandas as pd
 
     rows: list[tuple[object, ...]] = [

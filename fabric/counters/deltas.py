@@ -1,6 +1,6 @@
 """Counter deltas between consecutive samples of each port, with resets, saturation and re-cabling.
 
-Input is the counter table (see :mod:`fabric.counters.fields`): one row per (snapshot, port).
+Input is the counter table (see :mod:`fabric.core.fields`): one row per (snapshot, port).
 Output is one row per port and *reachable* sample that has an earlier reachable sample of the same
 port; each counter column then holds how much that counter grew since its previous reading.
 
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from fabric.counters.fields import COUNTER_NAMES, COUNTERS, FRAME_KEY_COLUMNS, max_value
+from fabric.core.fields import COUNTER_NAMES, COUNTERS, FRAME_KEY_COLUMNS, max_value
 from topology.errors import UsageError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """ibdiagnet port counters: ibdiagnet2.pm, and the PM_INFO section of ibdiagnet2.db_csv.
 
 Use through :func:`fabric.counters.parse.parse_ibdiagnet_pm`. Error counters come from the base
-attribute (their width is what :mod:`fabric.counters.fields` promises; the ``_extended``/``Ext``
+attribute (their width is what :mod:`fabric.core.fields` promises; the ``_extended``/``Ext``
 64-bit twins go to ``other``), data counters from their 64-bit ``_extended`` twins; ``NA``
 (``-1`` in db_csv) values are left out.
 """
@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from fabric.counters import fields
+from fabric.core import fields
 from fabric.counters.parse import DATA_COUNTERS, PortSample, _canonical_order, _fail, _int, _lines
 from topology.errors import ParseError
 from topology.model import normalise_guid

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from fabric.counters import fields
+from fabric.core import fields
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from fabric.counters import fields
+from fabric.core import fields
 from fabric.counters import ibqueryerrors as iqe
 from fabric.counters.parse import PortSample, Unreachable
 from fabric.store.counters import PORT_COUNTER_FIELDS

@@ -1,7 +1,7 @@
 """Port-counter parsers: perfquery, ibqueryerrors, ibdiagnet (.pm and the PM_INFO section of .db_csv).
 
 Pure functions of text. Every parser emits :class:`PortSample` records keyed by the canonical counter
-names of :mod:`fabric.counters.fields`; fields we do not keep canonically go to ``PortSample.other``.
+names of :mod:`fabric.core.fields`; fields we do not keep canonically go to ``PortSample.other``.
 
 Strict by default: a line that does not parse raises :class:`ParseError` naming source and line.
 Pass a list as ``problems`` and the bad lines are appended there instead, so one garbled line in a
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fabric.counters import fields
+from fabric.core import fields
 from fabric.counters import ibqueryerrors as iqe
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid

@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from fabric.counters.fields import COUNTER_NAMES, FRAME_COLUMNS
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
 from fabric.store.captures import CaptureTables, CompressAhead
 from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
 from topology.errors import StoreError

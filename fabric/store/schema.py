@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.counters.fields import COUNTER_NAMES
+from fabric.core.fields import COUNTER_NAMES
 
 # PRAGMA application_id marks the file as an ibfab store ("IBFB").
 APPLICATION_ID = 0x49424642

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fabric.service import SweepStep, Unavailable
+from fabric.app.readmodel import SweepStep, Unavailable
 from fabric.store import StoredSweep
 from topology.errors import IbfabError
 from tui.messages import SweepFinished, SweepProgressed

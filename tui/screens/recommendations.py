@@ -12,9 +12,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Static
 
-from fabric.isolation import IsolationPlan
-from fabric.service import Advice, Unavailable
-from fabric.service_advice import isolation_plan_text
+from fabric.app.isolate import IsolationPlan
+from fabric.app.readmodel import Advice, Unavailable
+from fabric.app.recommend import isolation_plan_text
 from topology.errors import IbfabError
 from tui.messages import ActionApplied
 from tui.screens.base import DataScreen

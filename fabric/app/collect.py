@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fabric.app.discover import Source, discover
+from fabric.app.source import SshOptions
 from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
 from fabric.counters.merge import unreachable_row
 from fabric.counters.parse import Unreachable
-from fabric.discovery import Source, discover
-from fabric.remote import SshOptions
 from fabric.store import LinkEvent, RawCapture, Store
 from fabric.store.captures import CompressAhead
 from probes.runner import CommandResult
@@ -70,7 +70,7 @@ def tool_runner(src: Source, ssh: SshOptions | None = None) -> RunTool:
 
         return lambda argv: run(argv, timeout=TOOL_TIMEOUT, check=False)
     if src.kind == "ssh":
-        from fabric.remote import run_on_host
+        from fabric.app.source import run_on_host
 
         host = src.target
 

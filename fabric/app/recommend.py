@@ -12,9 +12,9 @@ from topology.errors import UsageError
 
 if TYPE_CHECKING:
     from fabric.advise.actions import Action
-    from fabric.isolation import AppliedChange, IsolationPlan
-    from fabric.service import FabricView, Unavailable
-    from fabric.service_health import HealthView
+    from fabric.app.health_window import HealthView
+    from fabric.app.isolate import AppliedChange, IsolationPlan
+    from fabric.app.readmodel import FabricView, Unavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def recommendations(
     db: Path | None, lab: str | None, view: FabricView, health: HealthView | None
 ) -> list[Advice] | Unavailable:
     """``ibfab recommend`` over the stored topology and the current health report."""
-    from fabric.service import Unavailable, optional_service
+    from fabric.app.readmodel import Unavailable, optional_service
 
     mod = optional_service("fabric.advise.recommend", "recommendations", "recommend")
     if isinstance(mod, Unavailable):
@@ -60,7 +60,7 @@ def recommendations(
     from fabric.advise.candidates import findings_from_report
     from fabric.advise.routing_advice import SubnetManager, probe_subnet_manager
     from fabric.advise.safety import SafetyPolicy
-    from fabric.isolation import open_isolations
+    from fabric.app.isolate import open_isolations
 
     sm = probe_subnet_manager(lab=lab) if lab else SubnetManager()
     with Store.open(db) as store:
@@ -89,7 +89,7 @@ def recommendations(
 def isolation_plan(db: Path | None, view: FabricView, advice: Advice) -> IsolationPlan:
     """The safety-checked plan for an isolate_port advice (what ``ibfab isolate PORT`` shows)."""
     from fabric.advise.safety import SafetyPolicy
-    from fabric.isolation import open_isolations, plan_isolation
+    from fabric.app.isolate import open_isolations, plan_isolation
 
     port = advice.action.port
     if port is None or advice.kind != "isolate_port":
@@ -102,7 +102,7 @@ def isolation_plan(db: Path | None, view: FabricView, advice: Advice) -> Isolati
 
 def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> list[AppliedChange]:
     """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
-    from fabric.isolation import apply_plan
+    from fabric.app.isolate import apply_plan
 
     if not plan.safe:
         from topology.errors import SafetyError

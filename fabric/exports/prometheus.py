@@ -1,7 +1,7 @@
 """The metric families ``ibfab exporter`` serves: names, labels, and how each is built.
 
 Pure functions from store records (a Fabric, a counter snapshot's rows, a HealthReport) to
-prometheus-client metric families; :mod:`fabric.exporter` reads the store and serves them.
+prometheus-client metric families; :mod:`fabric.serve.exporter` reads the store and serves them.
 
 Per-port counters follow treydock/infiniband_exporter's names, so its dashboards and recording
 rules keep working, with guilbaults/infiniband-exporter's far-end labels added::
@@ -17,7 +17,7 @@ rules keep working, with guilbaults/infiniband-exporter's far-end labels added::
 ``receive_packets``. Values are the raw readings of the latest complete counter snapshot (never
 reset by ibfab); the data counters count 4-byte words on the wire and are served x 4 as bytes.
 ``guid`` is the node GUID (``0x`` + 16 hex digits), ``switch``/``hca`` the operator's name for the
-node as ``ibfab health`` prints it (``leaf-su01-r3``, ``dgx-0042 mlx5_3``; fabric.healthsvc),
+node as ``ibfab health`` prints it (``leaf-su01-r3``, ``dgx-0042 mlx5_3``; fabric.app.health),
 ``remote_*`` the far end of the cable when the snapshot was taken (empty when the port had no
 known peer). A port that did not answer has no series in that scrape (see
 ``ibfab_exporter_ports_unreachable``).
@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from fabric.counters.fields import COUNTER_NAMES, COUNTERS, max_value
+from fabric.core.fields import COUNTER_NAMES, COUNTERS, max_value
 from fabric.health.status import Status
 from topology.model import Fabric, Guid, NodeKind
 

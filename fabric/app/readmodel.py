@@ -2,14 +2,14 @@
 
 Nothing here parses, connects or scores: it opens the store (one :class:`Store` per call, so any
 thread may call it), and hands what it reads to the services that own the logic
-(:func:`fabric.discovery.analyse`, ``fabric.healthsvc``, ``fabric.sweeps``, ``fabric.advise`` /
-``fabric.isolation``). A service that is not there is reported as :class:`Unavailable`, never
+(:func:`fabric.app.discover.analyse`, ``fabric.app.health``, ``fabric.app.sweep``, ``fabric.advise`` /
+``fabric.app.isolate``). A service that is not there is reported as :class:`Unavailable`, never
 replaced by made-up data.
 
 The jobs live in their own modules and :class:`FabricService` is their one front door:
-:mod:`fabric.service_health` (health, also in a child process), :mod:`fabric.service_probes`
-(sweeps and per-cable bandwidth), :mod:`fabric.service_advice` (recommendations, isolation and
-its plan text) and :mod:`fabric.service_report` (the overview as text).
+:mod:`fabric.app.health_window` (health, also in a child process), :mod:`fabric.app.bandwidth`
+(sweeps and per-cable bandwidth), :mod:`fabric.app.recommend` (recommendations, isolation and
+its plan text) and :mod:`fabric.present.overview` (the overview as text).
 
 Cheap calls (:meth:`FabricService.state`, :meth:`FabricService.latest_snapshot_id`) are a few
 indexed SELECTs, so a UI can paint and poll with them; :meth:`FabricService.load_view` (topology +
@@ -27,10 +27,11 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING
 
-from fabric import service_advice, service_probes
-from fabric.discovery import TIER_NAMES, Discovery, analyse, summary
-from fabric.service_advice import Advice
-from fabric.service_health import (
+from fabric.app import bandwidth as service_probes
+from fabric.app import recommend as service_advice
+from fabric.app.bandwidth import SweepBandwidth
+from fabric.app.discover import TIER_NAMES, Discovery, analyse, summary
+from fabric.app.health_window import (
     HEALTH_WINDOW_S,
     SNAPSHOT_SPREAD_S,
     HealthProcess,
@@ -38,15 +39,15 @@ from fabric.service_health import (
     LinkKey,
     compute_health,
 )
-from fabric.service_probes import SweepBandwidth
-from fabric.service_report import duration, link_text, overview_report, overview_sections
+from fabric.app.recommend import Advice
+from fabric.present.overview import duration, link_text, overview_report, overview_sections
 from fabric.store import CounterSnapshotInfo, ProbeSweep, Store, StoredSweep, TopologySummary
 from probes.sweep import SweepStep
 from topology.classify import Role
 from topology.model import Guid, Link
 
 if TYPE_CHECKING:
-    from fabric.isolation import AppliedChange, IsolationPlan
+    from fabric.app.isolate import AppliedChange, IsolationPlan
 
 NO_DATA = "no data"
 STATUS_ORDER: Mapping[str, int] = MappingProxyType(
@@ -244,7 +245,7 @@ class FabricService:
 
     # -- health -------------------------------------------------------------------------------
     def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthView | None:
-        """Health (fabric.healthsvc, nothing recorded) over the window ending at the newest counter
+        """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
         snapshot, computed in this process; None when there are no snapshots or no topology."""
         return compute_health(self.db, window_s)
 
@@ -353,14 +354,14 @@ class FabricService:
                 out.append(CounterSeries(int(str(port)), name, tuple(float(v) for v in values)))
         return out
 
-    # -- sweeps (fabric.service_probes) --------------------------------------------------------
+    # -- sweeps (fabric.app.bandwidth) --------------------------------------------------------
     def sweeps_of(self, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
         """The newest ``limit`` sweeps (only their pairs involving ``host`` if given)."""
         return service_probes.sweeps_of(self.db, host, limit)
 
     def sweep_service(self) -> ModuleType | Unavailable:
-        """fabric.sweeps when a sweep can start from here; else why not."""
-        svc = optional_service("fabric.sweeps", "probe sweeps", "prepare", "run_lab", "save", "show")
+        """fabric.app.sweep when a sweep can start from here; else why not."""
+        svc = optional_service("fabric.app.sweep", "probe sweeps", "prepare", "run_lab", "save", "show")
         if not isinstance(svc, Unavailable) and self.lab is None:
             return Unavailable(
                 "starting a sweep", "open the TUI with --lab NAME (ssh sweeps: ibfab sweep run)"
@@ -379,7 +380,7 @@ class FabricService:
         """Measured share of line rate per cable in a sweep (the newest by default)."""
         return service_probes.sweep_bandwidth(self.db, sweep_id)
 
-    # -- advice and isolation (fabric.service_advice) --------------------------------------------
+    # -- advice and isolation (fabric.app.recommend) --------------------------------------------
     def recommendations(self, view: FabricView, health: HealthView | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
         return service_advice.recommendations(self.db, self.lab, view, health)

@@ -2,7 +2,7 @@
 
 >>> serve("127.0.0.1:9315", default_db_path(), refresh_s=30, window_s=7200)   # doctest: +SKIP
 
-What is served, names and labels, is documented in :mod:`fabric.exporter_metrics`.
+What is served, names and labels, is documented in :mod:`fabric.exports.prometheus`.
 
 DECISION: a cached view, rebuilt every ``--refresh`` seconds by the exporter's own loop and kept
 *rendered* (text, and gzip), rather than a Collector that reads the store on every scrape. Why:
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from fabric.exporter_metrics import ExporterStatus, exporter_families, link_families, port_families
+from fabric.exports.prometheus import ExporterStatus, exporter_families, link_families, port_families
 from fabric.store import Store, default_db_path
 from fabric.store.records import CounterSnapshotInfo
 from topology.errors import StoreError, UsageError
@@ -170,7 +170,7 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
     key = (topology_id, latest.id)
     if previous is not None and previous.key == key:
         return previous
-    from fabric.healthsvc import node_names
+    from fabric.app.health import node_names
 
     fabric = store.load_topology(topology_id).fabric
     names = node_names(fabric)
@@ -196,7 +196,7 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
 def _health(store: Store, latest: CounterSnapshotInfo, window_s: float) -> HealthReport:
     """``ibfab health``'s assessment (without recording findings: the exporter only reads), over
     the window that ends at the latest snapshot, so scores do not decay while collection is down."""
-    from fabric.healthsvc import assess_store
+    from fabric.app.health import assess_store
 
     return assess_store(store, since_s=window_s, now=latest.taken_at, record=False).report
 

@@ -103,7 +103,7 @@ def _text(args: Mapping[str, Any], key: str) -> str | None:
 
 
 def _ssh_options(args: Mapping[str, Any]) -> Any:
-    from fabric.remote import SshOptions
+    from fabric.app.source import SshOptions
 
     return SshOptions(
         _text(args, "inventory"),
@@ -122,8 +122,8 @@ def _require_lab(name: str) -> None:
 
 def run_counters(schedule: Schedule, ctx: JobContext) -> str:
     """One counter collection from the schedule's source into the daemon's store."""
-    from fabric.collection import Collector
-    from fabric.discovery import Source
+    from fabric.app.collect import Collector
+    from fabric.app.discover import Source
     from fabric.store import Store
 
     args = schedule.args
@@ -144,7 +144,7 @@ def run_counters(schedule: Schedule, ctx: JobContext) -> str:
 
 def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
     """Plan and run one sweep (lab-simulated or ib_write_bw over SSH) and store it."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
 
     args = schedule.args
     lab, input_path, inventory = _text(args, "lab"), _text(args, "input"), _text(args, "inventory")
@@ -194,7 +194,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
 def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job: str) -> Any:
     # sweeps.run_lab, with a backend that takes each round's hosts from the shared locks.
     from fabric import lab
-    from fabric.sweeps import names_of
+    from fabric.app.sweep import names_of
     from probes.labtraffic import parse_error_rates
     from probes.plan import endpoints
     from probes.sweep import run_sweep

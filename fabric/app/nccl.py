@@ -1,6 +1,6 @@
 """``ibfab probe nccl``: run nccl-tests on a set of hosts through a head host, store it, judge it.
 
-The runs go through :func:`fabric.remote.run_on_host` on the head host (host keys verified, the
+The runs go through :func:`fabric.app.source.run_on_host` on the head host (host keys verified, the
 inventory's user/port/key/jump applied). Every launch is kept in the store as a sweep of pattern
 ``nccl``: one capture (kind ``probe``, tool ``nccl-tests``) with the launcher's whole output and
 argv, and one result row per launch (hosts as a host range, ``client_device`` the rail's HCA or
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabric.remote import SshOptions, run_on_host
+from fabric.app.source import SshOptions, run_on_host
 from probes.inventory import fold_names, read_inventory
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import NcclPlan, NcclRun, expectation, plan_nccl, run_nccl

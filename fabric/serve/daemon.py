@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabric.jobs import HostActivity, JobContext, run_job
-from fabric.schedule import timing_of
+from fabric.app.jobs import HostActivity, JobContext, run_job
+from fabric.core.timing import timing_of
 from fabric.store import Schedule, Store
 from probes.fanout import HostLocks
 from topology.errors import IbfabError

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.remote import SshOptions
+from fabric.app.source import SshOptions
 from probes.runner import run
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
@@ -85,7 +85,7 @@ def fetch_ibnetdiscover(
         res = lab.run_tool(src.target, argv, timeout=IBNETDISCOVER_TIMEOUT)
         return res.stdout, _warnings(res.stderr)
     if src.kind == "ssh":
-        from fabric.remote import run_on_host
+        from fabric.app.source import run_on_host
 
         out = run_on_host(src.target, argv, IBNETDISCOVER_TIMEOUT, ssh)
         return out.stdout, _warnings(out.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric import lab
-from fabric.discovery import Source, discover
+from fabric.app.discover import Source, discover
 
 if TYPE_CHECKING:
     from fabric.store import Store
@@ -110,9 +110,9 @@ def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, 
 
 def health_step(store: Store, fabric: Fabric) -> DemoStep:
     """Three collections with a link whose symbol errors rise and a link that flaps, then health."""
+    from fabric.app.collect import Collector
+    from fabric.app.health import assess_store
     from fabric.cli.health import render_health
-    from fabric.collection import Collector
-    from fabric.healthsvc import assess_store
 
     start = time.time()
     avoid = {f.split(":")[1] for f in DEMO_FAULTS if f.split(":")[1].startswith("leaf")}
@@ -158,7 +158,7 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
 
 def sweep_step(db: str, design: object) -> DemoStep:
     """A rail-pairs sweep on the lab's simulated traffic, localized back to the cables at fault."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
     from fabric.cli.sweep import render_suspects
     from topology.generate import Design
 
@@ -193,9 +193,9 @@ def recommend_step(db: str, d: object) -> DemoStep:
     from fabric.advise.candidates import findings_from_report
     from fabric.advise.recommend import recommend
     from fabric.advise.routing_advice import probe_subnet_manager
+    from fabric.app.discover import Discovery
+    from fabric.app.health import assess_store
     from fabric.cli.advise import render_actions
-    from fabric.discovery import Discovery
-    from fabric.healthsvc import assess_store
     from fabric.store import Store
 
     assert isinstance(d, Discovery)

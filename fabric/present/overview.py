@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fabric.service import LinkRow, Overview
+    from fabric.app.readmodel import LinkRow, Overview
 
 
 def overview_report(ov: Overview) -> str:

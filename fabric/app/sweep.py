@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fabric.discovery import Discovery, Source, discover, discover_text
+from fabric.app.discover import Discovery, Source, discover, discover_text
 from probes.localize import Suspect, rank
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
@@ -121,7 +121,7 @@ def run_ssh(
     progress: Progress | None = None,
 ) -> SweepOutcome:
     """Run the plan with real ib_write_bw over SSH; hosts missing or unreachable stop it before it starts."""
-    from fabric.remote import with_identity
+    from fabric.app.source import with_identity
     from probes.fanout import fan_out
     from probes.inventory import fold_names, read_inventory
     from probes.perftest import PerftestOptions

@@ -1,7 +1,7 @@
 """Probe sweeps for the TUI: stored sweeps, starting one on a lab with progress, the suspect
 report, and the measured bandwidth of every cable the latest sweep crossed.
 
-Everything goes through :mod:`fabric.sweeps` (what ``ibfab sweep run|show`` call); this module
+Everything goes through :mod:`fabric.app.sweep` (what ``ibfab sweep run|show`` call); this module
 only reshapes what it returns for a screen.
 """
 
@@ -62,7 +62,7 @@ def run_sweep(
     db: Path | None, lab: str | None, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs"
 ) -> int:
     """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
 
     if lab is None:
         raise UsageError("a sweep from the TUI needs --lab NAME")
@@ -73,7 +73,7 @@ def run_sweep(
 
 def sweep_report(db: Path | None, sweep_id: int) -> str:
     """Slow and failed pairs and the ranked suspect links of a stored sweep (``ibfab sweep show``)."""
-    from fabric import sweeps
+    from fabric.app import sweep as sweeps
     from fabric.cli.sweep import render_suspects
 
     shown = sweeps.show(sweep_id, _db_arg(db))
@@ -86,7 +86,7 @@ def sweep_bandwidth(db: Path | None, sweep_id: int | None = None) -> SweepBandwi
     """Per cable, the pairs of a sweep (the newest when no id) whose route crossed it: median and
     minimum share of line rate (a failed pair counts 0). None when no sweep is stored.
 
-    Routes come from the sweep's stored records (``fabric.sweeps.save`` keeps each pair's path);
+    Routes come from the sweep's stored records (``fabric.app.sweep.save`` keeps each pair's path);
     a sweep stored without them (nccl runs) gives no cables.
     """
     with Store.open(db) as store:

@@ -6,7 +6,7 @@ numpy, holding the GIL; run in a thread it made every keypress of the TUI wait s
 :class:`HealthProcess` runs :func:`compute_health` in a spawned child instead and hands the
 report back pickled (:func:`dump_health` / :func:`load_health`): the UI thread keeps the GIL
 and the child's memory (a few hundred MB: the counters are read and summed a few snapshots at a
-time, see :func:`fabric.healthsvc.assess_store`) goes back to the system when it exits.
+time, see :func:`fabric.app.health.assess_store`) goes back to the system when it exits.
 A child of our own rather than a ``ProcessPoolExecutor``: the UI must be able to kill a
 computation it no longer needs (a newer snapshot arrived, the user quit), and a pool only cancels
 work that has not started (and waits for running work at exit).
@@ -50,9 +50,9 @@ class HealthView:
 
 
 def compute_health(db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> HealthView | None:
-    """Health (fabric.healthsvc, nothing recorded) over the window ending at the newest counter
+    """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
     snapshot; None when there are no snapshots or no topology."""
-    from fabric.healthsvc import assess_store
+    from fabric.app.health import assess_store
     from fabric.store import Store
 
     with Store.open(Path(db) if db is not None else None) as store:
@@ -129,9 +129,9 @@ def load_health(data: bytes) -> HealthView | None:
     return None if payload is None else view_of(*payload)
 
 
-# Not ``-m fabric.service_health``: run as __main__, the module would pickle its helpers under
+# Not ``-m fabric.app.health_window``: run as __main__, the module would pickle its helpers under
 # that name and the parent could not find them.
-_CHILD = "import sys; from fabric.service_health import _child_main; sys.exit(_child_main(sys.argv[1:]))"
+_CHILD = "import sys; from fabric.app.health_window import _child_main; sys.exit(_child_main(sys.argv[1:]))"
 
 
 def _child_main(argv: list[str]) -> int:
@@ -163,7 +163,7 @@ class HealthProcess:
     """
 
     def __init__(self, db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> None:
-        root = str(Path(__file__).resolve().parents[1])  # where the fabric package lives
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding the fabric package
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         self.cancelled = False
