@@ -33,7 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabric.counters.collect import ERROR_COUNTERS, CollectionResult, collect_fabric
-from probes.runner import CommandResult, run
+from probes.runner import run
+from probes.transport import CommandResult
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Guid, normalise_guid
 
@@ -202,18 +203,18 @@ def main() -> int:
             summarise(approach, result, timings[approach], planted)
             for note in result.notes[:3]:
                 print(f"    note: {note}")
-            tool_s = sum(r.seconds for r in result.raw.values())
+            tool_s = sum(r.duration for r in result.raw.values())
             print(
                 f"    time inside the tools: {tool_s:.2f} s; parsing and merging: {timings[approach] - tool_s:.2f} s"
             )
             if approach == "ibqueryerrors":
                 for argv, r in result.raw.items():
                     print(
-                        f"    {' '.join(argv)}: {r.seconds:.2f} s, rc {r.returncode}, {len(r.stdout) / 1e6:.1f} MB"
+                        f"    {' '.join(argv)}: {r.duration:.2f} s, rc {r.exit_code}, {len(r.stdout) / 1e6:.1f} MB"
                     )
             if approach == "perfquery":
                 sw = {n.lid for n in fabric.switches()}
-                sw_s = sum(r.seconds for a, r in result.raw.items() if int(a[-2]) in sw)
+                sw_s = sum(r.duration for a, r in result.raw.items() if int(a[-2]) in sw)
                 sw_ports = sum(1 for s in result.samples if s.guid in {n.guid for n in fabric.switches()})
                 print(
                     f"    per-switch runs only: {sw_s:.2f} s for {sw_ports} switch ports "

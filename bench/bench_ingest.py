@@ -46,7 +46,7 @@ from fabric.app.collect import raw_captures, snapshot_rows, store_counters
 from fabric.core.fields import COUNTERS
 from fabric.counters.collect import RunTool, collect_fabric, ibqueryerrors_argv
 from fabric.store import PORT_COUNTER_FIELDS, Store
-from probes.runner import CommandResult
+from probes.transport import CommandResult
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
@@ -212,7 +212,7 @@ def bench_spec(spec: str, runs: int) -> float:
     )
 
     def run_tool(argv: Sequence[str]) -> CommandResult:
-        return CommandResult(tuple(argv), 1, outputs[tuple(argv)], "", 0.0)
+        return CommandResult("local", tuple(argv), 1, outputs[tuple(argv)], "", 0.0)
 
     rss_before = _rss_now_mib()
     best: dict[str, float] = {}

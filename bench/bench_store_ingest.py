@@ -33,7 +33,8 @@ from typing import TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabric.core.fields import COUNTER_NAMES, COUNTERS
-from fabric.counters.parse import PortSample, parse_ibqueryerrors, parse_perfquery
+from fabric.counters.parse import parse_ibqueryerrors, parse_perfquery
+from fabric.counters.samples import PortSample
 from fabric.store import PORT_COUNTER_FIELDS, RawCapture, Store
 
 T = TypeVar("T")

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from probes.runner import CommandResult, run
+from probes.transport import CommandResult, LocalTransport
 from topology.errors import LabError, UsageError
 from topology.generate import (
     DEFAULT_PRESET,
@@ -386,6 +386,13 @@ def opensm_log(name: str = "default") -> str:
     return str(_paths(name).osm_log)
 
 
+def transport(name: str = "default") -> LocalTransport:
+    """The transport that runs real infiniband-diags tools against lab ``name``: this machine with
+    the simulator's environment, its litter cleared after each command."""
+    cwd = tool_cwd(name)
+    return LocalTransport(f"lab {name}", env=tool_env(name), cwd=cwd, after=lambda: _clean_litter(Path(cwd)))
+
+
 def run_tool(
     name: str,
     argv: Sequence[str],
@@ -394,15 +401,11 @@ def run_tool(
     check: bool = True,
     ok_codes: Sequence[int] = (0,),
 ) -> CommandResult:
-    """Run a real infiniband-diags tool against lab ``name`` (CommandFailed on failure)."""
-    env = tool_env(name)
-    cwd = tool_cwd(name)
-    try:
-        return run(
-            argv, env=env, cwd=cwd, timeout=timeout, check=check, ok_codes=ok_codes, where=f"lab {name}"
-        )
-    finally:
-        _clean_litter(Path(cwd))
+    """Run a real infiniband-diags tool against lab ``name`` (CommandFailed on failure; with
+    ``check`` False any exit code comes back as a result)."""
+    t = transport(name)
+    result = t.run(argv, timeout)
+    return t.require(result, ok_codes if check else range(-255, 256))
 
 
 # -- the simulator console ----------------------------------------------------------------------

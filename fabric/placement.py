@@ -14,7 +14,7 @@ domain (never when one domain holds the job). Hosts are compute hosts only: SHAR
 nodes, switch management HCAs, HCAs without a real host name and hosts cabled to no switch are
 never candidates (:attr:`Sites.left_out` says which and why).
 
-A health view (:class:`HealthView`, built by the health model's caller) is optional: with it the
+A health view (:class:`PlacementHealth`, built by the health model's caller) is optional: with it the
 cost names the worst link on the placement's paths, and :func:`unhealthy_hosts` turns it into an
 ``exclude`` mapping.
 """
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from fabric.health.status import Status, status_rank
 from probes.inventory import expand_hosts, host_sort_key
 from topology.classify import Classification, Role
 from topology.errors import UsageError
@@ -33,7 +34,6 @@ from topology.model import Fabric, Guid, NodeKind
 
 LinkKey = tuple[tuple[str, int], tuple[str, int]]
 POLICIES = ("pack", "spread")
-STATUS_RANK: Mapping[str, int] = MappingProxyType({"ok": 0, "watch": 1, "warn": 2, "critical": 3})
 
 
 # -- health view (provided by the health model's caller; this module never imports it) ----------
@@ -45,7 +45,7 @@ class HostHealth:
 
 
 @dataclass(frozen=True, slots=True)
-class HealthView:
+class PlacementHealth:
     hosts: Mapping[str, HostHealth] = field(default_factory=dict)
     links: Mapping[LinkKey, str] = field(default_factory=dict)  # Link.key -> status
 
@@ -54,7 +54,7 @@ def health_view_from_links(
     fabric: Fabric,
     cls: Classification,
     links: Iterable[tuple[LinkKey, str, Sequence[str], bool]],
-) -> HealthView:
+) -> PlacementHealth:
     """Per-host health from per-link records ``(key, status, reasons, repeat_offender)``.
 
     A host takes the worst status of its own cables; each bad cable adds a reason naming the
@@ -71,11 +71,11 @@ def health_view_from_links(
             if c is None or c.role is not Role.COMPUTE or c.host is None:
                 continue
             host = c.host
-            if STATUS_RANK.get(status, 0) > STATUS_RANK.get(worst.get(host, "ok"), 0):
+            if status_rank(status) > status_rank(worst.get(host, "ok")):
                 worst[host] = status
             else:
                 worst.setdefault(host, "ok")
-            if STATUS_RANK.get(status, 0) >= STATUS_RANK["warn"] or repeat_offender:
+            if status_rank(status) >= Status.WARN.rank or repeat_offender:
                 far = cls.nodes.get(Guid(far_guid))
                 where = f"{far.name if far else far_guid}:{far_port}"
                 detail = f" ({'; '.join(why)})" if why else ""
@@ -86,15 +86,15 @@ def health_view_from_links(
         h: HostHealth(s, tuple(reasons.get(h, ())), h in repeat)
         for h, s in sorted(worst.items(), key=lambda kv: host_sort_key(kv[0]))
     }
-    return HealthView(MappingProxyType(hosts), MappingProxyType(link_status))
+    return PlacementHealth(MappingProxyType(hosts), MappingProxyType(link_status))
 
 
-def unhealthy_hosts(health: HealthView, at_least: str = "warn") -> dict[str, str]:
+def unhealthy_hosts(health: PlacementHealth, at_least: str = "warn") -> dict[str, str]:
     """``exclude`` mapping: hosts at or above ``at_least``, and repeat offenders, with the reason."""
-    bar = STATUS_RANK[at_least]
+    bar = status_rank(at_least)
     out: dict[str, str] = {}
     for host, h in health.hosts.items():
-        if STATUS_RANK.get(h.status, 0) >= bar:
+        if status_rank(h.status) >= bar:
             out[host] = h.reasons[0] if h.reasons else f"health {h.status}"
         elif h.repeat_offender:
             out[host] = "repeat offender" + (f": {h.reasons[0]}" if h.reasons else "")
@@ -225,7 +225,7 @@ def place(
     free: Iterable[str] | None = None,
     policy: str = "pack",
     exclude: Mapping[str, str] | None = None,
-    health: HealthView | None = None,
+    health: PlacementHealth | None = None,
     sites: Sites | None = None,
 ) -> Placement:
     """Choose ``n`` compute hosts from ``free`` (default: all) minus ``exclude``; see the module doc."""
@@ -278,7 +278,7 @@ def evaluate(
     cls: Classification,
     ring: Sequence[str],
     sites: Sites | None = None,
-    health: HealthView | None = None,
+    health: PlacementHealth | None = None,
     bounds: tuple[int, int, int] = (0, 0, 0),
 ) -> PlacementCost:
     """The cost of any host list taken as a ring (for comparing with naive placements)."""
@@ -422,7 +422,7 @@ def _crossings_min(domains: Sequence[_Domain], n: int) -> int:
 
 
 def _worst_link(
-    fabric: Fabric, cls: Classification, sites: Sites, ring: Sequence[str], health: HealthView
+    fabric: Fabric, cls: Classification, sites: Sites, ring: Sequence[str], health: PlacementHealth
 ) -> tuple[str | None, tuple[str, ...]]:
     """Worst status over the hosts' cables, plus leaf uplinks if the ring leaves one domain, plus
     spine uplinks if it leaves one unit."""
@@ -443,11 +443,11 @@ def _worst_link(
             for _, far, lk in fabric.neighbours(g):
                 if tier(far.guid) > tier(g):
                     keys.add(lk.key)
-    rated = [(STATUS_RANK.get(health.links[k], 0), k) for k in keys if k in health.links]
+    rated = [(status_rank(health.links[k]), k) for k in keys if k in health.links]
     if not rated:
         return "ok" if health.links else None, ()
     top = max(r for r, _ in rated)
-    status = next(s for s, r in STATUS_RANK.items() if r == top)
+    status = next(s.value for s in Status if s.rank == top)
     names = sorted(_link_name(cls, k) for r, k in rated if r == top) if top > 0 else []
     return status, tuple(names[:5])
 
@@ -474,8 +474,8 @@ def parse_host_list(text: str, source: str = "<free>") -> list[str]:
 
 def slurm_idle_hosts(partition: str, run: Callable[..., object] | None = None) -> list[str]:
     """Idle nodes of a Slurm partition: ``sinfo -h -N -p PARTITION -t idle -o %N``."""
-    from probes.runner import CommandResult
     from probes.runner import run as run_local
+    from probes.transport import CommandResult
 
     res = (run or run_local)(["sinfo", "-h", "-N", "-p", partition, "-t", "idle", "-o", "%N"], timeout=60.0)
     assert isinstance(res, CommandResult)

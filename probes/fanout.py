@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from probes.inventory import HostEntry, fold_names, host_sort_key
-from probes.transport import FailureKind, HostResult, Transport
+from probes.transport import CommandResult, FailureKind, Transport
 from topology.errors import IbfabError
 
 ArgvForHost = Callable[[HostEntry], Sequence[str]] | Sequence[str]
@@ -48,7 +48,7 @@ def fan_out(
     concurrency: int = 16,
     timeout: float = 60.0,
     locks: HostLocks | None = None,
-) -> list[HostResult]:
+) -> list[CommandResult]:
     """Run a command on every host, at most ``concurrency`` at once; results sorted by host name.
 
     ``argv_for_host`` is one argv for all hosts or a function of the host. A host that cannot be
@@ -59,7 +59,7 @@ def fan_out(
     if not entries:
         return []
 
-    def one(entry: HostEntry) -> HostResult:
+    def one(entry: HostEntry) -> CommandResult:
         start = time.monotonic()
         argv: tuple[str, ...] = ()
         try:
@@ -72,7 +72,7 @@ def fan_out(
             message = exc.one_line()
         except Exception as exc:  # one host's bug must not lose the other hosts' results
             message = f"{type(exc).__name__}: {exc}"
-        return HostResult(
+        return CommandResult(
             entry.name, argv, None, "", "", time.monotonic() - start, FailureKind.ERROR, message
         )
 
@@ -84,7 +84,7 @@ def fan_out(
 
 def _run_once(
     entry: HostEntry, argv: tuple[str, ...], factory: Callable[[HostEntry], Transport], timeout: float
-) -> HostResult:
+) -> CommandResult:
     transport = factory(entry)
     try:
         return transport.run(argv, timeout)
@@ -92,7 +92,7 @@ def _run_once(
         transport.close()
 
 
-def fold(results: Iterable[HostResult]) -> list[FoldedResult]:
+def fold(results: Iterable[CommandResult]) -> list[FoldedResult]:
     """Group hosts whose exit code, stdout and stderr (or failure) are identical; sorted by first host."""
     groups: dict[tuple[int | None, str, str, FailureKind | None, str], list[str]] = {}
     for r in results:

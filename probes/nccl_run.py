@@ -1,6 +1,6 @@
 """Run nccl-tests through a launcher on a head host: plan the runs, write the hostfile, launch, parse.
 
-The head host is reached through a function ``run(argv, timeout) -> HostResult`` (over SSH in
+The head host is reached through a function ``run(argv, timeout) -> CommandResult`` (over SSH in
 ``fabric.app.nccl``), so this module never connects itself. With ``mpirun`` the hostfile is written
 to the head host first (a fresh ``/tmp/ibfab-nccl-*.hosts``, refused if it exists) and removed
 afterwards; with ``srun`` the node list goes on the command line.
@@ -36,10 +36,10 @@ from probes.nccl import (
     rail_split_env,
     srun_argv,
 )
-from probes.transport import HostResult
+from probes.transport import CommandResult
 from topology.errors import ParseError, UsageError
 
-RunOnHead = Callable[[Sequence[str], float], HostResult]
+RunOnHead = Callable[[Sequence[str], float], CommandResult]
 LAUNCHERS = ("mpirun", "srun")
 # NVIDIA (nccl-tests#290): NDR 400 Gb/s reaches 46-48 GB/s busbw per NIC, i.e. 92-96 % of line rate.
 EXPECTED_FRACTION = (0.92, 0.96)
@@ -155,7 +155,7 @@ def plan_nccl(
     return NcclPlan(launcher, tuple(hosts), opts.binary, tuple(jobs), path, text)
 
 
-def _combined(r: HostResult) -> str:
+def _combined(r: CommandResult) -> str:
     if not r.stderr:
         return r.stdout
     return f"{r.stdout}\n# --- stderr (exit {r.exit_code})\n{r.stderr}"
@@ -165,7 +165,7 @@ def _last_line(text: str) -> str:
     return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
 
 
-def _explain(r: HostResult) -> str:
+def _explain(r: CommandResult) -> str:
     """Why a launch printed no results: the first line of an Open MPI banner (it says what it
     refused or could not do), else the last line on stderr or stdout, else the exit code."""
     lines = f"{r.stdout}\n{r.stderr}".splitlines()
@@ -194,7 +194,7 @@ def _whole_sentence(line: str, text: str) -> str:
     return joined if end < 0 else joined[: end + 1]
 
 
-def judge(job: NcclJob, r: HostResult, binary: str, started: float) -> NcclRun:
+def judge(job: NcclJob, r: CommandResult, binary: str, started: float) -> NcclRun:
     """Parse one launch's output into a run record (never raises for bad output)."""
     result: NcclTestResult | None = None
     error: str | None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from probes.fanout import fan_out
 from probes.inventory import HostEntry
-from probes.transport import FailureKind, HostResult, Transport
+from probes.transport import CommandResult, FailureKind, Transport
 from topology.errors import IbfabError, ParseError
 from topology.model import Guid, normalise_guid
 
@@ -108,7 +108,7 @@ class HostHcas:
 
     host: str
     ports: tuple[HcaPort, ...]
-    result: HostResult
+    result: CommandResult
 
     @property
     def problem(self) -> str | None:

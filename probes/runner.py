@@ -10,18 +10,9 @@ import os
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from probes.transport import CommandResult
 from topology.errors import CommandFailed
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
 
 
 def run(
@@ -57,7 +48,9 @@ def run(
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         raise CommandFailed(argv, -9, (err + f"\ntimed out after {timeout:g} s").strip(), where) from exc
-    result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+    result = CommandResult(
+        where, tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+    )
     if check and proc.returncode not in ok_codes:
         raise CommandFailed(argv, proc.returncode, proc.stderr, where)
     return result

@@ -31,7 +31,7 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from probes.inventory import HostEntry, check_address, check_user, parse_host_spec
-from probes.transport import FailureKind, HostError, HostResult
+from probes.transport import CommandResult, FailureKind, HostError, exit_code_error
 from topology.errors import UsageError
 
 # paramiko logs handshake failures from its own thread; we report them as records instead.
@@ -147,6 +147,16 @@ class SshTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def require(self, result: CommandResult, ok_codes: Sequence[int] = (0,)) -> CommandResult:
+        """``result``, or HostError when the command did not run to the end on this host, or
+        CommandFailed (``ssh HOST`` as the place) for an exit code outside ``ok_codes``."""
+        if result.failure is not None:
+            raise HostError(self.host, result.failure, result.message)
+        error = exit_code_error(result, ok_codes, f"ssh {self.host}")
+        if error is not None:
+            raise error
+        return result
+
     def close(self) -> None:
         for client in (self._client, self._jump_client):
             if client is not None:
@@ -174,7 +184,7 @@ class SshTransport:
                     raise
                 time.sleep(self._retry_delay * (attempt + 1))
 
-    def run(self, argv: Sequence[str], timeout: float) -> HostResult:
+    def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
         """Run ``argv`` (quoted with shlex.join); every per-host problem comes back as a record."""
         args = tuple(argv)
         if not args:
@@ -184,11 +194,13 @@ class SshTransport:
             self.connect()
             return self._exec(args, timeout, start)
         except HostError as exc:
-            return HostResult(self.host, args, None, "", "", time.monotonic() - start, exc.kind, exc.message)
+            return CommandResult(
+                self.host, args, None, "", "", time.monotonic() - start, exc.kind, exc.message
+            )
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             msg = f"connection lost: {exc or type(exc).__name__}"
-            return HostResult(
+            return CommandResult(
                 self.host, args, None, "", "", time.monotonic() - start, FailureKind.UNREACHABLE, msg
             )
 
@@ -268,7 +280,7 @@ class SshTransport:
 
     # -- running ------------------------------------------------------------------------------
 
-    def _exec(self, args: tuple[str, ...], timeout: float, start: float) -> HostResult:
+    def _exec(self, args: tuple[str, ...], timeout: float, start: float) -> CommandResult:
         assert self._client is not None
         transport = self._client.get_transport()
         assert transport is not None
@@ -279,7 +291,7 @@ class SshTransport:
             if not finished:
                 killed = self._kill_session(pid)
                 what = "killed" if killed else "could not be killed (no PID)"
-                return HostResult(
+                return CommandResult(
                     self.host,
                     args,
                     None,
@@ -295,8 +307,10 @@ class SshTransport:
         duration = time.monotonic() - start
         if status < 0:
             msg = "command ended without an exit status (killed by a signal?)"
-            return HostResult(self.host, args, None, _text(out), _text(err), duration, FailureKind.ERROR, msg)
-        return HostResult(self.host, args, status, _text(out), _text(err), duration)
+            return CommandResult(
+                self.host, args, None, _text(out), _text(err), duration, FailureKind.ERROR, msg
+            )
+        return CommandResult(self.host, args, status, _text(out), _text(err), duration)
 
     def _kill_session(self, pid: int | None) -> bool:
         if pid is None or self._client is None:

@@ -28,7 +28,7 @@ from probes.localize import Suspect, followup_probes, rank, tied
 from probes.pairs import Endpoint, PairResult, Probe
 from probes.perftest import PerftestOptions, client_argv, parse_perftest, server_argv
 from probes.plan import SweepPlan, outliers, retest_plan
-from probes.transport import HostResult, Transport
+from probes.transport import CommandResult, Transport
 from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link
 from topology.routes import ForwardingTables
@@ -77,9 +77,9 @@ class LabTrafficBackend:
 class PairRun:
     """Both sides of one ssh pair, as the hosts answered."""
 
-    server: HostResult
-    client: HostResult
-    cleanup: HostResult | None
+    server: CommandResult
+    client: CommandResult
+    cleanup: CommandResult | None
 
 
 def run_pair(
@@ -100,14 +100,14 @@ def run_pair(
     pidfile = f"/tmp/ibfab-sweep-{token}.pid"
     bounded = ["timeout", "-k", "2", f"{max(1, int(timeout))}", *server_cmd]
     script = f"echo $$ > {pidfile}; exec {shlex.join(bounded)}"
-    box: dict[str, HostResult] = {}
+    box: dict[str, CommandResult] = {}
 
     def serve() -> None:
         box["server"] = server.run(["sh", "-c", script], timeout + 5)
 
     thread = threading.Thread(target=serve, name=f"server-{server.host}", daemon=True)
     thread.start()
-    cleanup_result: HostResult | None = None
+    cleanup_result: CommandResult | None = None
     try:
         thread.join(start_delay)  # returns at once if the server already died
         client_result = client.run(list(client_cmd), timeout)
@@ -121,13 +121,13 @@ def run_pair(
     return PairRun(box.get("server") or _missing(server.host), client_result, cleanup_result)
 
 
-def _missing(host: str) -> HostResult:
+def _missing(host: str) -> CommandResult:
     from probes.transport import FailureKind
 
-    return HostResult(host, (), None, "", "", 0.0, FailureKind.ERROR, "server did not report back")
+    return CommandResult(host, (), None, "", "", 0.0, FailureKind.ERROR, "server did not report back")
 
 
-def _side_error(side: str, r: HostResult, tool: str) -> str | None:
+def _side_error(side: str, r: CommandResult, tool: str) -> str | None:
     if r.failure is not None:
         return f"{side} {r.host}: {r.message}"
     try:

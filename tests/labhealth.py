@@ -8,7 +8,7 @@ import pytest
 
 from fabric import lab
 from fabric.app.collect import Collector
-from fabric.app.discover import Source
+from fabric.app.source import Source
 from fabric.store import Store
 
 

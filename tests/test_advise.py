@@ -24,15 +24,13 @@ from fabric.advise.recommend import recommend
 from fabric.advise.routing_advice import (
     SubnetManager,
     advise_routing,
-    parse_opensm_conf,
-    parse_opensm_log,
-    parse_sminfo,
     path_diversity,
     root_guids,
 )
 from fabric.app.discover import Discovery
 from fabric.cli.main import main
 from fabric.health import BerEstimate, EndHealth, LinkHealth, Status
+from probes.opensm import parse_opensm_conf, parse_opensm_log, parse_sminfo
 from tests.advise_fabrics import TWO_BY_TWO, fabric_of, guid_of
 from tests.conftest import realdata_files
 from topology.errors import ParseError, UsageError

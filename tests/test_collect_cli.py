@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.collect import parse_duration
 from fabric.cli.main import main
+from fabric.core.units import parse_duration
 from fabric.store import Store
 from topology.errors import UsageError
 

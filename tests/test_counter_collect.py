@@ -24,7 +24,7 @@ from fabric.counters.collect import (
 )
 from fabric.counters.merge import sample_row
 from fabric.store import PORT_COUNTER_FIELDS, Store
-from probes.runner import CommandResult
+from probes.transport import CommandResult
 from tests.conftest import REALDATA
 from tests.test_counter_parsers import LAB_COUNTERS_R, LAB_ERRORS_R, Lab
 from topology.errors import CommandFailed
@@ -182,7 +182,7 @@ def test_perfquery_killed_mid_output_keeps_what_arrived() -> None:
     def run_tool(argv: Sequence[str]) -> CommandResult:
         calls.append(tuple(argv))
         if "-x" in argv:
-            return CommandResult(tuple(argv), -9, cut, "", 0.1)
+            return CommandResult("local", tuple(argv), -9, cut, "", 0.1)
         raise CommandFailed(argv, None, "perfquery: command not found")
 
     result = collect_fabric(run_tool, _small_fabric(), 5.0, approach="perfquery")
@@ -202,7 +202,7 @@ def test_perfquery_killed_mid_output_keeps_what_arrived() -> None:
         "command not found" in unreachable[(SWITCH, 2)]
         and unreachable[(CA1, 1)] == "no LID known for perfquery"
     )
-    assert result.raw[calls[0]].stdout == cut and result.raw[calls[1]].returncode == -1
+    assert result.raw[calls[0]].stdout == cut and result.raw[calls[1]].exit_code == -1
     frame = to_frame(result, 3)
     assert frame["reachable"].sum() == 1 and frame["xmit_wait"].isna().all()
 
@@ -224,7 +224,7 @@ Data Counters for 0x0000000000000a01 "n1 mlx5_0"
 def test_garbage_line_is_reported_and_the_other_ports_still_count() -> None:
     def run_tool(argv: Sequence[str]) -> CommandResult:
         if "--counters" in argv:
-            return CommandResult(tuple(argv), 0, COUNTERS_TEXT, "", 0.1)
+            return CommandResult("local", tuple(argv), 0, COUNTERS_TEXT, "", 0.1)
         raise CommandFailed(argv, -9, "ibqueryerrors: timed out after 60 s")
 
     result = collect_fabric(run_tool, _small_fabric(), 5.0)
@@ -244,9 +244,11 @@ def test_no_sm_is_not_clean() -> None:
     def run_tool(argv: Sequence[str]) -> CommandResult:
         if argv[0] == "ibqueryerrors":
             return CommandResult(
-                tuple(argv), 0, "", "ibwarn: [1] sa_get_handle: No SM/SA found on port\n", 0.1
+                "local", tuple(argv), 0, "", "ibwarn: [1] sa_get_handle: No SM/SA found on port\n", 0.1
             )
-        return CommandResult(tuple(argv), 255, "", "perfquery: iberror: failed: classportinfo query\n", 0.1)
+        return CommandResult(
+            "local", tuple(argv), 255, "", "perfquery: iberror: failed: classportinfo query\n", 0.1
+        )
 
     result = collect_fabric(run_tool, _small_fabric(), 5.0)
     assert result.samples == ()
@@ -265,8 +267,10 @@ def test_unreachable_reason_keeps_the_pass_failure_and_adds_the_fallback() -> No
         if argv[0] == "ibqueryerrors":
             smp = "./libibnetdisc/query_smp.c:186; umad (DR path slid 0; dlid 0; 0,2 Attr 0x11:0) bad status 110; Connection timed out\n"
             text = errors_text if "--counters" in argv else errors_text.replace("Data Counters", "Errors")
-            return CommandResult(tuple(argv), 0, text, smp, 0.1)
-        return CommandResult(tuple(argv), 255, "perfquery: iberror: failed: classportinfo query\n", "", 0.1)
+            return CommandResult("local", tuple(argv), 0, text, smp, 0.1)
+        return CommandResult(
+            "local", tuple(argv), 255, "perfquery: iberror: failed: classportinfo query\n", "", 0.1
+        )
 
     fabric = _small_fabric()
     nodes = [replace(n, lid=Lid(9)) if n.guid == CA2 else n for n in fabric.nodes.values()]
@@ -312,9 +316,9 @@ def _pass_runner(counters: str, errors: str, ran: list[tuple[str, ...]] | None =
             ran.append(tuple(argv))
         if argv[0] == "perfquery":
             return CommandResult(
-                tuple(argv), 255, "", "perfquery: iberror: failed: classportinfo query\n", 0.1
+                "local", tuple(argv), 255, "", "perfquery: iberror: failed: classportinfo query\n", 0.1
             )
-        return CommandResult(tuple(argv), 1, counters if "--counters" in argv else errors, "", 0.1)
+        return CommandResult("local", tuple(argv), 1, counters if "--counters" in argv else errors, "", 0.1)
 
     return run_tool
 

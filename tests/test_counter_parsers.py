@@ -22,9 +22,10 @@ from fabric.counters.parse import (
     read_ibdiagnet_pm,
     read_ibqueryerrors,
     read_perfquery,
-    saturated,
 )
-from probes.runner import CommandResult, run
+from fabric.counters.samples import saturated
+from probes.runner import run
+from probes.transport import CommandResult
 from tests.conftest import REALDATA, realdata_files
 from topology.errors import ParseError
 from topology.model import Guid
@@ -472,7 +473,7 @@ PLANTED = {
 def test_lab_perfquery_plain_reads_the_planted_and_clamped_values(lab: Lab) -> None:
     lid = _lid(lab, LEAF1)
     r = lab.tool(["perfquery", str(lid), "3"])
-    assert r.returncode == 0
+    assert r.exit_code == 0
     [s] = parse_perfquery(r.stdout, "perfquery", guid="0x200000")
     assert (s.lid, s.port, s.extended) == (lid, 3, False)
     assert {k: s.values[k] for k in PLANTED} == PLANTED
@@ -485,7 +486,7 @@ def test_lab_perfquery_x_loop_and_plain_merge_with_64_bit_data(lab: Lab) -> None
     lid = _lid(lab, LEAF1)
     ext = lab.tool(["perfquery", "-x", "-l", str(lid), "1-8"])
     base = lab.tool(["perfquery", "-l", str(lid), "1-8"])
-    assert ext.returncode == base.returncode == 0
+    assert ext.exit_code == base.exit_code == 0
     samples = {s.port: s for s in parse_perfquery(ext.stdout + "\n" + base.stdout, "pq")}
     assert sorted(samples) == list(range(1, 9))
     assert (
@@ -509,7 +510,7 @@ def test_lab_perfquery_all_ports_is_a_sum_not_a_port(lab: Lab) -> None:
 @pytest.mark.lab
 def test_lab_ibqueryerrors_data(lab: Lab) -> None:
     r = lab.tool(["ibqueryerrors", "--data"])
-    assert r.returncode == 1  # it found errors
+    assert r.exit_code == 1  # it found errors
     report = parse_ibqueryerrors(r.stdout + r.stderr, "ibqueryerrors")
     assert report.nodes_checked == 7 and report.checked_anything and not report.unreachable
     by = {(s.node_description, s.port): s for s in report.samples}
@@ -539,7 +540,7 @@ def test_lab_ibqueryerrors_without_sm_is_not_clean(tmp_path: Path) -> None:
         r = lab.tool(["ibqueryerrors"])
     finally:
         lab.stop()
-    assert r.returncode == 0 and r.stdout.strip() == ""  # the trap: silent success
+    assert r.exit_code == 0 and r.stdout.strip() == ""  # the trap: silent success
     report = parse_ibqueryerrors(r.stdout + "\n" + r.stderr, "ibqueryerrors")
     assert not report.checked_anything and report.samples == ()
     assert any("No SM/SA found" in u.reason for u in report.unreachable)

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.discover import Discovery, Source, discover
+from fabric.app.discover import Discovery, discover
+from fabric.app.source import Source
 from fabric.cli.main import main
 from topology.generate import Design
 

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from fabric import lab
 from fabric.app.collect import Collector
-from fabric.app.discover import Source
 from fabric.app.health import node_names
+from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.exports.prometheus import (

@@ -17,7 +17,7 @@ from fabric.exports.k8s import fnv1a_64, is_label_value, k8s_labels, label_keys,
 from fabric.exports.kueue import kueue_topology
 from fabric.exports.slurm import block_sizes, topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
-from fabric.placement import HealthView, HostHealth
+from fabric.placement import HostHealth, PlacementHealth
 from probes.inventory import expand_hosts
 from tests.conftest import realdata_files
 from topology.classify import Classification, Role, classify
@@ -101,7 +101,7 @@ def _generated(spec: str) -> tuple[Fabric, Classification, SchedulerTree]:
 
 def test_k8s_labels_and_kueue_levels() -> None:
     _, _, tree = _generated("rail-3tier")
-    health = HealthView({"dgx-0002": HostHealth("critical", ("critical link leaf-su01-r1:2",))})
+    health = PlacementHealth({"dgx-0002": HostHealth("critical", ("critical link leaf-su01-r1:2",))})
     text = k8s_labels(tree, "both", "kubectl", health).text.splitlines()
     assert text[0] == (
         "kubectl label node dgx-0001 --overwrite fabric.topograph.run/tier-0=su01 "

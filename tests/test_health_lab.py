@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from fabric import lab
 from fabric.app.collect import Collector
-from fabric.app.discover import Source
 from fabric.app.health import assess_store, finding_kind
+from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.present.counters import snapshot_line
 from fabric.store import Store
 from topology.classify import switch_name
 from topology.model import Fabric
@@ -63,7 +64,7 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     lab.link_up(lab_up, "leaf-01", 4)
     lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 90)
     with Store.open(db) as store:
-        assert "0 links down, 1 up" in Collector(store, Source("lab", lab_up)).collect_once().line()
+        assert "0 links down, 1 up" in snapshot_line(Collector(store, Source("lab", lab_up)).collect_once())
         view = assess_store(store, since_s=3600)
 
     links = {lk.key: lk for lk in view.report.links}

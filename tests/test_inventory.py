@@ -19,7 +19,7 @@ from probes.inventory import (
     parse_inventory,
     read_inventory,
 )
-from probes.transport import FailureKind, HostResult, LocalTransport
+from probes.transport import CommandResult, FailureKind, LocalTransport
 from topology.errors import UsageError
 
 TOML = """
@@ -199,7 +199,7 @@ def test_fan_out_bounds_concurrency() -> None:
     running, peak, lock = 0, 0, threading.Lock()
 
     class Counting(LocalTransport):
-        def run(self, argv: Sequence[str], timeout: float) -> HostResult:
+        def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
             nonlocal running, peak
             with lock:
                 running += 1

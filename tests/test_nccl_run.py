@@ -15,7 +15,7 @@ from fabric.cli.main import main
 from fabric.store import Store
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import NcclJob, expectation, judge, plan_nccl
-from probes.transport import HostResult
+from probes.transport import CommandResult
 from tests.conftest import realdata_files
 from tests.sshd import Sshd, sshd_server
 from topology.errors import UsageError
@@ -86,7 +86,7 @@ _AVG = {
 def test_judge_every_real_capture(path: Path) -> None:
     job = NcclJob("all", None, None, ("mpirun", "-np", "16"), 8)
     text = path.read_text()
-    run = judge(job, HostResult("head", job.argv, 0, text, "", 1.5), "all_reduce_perf", 100.0)
+    run = judge(job, CommandResult("head", job.argv, 0, text, "", 1.5), "all_reduce_perf", 100.0)
     failing = ("failure", "FAILED", "completion", "not-enough-slots")
     if any(word in path.name for word in failing):
         assert not run.ok and run.error and "\n" not in run.error
@@ -106,7 +106,7 @@ def test_judge_names_the_real_failures() -> None:
 
     def error(name: str, rc: int = 1) -> str | None:
         text = files[name].read_text()
-        return judge(job, HostResult("head", (), rc, text, "", 1.0), "all_reduce_perf", 0.0).error
+        return judge(job, CommandResult("head", (), rc, text, "", 1.0), "all_reduce_perf", 0.0).error
 
     assert error("meta-gcm-all_reduce_perf-mpirun-not-enough-slots-failure.txt") == (
         "Open MPI: not enough slots for 16 processes (check the hostfile's slots)"
@@ -117,7 +117,7 @@ def test_judge_names_the_real_failures() -> None:
     assert "vendor err 81" in str(error("nccl-issue928-ib-completion-error4-vendor81-excerpt.txt"))
     # A clean table but a non-zero exit is not a success.
     ok_text = files["superbench-all_reduce_perf-1node-8xA100-old-format.txt"].read_text()
-    run = judge(job, HostResult("head", (), 137, ok_text, "Killed\n", 1.0), "all_reduce_perf", 0.0)
+    run = judge(job, CommandResult("head", (), 137, ok_text, "Killed\n", 1.0), "all_reduce_perf", 0.0)
     assert run.error == "exit 137 after the results table: Killed"
 
 

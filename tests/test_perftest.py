@@ -331,7 +331,7 @@ def test_ratio_to_line_rate() -> None:
 def test_real_ib_write_bw_without_devices() -> None:
     opts = PerftestOptions("ib_write_bw", device="mlx5_0", size=65536, iterations=100)
     done = run(server_argv(opts), check=False, timeout=30)
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert done.stdout == ""
     result = parse_perftest(done.stdout + done.stderr, "local ib_write_bw", tool="ib_write_bw")
     assert result.ok is False

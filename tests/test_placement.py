@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from fabric.cli.main import main
 from fabric.placement import (
-    HealthView,
+    PlacementHealth,
     health_view_from_links,
     parse_host_list,
     place,
     slurm_idle_hosts,
     unhealthy_hosts,
 )
-from probes.runner import CommandResult
+from probes.transport import CommandResult
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
 from topology.generate import generate, to_ibnetdiscover
@@ -168,7 +168,7 @@ def test_health_view_excludes_and_names_the_worst_link() -> None:
     avoided = place(fabric, cls, 4, exclude=exclude, health=view)
     assert not {"dgx-0002", "dgx-0003"} & set(avoided.hosts)
     assert avoided.cost.worst_link == "ok"
-    assert place(fabric, cls, 2, health=HealthView()).cost.worst_link is None
+    assert place(fabric, cls, 2, health=PlacementHealth()).cost.worst_link is None
 
 
 def test_free_lists_and_sinfo() -> None:
@@ -184,7 +184,7 @@ def test_free_lists_and_sinfo() -> None:
     def fake_sinfo(argv: list[str], **_: object) -> CommandResult:
         # the boundary: sinfo is not configured on this machine
         assert argv == ["sinfo", "-h", "-N", "-p", "gpu", "-t", "idle", "-o", "%N"]
-        return CommandResult(tuple(argv), 0, "dgx-0001\ndgx-0002\ndgx-0002\n", "", 0.0)
+        return CommandResult("local", tuple(argv), 0, "dgx-0001\ndgx-0002\ndgx-0002\n", "", 0.0)
 
     assert slurm_idle_hosts("gpu", fake_sinfo) == ["dgx-0001", "dgx-0002"]
 

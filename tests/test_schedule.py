@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.cli.main import main
-from fabric.core.timing import Timing, format_interval, next_cron_fire, parse_cron, parse_interval
+from fabric.core.timing import Timing, next_cron_fire, parse_cron, parse_interval
+from fabric.core.units import duration_spec
 from fabric.store import Store
 from topology.errors import UsageError
 
@@ -31,7 +32,7 @@ def test_bad_intervals_are_one_line_usage_errors(text: str) -> None:
 
 
 def test_format_interval_is_the_shortest_exact_spelling() -> None:
-    assert [format_interval(s) for s in (30, 90, 300, 3600, 86400, 5400)] == [
+    assert [duration_spec(s) for s in (30, 90, 300, 3600, 86400, 5400)] == [
         "30s",
         "90s",
         "5m",

@@ -18,8 +18,9 @@ from click.testing import CliRunner
 from textual.pilot import Pilot
 from textual.widgets import Sparkline, Static
 
-from fabric.app.readmodel import FabricService, SweepStep
+from fabric.app.readmodel import FabricService
 from fabric.store import ProbeResultRow, Store
+from probes.sweep import SweepStep
 from tests.tui_data import T0, build_store, counter_rows, topology_file
 from topology.model import Fabric, Link
 from tui.app import IbfabApp, build_app

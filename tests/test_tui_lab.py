@@ -11,8 +11,10 @@ import pytest
 
 from fabric import lab
 from fabric.app.collect import Collector
-from fabric.app.discover import Source, discover
+from fabric.app.discover import discover
 from fabric.app.readmodel import FabricService
+from fabric.app.source import Source
+from fabric.present.sweep import sweep_report
 from fabric.store import Store
 from tests.test_tui import SIZE, run_async, settle, text_of
 from tui.app import build_app
@@ -81,7 +83,7 @@ async def test_sweep_from_probes_screen_puts_the_slow_cable_first(slow_lab: str,
         # rail-pairs sweep ends at dgx-0005 mlx5_1, whose traffic comes down that uplink, and no
         # follow-up probe crosses one without the other (what `ibfab sweep show` prints too).
         assert "leaf-su02-r1/5" in first and len(first) <= 2, results
-        assert app.service.sweep_report(finished[-1].sweep_id or 0) in results
+        assert sweep_report(app.service.show_sweep(finished[-1].sweep_id or 0)) in results
         # the map's bandwidth mode shows that cable below line rate
         bw = app.service.sweep_bandwidth()
         assert bw is not None and bw.sweep_id == finished[-1].sweep_id

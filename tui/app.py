@@ -24,8 +24,9 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from fabric.app.health_window import HealthProcess
-from fabric.app.readmodel import FabricService, FabricView, HealthView, LinkRow, StoreState, with_health
+from fabric.app.health_window import HealthProcess, HealthWindow
+from fabric.app.readmodel import FabricService
+from fabric.app.views import FabricView, LinkRow, StoreState, with_health
 from topology.errors import IbfabError
 from tui.linkquery import LinkIndex
 from tui.messages import (
@@ -100,7 +101,7 @@ class IbfabApp(App[None]):
         self.poll_seconds = poll_seconds
         self.state: StoreState | None = None
         self.view: FabricView | None = None
-        self.health: HealthView | None = None
+        self.health: HealthWindow | None = None
         self.rows: tuple[LinkRow, ...] = ()
         self.index = LinkIndex(())
         self.loading = {"state": True, "topology": True, "health": True}
@@ -255,7 +256,7 @@ class IbfabApp(App[None]):
         return " | ".join(parts)
 
 
-def _index(view: FabricView | None, health: HealthView | None) -> LinkIndex:
+def _index(view: FabricView | None, health: HealthWindow | None) -> LinkIndex:
     index = LinkIndex(with_health(view.links, health) if view is not None else ())
     index.order("score")  # the links screen's first sort, here rather than on the UI thread
     return index

@@ -34,7 +34,8 @@ def store_for(db: str | None, lab: str | None) -> str | None:
 
 def overview_text(db: str | None, lab: str | None = None) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
-    from fabric.app.readmodel import FabricService, overview_report
+    from fabric.app.readmodel import FabricService
+    from fabric.present.overview import overview_report
 
     svc = FabricService(db, lab)
     state = svc.state()

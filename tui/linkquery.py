@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.readmodel import NO_DATA, STATUS_ORDER, LinkRow
+from fabric.app.views import NO_DATA, LinkRow, status_order
 
 SORT_KEYS = ("score", "ber", "flaps", "name")
 _STATUS_WORDS = {
@@ -77,11 +77,11 @@ class LinkIndex:
             rows = self.rows
             n = range(len(rows))
             if key == "score":
-                order = sorted(n, key=lambda i: (STATUS_ORDER[rows[i].status], _score(rows[i]), i))
+                order = sorted(n, key=lambda i: (status_order(rows[i].status), _score(rows[i]), i))
             elif key == "ber":
                 order = sorted(n, key=lambda i: (-(rows[i].ber or -1.0), i))
             elif key == "flaps":
-                order = sorted(n, key=lambda i: (-rows[i].flaps_per_hour, STATUS_ORDER[rows[i].status], i))
+                order = sorted(n, key=lambda i: (-rows[i].flaps_per_hour, status_order(rows[i].status), i))
             elif key == "name":
                 order = sorted(n, key=lambda i: (rows[i].a_name, rows[i].a_port, i))
             else:

@@ -12,7 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.readmodel import NO_DATA, STATUS_ORDER, FabricView, LinkRow, SweepBandwidth
+from fabric.app.bandwidth import SweepBandwidth
+from fabric.app.views import NO_DATA, FabricView, LinkRow, status_order
 
 SHADES = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
 LEGEND = "░ ok   ▒ watch   ▓ warn   █ critical   · no data   (blank: no cable)"
@@ -35,7 +36,7 @@ class MapGrid:
 
 def _cell(rows: Sequence[LinkRow], indexes: list[int]) -> Cell:
     indexes.sort(
-        key=lambda i: (STATUS_ORDER[rows[i].status], rows[i].score if rows[i].score is not None else 101)
+        key=lambda i: (status_order(rows[i].status), rows[i].score if rows[i].score is not None else 101)
     )
     return Cell(rows[indexes[0]].status, tuple(indexes))
 

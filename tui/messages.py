@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from fabric.app.readmodel import FabricView, HealthView, StoreState
+from fabric.app.health_window import HealthWindow
+from fabric.app.views import FabricView, StoreState
 
 if TYPE_CHECKING:
     from tui.linkquery import LinkIndex
@@ -37,7 +38,7 @@ class HealthLoaded(Message):
     of ``view`` and their index already built from it (None: the app builds them)."""
 
     def __init__(
-        self, health: HealthView | None, view: FabricView | None = None, index: LinkIndex | None = None
+        self, health: HealthWindow | None, view: FabricView | None = None, index: LinkIndex | None = None
     ) -> None:
         super().__init__()
         self.health = health

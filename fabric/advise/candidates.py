@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabric.health.status import is_status, status_rank
 from topology.classify import Classification
 from topology.errors import ParseError, UsageError
 from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid, order_ends
 
-STATUS_RANK = {"ok": 0, "watch": 1, "warn": 2, "critical": 3}
 # Days with a finding within the health lookback that make a link a repeat offender when the
 # report does not say so itself (NVIDIA's PDR advice: do not re-admit after the 2nd/3rd time).
 REPEAT_OFFENDER_DAYS = 3
@@ -43,7 +43,7 @@ class LinkFinding:
     repeat_offender: bool = False
 
     def __post_init__(self) -> None:
-        if self.status not in STATUS_RANK:
+        if not is_status(self.status):
             raise ValueError(f"unknown health status {self.status!r}")
         order_ends(self)
 
@@ -53,7 +53,7 @@ class LinkFinding:
 
     @property
     def rank(self) -> int:
-        return STATUS_RANK[self.status]
+        return status_rank(self.status)
 
     def evidence(self) -> tuple[str, ...]:
         facts = [f"health {self.status} (score {self.score})"]
@@ -163,7 +163,7 @@ def isolation_candidates(
     fabric: Fabric, cls: Classification, findings: Iterable[LinkFinding], min_status: str = "warn"
 ) -> list[Candidate]:
     """Cables at ``min_status`` or worse that are in the fabric, worst first (then lowest score)."""
-    floor = STATUS_RANK[min_status]
+    floor = status_rank(min_status)
     by_key = {lk.key: lk for lk in fabric.links}
     out = []
     for f in findings:

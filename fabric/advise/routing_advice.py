@@ -11,8 +11,8 @@
   on static multi-level fabrics), ``NCCL_CROSS_NIC=0`` on strictly rail-optimized fabrics and
   ``NCCL_IB_HCA`` listing the adapters in rail order.
 
->>> parse_sminfo("sminfo: sm lid 1 sm guid 0x1070fd0300100001, activity count 826 priority 0 state 3 SMINFO_MASTER")
-(1, '0x1070fd0300100001', 'SMINFO_MASTER')
+What is known of the subnet manager is read by :mod:`fabric.app.subnet` (the tool formats are
+:mod:`probes.opensm`); this module only reasons over the :class:`SubnetManager` it is given.
 """
 
 from __future__ import annotations
@@ -22,18 +22,13 @@ import statistics
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fabric.advise.actions import Action, ActionKind, routing_action, set_nccl_env
-from fabric.advise.candidates import STATUS_RANK, LinkFinding
+from fabric.advise.candidates import LinkFinding
+from fabric.health.status import Status
 from topology.classify import Classification, Role
-from topology.errors import IbfabError
 from topology.model import Fabric, Guid, NodeKind
 
-_SMINFO = re.compile(r"sm lid (\d+) sm guid (0x[0-9a-fA-F]+).*?state \d+ (\S+)")
-_OSM_VERSION = re.compile(r"-> OpenSM (\S+(?: \S+)?)\s*$", re.MULTILINE)
-_ENGINE_USED = re.compile(r"(\S+) tables configured on all switches")
-_CONF_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(.*?)\s*$")
 AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "dfp", "dfp2")
 # Share of time a port waits to send above which an uplink counts as congested.
 CONGESTED_SHARE = 0.05
@@ -89,73 +84,6 @@ class SubnetManager:
             "conf": dict(self.conf),
             "notes": list(self.notes),
         }
-
-
-def parse_sminfo(text: str) -> tuple[int, str, str] | None:
-    m = _SMINFO.search(text)
-    return (int(m.group(1)), m.group(2).lower(), m.group(3)) if m else None
-
-
-def parse_opensm_log(text: str) -> tuple[str | None, str | None]:
-    """(version, engine used last) from an OpenSM log; None where the log does not say."""
-    versions = _OSM_VERSION.findall(text)
-    engines = _ENGINE_USED.findall(text)
-    return (versions[-1].strip() if versions else None, engines[-1] if engines else None)
-
-
-def parse_opensm_conf(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0]
-        m = _CONF_LINE.match(line)
-        if m and m.group(2):
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def probe_subnet_manager(
-    lab: str | None = None, log_path: str | None = None, conf_path: str | None = None
-) -> SubnetManager:
-    """Ask the fabric (``sminfo``) and read the SM's log/config where this machine can see them."""
-    notes: list[str] = []
-    sm = None
-    try:
-        if lab is not None:
-            from fabric import lab as labmod
-
-            out = labmod.run_tool(lab, ["sminfo"], timeout=20).stdout
-            log_path = log_path or labmod.opensm_log(lab)
-        else:
-            from probes.runner import run
-
-            out = run(["sminfo"], timeout=20).stdout
-        sm = parse_sminfo(out)
-    except IbfabError as exc:
-        notes.append(f"sminfo: {exc.one_line()}")
-    version = engine = None
-    paths = [log_path] if log_path else ["/var/log/opensm.log"]
-    for p in paths:
-        try:
-            version, engine = parse_opensm_log(Path(p).read_text(errors="replace"))
-        except OSError as exc:
-            notes.append(f"{p}: {exc.strerror or exc}")
-    conf: dict[str, str] = {}
-    for p in [conf_path] if conf_path else ["/etc/opensm/opensm.conf"]:
-        try:
-            conf = parse_opensm_conf(Path(p).read_text(errors="replace"))
-        except OSError:
-            if conf_path:
-                notes.append(f"{p}: not readable")
-    engine = engine or conf.get("routing_engine")
-    return SubnetManager(
-        sm[0] if sm else None,
-        sm[1] if sm else None,
-        sm[2] if sm else None,
-        version,
-        engine,
-        conf,
-        tuple(notes),
-    )
 
 
 # -- what the topology offers ---------------------------------------------------------------------
@@ -327,7 +255,7 @@ def advise_routing(
     div = path_diversity(fabric, cls)
     ups = _uplink_findings(fabric, findings)
     congested = sum(1 for f in ups if f.congestion is not None and f.congestion >= CONGESTED_SHARE)
-    faulty = sum(1 for f in ups if f.rank >= STATUS_RANK["warn"])
+    faulty = sum(1 for f in ups if f.rank >= Status.WARN.rank)
     multipath = div.maximum > 1
     levels = len({c.tier for c in cls.nodes.values() if c.role is Role.SWITCH and c.tier})
     facts = (

@@ -71,17 +71,6 @@ def run_sweep(
     return sweeps.save(outcome, ctx.source, sweeps.names_of(ctx.discovery), _db_arg(db))
 
 
-def sweep_report(db: Path | None, sweep_id: int) -> str:
-    """Slow and failed pairs and the ranked suspect links of a stored sweep (``ibfab sweep show``)."""
-    from fabric.app import sweep as sweeps
-    from fabric.cli.sweep import render_suspects
-
-    shown = sweeps.show(sweep_id, _db_arg(db))
-    bad = [r for r in shown.results if not r.ok]
-    head = f"{len(shown.results)} pair results, {len(bad)} slow or failed"
-    return f"{head}\nsuspect links (localization):\n{render_suspects(shown.suspects, shown.names)}"
-
-
 def sweep_bandwidth(db: Path | None, sweep_id: int | None = None) -> SweepBandwidth | None:
     """Per cable, the pairs of a sweep (the newest when no id) whose route crossed it: median and
     minimum share of line rate (a failed pair counts 0). None when no sweep is stored.

@@ -14,20 +14,19 @@ recorded as a failed run and the loop goes on.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fabric.app.discover import Source, discover
-from fabric.app.source import SshOptions
+from fabric.app.discover import discover
+from fabric.app.source import Source, SshOptions, run_tool
 from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
 from fabric.counters.merge import unreachable_row
-from fabric.counters.parse import Unreachable
+from fabric.counters.samples import Unreachable
 from fabric.store import LinkEvent, RawCapture, Store
 from fabric.store.captures import CompressAhead
-from probes.runner import CommandResult
+from probes.transport import CommandResult
 from topology.diff import diff_fabrics
 from topology.errors import IbfabError, UsageError
 from topology.gcpause import gc_paused
@@ -37,49 +36,15 @@ if TYPE_CHECKING:
 
 COUNTERS_PARSER_VERSION = "ibqueryerrors/1"
 TOOL_TIMEOUT = 300.0
-_DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str, what: str = "--every") -> float:
-    """Seconds in ``30s``, ``5m``, ``1h``, ``2d``, ``0.2s`` or a bare number of seconds.
-
-    >>> parse_duration("5m"), parse_duration("0.2s"), parse_duration("90")
-    (300.0, 0.2, 90.0)
-    """
-    m = _DURATION.match(text or "")
-    if not m:
-        raise UsageError(f"{what} {text!r}: give a duration such as 30s, 5m or 1h")
-    seconds = float(m["n"]) * _UNIT_S[(m["unit"] or "s").lower()]
-    if seconds <= 0:
-        raise UsageError(f"{what} {text!r}: must be more than 0")
-    return seconds
 
 
 def tool_runner(src: Source, ssh: SshOptions | None = None) -> RunTool:
     """How the counter tools run for ``src``: a CommandResult for any exit code (ibqueryerrors exits
-    1 when it finds errors, perfquery 255 when a node does not answer); CommandFailed only when the
-    tool could not run to the end (not found, timed out, connection lost)."""
-    if src.kind == "lab":
-        from fabric import lab
-
-        name = src.target
-        return lambda argv: lab.run_tool(name, argv, timeout=TOOL_TIMEOUT, check=False)
-    if src.kind == "local":
-        from probes.runner import run
-
-        return lambda argv: run(argv, timeout=TOOL_TIMEOUT, check=False)
-    if src.kind == "ssh":
-        from fabric.app.source import run_on_host
-
-        host = src.target
-
-        def over_ssh(argv: Sequence[str]) -> CommandResult:
-            res = run_on_host(host, argv, TOOL_TIMEOUT, ssh, ok_codes=range(256))
-            return CommandResult(tuple(argv), res.exit_code or 0, res.stdout, res.stderr, res.duration)
-
-        return over_ssh
-    raise UsageError(f"counters cannot be collected from {src.label} (use --lab, --ssh or this machine)")
+    1 when it finds errors, perfquery 255 when a node does not answer); CommandFailed or HostError
+    only when the tool could not run to the end (not found, timed out, connection lost)."""
+    if not src.runs_tools:
+        raise UsageError(f"counters cannot be collected from {src.label} (use --lab, --ssh or this machine)")
+    return lambda argv: run_tool(src, argv, TOOL_TIMEOUT, ssh, ok_codes=range(-255, 256))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,22 +61,6 @@ class SnapshotOutcome:
     seconds: float
     notes: tuple[str, ...] = ()
     problems: int = 0  # unparsable tool lines (kept in the raw captures)
-
-    def line(self) -> str:
-        """The one-line summary the CLI prints per snapshot."""
-        when = time.strftime("%H:%M:%S", time.localtime(self.taken_at))
-        parts = [
-            f"{when} snapshot {self.snapshot_id}: {self.ports_read} ports read, "
-            f"{self.unreachable} unreachable, {self.seconds:.2f} s"
-        ]
-        if self.topology_saved:
-            parts.append(f"topology {self.topology_id} saved")
-        if self.link_events:
-            downs = sum(1 for e in self.link_events if e.kind == "down")
-            parts.append(f"{downs} links down, {len(self.link_events) - downs} up")
-        if self.problems:
-            parts.append(f"{self.problems} unparsable lines")
-        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -219,7 +168,7 @@ def capture_text(result: CommandResult) -> str:
     """How a tool run is kept: stdout, then stderr after a marker line."""
     if not result.stderr:
         return result.stdout
-    return f"{result.stdout}\n# --- stderr (exit {result.returncode})\n{result.stderr}"
+    return f"{result.stdout}\n# --- stderr (exit {result.exit_code})\n{result.stderr}"
 
 
 def raw_captures(result: CollectionResult, source: str) -> list[RawCapture]:
@@ -348,7 +297,6 @@ __all__ = [
     "StoredCounters",
     "capture_text",
     "link_events_between",
-    "parse_duration",
     "raw_captures",
     "snapshot_rows",
     "store_counters",

@@ -1,8 +1,9 @@
 """The demo: a lab rail-optimized fabric with planted faults, and what ibfab finds in it.
 
-``ibfab demo`` (and ``make demo``) call :func:`run_demo`; each step yields a titled block of
-text so the CLI can print as it goes. Everything runs through the same services as the CLI:
-the real ibnetdiscover against ibsim + OpenSM, the real store.
+``ibfab demo`` (and ``make demo``) call :func:`run_demo`; each step yields a :class:`DemoStep`
+with what it did, what it found and whether that matches what was planted, so the CLI can print
+as it goes (:func:`fabric.present.demo.render_step` makes the text). Everything runs through the
+same use cases as the CLI: the real ibnetdiscover against ibsim + OpenSM, the real store.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric import lab
-from fabric.app.discover import Source, discover
+from fabric.app.discover import discover
+from fabric.app.source import Source
 
 if TYPE_CHECKING:
+    from fabric.app.collect import SnapshotOutcome
+    from fabric.app.health import AssessedHealth
     from fabric.store import Store
-    from topology.model import Fabric, Link
+    from probes.sweep import SweepOutcome
+    from topology.model import Fabric, Guid, Link
 
 DEMO_LAB = "demo"
 DEMO_SPEC = "rail-small"
@@ -34,9 +39,28 @@ DEMO_FAULTS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class DemoStep:
+    """One step of the demo: its title, what it found (``result``: the use case's own record) and
+    whether that is what was planted (``verdict`` says it in words)."""
+
     title: str
-    text: str
+    facts: tuple[str, ...]
+    result: object
+    verdict: str
     ok: bool = True
+
+
+@dataclass(frozen=True)
+class HealthDemo:
+    """The health step's collections (each with what was done before it) and the assessment."""
+
+    collections: tuple[tuple[SnapshotOutcome, str], ...]
+    health: AssessedHealth
+
+
+@dataclass(frozen=True)
+class SweepDemo:
+    outcome: SweepOutcome
+    names: dict[Guid, str]
 
 
 def demo_db_path(db: str | None) -> Path:
@@ -52,7 +76,6 @@ def demo_db_path(db: str | None) -> Path:
 
 
 def run_demo(db: str | None = None) -> Iterator[DemoStep]:
-    from fabric.cli.discover import render_discovery
     from fabric.store import Store
 
     db = str(demo_db_path(db))
@@ -61,11 +84,16 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         lab.down(DEMO_LAB)
     state = lab.up(DEMO_SPEC, DEMO_FAULTS, name=DEMO_LAB)
     design = lab.design_of(DEMO_LAB)
-    planted = "\n".join(f"  - {p.fault}: {p.description}" for p in design.planted)
     yield DemoStep(
         "1. A simulated fabric with planted faults",
-        f"ibsim + OpenSM up as lab {DEMO_LAB!r}: {len(design.switches)} switches, "
-        f"{len(design.present_hcas())} HCAs ({state.spec})\nplanted:\n{planted}",
+        (
+            f"ibsim + OpenSM up as lab {DEMO_LAB!r}: {len(design.switches)} switches, "
+            f"{len(design.present_hcas())} HCAs ({state.spec})",
+            "planted:",
+            *(f"  - {p.fault}: {p.description}" for p in design.planted),
+        ),
+        None,
+        "",
     )
     d = discover(Source("lab", DEMO_LAB))
     with Store.open(db) as store:
@@ -81,8 +109,9 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
     )
     yield DemoStep(
         "2. Discovery with the real ibnetdiscover",
-        render_discovery(d)
-        + f"\n\nsaved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}",
+        (),
+        d,
+        f"saved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}",
         ok=not missed,
     )
     with Store.open(db) as store:
@@ -112,7 +141,6 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
     """Three collections with a link whose symbol errors rise and a link that flaps, then health."""
     from fabric.app.collect import Collector
     from fabric.app.health import assess_store
-    from fabric.cli.health import render_health
 
     start = time.time()
     avoid = {f.split(":")[1] for f in DEMO_FAULTS if f.split(":")[1].startswith("leaf")}
@@ -122,17 +150,17 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
         candidates[len(candidates) // 2],
     )
     collector = Collector(store, Source("lab", DEMO_LAB))
-    lines = [collector.collect_once().line() + "   (baseline)"]
+    lines = [(collector.collect_once(), "baseline")]
     lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 40)
     for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
         lab.set_counter(DEMO_LAB, node, port, "link_downed", 1)
     lab.link_down(DEMO_LAB, flap_leaf, flap_port)
-    lines.append(collector.collect_once().line() + f"   ({flap_leaf}:{flap_port} unplugged)")
+    lines.append((collector.collect_once(), f"{flap_leaf}:{flap_port} unplugged"))
     lab.link_up(DEMO_LAB, flap_leaf, flap_port)
     lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 400)
     for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
         lab.set_counter(DEMO_LAB, node, port, "link_downed", 3)
-    lines.append(collector.collect_once().line() + f"   ({flap_leaf}:{flap_port} back)")
+    lines.append((collector.collect_once(), f"{flap_leaf}:{flap_port} back"))
     view = assess_store(store, since_s=time.time() - start + 1.0)
     top = {lk.key for lk in view.report.links[:2]}
     ok = top == {sym_link.key, flap_link.key} and all(
@@ -146,12 +174,12 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
     )
     return DemoStep(
         "3. Link health from the real ibqueryerrors (ibfab counters collect; ibfab health)",
-        f"planted: symbol errors rising 0 -> 40 -> 400 on {sym_leaf}:{sym_port}; "
-        f"{flap_leaf}:{flap_port} unplugged and replugged, LinkDownedCounter 0 -> 1 -> 3 on both ends\n"
-        + "\n".join(lines)
-        + "\n\n"
-        + render_health(view, limit=8)
-        + f"\n\n{verdict}; store: {store.path}",
+        (
+            f"planted: symbol errors rising 0 -> 40 -> 400 on {sym_leaf}:{sym_port}; "
+            f"{flap_leaf}:{flap_port} unplugged and replugged, LinkDownedCounter 0 -> 1 -> 3 on both ends",
+        ),
+        HealthDemo(tuple(lines), view),
+        f"{verdict}; store: {store.path}",
         ok=ok,
     )
 
@@ -159,7 +187,6 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
 def sweep_step(db: str, design: object) -> DemoStep:
     """A rail-pairs sweep on the lab's simulated traffic, localized back to the cables at fault."""
     from fabric.app import sweep as sweeps
-    from fabric.cli.sweep import render_suspects
     from topology.generate import Design
 
     assert isinstance(design, Design)
@@ -179,11 +206,13 @@ def sweep_step(db: str, design: object) -> DemoStep:
     )
     return DemoStep(
         "4. A probe sweep, localized back to the cable (ibfab sweep run --lab; simulated traffic)",
-        f"sweep {sweep_id}: {len(ctx.plan.probes)} ib_write_bw pairs in {ctx.plan.rounds} rounds "
-        f"(lower bound {ctx.plan.lower_bound}), backend {outcome.backend}, "
-        f"{outcome.retest_passes} re-test pass(es)\n"
-        + render_suspects(outcome.suspects, names, limit=6)
-        + f"\n\n{verdict}",
+        (
+            f"sweep {sweep_id}: {len(ctx.plan.probes)} ib_write_bw pairs in {ctx.plan.rounds} rounds "
+            f"(lower bound {ctx.plan.lower_bound}), backend {outcome.backend}, "
+            f"{outcome.retest_passes} re-test pass(es)",
+        ),
+        SweepDemo(outcome, names),
+        verdict,
         ok=ok,
     )
 
@@ -192,10 +221,9 @@ def recommend_step(db: str, d: object) -> DemoStep:
     """What to do about it: safety-checked isolations, drains, AR and NCCL settings."""
     from fabric.advise.candidates import findings_from_report
     from fabric.advise.recommend import recommend
-    from fabric.advise.routing_advice import probe_subnet_manager
     from fabric.app.discover import Discovery
     from fabric.app.health import assess_store
-    from fabric.cli.advise import render_actions
+    from fabric.app.subnet import probe_subnet_manager
     from fabric.store import Store
 
     assert isinstance(d, Discovery)
@@ -211,8 +239,8 @@ def recommend_step(db: str, d: object) -> DemoStep:
     ok = "isolate_port" in kinds or "drain_node" in kinds
     return DemoStep(
         "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",
-        f"{recs.findings} links judged; {recs.routing.summary}\n"
-        + render_actions(recs.actions)
-        + ("\n" + "\n".join(f"- {n}" for n in recs.notes) if recs.notes else ""),
+        (f"{recs.findings} links judged; {recs.routing.summary}",),
+        recs,
+        "",
         ok=ok,
     )

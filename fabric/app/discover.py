@@ -11,8 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.app.source import SshOptions
-from probes.runner import run
+from fabric.app.source import Source, SshOptions, run_tool
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
 from topology.ibnetdiscover import parse_ibnetdiscover_text
@@ -21,24 +20,6 @@ from topology.wiring import Anomaly, find_anomalies
 
 IBNETDISCOVER_TIMEOUT = 300.0
 TIER_NAMES = {0: "hca", 1: "leaf", 2: "spine", 3: "core"}
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where ibnetdiscover text comes from: ``file``, ``stdin``, ``local``, ``ssh`` or ``lab``."""
-
-    kind: str
-    target: str = ""
-
-    @property
-    def label(self) -> str:
-        return {
-            "file": self.target,
-            "stdin": "<stdin>",
-            "local": "local ibnetdiscover",
-            "ssh": f"ssh {self.target}",
-            "lab": f"lab {self.target}",
-        }.get(self.kind, self.kind)
 
 
 @dataclass(frozen=True)
@@ -71,30 +52,17 @@ def fetch_ibnetdiscover(
     src: Source, text: str | None = None, ssh: SshOptions | None = None
 ) -> tuple[str, tuple[str, ...]]:
     """Raw ibnetdiscover text and the tool's warning lines for ``src``."""
-    argv = ["ibnetdiscover"]
-    if src.kind in ("file", "stdin"):
+    if not src.runs_tools:
         if text is None:
             raise UsageError(f"no text given for {src.label}")
         return text, ()
-    if src.kind == "local":
-        res = run(argv, timeout=IBNETDISCOVER_TIMEOUT)
-        return res.stdout, _warnings(res.stderr)
-    if src.kind == "lab":
-        from fabric import lab
-
-        res = lab.run_tool(src.target, argv, timeout=IBNETDISCOVER_TIMEOUT)
-        return res.stdout, _warnings(res.stderr)
-    if src.kind == "ssh":
-        from fabric.app.source import run_on_host
-
-        out = run_on_host(src.target, argv, IBNETDISCOVER_TIMEOUT, ssh)
-        return out.stdout, _warnings(out.stderr)
-    raise UsageError(f"unknown discovery source {src.kind!r}")
+    res = run_tool(src, ["ibnetdiscover"], IBNETDISCOVER_TIMEOUT, ssh)
+    return res.stdout, _warnings(res.stderr)
 
 
 def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None) -> Discovery:
     raw, warnings = fetch_ibnetdiscover(src, text, ssh)
-    if src.kind not in ("file", "stdin") and not raw.strip():
+    if src.runs_tools and not raw.strip():
         raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
     fabric = parse_ibnetdiscover_text(raw, src.label)
     return analyse(fabric, raw, src.label, warnings)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fabric.core.units import duration_spec
 from fabric.counters.deltas import OutOfOrder
 from fabric.health import (
     HealthReport,
@@ -64,7 +65,7 @@ _OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
 
 
 @dataclass(frozen=True, slots=True)
-class HealthView:
+class AssessedHealth:
     """A report with what the CLI needs to name things."""
 
     report: HealthReport
@@ -181,7 +182,7 @@ def assess_store(
     now: float | None = None,
     thresholds: HealthThresholds | None = None,
     record: bool = True,
-) -> HealthView:
+) -> AssessedHealth:
     """Score every link of the latest topology over the counters of the last ``since_s`` seconds
     (None: all of them) and, if ``record``, add today's findings to the history."""
     t = thresholds or HealthThresholds()
@@ -191,7 +192,7 @@ def assess_store(
         raise StoreError(f"{store.path}: no topology stored; {COLLECT_FIRST}")
     snapshots = store.list_counter_snapshots(since=since, until=now)
     if not any(s.ports for s in snapshots):
-        window = "" if since_s is None else f" in the last {_dur(since_s)}"
+        window = "" if since_s is None else f" in the last {duration_spec(since_s)}"
         raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
     stored = store.load_topology("latest")
     lookback = now - t.repeat_lookback_days * DAY_S
@@ -216,7 +217,7 @@ def assess_store(
             frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
         )
     recorded = record_today(store, report, now) if record else 0
-    return HealthView(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
+    return AssessedHealth(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
 
 
 def _pieces(
@@ -234,15 +235,8 @@ def _pieces(
     return store.load_counter_pieces(groups, since, until)
 
 
-def _dur(seconds: float) -> str:
-    for unit, size in (("d", DAY_S), ("h", 3600.0), ("m", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
-
-
 __all__ = [
-    "HealthView",
+    "AssessedHealth",
     "assess_store",
     "finding_kind",
     "load_thresholds",

@@ -1,4 +1,4 @@
-"""Health for the read side: a :class:`HealthView` over the newest counter window, computed here or
+"""Health for the read side: a :class:`HealthWindow` over the newest counter window, computed here or
 in a child process.
 
 On a 16,384-HCA fabric with an hour of snapshots the assessment takes ~20 s of pure Python and
@@ -39,7 +39,7 @@ SNAPSHOT_SPREAD_S = 5.0
 
 
 @dataclass(frozen=True)
-class HealthView:
+class HealthWindow:
     """A health report over the counter window ending at the newest snapshot."""
 
     report: HealthReport
@@ -49,7 +49,7 @@ class HealthView:
     by_key: Mapping[LinkKey, LinkHealth]
 
 
-def compute_health(db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> HealthView | None:
+def compute_health(db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
     """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
     snapshot; None when there are no snapshots or no topology."""
     from fabric.app.health import assess_store
@@ -64,8 +64,10 @@ def compute_health(db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> 
     return view_of(hv.report, snaps[-1].id, now - window_s, now)
 
 
-def view_of(report: HealthReport, snapshot_id: int, since: float, now: float) -> HealthView:
-    return HealthView(report, snapshot_id, since, now, MappingProxyType({lh.key: lh for lh in report.links}))
+def view_of(report: HealthReport, snapshot_id: int, since: float, now: float) -> HealthWindow:
+    return HealthWindow(
+        report, snapshot_id, since, now, MappingProxyType({lh.key: lh for lh in report.links})
+    )
 
 
 # -- across a process boundary ------------------------------------------------------------------
@@ -110,7 +112,7 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def dump_health(view: HealthView | None) -> bytes:
+def dump_health(view: HealthWindow | None) -> bytes:
     """``view`` as bytes for :func:`load_health` (the report only; the index is rebuilt)."""
     buf = io.BytesIO()
     payload = None if view is None else (view.report, view.snapshot_id, view.since, view.now)
@@ -118,7 +120,7 @@ def dump_health(view: HealthView | None) -> bytes:
     return buf.getvalue()
 
 
-def load_health(data: bytes) -> HealthView | None:
+def load_health(data: bytes) -> HealthWindow | None:
     """What :func:`dump_health` (or a failed child's message) carried; a failure raises StoreError."""
     try:
         kind, payload = pickle.loads(data)  # our own child process wrote it
@@ -176,7 +178,7 @@ class HealthProcess:
             start_new_session=True,  # a Ctrl-C meant for the UI does not reach it
         )
 
-    def result(self) -> HealthView | None:
+    def result(self) -> HealthWindow | None:
         """Wait for the child (the GIL is free meanwhile) and return its view."""
         data, err = self._process.communicate()
         if self.cancelled:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_curl
 from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label
 from fabric.advise.safety import SafetyPolicy, SafetyReport, check_isolations
+from fabric.app.source import Source, run_tool
 from fabric.store import AuditEntry, Store
 from topology.classify import Classification
 from topology.errors import CommandFailed, IbfabError, SafetyError, UsageError
@@ -134,15 +135,9 @@ def plan_isolation(
 
 
 def _run(argv: Sequence[str], lab: str | None) -> str:
-    if lab is not None:
-        from fabric import lab as labmod
-
-        res = labmod.run_tool(lab, list(argv), timeout=30)
-    else:
-        from probes.runner import run
-
-        res = run(list(argv), timeout=30)
-    return f"ok (exit {res.returncode})"
+    """Run a port change on the fabric: the lab's when ``lab`` is given, else from this machine."""
+    res = run_tool(Source("lab", lab) if lab is not None else Source("local"), argv, timeout=30)
+    return f"ok (exit {res.exit_code})"
 
 
 def _target(ref: PortRef, name: str, far: str) -> str:

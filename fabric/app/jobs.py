@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabric.app.collect import SnapshotOutcome
 from fabric.store import Schedule
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
@@ -120,10 +121,10 @@ def _require_lab(name: str) -> None:
         raise LabError(f"lab {name!r} is not running (start it with 'ibfab lab up --name {name}')")
 
 
-def run_counters(schedule: Schedule, ctx: JobContext) -> str:
+def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
     """One counter collection from the schedule's source into the daemon's store."""
     from fabric.app.collect import Collector
-    from fabric.app.discover import Source
+    from fabric.app.source import Source
     from fabric.store import Store
 
     args = schedule.args
@@ -138,11 +139,10 @@ def run_counters(schedule: Schedule, ctx: JobContext) -> str:
     else:
         src = Source("local")
     with Store.open(ctx.db) as store:
-        outcome = Collector(store, src, _ssh_options(args)).collect_once()
-    return outcome.line()
+        return Collector(store, src, _ssh_options(args)).collect_once()
 
 
-def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
+def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     """Plan and run one sweep (lab-simulated or ib_write_bw over SSH) and store it."""
     from fabric.app import sweep as sweeps
 
@@ -183,12 +183,13 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> str:
             finally:
                 ctx.activity.add(hosts, schedule.name, start, time.time())
     sweep_id = sweeps.save(outcome, sweep_ctx.source, names, str(ctx.db))
-    failed = sum(1 for r in outcome.results if not r.ok)
-    top = ""
+    top = None
     if outcome.suspects:
         s = outcome.suspects[0].link
-        top = f"; top suspect {names.get(s.a.guid, s.a.guid)}/{s.a.port} - {names.get(s.b.guid, s.b.guid)}/{s.b.port}"
-    return f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results, {failed} failed{top}"
+        top = (f"{names.get(s.a.guid, s.a.guid)}/{s.a.port}", f"{names.get(s.b.guid, s.b.guid)}/{s.b.port}")
+    return SweepJobResult(
+        sweep_id, outcome.backend, len(outcome.results), sum(1 for r in outcome.results if not r.ok), top
+    )
 
 
 def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job: str) -> Any:
@@ -214,8 +215,22 @@ def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job
     )
 
 
-def run_job(schedule: Schedule, ctx: JobContext) -> str:
-    """Run the schedule's job once; returns its one-line summary, raises IbfabError on failure."""
+@dataclass(frozen=True, slots=True)
+class SweepJobResult:
+    """What one scheduled sweep stored: its id, backend, pair results, failures, top suspect."""
+
+    sweep_id: int
+    backend: str
+    results: int
+    failed: int
+    top_suspect: tuple[str, str] | None  # both ends, named
+
+
+JobResult = SnapshotOutcome | SweepJobResult
+
+
+def run_job(schedule: Schedule, ctx: JobContext) -> JobResult:
+    """Run the schedule's job once; returns what it stored, raises IbfabError on failure."""
     if schedule.kind == "counters":
         return run_counters(schedule, ctx)
     if schedule.kind == "sweep":
@@ -230,6 +245,8 @@ __all__ = [
     "HostHold",
     "HostLockedLabBackend",
     "JobContext",
+    "JobResult",
+    "SweepJobResult",
     "run_counters",
     "run_job",
     "run_sweep_job",

@@ -1,15 +1,11 @@
-"""The read side that the TUI and ``ibfab tui``'s report share: store state, fabric, health, details.
+"""The TUI's read model: store state, the classified fabric, health, details, sweeps and advice.
 
-Nothing here parses, connects or scores: it opens the store (one :class:`Store` per call, so any
-thread may call it), and hands what it reads to the services that own the logic
-(:func:`fabric.app.discover.analyse`, ``fabric.app.health``, ``fabric.app.sweep``, ``fabric.advise`` /
-``fabric.app.isolate``). A service that is not there is reported as :class:`Unavailable`, never
-replaced by made-up data.
-
-The jobs live in their own modules and :class:`FabricService` is their one front door:
-:mod:`fabric.app.health_window` (health, also in a child process), :mod:`fabric.app.bandwidth`
-(sweeps and per-cable bandwidth), :mod:`fabric.app.recommend` (recommendations, isolation and
-its plan text) and :mod:`fabric.present.overview` (the overview as text).
+Nothing here parses, connects, scores or builds text: it opens the store (one :class:`Store` per
+call, so any thread may call it) and hands what it reads to the use cases that own the logic
+(:mod:`fabric.app.discover`, :mod:`fabric.app.health_window`, :mod:`fabric.app.sweep`,
+:mod:`fabric.app.bandwidth`, :mod:`fabric.app.recommend`). What cannot be had right now is an
+:class:`fabric.app.views.Unavailable` saying why, never made-up data. The records it returns are
+in :mod:`fabric.app.views`; :mod:`fabric.present.overview` turns them into text.
 
 Cheap calls (:meth:`FabricService.state`, :meth:`FabricService.latest_snapshot_id`) are a few
 indexed SELECTs, so a UI can paint and poll with them; :meth:`FabricService.load_view` (topology +
@@ -19,184 +15,36 @@ classification) takes seconds on a 16,384-HCA fabric and belongs in a worker thr
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING
+from types import MappingProxyType
 
-from fabric.app import bandwidth as service_probes
-from fabric.app import recommend as service_advice
+from fabric.app import bandwidth, recommend
 from fabric.app.bandwidth import SweepBandwidth
-from fabric.app.discover import TIER_NAMES, Discovery, analyse, summary
-from fabric.app.health_window import (
-    HEALTH_WINDOW_S,
-    SNAPSHOT_SPREAD_S,
-    HealthProcess,
-    HealthView,
-    LinkKey,
-    compute_health,
+from fabric.app.discover import TIER_NAMES, analyse, summary
+from fabric.app.health_window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
+from fabric.app.isolate import AppliedChange, IsolationPlan
+from fabric.app.sweep import ShownSweep, show
+from fabric.app.views import (
+    STATUSES,
+    Advice,
+    CounterSeries,
+    FabricView,
+    LinkRow,
+    NodeDetail,
+    Overview,
+    PortLine,
+    StoreState,
+    Unavailable,
+    link_row,
+    with_health,
+    worst_first,
 )
-from fabric.app.recommend import Advice
-from fabric.present.overview import duration, link_text, overview_report, overview_sections
-from fabric.store import CounterSnapshotInfo, ProbeSweep, Store, StoredSweep, TopologySummary
+from fabric.store import Store, StoredSweep
 from probes.sweep import SweepStep
-from topology.classify import Role
-from topology.model import Guid, Link
-
-if TYPE_CHECKING:
-    from fabric.app.isolate import AppliedChange, IsolationPlan
-
-NO_DATA = "no data"
-STATUS_ORDER: Mapping[str, int] = MappingProxyType(
-    {"critical": 0, "warn": 1, "watch": 2, "ok": 3, NO_DATA: 4}
-)
-__all__ = [
-    "HEALTH_WINDOW_S",
-    "NO_DATA",
-    "SNAPSHOT_SPREAD_S",
-    "STATUS_ORDER",
-    "Advice",
-    "CounterSeries",
-    "FabricService",
-    "FabricView",
-    "HealthView",
-    "LinkKey",
-    "LinkRow",
-    "NodeDetail",
-    "Overview",
-    "PortLine",
-    "StoreState",
-    "SweepBandwidth",
-    "SweepStep",
-    "Unavailable",
-    "optional_service",
-    "overview_report",
-    "overview_sections",
-    "with_health",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Unavailable:
-    """A feature whose service has not landed (or failed to import): say so, show nothing made up."""
-
-    feature: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.feature}: not available yet ({self.reason})"
-
-
-def optional_service(module: str, feature: str, *needed: str) -> ModuleType | Unavailable:
-    """Import ``module`` if it exists and has the attributes ``needed``; else an :class:`Unavailable`."""
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        return Unavailable(feature, f"{module} is not installed: {exc}")
-    missing = [name for name in needed if not hasattr(mod, name)]
-    if missing:
-        return Unavailable(feature, f"{module} has no {', '.join(missing)} yet")
-    return mod
-
-
-@dataclass(frozen=True, slots=True)
-class StoreState:
-    """What is in the store, from a few cheap queries (safe to poll)."""
-
-    db: str
-    topology: TopologySummary | None
-    topologies: int
-    latest_snapshot: CounterSnapshotInfo | None
-    snapshots: int
-    last_sweep: ProbeSweep | None
-    sweeps: int
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRow:
-    """One cable as the links table shows it (health fields filled in by :func:`with_health`)."""
-
-    index: int
-    key: LinkKey
-    a_name: str
-    a_port: int
-    b_name: str
-    b_port: int
-    tiers: str  # "hca-leaf", "leaf-spine", "spine-core"
-    rail: int | None
-    group: int | None
-    width: int
-    speed: str
-    status: str = NO_DATA
-    score: int | None = None
-    ber: float | None = None
-    flaps_per_hour: float = 0.0
-    reasons: tuple[str, ...] = ()
-    search: str = ""  # lower-case names, tiers, rail and group: what the filter box matches
-
-
-@dataclass(frozen=True)
-class FabricView:
-    """The latest stored topology, classified, with one :class:`LinkRow` per cable."""
-
-    topology: TopologySummary
-    discovery: Discovery
-    links: tuple[LinkRow, ...]
-    row_of: Mapping[LinkKey, int] = field(default_factory=dict)
-
-    def name(self, guid: str) -> str:
-        c = self.discovery.classification.nodes.get(Guid(guid))
-        return c.name if c is not None else guid
-
-    def tier(self, guid: str) -> int | None:
-        c = self.discovery.classification.nodes.get(Guid(guid))
-        return c.tier if c is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class Overview:
-    """The overview screen and the no-terminal report, as data."""
-
-    state: StoreState
-    fabric: Mapping[str, object]  # discovery summary (switch tiers, hosts, rails, groups ...)
-    links_by_status: Mapping[str, int]
-    worst: tuple[LinkRow, ...]
-    alerts: tuple[str, ...]
-    health_note: str
-
-
-@dataclass(frozen=True, slots=True)
-class PortLine:
-    port: int
-    peer_name: str
-    peer_port: int
-    link: LinkRow
-
-
-@dataclass(frozen=True, slots=True)
-class CounterSeries:
-    """Per-sample deltas of one counter on one port, oldest first (for a sparkline)."""
-
-    port: int
-    counter: str
-    values: tuple[float, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NodeDetail:
-    guid: str
-    name: str
-    kind: str
-    description: str
-    tier_name: str | None
-    rail: int | None
-    group: int | None
-    ports: tuple[PortLine, ...]
-    anomalies: tuple[str, ...]
-    hcas: tuple[str, ...]  # for a host: its HCA GUIDs
+from topology.model import Guid
+from topology.wiring import Severity
 
 
 class FabricService:
@@ -240,11 +88,11 @@ class FabricService:
                 return None
             stored = store.load_topology("latest")
         d = analyse(stored.fabric, source=stored.summary.source)
-        rows = tuple(_link_row(i, lk, d) for i, lk in enumerate(stored.fabric.links))
+        rows = tuple(link_row(i, lk, d) for i, lk in enumerate(stored.fabric.links))
         return FabricView(stored.summary, d, rows, MappingProxyType({r.key: r.index for r in rows}))
 
     # -- health -------------------------------------------------------------------------------
-    def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthView | None:
+    def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
         """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
         snapshot, computed in this process; None when there are no snapshots or no topology."""
         return compute_health(self.db, window_s)
@@ -254,13 +102,13 @@ class FabricService:
         what a UI calls, so its own threads keep the GIL."""
         return HealthProcess(self.db, window_s)
 
-    def rows_with_health(self, view: FabricView, health: HealthView | None) -> tuple[LinkRow, ...]:
+    def rows_with_health(self, view: FabricView, health: HealthWindow | None) -> tuple[LinkRow, ...]:
         return with_health(view.links, health)
 
     def overview(
         self,
         view: FabricView | None,
-        health: HealthView | None,
+        health: HealthWindow | None,
         state: StoreState,
         rows: Sequence[LinkRow] | None = None,
     ) -> Overview:
@@ -268,37 +116,24 @@ class FabricService:
         if rows is None or view is None or len(rows) != len(view.links):
             rows = with_health(view.links, health) if view is not None else ()
         by_status = Counter(r.status for r in rows)
-        worst = tuple(sorted((r for r in rows if r.status not in ("ok", NO_DATA)), key=_worst_first)[:10])
-        alerts: list[str] = []
-        if view is not None:
-            alerts += [
-                f"CRITICAL link {link_text(r)}: {'; '.join(r.reasons) or 'score ' + str(r.score)}"
-                for r in worst
-                if r.status == "critical"
-            ]
-            alerts += [
-                f"{a.severity.value.upper()} {a.kind}: {a.message}"
-                for a in view.discovery.anomalies
-                if a.severity.value in ("error", "critical")
-            ]
-        note = (
-            "no topology stored yet (run: ibfab discover --save)"
-            if view is None
-            else "no counter snapshots yet (run: ibfab counters collect)"
-            if health is None
-            else f"health over {duration(health.now - health.since)} ending at snapshot {health.snapshot_id}"
+        worst = tuple(sorted((r for r in rows if r.status not in ("ok", "no data")), key=worst_first)[:10])
+        anomalies = (
+            tuple(a for a in view.discovery.anomalies if a.severity in (Severity.ERROR, Severity.CRITICAL))
+            if view is not None
+            else ()
         )
         return Overview(
             state,
             summary(view.discovery) if view is not None else {},
-            {s: by_status.get(s, 0) for s in STATUS_ORDER},
+            {s: by_status.get(s, 0) for s in STATUSES},
             worst,
-            tuple(alerts),
-            note,
+            anomalies,
+            view is not None,
+            health,
         )
 
     # -- details ------------------------------------------------------------------------------
-    def node_detail(self, view: FabricView, guid: str, health: HealthView | None) -> NodeDetail:
+    def node_detail(self, view: FabricView, guid: str, health: HealthWindow | None) -> NodeDetail:
         d, g = view.discovery, Guid(guid)
         node, c = d.fabric.nodes[g], d.classification.nodes[g]
         rows = with_health(view.links, health)
@@ -354,123 +189,39 @@ class FabricService:
                 out.append(CounterSeries(int(str(port)), name, tuple(float(v) for v in values)))
         return out
 
-    # -- sweeps (fabric.app.bandwidth) --------------------------------------------------------
+    # -- sweeps (fabric.app.sweep, fabric.app.bandwidth) ---------------------------------------
     def sweeps_of(self, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
         """The newest ``limit`` sweeps (only their pairs involving ``host`` if given)."""
-        return service_probes.sweeps_of(self.db, host, limit)
+        return bandwidth.sweeps_of(self.db, host, limit)
 
-    def sweep_service(self) -> ModuleType | Unavailable:
-        """fabric.app.sweep when a sweep can start from here; else why not."""
-        svc = optional_service("fabric.app.sweep", "probe sweeps", "prepare", "run_lab", "save", "show")
-        if not isinstance(svc, Unavailable) and self.lab is None:
+    def sweep_unavailable(self) -> Unavailable | None:
+        """Why a sweep cannot start from here (None: it can)."""
+        if self.lab is None:
             return Unavailable(
                 "starting a sweep", "open the TUI with --lab NAME (ssh sweeps: ibfab sweep run)"
             )
-        return svc
+        return None
 
     def run_sweep(self, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs") -> int:
         """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
-        return service_probes.run_sweep(self.db, self.lab, progress, pattern)
+        return bandwidth.run_sweep(self.db, self.lab, progress, pattern)
 
-    def sweep_report(self, sweep_id: int) -> str:
-        """Slow and failed pairs and the ranked suspect links of a stored sweep (``ibfab sweep show``)."""
-        return service_probes.sweep_report(self.db, sweep_id)
+    def show_sweep(self, sweep_id: int) -> ShownSweep:
+        """A stored sweep with its suspects ranked (what ``ibfab sweep show`` reports)."""
+        return show(sweep_id, str(self.db) if self.db is not None else None)
 
     def sweep_bandwidth(self, sweep_id: int | None = None) -> SweepBandwidth | None:
         """Measured share of line rate per cable in a sweep (the newest by default)."""
-        return service_probes.sweep_bandwidth(self.db, sweep_id)
+        return bandwidth.sweep_bandwidth(self.db, sweep_id)
 
     # -- advice and isolation (fabric.app.recommend) --------------------------------------------
-    def recommendations(self, view: FabricView, health: HealthView | None) -> list[Advice] | Unavailable:
+    def recommendations(self, view: FabricView, health: HealthWindow | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
-        return service_advice.recommendations(self.db, self.lab, view, health)
+        return recommend.recommendations(self.db, self.lab, view, health)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
-        return service_advice.isolation_plan(self.db, view, advice)
+        return recommend.isolation_plan(self.db, view, advice)
 
     def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
         """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
-        return service_advice.apply_isolation(self.db, self.lab, plan)
-
-
-def with_health(rows: Sequence[LinkRow], health: HealthView | None) -> tuple[LinkRow, ...]:
-    """``rows`` with each cable's status, score, BER, flaps and reasons from ``health``."""
-    if health is None:
-        return tuple(rows)
-    out = []
-    for r in rows:
-        lh = health.by_key.get(r.key)
-        if lh is None:
-            out.append(r)
-            continue
-        out.append(
-            LinkRow(
-                r.index,
-                r.key,
-                r.a_name,
-                r.a_port,
-                r.b_name,
-                r.b_port,
-                r.tiers,
-                r.rail,
-                r.group,
-                r.width,
-                r.speed,
-                lh.status.value,
-                lh.score,
-                lh.ber.value,
-                lh.flaps_per_hour,
-                lh.reasons,
-                r.search,
-            )
-        )
-    return tuple(out)
-
-
-# -- helpers ------------------------------------------------------------------------------------
-def _link_row(index: int, lk: Link, d: Discovery) -> LinkRow:
-    cls = d.classification.nodes
-    ca, cb = cls[lk.a.guid], cls[lk.b.guid]
-    # The lower tier first: an operator reads a cable from the host up.
-    lo, hi, lo_port, hi_port = (
-        (ca, cb, lk.a.port, lk.b.port) if (ca.tier or 0) <= (cb.tier or 0) else (cb, ca, lk.b.port, lk.a.port)
-    )
-    tiers = f"{_tier(lo.tier, lo.role)}-{_tier(hi.tier, hi.role)}"
-    rail = lo.rail if lo.rail is not None else hi.rail
-    group = lo.group if lo.group is not None else hi.group
-    search = " ".join(
-        x
-        for x in (
-            lo.name,
-            hi.name,
-            tiers,
-            lo.host or "",
-            f"rail{rail}" if rail is not None else "",
-            f"group{group}" if group is not None else "",
-        )
-        if x
-    ).lower()
-    return LinkRow(
-        index,
-        lk.key,
-        lo.name,
-        lo_port,
-        hi.name,
-        hi_port,
-        tiers,
-        rail,
-        group,
-        lk.width,
-        lk.speed,
-        search=search,
-    )
-
-
-def _tier(tier: int | None, role: Role) -> str:
-    if tier is None:
-        return "switch" if role is Role.SWITCH else "hca"
-    return TIER_NAMES.get(tier, f"tier{tier}")
-
-
-def _worst_first(r: LinkRow) -> tuple[int, int]:
-    return (STATUS_ORDER[r.status], r.score if r.score is not None else 101)
+        return recommend.apply_isolation(self.db, self.lab, plan)

@@ -1,8 +1,10 @@
-"""Run one command on one named host over SSH: the service behind ``--ssh HOST`` options.
+"""Where a use case gets its fabric and runs its tools: one :class:`Source`, one transport.
 
-Host keys are verified against known_hosts by default; an unknown or changed key is an error
-naming the host. A host may be given as ``[user@]host[:port]`` or as a name from an inventory
-file (which can carry the user, port, key and jump host); ``~/.ssh/config`` applies as well.
+A source is a saved file or stdin (text handed in by the caller), a stored topology snapshot,
+this machine, a management host over SSH (host keys verified against known_hosts by default; an
+unknown or changed key is an error naming the host), or a lab fabric (``ibfab lab``: this machine
+with the simulator's environment). :func:`transport_for` is the only place that tells them apart
+for running a command; every use case calls :func:`run_tool` or holds the transport it returns.
 """
 
 from __future__ import annotations
@@ -12,8 +14,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
-from probes.transport import HostError, HostResult
-from topology.errors import CommandFailed
+from probes.transport import CommandResult, LocalTransport, Transport
+from topology.errors import UsageError
+
+# Sources whose text the caller hands in (nothing runs for them).
+TEXT_KINDS = ("file", "stdin")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where ibnetdiscover text comes from: ``file``, ``stdin``, ``local``, ``ssh`` or ``lab``."""
+
+    kind: str
+    target: str = ""
+
+    @property
+    def label(self) -> str:
+        return {
+            "file": self.target,
+            "stdin": "<stdin>",
+            "local": "local ibnetdiscover",
+            "ssh": f"ssh {self.target}",
+            "lab": f"lab {self.target}",
+        }.get(self.kind, self.kind)
+
+    @property
+    def runs_tools(self) -> bool:
+        """Whether tools run for this source (not a saved text)."""
+        return self.kind not in TEXT_KINDS
 
 
 @dataclass(frozen=True)
@@ -26,6 +54,8 @@ class SshOptions:
 
 
 def host_entry(spec: str, opts: SshOptions) -> HostEntry:
+    """``[user@]host[:port]`` or a name from the inventory (which can carry user, port, key and
+    jump host; ``~/.ssh/config`` applies as well)."""
     entry: HostEntry | None = None
     if opts.inventory:
         inv = read_inventory(opts.inventory)
@@ -43,28 +73,49 @@ def with_identity(entry: HostEntry, identity: str | None) -> HostEntry:
     return HostEntry(entry.name, entry.address, entry.user, entry.port, str(Path(identity)), entry.jump)
 
 
+def transport_for(src: Source, ssh: SshOptions | None = None) -> Transport:
+    """The transport that runs tools for ``src`` (close it when done)."""
+    if src.kind == "local":
+        return LocalTransport("local")
+    if src.kind == "lab":
+        from fabric import lab
+
+        return lab.transport(src.target)
+    if src.kind == "ssh":
+        from probes.ssh import SshTransport
+
+        opts = ssh or SshOptions()
+        return SshTransport(
+            host_entry(src.target, opts),
+            known_hosts=opts.known_hosts,
+            accept_new=opts.accept_new_host_key,
+            connect_timeout=opts.connect_timeout,
+        )
+    raise UsageError(f"nothing runs for {src.label}: use --lab, --ssh or this machine")
+
+
+def run_tool(
+    src: Source,
+    argv: Sequence[str],
+    timeout: float,
+    ssh: SshOptions | None = None,
+    ok_codes: Sequence[int] = (0,),
+) -> CommandResult:
+    """Run one tool for ``src``: HostError when the host could not run it, CommandFailed for an
+    exit code outside ``ok_codes`` (ibqueryerrors exits 1 when it finds errors: pass ``(0, 1)``)."""
+    transport = transport_for(src, ssh)
+    try:
+        return transport.require(transport.run(argv, timeout), ok_codes)
+    finally:
+        transport.close()
+
+
 def run_on_host(
     spec: str,
     argv: Sequence[str],
     timeout: float,
     opts: SshOptions | None = None,
     ok_codes: Sequence[int] = (0,),
-) -> HostResult:
-    """Run ``argv`` on ``spec``; transport failures raise HostError, an exit code outside
-    ``ok_codes`` CommandFailed (ibqueryerrors exits 1 when it finds errors: pass ``(0, 1)``)."""
-    from probes.ssh import SshTransport
-
-    opts = opts or SshOptions()
-    entry = host_entry(spec, opts)
-    with SshTransport(
-        entry,
-        known_hosts=opts.known_hosts,
-        accept_new=opts.accept_new_host_key,
-        connect_timeout=opts.connect_timeout,
-    ) as transport:
-        result = transport.run(argv, timeout)
-    if result.failure is not None:
-        raise HostError(entry.name, result.failure, result.message)
-    if result.exit_code not in ok_codes:
-        raise CommandFailed(argv, result.exit_code, result.stderr, f"ssh {entry.name}")
-    return result
+) -> CommandResult:
+    """:func:`run_tool` on the SSH host ``spec``."""
+    return run_tool(Source("ssh", spec), argv, timeout, opts, ok_codes)

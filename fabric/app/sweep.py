@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fabric.app.discover import Discovery, Source, discover, discover_text
+from fabric.app.discover import Discovery, discover, discover_text
+from fabric.app.source import Source
 from probes.localize import Suspect, rank
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep

@@ -66,23 +66,9 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
-def render_actions(actions: Any) -> str:
-    """The numbered action list as the CLI prints it (the demo and the TUI show the same text)."""
-    out: list[str] = []
-    for i, a in enumerate(actions, 1):
-        out.append(f"{i}. {a.kind.value}: {a.target}")
-        out.append(f"   why: {a.reason}")
-        out += [f"   - {e}" for e in a.evidence]
-        if a.impact:
-            out.append(f"   cost: {a.impact}")
-        for c in a.commands:
-            lines = c.text.splitlines() or [""]
-            out.append(f"   [{c.manager} {c.purpose}] {lines[0]}")
-            out += [f"       {more}" for more in lines[1:]]
-    return "\n".join(out)
-
-
 def _print_actions(actions: Any) -> None:
+    from fabric.present.advice import render_actions
+
     text = render_actions(actions)
     if text:
         click.echo(text)
@@ -118,7 +104,8 @@ def recommend_cmd(
     """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings."""
     from fabric.advise.candidates import read_health_file
     from fabric.advise.recommend import recommend
-    from fabric.advise.routing_advice import SubnetManager, probe_subnet_manager
+    from fabric.advise.routing_advice import SubnetManager
+    from fabric.app.subnet import probe_subnet_manager
 
     d = _discover(input_path, lab, ssh)
     findings = read_health_file(health_file) if health_file else _stored_findings(db)
@@ -276,7 +263,7 @@ def isolate_cmd(
         if as_json and not do_apply:
             click.echo(json.dumps(plan_.to_dict(), indent=1))
             return
-        from fabric.app.recommend import isolation_plan_text
+        from fabric.present.advice import isolation_plan_text
 
         click.echo(isolation_plan_text(plan_))
         if not do_apply:

@@ -10,7 +10,7 @@ from fabric.cli.options import ssh_options
 
 
 def _every(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    from fabric.app.collect import parse_duration
+    from fabric.core.units import parse_duration
     from topology.errors import UsageError
 
     if value is None:
@@ -59,6 +59,7 @@ def collect_cmd(
     from fabric.app.collect import Collector, SnapshotOutcome
     from fabric.app.source import SshOptions
     from fabric.cli.discover import _source
+    from fabric.present.counters import snapshot_line
     from fabric.store import Store
     from topology.errors import IbfabError
 
@@ -75,7 +76,7 @@ def collect_cmd(
     last_error: list[IbfabError] = []
 
     def stored(outcome: SnapshotOutcome) -> None:
-        click.echo(json.dumps(outcome.to_dict()) if as_json else outcome.line())
+        click.echo(json.dumps(outcome.to_dict()) if as_json else snapshot_line(outcome))
 
     def failed(exc: IbfabError) -> None:
         last_error.append(exc)

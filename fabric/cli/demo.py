@@ -14,11 +14,12 @@ def demo_cmd(db: str | None, keep: bool) -> None:
     """Bring up a lab fabric with planted faults and show what ibfab finds."""
     from fabric import lab
     from fabric.app.demo import DEMO_LAB, run_demo
+    from fabric.present.demo import render_step
 
     failed = False
     try:
         for step in run_demo(db):
-            click.echo(f"\n== {step.title}\n{step.text}")
+            click.echo(f"\n== {step.title}\n{render_step(step)}")
             failed |= not step.ok
     finally:
         if not keep and any(s.name == DEMO_LAB for s in lab.list_labs()):

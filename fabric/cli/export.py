@@ -15,7 +15,7 @@ from fabric.cli.options import ssh_options
 if TYPE_CHECKING:
     from fabric.app.discover import Discovery
     from fabric.exports import Export
-    from fabric.placement import HealthView
+    from fabric.placement import PlacementHealth
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,7 +49,7 @@ def discover_from(opts: dict[str, Any]) -> Discovery:
     return discover(src, text, ssh)
 
 
-def health_from_store(d: Discovery, db: str | None, hours: float) -> HealthView:
+def health_from_store(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
     """Health over the last ``hours`` from the store, through the health service.
 
     One-line errors when the health service is not installed or the store holds no samples."""

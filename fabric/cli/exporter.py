@@ -36,7 +36,7 @@ def exporter_cmd(listen: str, db: str | None, refresh: str, window: str) -> None
     infiniband_hca_port_*_total) plus ibfab_link_* health and ibfab_exporter_* status gauges.
     The endpoint answers even when the store is missing or empty (ibfab_exporter_up 0).
     """
-    from fabric.app.collect import parse_duration
+    from fabric.core.units import parse_duration
     from fabric.serve.exporter import parse_listen, serve
 
     parse_listen(listen)  # a bad address is a usage error before anything else happens

@@ -22,7 +22,7 @@ from topology.errors import TransportError
 if TYPE_CHECKING:
     from probes.fanout import FoldedResult
     from probes.inventory import HostEntry, Inventory
-    from probes.transport import HostResult, Transport
+    from probes.transport import CommandResult, Transport
 
 _SYSFS = "/sys/class/infiniband"
 
@@ -165,7 +165,7 @@ def render_folded(folded: Sequence[FoldedResult]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _result_json(r: HostResult) -> dict[str, Any]:
+def _result_json(r: CommandResult) -> dict[str, Any]:
     return {
         "host": r.host,
         "argv": list(r.argv),
@@ -177,11 +177,11 @@ def _result_json(r: HostResult) -> dict[str, Any]:
     }
 
 
-def _failure(r: HostResult) -> dict[str, Any]:
+def _failure(r: CommandResult) -> dict[str, Any]:
     return {"failure": r.failure.value if r.failure else None, "message": r.message}
 
 
-def _exit_for(results: Sequence[HostResult]) -> None:
+def _exit_for(results: Sequence[CommandResult]) -> None:
     from probes.inventory import fold_names
 
     bad = [r for r in results if not r.ok]

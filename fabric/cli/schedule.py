@@ -153,7 +153,7 @@ def _source(args: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Every schedule with its last run, next run and last result."""
-    from fabric.core.timing import format_interval
+    from fabric.core.units import duration_spec
     from fabric.present.table import table
     from fabric.store import Store
 
@@ -189,7 +189,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
         return
     out = []
     for s, r in rows:
-        when = f"every {format_interval(s.interval_seconds)}" if s.interval_seconds else f"cron {s.cron}"
+        when = f"every {duration_spec(s.interval_seconds)}" if s.interval_seconds else f"cron {s.cron}"
         if r is None:
             result = "-"
         elif r.ok is None:

@@ -10,15 +10,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fabric.cli.options import ssh_options
-from fabric.present.table import table
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
     from fabric.app.sweep import SweepContext
-    from probes.localize import Suspect
-    from probes.plan import SweepPlan
     from probes.sweep import SweepStep
-    from topology.model import Guid
 
 
 @click.group("sweep")
@@ -71,50 +67,6 @@ def _context(
     )
 
 
-def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
-    cov = plan.coverage
-    how = "from routes" if cov.from_routes else "possible, from cabling (no routes)"
-    lines = [
-        f"pattern {plan.pattern}: {len(plan.probes)} probes in {plan.rounds} rounds (lower bound {plan.lower_bound}: {plan.bound_reason})",
-        f"leaf-spine cables crossed: {cov.cables_covered}/{cov.cables_total} ({how}); rails {len(cov.rails_covered)}/{len(cov.rails_total)}",
-    ]
-    if cov.short_leaves:
-        lines.append(
-            f"leaves with fewer probe ends than uplinks: {', '.join(names.get(g, g) for g in cov.short_leaves)}"
-        )
-    for lk in cov.uncovered[:10]:
-        lines.append(
-            f"  not crossed: {names.get(lk.a.guid, lk.a.guid)}/{lk.a.port} - {names.get(lk.b.guid, lk.b.guid)}/{lk.b.port}"
-        )
-    for msg in cov.unroutable[:5]:
-        lines.append(f"  unroutable: {msg}")
-    rows = [(r.round + 1, r.probes, r.cables, ",".join(map(str, r.rails))) for r in cov.per_round[:40]]
-    lines.append(table(("ROUND", "PROBES", "CABLES", "RAILS"), rows))
-    lines += [f"note: {n}" for n in plan.notes]
-    return "\n".join(lines)
-
-
-def render_suspects(
-    suspects: tuple[Suspect, ...] | list[Suspect], names: dict[Guid, str], limit: int = 10
-) -> str:
-    if not suspects:
-        return "no suspect links: no slow pair"
-    rows = []
-    for s in suspects[:limit]:
-        a, b = s.link.a, s.link.b
-        rows.append(
-            (
-                f"{names.get(a.guid, a.guid)}/{a.port}",
-                f"{names.get(b.guid, b.guid)}/{b.port}",
-                f"{s.score:.2f}",
-                len(s.slow_pairs),
-                len(s.fast_pairs),
-                s.reason,
-            )
-        )
-    return table(("END A", "END B", "SCORE", "SLOW", "FAST", "WHY"), rows)
-
-
 class ProgressLine:
     """Sweep progress on stderr: a bar redrawn in place on a terminal, one line per round otherwise."""
 
@@ -163,6 +115,8 @@ def plan_cmd(
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
     else:
+        from fabric.present.sweep import render_plan
+
         click.echo(render_plan(ctx.plan, names))
 
 
@@ -233,6 +187,8 @@ def run_cmd(
         f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds, "
         f"{failed} failed, {outcome.retest_passes} re-test pass(es), {outcome.followup_probes} follow-up probe(s)"
     )
+    from fabric.present.sweep import render_suspects
+
     click.echo(render_suspects(outcome.suspects, names))
 
 
@@ -261,4 +217,6 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
     click.echo(
         f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results, {failed} failed"
     )
+    from fabric.present.sweep import render_suspects
+
     click.echo(render_suspects(shown.suspects, shown.names))

@@ -67,3 +67,16 @@ FRAME_KEY_COLUMNS: tuple[str, ...] = (
     "reachable",
 )
 FRAME_COLUMNS: tuple[str, ...] = FRAME_KEY_COLUMNS + COUNTER_NAMES
+
+# One stored row of a port in a counter snapshot, in this order (the store's port_counters table).
+PORT_COUNTER_FIELDS: tuple[str, ...] = (
+    "guid",
+    "port",
+    "lid",
+    "peer_guid",
+    "peer_port",
+    "reachable",
+    "unreachable_reason",
+    "time",
+    *COUNTER_NAMES,
+)

@@ -18,10 +18,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from fabric.core.units import duration_spec, parse_duration
 from topology.errors import UsageError
 
-_INTERVAL_RE = re.compile(r"(?P<n>\d+)\s*(?P<unit>s|m|h|d)?", re.IGNORECASE)
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # (name, lowest, highest) of the five cron fields, in order.
 _FIELDS = (
     ("minute", 0, 59),
@@ -37,13 +36,10 @@ _SEARCH_DAYS = 366 * 29
 
 def parse_interval(text: str) -> int:
     """Whole seconds in ``30s``, ``5m``, ``1h``, ``1d`` (a bare number is seconds)."""
-    m = _INTERVAL_RE.fullmatch((text or "").strip())
-    if m is None:
-        raise UsageError(f"--every {text!r}: give an interval such as 30s, 5m, 1h or 1d")
-    seconds = int(m["n"]) * _UNIT_SECONDS[(m["unit"] or "s").lower()]
-    if seconds <= 0:
-        raise UsageError(f"--every {text!r}: must be more than 0")
-    return seconds
+    seconds = parse_duration(text, "--every")
+    if "." in text or seconds != int(seconds):
+        raise UsageError(f"--every {text!r}: give whole seconds, such as 30s, 5m, 1h or 1d")
+    return int(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +149,7 @@ class Timing:
         if self.cron is not None:
             return f"cron {self.cron.text}"
         assert self.interval_seconds is not None
-        return f"every {format_interval(self.interval_seconds)}"
+        return f"every {duration_spec(self.interval_seconds)}"
 
     def first_run(self, now: float) -> float:
         """When a new schedule first runs: at once for an interval, the next fire time for cron."""
@@ -176,14 +172,6 @@ class Timing:
         return self.next_fire(max(started, now))
 
 
-def format_interval(seconds: int) -> str:
-    """The shortest exact spelling: 300 -> '5m', 90 -> '90s'."""
-    for unit in ("d", "h", "m"):
-        if seconds % _UNIT_SECONDS[unit] == 0:
-            return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
-    return f"{seconds}s"
-
-
 def timing_of(interval_seconds: int | None, cron: str | None) -> Timing:
     """The Timing of a stored schedule."""
     return Timing(interval_seconds, parse_cron(cron) if cron is not None else None)
@@ -192,7 +180,6 @@ def timing_of(interval_seconds: int | None, cron: str | None) -> Timing:
 __all__ = [
     "CronSpec",
     "Timing",
-    "format_interval",
     "next_cron_fire",
     "parse_cron",
     "parse_interval",

@@ -55,14 +55,9 @@ from fabric.counters.merge import (
     sample_row,
     unreachable_row,
 )
-from fabric.counters.parse import (
-    IbqueryerrorsReport,
-    PortSample,
-    Unreachable,
-    parse_ibqueryerrors,
-    parse_perfquery,
-)
-from probes.runner import CommandResult
+from fabric.counters.parse import IbqueryerrorsReport, parse_ibqueryerrors, parse_perfquery
+from fabric.counters.samples import PortSample, Unreachable
+from probes.transport import CommandResult
 from topology.errors import CommandFailed, ParseError
 from topology.gcpause import gc_paused
 from topology.model import Fabric, Guid, Node, PortRef
@@ -159,7 +154,7 @@ def _run(run_tool: RunTool, argv: Sequence[str], raw: dict[tuple[str, ...], Comm
         result = run_tool(argv)
     except CommandFailed as exc:
         raw[tuple(argv)] = CommandResult(
-            tuple(argv), exc.returncode if exc.returncode is not None else -1, "", exc.stderr, 0.0
+            "local", tuple(argv), exc.returncode if exc.returncode is not None else -1, "", exc.stderr, 0.0
         )
         raise
     raw[tuple(argv)] = result
@@ -364,8 +359,8 @@ def _collect_perfquery(
             assert isinstance(parsed, list)
             for s in parsed:
                 merged.setdefault(s.port, []).append(s)
-            if result.returncode != 0:
-                failed = _failure_reason(result, f"perfquery exit {result.returncode}")
+            if result.exit_code != 0:
+                failed = _failure_reason(result, f"perfquery exit {result.exit_code}")
         if failed is not None:
             # keep why the fabric-wide pass missed the node (the first, concrete symptom, e.g. an
             # SMP timeout) and add what the direct PMA query said: both tools tried, both failed

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from fabric.core import fields
-from fabric.counters.parse import DATA_COUNTERS, PortSample, _canonical_order, _fail, _int, _lines
+from fabric.counters.samples import DATA_COUNTERS, PortSample, canonical_order, fail, split_lines, to_int
 from topology.errors import ParseError
 from topology.model import normalise_guid
 
@@ -58,7 +58,7 @@ def parse_pm(
     ``NA`` values are left out; error counters come from the base attribute (their width is what
     :mod:`fields` promises) and data counters from their ``_extended`` 64-bit twins.
     """
-    lines = _lines(text)
+    lines = split_lines(text)
     if any(ln.strip() == "START_PM_INFO" for ln in lines):
         return _parse_db_csv_pm(lines, source, problems)
     out: list[PortSample] = []
@@ -81,14 +81,14 @@ def parse_pm(
         f = _PM_FIELD.match(line)
         if f is None or head is None:
             what = "counter before any 'Port=N Lid=... GUID=...' header" if f else "not a 'key=value' line"
-            _fail("ibdiagnet", source, lineno, raw, what, problems)
+            fail("ibdiagnet", source, lineno, raw, what, problems)
             continue
         value = f["value"]
         if value != "NA":
             try:
-                _int(value)
+                to_int(value)
             except ValueError:
-                _fail("ibdiagnet", source, lineno, raw, f"{f['key']} has no numeric value", problems)
+                fail("ibdiagnet", source, lineno, raw, f"{f['key']} has no numeric value", problems)
                 continue
         kv[f["key"]] = value
     flush()
@@ -101,7 +101,7 @@ def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
     for key, text in kv.items():
         if text == "NA":
             continue
-        number = _int(text)
+        number = to_int(text)
         if key in _PM_BASE and _PM_BASE[key] not in DATA_COUNTERS:
             values[_PM_BASE[key]] = number
         elif key not in _PM_BASE and key not in _PM_EXTENDED:
@@ -111,12 +111,12 @@ def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
         _PM_EXTENDED if extended else {k: v for k, v in _PM_BASE.items() if v in DATA_COUNTERS}
     ).items():
         if key in kv and kv[key] != "NA":
-            values[name] = _int(kv[key])
+            values[name] = to_int(kv[key])
     return PortSample(
         guid=normalise_guid(head["guid"]),
         port=int(head["port"]),
-        lid=_int(head["lid"]),
-        values=MappingProxyType(_canonical_order(values)),
+        lid=to_int(head["lid"]),
+        values=MappingProxyType(canonical_order(values)),
         extended=extended,
         port_name=(head["name"] or "").strip() or None,
         other=MappingProxyType(other),
@@ -159,10 +159,10 @@ def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] |
         try:
             guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
             numbers = {
-                k: _int(v) for k, v in row.items() if k not in {"NodeGUID", "PortGUID", "PortNumber"} and v
+                k: to_int(v) for k, v in row.items() if k not in {"NodeGUID", "PortGUID", "PortNumber"} and v
             }
         except (KeyError, ValueError) as exc:
-            _fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
+            fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
             continue
         numbers = {k: v for k, v in numbers.items() if v != -1}  # -1: not read (NA)
         extended = all(k in numbers for k in ext_keys)
@@ -184,7 +184,7 @@ def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] |
                 guid=guid,
                 port=port,
                 lid=int(lid_text) or None,
-                values=MappingProxyType(_canonical_order(values)),
+                values=MappingProxyType(canonical_order(values)),
                 node_description=descriptions.get(row["NodeGUID"]),
                 extended=extended,
                 other=MappingProxyType(other),

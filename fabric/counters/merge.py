@@ -17,9 +17,9 @@ from types import MappingProxyType
 from typing import Any
 
 from fabric.core import fields
+from fabric.core.fields import PORT_COUNTER_FIELDS
 from fabric.counters import ibqueryerrors as iqe
-from fabric.counters.parse import PortSample, Unreachable
-from fabric.store.counters import PORT_COUNTER_FIELDS
+from fabric.counters.samples import PortSample, Unreachable
 from topology.model import Fabric, Guid, Node, PortRef
 
 Key = tuple[Guid, int]

@@ -16,50 +16,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabric.core import fields
 from fabric.counters import ibqueryerrors as iqe
+from fabric.counters.ibdiagnet import parse_pm
+from fabric.counters.samples import (
+    DATA_COUNTERS,
+    SUMMED_PORT,
+    PortSample,
+    Unreachable,
+    canonical_order,
+    fail,
+    split_lines,
+    to_int,
+)
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
-
-# Counters that exist both as 32-bit PortCounters and 64-bit PortCountersExtended fields.
-DATA_COUNTERS: frozenset[str] = frozenset({"xmit_data", "rcv_data", "xmit_pkts", "rcv_pkts"})
-SUMMED_PORT = 255
-
-
-@dataclass(frozen=True, slots=True)
-class PortSample:
-    """Counters of one port as one tool read them.
-
-    ``guid`` is the node GUID, or ``None`` when the text does not name the node (perfquery by
-    LID). ``guid_kind`` is ``"port"`` when the tool printed a port GUID the caller still has to map
-    to its node (ibqueryerrors' error report for CAs). ``extended`` is True when the data counters
-    came from the 64-bit PortCountersExtended attribute. ``summed`` marks a sum over all ports
-    (perfquery ``-a`` / port 255): never a port of its own.
-    """
-
-    guid: Guid | None
-    port: int
-    lid: int | None
-    values: Mapping[str, int]
-    node_description: str | None = None
-    extended: bool = False
-    summed: bool = False
-    guid_kind: str = "node"
-    port_name: str | None = None
-    other: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-
-
-@dataclass(frozen=True, slots=True)
-class Unreachable:
-    """A port (or, when the tool names none, a node or path) that did not answer."""
-
-    guid: Guid | None
-    port: int | None
-    reason: str
-    lid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,37 +66,6 @@ class IbqueryerrorsReport:
     def checked_anything(self) -> bool:
         """False for the silent no-SM run (rc 0, nothing printed): that is not a clean fabric."""
         return bool(self.nodes_checked)
-
-
-def saturated(sample: PortSample) -> frozenset[str]:
-    """Counters of ``sample`` sitting at their maximum (sticky: the true count is at least that)."""
-    out = set()
-    for name, value in sample.values.items():
-        limit = fields.max_value(name)
-        if name in DATA_COUNTERS and not sample.extended:
-            limit = (1 << 32) - 1
-        if value >= limit:
-            out.add(name)
-    return frozenset(out)
-
-
-# -- helpers -------------------------------------------------------------------------------------
-def _int(text: str) -> int:
-    text = text.strip()
-    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
-
-
-def _fail(
-    tool: str, source: str, lineno: int, line: str, problem: str, problems: list[ParseError] | None
-) -> None:
-    err = ParseError(tool, source, lineno, line, problem)
-    if problems is None:
-        raise err
-    problems.append(err)
-
-
-def _lines(text: str | Iterable[str]) -> list[str]:
-    return text.splitlines() if isinstance(text, str) else [ln.rstrip("\n") for ln in text]
 
 
 _QUOTE = re.compile(r"^(?:>\s?)+")
@@ -172,7 +115,7 @@ def parse_perfquery(
     node = normalise_guid(guid) if guid is not None else None
     blocks: list[_Block] = []
     current: _Block | None = None
-    for lineno, raw in enumerate(_lines(text), 1):
+    for lineno, raw in enumerate(split_lines(text), 1):
         line = _unquote(raw).strip()
         if not line:
             continue
@@ -186,19 +129,19 @@ def parse_perfquery(
             continue  # the pasted command line, or stderr noise; failures are the collector's business
         f = _PQ_FIELD.match(line)
         if not f:
-            _fail("perfquery", source, lineno, raw, "not a 'Name:....value' line", problems)
+            fail("perfquery", source, lineno, raw, "not a 'Name:....value' line", problems)
             continue
         key, value = f["key"], f["value"].strip()
         if key in _NOT_COUNTERS:
             continue
         try:
-            number = _int(value)
+            number = to_int(value)
         except ValueError:
-            _fail("perfquery", source, lineno, raw, f"{key} has no numeric value", problems)
+            fail("perfquery", source, lineno, raw, f"{key} has no numeric value", problems)
             continue
         if current is None:
             if port is None:
-                _fail(
+                fail(
                     "perfquery",
                     source,
                     lineno,
@@ -236,17 +179,13 @@ def _merge_blocks(blocks: list[_Block], node: Guid | None, keep_sums: bool) -> l
                 guid=node,
                 port=p,
                 lid=lid,
-                values=MappingProxyType(_canonical_order(values)),
+                values=MappingProxyType(canonical_order(values)),
                 extended=extended,
                 summed=p == SUMMED_PORT,
                 other=MappingProxyType(other),
             )
         )
     return out
-
-
-def _canonical_order(values: Mapping[str, int]) -> dict[str, int]:
-    return {name: values[name] for name in fields.COUNTER_NAMES if name in values}
 
 
 # -- ibqueryerrors (the scanner lives in fabric.counters.ibqueryerrors) ----------------------------
@@ -305,8 +244,6 @@ def parse_ibdiagnet_pm(
     ``NA`` values are left out; error counters come from the base attribute and data counters
     from their ``_extended`` 64-bit twins. Any other ibdiagnet file is a ParseError.
     """
-    from fabric.counters.ibdiagnet import parse_pm
-
     return parse_pm(text, source, problems=problems)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from fabric.exports import Export
 from fabric.exports.tree import SchedulerTree, switch_names
-from fabric.placement import HealthView
+from fabric.placement import PlacementHealth
 from topology.classify import Classification
 from topology.model import Fabric, Guid
 
@@ -15,7 +15,7 @@ SCHEMA = "ibfab.scheduler/v1"
 
 
 def scheduler_document(
-    fabric: Fabric, cls: Classification, tree: SchedulerTree, health: HealthView | None = None
+    fabric: Fabric, cls: Classification, tree: SchedulerTree, health: PlacementHealth | None = None
 ) -> dict[str, Any]:
     names = switch_names(fabric, cls)
     sites = tree.sites
@@ -63,7 +63,7 @@ def scheduler_document(
 
 
 def scheduler_json(
-    fabric: Fabric, cls: Classification, tree: SchedulerTree, health: HealthView | None = None
+    fabric: Fabric, cls: Classification, tree: SchedulerTree, health: PlacementHealth | None = None
 ) -> Export:
     doc = scheduler_document(fabric, cls, tree, health)
     return Export(json.dumps(doc, indent=1) + "\n", tree.left_out())

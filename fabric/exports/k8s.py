@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from fabric.exports import Export
 from fabric.exports.tree import SchedulerTree
-from fabric.placement import HealthView
+from fabric.placement import PlacementHealth
 
 TIER_KEY = "fabric.topograph.run/tier-{}"
 LEGACY_KEYS = (
@@ -71,7 +71,7 @@ def label_keys(tree: SchedulerTree, style: str = "tier-n") -> list[str]:
 
 
 def node_labels(
-    tree: SchedulerTree, style: str = "tier-n", health: HealthView | None = None
+    tree: SchedulerTree, style: str = "tier-n", health: PlacementHealth | None = None
 ) -> dict[str, dict[str, str]]:
     """host -> {label key: value}, hosts in natural order."""
     if style not in STYLES:
@@ -101,7 +101,7 @@ def kubectl_lines(labels: Mapping[str, Mapping[str, str]]) -> str:
 
 
 def k8s_labels(
-    tree: SchedulerTree, style: str = "tier-n", fmt: str = "kubectl", health: HealthView | None = None
+    tree: SchedulerTree, style: str = "tier-n", fmt: str = "kubectl", health: PlacementHealth | None = None
 ) -> Export:
     labels = node_labels(tree, style, health)
     if fmt == "json":

@@ -11,6 +11,7 @@ import math
 import time as _time
 from dataclasses import dataclass
 
+from fabric.core.units import human_duration
 from fabric.health.ber import BerEstimate, bits_to_certify
 from fabric.health.flaps import Flaps
 from fabric.health.thresholds import HealthThresholds
@@ -54,7 +55,7 @@ def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 pen,
-                f"receive errors: {rx} in {_dur(f.seconds)} ({_per_end(f.rx_errors)}; "
+                f"receive errors: {rx} in {human_duration(f.seconds)} ({_per_end(f.rx_errors)}; "
                 f"threshold {t.rcv_errors_warn})",
             )
         )
@@ -64,7 +65,7 @@ def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 pen,
-                f"transmit discards: {discards} in {_dur(f.seconds)} ({_per_end(f.discards)}; "
+                f"transmit discards: {discards} in {human_duration(f.seconds)} ({_per_end(f.discards)}; "
                 f"threshold {t.xmit_discards_warn})",
             )
         )
@@ -110,7 +111,7 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
             out.append(
                 (
                     CRITICAL,
-                    f"symbol errors: {count} in the last {_dur(min(window_s, f.seconds))}, over the "
+                    f"symbol errors: {count} in the last {human_duration(min(window_s, f.seconds))}, over the "
                     f"{window_s / 60:g} min budget of "
                     f"{budget:.2f} at {f.label} (BER {target:g})",
                 )
@@ -121,7 +122,7 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     if b.certified and not b.errors:
         return out  # the common case: a clean, certified link has nothing to say
     bounds = f"{b.confidence:.0%} bounds {b.lower:.2g}..{b.upper:.2g}"
-    over = f"{'at least ' if b.at_least else ''}{b.errors} symbol errors in {_dur(f.covered_s)}"
+    over = f"{'at least ' if b.at_least else ''}{b.errors} symbol errors in {human_duration(f.covered_s)}"
     if b.lower > b.target:
         pen = WARN + min(20, round(10 * math.log10(b.lower / b.target)))
         out.append((pen, f"BER {b.value:.2g} ({bounds}) is above target {b.target:g}: {over} at {f.label}"))
@@ -139,7 +140,7 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 UNCERTIFIED,
-                f"not yet certified{why}: {over}; {f.label} needs {_dur(need_s)} of samples "
+                f"not yet certified{why}: {over}; {f.label} needs {human_duration(need_s)} of samples "
                 f"to show BER < {b.target:g} at {b.confidence:.0%}",
             )
         )
@@ -157,12 +158,14 @@ def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     if fl.down_since is not None:
         out.append((CRITICAL + 5, f"link is down since {_when(fl.down_since)}"))
     if fl.downs >= t.flap_critical:
-        out.append((CRITICAL, f"link went down {fl.downs} times in {_dur(f.seconds)}{rate}; {merged}"))
+        out.append(
+            (CRITICAL, f"link went down {fl.downs} times in {human_duration(f.seconds)}{rate}; {merged}")
+        )
     elif fl.downs >= t.flap_warn:
         out.append(
             (
                 WARN,
-                f"link went down {fl.downs} time{'s' if fl.downs > 1 else ''} in {_dur(f.seconds)}; {merged}",
+                f"link went down {fl.downs} time{'s' if fl.downs > 1 else ''} in {human_duration(f.seconds)}; {merged}",
             )
         )
     if fl.recoveries >= t.recovery_watch:
@@ -170,7 +173,7 @@ def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 pen,
-                f"link retrained (error recovery) {fl.recoveries} times in {_dur(f.seconds)}; "
+                f"link retrained (error recovery) {fl.recoveries} times in {human_duration(f.seconds)}; "
                 f"threshold {t.recovery_warn}",
             )
         )
@@ -183,21 +186,6 @@ def _per_end(items: tuple[tuple[PortRef, int], ...]) -> str:
 
 def _refs(refs: tuple[PortRef, ...]) -> str:
     return " and ".join(str(r) for r in refs)
-
-
-def _dur(seconds: float) -> str:
-    """12 min, 2.1 h, 3.0 days: the unit an operator would say."""
-    if math.isinf(seconds):
-        return "forever"
-    if seconds < 10:
-        return f"{seconds:.1f} s"  # a lab's collections can be under a second apart: never "0 s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def _when(epoch: float) -> str:

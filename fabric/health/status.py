@@ -38,3 +38,19 @@ class Status(StrEnum):
 
 
 _RANK = {Status.OK: 0, Status.WATCH: 1, Status.WARN: 2, Status.CRITICAL: 3}
+_BY_TEXT = {s.value: s for s in Status}
+
+
+def status_rank(text: str, default: int = 0) -> int:
+    """The rank of a status given as text (``ok`` 0 .. ``critical`` 3), ``default`` for anything
+    that is not a status (a row with no health data yet).
+
+    >>> status_rank("warn"), status_rank("no data", -1)
+    (2, -1)
+    """
+    s = _BY_TEXT.get(text)
+    return default if s is None else _RANK[s]
+
+
+def is_status(text: str) -> bool:
+    return text in _BY_TEXT

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from fabric.app.readmodel import LinkRow, Overview
+from fabric.app.views import LinkRow, Overview
+from fabric.core.units import human_duration
 
 
 def overview_report(ov: Overview) -> str:
@@ -28,7 +27,7 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
         )
     else:
         fabric = "no topology stored yet (run: ibfab discover --save)"
-    health = "  ".join(f"{k}: {v}" for k, v in ov.links_by_status.items()) + f"\n{ov.health_note}"
+    health = "  ".join(f"{k}: {v}" for k, v in ov.links_by_status.items()) + f"\n{health_note(ov)}"
     worst = (
         "\n".join(
             f"{r.status.upper():8} {r.score if r.score is not None else '-':>3}  {link_text(r)}  {'; '.join(r.reasons)[:80]}"
@@ -43,14 +42,36 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
         f"{f' (snapshot #{s.latest_snapshot.id}, {s.snapshots} stored)' if s.latest_snapshot else ''}\n"
         f"sweep      {when(s.last_sweep.started) + ' ' + s.last_sweep.pattern if s.last_sweep else 'never'}"
     )
-    alerts = "\n".join(ov.alerts) or "none"
+    listed = alerts(ov)
+    alert_text = "\n".join(listed) or "none"
     return [
         ("FABRIC", fabric),
         ("HEALTH (links by status)", health),
         ("WORST LINKS", worst),
         ("LAST RUNS", times),
-        (f"ALERTS ({len(ov.alerts)})", alerts),
+        (f"ALERTS ({len(listed)})", alert_text),
     ]
+
+
+def alerts(ov: Overview) -> list[str]:
+    """Critical links, then discovery's error and critical anomalies, one line each."""
+    out = [
+        f"CRITICAL link {link_text(r)}: {'; '.join(r.reasons) or 'score ' + str(r.score)}"
+        for r in ov.worst
+        if r.status == "critical"
+    ]
+    out += [f"{a.severity.value.upper()} {a.kind}: {a.message}" for a in ov.anomalies]
+    return out
+
+
+def health_note(ov: Overview) -> str:
+    """Where the health figures come from, or what to run to get them."""
+    if not ov.has_topology:
+        return "no topology stored yet (run: ibfab discover --save)"
+    if ov.health is None:
+        return "no counter snapshots yet (run: ibfab counters collect)"
+    h = ov.health
+    return f"health over {human_duration(h.now - h.since)} ending at snapshot {h.snapshot_id}"
 
 
 def link_text(r: LinkRow) -> str:
@@ -59,9 +80,3 @@ def link_text(r: LinkRow) -> str:
 
 def when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
-
-
-def duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"

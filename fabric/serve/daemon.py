@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabric.app.jobs import HostActivity, JobContext, run_job
+from fabric.app.jobs import HostActivity, JobContext
 from fabric.core.timing import timing_of
+from fabric.present.jobs import run_and_summarise
 from fabric.store import Schedule, Store
 from probes.fanout import HostLocks
 from topology.errors import IbfabError
@@ -62,7 +63,7 @@ class Daemon:
     workers: int = 4
     poll_seconds: float = 1.0
     grace_seconds: float = 60.0
-    runner: JobRunner = run_job
+    runner: JobRunner = run_and_summarise
     on_report: Callable[[RunReport], None] | None = None
     clock: Callable[[], float] = time.time
     locks: HostLocks = field(default_factory=HostLocks)

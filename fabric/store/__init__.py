@@ -11,8 +11,9 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 
 from __future__ import annotations
 
+from fabric.core.fields import PORT_COUNTER_FIELDS
 from fabric.store.core import BUSY_TIMEOUT_SECONDS, default_db_path
-from fabric.store.counters import PORT_COUNTER_FIELDS, CounterTables
+from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables, link_subject
 from fabric.store.operations import OperationTables
 from fabric.store.probes import ProbeTables

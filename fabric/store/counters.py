@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, PORT_COUNTER_FIELDS
 from fabric.store.captures import CaptureTables, CompressAhead
 from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
 from topology.errors import StoreError
@@ -23,17 +23,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # The order of a row tuple given to save_counter_snapshot (the table's columns after snapshot_id).
-PORT_COUNTER_FIELDS: tuple[str, ...] = (
-    "guid",
-    "port",
-    "lid",
-    "peer_guid",
-    "peer_port",
-    "reachable",
-    "unreachable_reason",
-    "time",
-    *COUNTER_NAMES,
-)
 _FIRST_COUNTER = PORT_COUNTER_FIELDS.index(COUNTER_NAMES[0])
 _INT64_MAX = (1 << 63) - 1
 _TWO_64 = 1 << 64

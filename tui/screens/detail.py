@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
-from fabric.app.readmodel import Advice, CounterSeries, LinkRow, Unavailable
+from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable
 from topology.errors import IbfabError
 from tui.messages import OpenDetail
 from tui.screens.base import DataScreen

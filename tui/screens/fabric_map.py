@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from fabric.app.readmodel import SweepBandwidth
+from fabric.app.bandwidth import SweepBandwidth
 from topology.errors import IbfabError
 from tui.mapdata import (
     BANDWIDTH_LEGEND,

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from fabric.app.readmodel import overview_sections
+from fabric.present.overview import overview_sections
 from tui.screens.base import DataScreen
 
 SECTIONS = ("fabric", "health", "worst", "runs", "alerts")

@@ -11,8 +11,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fabric.app.readmodel import SweepStep, Unavailable
+from fabric.present.sweep import sweep_report
 from fabric.store import StoredSweep
+from probes.sweep import SweepStep
 from topology.errors import IbfabError
 from tui.messages import SweepFinished, SweepProgressed
 from tui.progress import Coalescer
@@ -58,12 +59,10 @@ class ProbesScreen(DataScreen):
 
     def draw(self) -> None:
         svc = self.ibfab.service
-        backend = svc.sweep_service()
+        blocked = svc.sweep_unavailable()
         where = f"lab {svc.lab}" if svc.lab else "no --lab given"
         self.query_one("#sweep-backend", Static).update(
-            str(backend)
-            if isinstance(backend, Unavailable)
-            else f"sweep backend: {where}; press s to start a sweep"
+            str(blocked) if blocked is not None else f"sweep backend: {where}; press s to start a sweep"
         )
         table = self.query_one("#sweeps", DataTable)
         table.clear(columns=True)
@@ -95,8 +94,8 @@ class ProbesScreen(DataScreen):
         panel.border_title = f"SWEEP #{sweep.sweep.id}: SLOW AND FAILED PAIRS, SUSPECT LINKS"
         text = "\n".join(slow_pairs(sweep)) or f"all {len(sweep.results)} pairs at line rate"
         try:
-            text += "\n\n" + self.ibfab.service.sweep_report(sweep.sweep.id)
-        except (IbfabError, ImportError) as exc:
+            text += "\n\n" + sweep_report(self.ibfab.service.show_sweep(sweep.sweep.id))
+        except IbfabError as exc:
             text += f"\n\nlocalization: {exc}"
         panel.update(text)
 
@@ -106,9 +105,9 @@ class ProbesScreen(DataScreen):
             self._show(self._sweeps[key])
 
     def action_start_sweep(self) -> None:
-        backend = self.ibfab.service.sweep_service()
-        if isinstance(backend, Unavailable):
-            self.notify(str(backend), severity="warning")
+        blocked = self.ibfab.service.sweep_unavailable()
+        if blocked is not None:
+            self.notify(str(blocked), severity="warning")
             return
         if self.running:
             self.notify("a sweep is already running")

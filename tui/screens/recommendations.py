@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Static
 
 from fabric.app.isolate import IsolationPlan
-from fabric.app.readmodel import Advice, Unavailable
-from fabric.app.recommend import isolation_plan_text
+from fabric.app.views import Advice, Unavailable
+from fabric.present.advice import isolation_plan_text
 from topology.errors import IbfabError
 from tui.messages import ActionApplied
 from tui.screens.base import DataScreen

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fabric.app.readmodel import LinkRow
+from fabric.app.views import LinkRow
 from tui.messages import OpenDetail
 
 # (title, width); the row text is built by _cells in the same order.

@@ -1,0 +1,32 @@
+"""The demo for people: each step's title, what it did, its findings as the CLI prints them, and
+whether that matches what was planted."""
+
+from __future__ import annotations
+
+from fabric.advise.recommend import Recommendations
+from fabric.app.demo import DemoStep, HealthDemo, SweepDemo
+from fabric.app.discover import Discovery
+from fabric.present.advice import render_actions
+from fabric.present.counters import snapshot_line
+from fabric.present.discovery import render_discovery
+from fabric.present.health import render_health
+from fabric.present.sweep import render_suspects
+
+
+def render_step(step: DemoStep) -> str:
+    """The step's block of text (without its title)."""
+    parts = list(step.facts)
+    r = step.result
+    if isinstance(r, Discovery):
+        parts.append(render_discovery(r))
+    elif isinstance(r, HealthDemo):
+        parts += [f"{snapshot_line(outcome)}   ({what})" for outcome, what in r.collections]
+        parts += ["", render_health(r.health, limit=8)]
+    elif isinstance(r, SweepDemo):
+        parts.append(render_suspects(r.outcome.suspects, r.names, limit=6))
+    elif isinstance(r, Recommendations):
+        parts.append(render_actions(r.actions))
+        parts += [f"- {n}" for n in r.notes]
+    if step.verdict:
+        parts += ["", step.verdict]
+    return "\n".join(parts)

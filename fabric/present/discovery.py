@@ -1,0 +1,64 @@
+"""Discovery for people: the fabric summary, its groups and the wiring anomalies, as a table."""
+
+from __future__ import annotations
+
+from fabric.app.discover import Discovery, summary
+from fabric.present.table import table
+
+
+def render_discovery(d: Discovery, limit: int | None = 40) -> str:
+    s = summary(d)
+    cls = d.classification
+    tiers = ", ".join(f"{n} {name}" for name, n in s["tiers"].items()) or "none"
+    lines = [
+        f"Fabric from {s['source']}",
+        f"  {s['switches']} switches ({tiers}), {s['hcas']} HCAs on {s['hosts']} hosts, {s['links']} cables",
+    ]
+    if cls.rail_optimized:
+        idx = ", ".join(map(str, cls.rail_indexes))
+        lines.append(
+            f"  rail-optimized: {s['rails']} rails (HCA indexes {idx}), {s['groups']} scalable units"
+        )
+    else:
+        lines.append(f"  not rail-optimized; {s['groups']} leaf groups")
+    other = {k: v for k, v in s["roles"].items() if k not in ("compute", "switch")}
+    if other:
+        lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
+    if d.tool_warnings:
+        lines.append(f"  ibnetdiscover printed {len(d.tool_warnings)} warnings (nodes may be missing):")
+        lines += [f"    {w}" for w in d.tool_warnings[:5]]
+    lines.append("")
+    if cls.groups:
+        rows = []
+        for g in cls.groups[:20]:
+            leaves = [cls.nodes[x] for x in g.leaves]
+            rows.append(
+                (
+                    g.index,
+                    len(g.leaves),
+                    len(g.hosts),
+                    ",".join(map(str, g.rails)) or "-",
+                    ",".join(str(cls.uplinks.get(x, 0)) for x in g.leaves),
+                    " ".join(c.name for c in leaves[:4]) + (" …" if len(leaves) > 4 else ""),
+                )
+            )
+        lines.append(table(("group", "leaves", "hosts", "rails", "uplinks/leaf", "leaf names"), rows, 70))
+        if len(cls.groups) > 20:
+            lines.append(f"  … {len(cls.groups) - 20} more groups (--json for all)")
+        lines.append("")
+    if not d.anomalies:
+        lines.append("No wiring anomalies.")
+    else:
+        counts = ", ".join(f"{n} {k}" for k, n in s["anomalies"].items())
+        lines.append(f"{len(d.anomalies)} anomalies: {counts}")
+        shown = d.anomalies if limit is None else d.anomalies[:limit]
+        lines.append(
+            table(
+                ("severity", "kind", "what to do"),
+                [(a.severity.value, a.kind, a.message) for a in shown],
+                200,
+            )
+        )
+        if limit is not None and len(d.anomalies) > limit:
+            lines.append(f"  … {len(d.anomalies) - limit} more (--all-anomalies or --json)")
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""Link health for people: the worst links first, with BER bounds, flaps and the first reason."""
+
+from __future__ import annotations
+
+from fabric.app.health import AssessedHealth
+from fabric.health import BerEstimate
+from fabric.present.table import table
+
+DEFAULT_LIMIT = 40
+
+
+def _ber(b: BerEstimate) -> str:
+    if b.value is None or b.lower is None or b.upper is None:
+        return "-"
+    at_least = ">=" if b.at_least else ""
+    return f"{at_least}{b.value:.2g} [{b.lower:.2g}..{b.upper:.2g}]"
+
+
+def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_all: bool = False) -> str:
+    """The table (worst first) and a summary; ok links only with ``show_all``."""
+    report = view.report
+    s = report.summary
+    links = list(report.links) if show_all else [lk for lk in report.links if lk.status.value != "ok"]
+    shown = links if limit is None else links[:limit]
+    rows = [
+        (
+            lk.score,
+            lk.status.value,
+            view.link_label(lk),
+            _ber(lk.ber),
+            f"{lk.flaps_per_hour:.2f}" if lk.flaps_per_hour else "0",
+            lk.reasons[0] if lk.reasons else "",
+        )
+        for lk in shown
+    ]
+    by_status = ", ".join(f"{n} {k}" for k, n in s.links_by_status.items())
+    secs = s.seconds
+    span = (
+        f"{secs:.0f} s" if secs < 120 else f"{secs / 60:.0f} min" if secs < 7200 else f"{secs / 3600:.1f} h"
+    )
+    lines = []
+    if rows:
+        lines.append(
+            table(("score", "status", "link", "BER [95% bounds]", "flaps/h", "first reason"), rows, 110)
+        )
+        if len(links) > len(shown):
+            lines.append(f"  … {len(links) - len(shown)} more (--all or --json)")
+    else:
+        lines.append("Every link is ok.")
+    offenders = sum(1 for lk in report.links if lk.repeat_offender)
+    lines.append("")
+    lines.append(
+        f"{s.links} links over {span} ({s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
+    )
+    extra = []
+    if offenders:
+        extra.append(f"{offenders} repeat offenders")
+    if s.links_without_samples:
+        extra.append(f"{s.links_without_samples} links without samples")
+    if s.down_links_not_in_fabric:
+        extra.append(f"{len(s.down_links_not_in_fabric)} links down (not in the latest topology)")
+    if view.recorded:
+        extra.append(f"{view.recorded} findings recorded for today")
+    if extra:
+        lines.append("; ".join(extra))
+    return "\n".join(lines)
