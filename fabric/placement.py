@@ -30,9 +30,8 @@ from fabric.health.status import Status, status_rank
 from probes.inventory import expand_hosts, host_sort_key
 from topology.classify import Classification, Role
 from topology.errors import UsageError
-from topology.model import Fabric, Guid, NodeKind
+from topology.model import Fabric, Guid, LinkKey, NodeKind
 
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
 POLICIES = ("pack", "spread")
 
 

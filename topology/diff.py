@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topology.model import Fabric, Guid, Link, Node
+from topology.model import Fabric, Guid, Link, LinkKey, Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +56,31 @@ def diff_fabrics(before: Fabric, after: Fabric) -> FabricDiff:
 def describe_node(fabric: Fabric, guid: Guid) -> str:
     node = fabric.nodes.get(guid)
     return node.description if node is not None and node.description else str(guid)
+
+
+LINK_EVENT_KINDS = ("down", "up")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    """A cable seen going down or coming back between two discovery snapshots.
+
+    ``link`` is :attr:`topology.model.Link.key` (lower end first; reordered if given the other way);
+    ``source`` names where the snapshots came from (``lab demo``, ``ssh ufm-head``).
+    """
+
+    time: float
+    link: LinkKey
+    kind: str  # "down" or "up"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in LINK_EVENT_KINDS:
+            raise ValueError(f"link event kind must be 'down' or 'up', not {self.kind!r}")
+        a, b = self.link
+        if b < a:
+            object.__setattr__(self, "link", (b, a))
+
+    @classmethod
+    def of(cls, link: Link, time: float, kind: str, source: str = "") -> LinkEvent:
+        return cls(time, link.key, kind, source)

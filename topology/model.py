@@ -106,6 +106,10 @@ class _LinkFields(NamedTuple):
     speed: str
 
 
+# A cable as a key: its two ends as (GUID, port), the lower end first (Link.key).
+LinkKey = tuple[tuple[str, int], tuple[str, int]]
+
+
 class Link(_LinkFields):
     """One cable between two ports. ``a`` is the lower port reference so that a link has one key.
 
@@ -131,7 +135,7 @@ class Link(_LinkFields):
         return Link(*values)
 
     @property
-    def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
+    def key(self) -> LinkKey:
         return ((self.a.guid, self.a.port), (self.b.guid, self.b.port))
 
     @property

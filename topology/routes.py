@@ -37,9 +37,7 @@ from pathlib import Path
 
 from topology.classify import Classification
 from topology.errors import IbfabError, ParseError
-from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid
-
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
+from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef, normalise_guid
 
 ForwardingTables = Mapping[Guid, Mapping[int, int]]
 NO_PATH = 255

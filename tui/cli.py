@@ -14,7 +14,6 @@ import click
 # What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/app/demo.py
 # demo_db_path: the demo never touches an operator's own store, so the TUI goes to it instead).
 DEMO_LAB = "demo"
-DEMO_DB_NAME = "demo.db"
 
 
 def store_for(db: str | None, lab: str | None) -> str | None:
@@ -23,10 +22,10 @@ def store_for(db: str | None, lab: str | None) -> str | None:
     just stored, not an empty default store."""
     if db is not None or lab != DEMO_LAB:
         return db
-    from fabric.store import default_db_path
+    from fabric.app.demo import demo_store
 
-    demo_db = default_db_path().parent / DEMO_DB_NAME
-    if not demo_db.exists():
+    demo_db = demo_store()
+    if demo_db is None:
         return None
     click.echo(f"ibfab tui: lab {lab}: the demo's store {demo_db} (--db PATH for another)", err=True)
     return str(demo_db)

@@ -31,9 +31,7 @@ import networkx as nx
 
 from fabric.advise.candidates import Candidate, node_label
 from topology.classify import Classification, Role
-from topology.model import Fabric, Guid, Link, NodeKind
-
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
+from topology.model import Fabric, Guid, Link, LinkKey, NodeKind
 
 
 class Rule(StrEnum):

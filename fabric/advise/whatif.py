@@ -30,9 +30,8 @@ from fractions import Fraction
 from fabric.advise.candidates import link_at, node_label
 from topology.classify import Classification, Role
 from topology.errors import IbfabError, UsageError
-from topology.model import Fabric, Guid, Link, NodeKind, PortRef
+from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef
 
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
 Hop = tuple[LinkKey, Guid]  # a cable and the node the traffic leaves from
 RouteFn = Callable[[Guid, Guid], Sequence[Link]]  # src HCA, dst HCA -> cables in order
 

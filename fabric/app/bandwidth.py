@@ -19,9 +19,7 @@ from typing import Any
 from fabric.store import Store, StoredSweep
 from probes.sweep import SweepStep
 from topology.errors import StoreError, UsageError
-from topology.model import Guid, Link, PortRef
-
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
+from topology.model import Guid, Link, LinkKey, PortRef
 
 
 @dataclass(frozen=True, slots=True)

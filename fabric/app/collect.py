@@ -24,10 +24,10 @@ from fabric.app.source import Source, SshOptions, run_tool
 from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
 from fabric.counters.merge import unreachable_row
 from fabric.counters.samples import Unreachable
-from fabric.store import LinkEvent, RawCapture, Store
+from fabric.store import RawCapture, Store
 from fabric.store.captures import CompressAhead
 from probes.transport import CommandResult
-from topology.diff import diff_fabrics
+from topology.diff import LinkEvent, diff_fabrics
 from topology.errors import IbfabError, UsageError
 from topology.gcpause import gc_paused
 

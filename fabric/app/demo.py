@@ -63,6 +63,14 @@ class SweepDemo:
     names: dict[Guid, str]
 
 
+def demo_store() -> Path | None:
+    """The store the last demo wrote (beside the default store), if there is one."""
+    from fabric.store import default_db_path
+
+    path = default_db_path().parent / "demo.db"
+    return path if path.exists() else None
+
+
 def demo_db_path(db: str | None) -> Path:
     """``--db`` as given, else a fresh ``demo.db`` beside the default store (removed first)."""
     from fabric.store import default_db_path

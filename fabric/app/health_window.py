@@ -27,11 +27,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from topology.errors import IbfabError, StoreError
+from topology.model import LinkKey
 
 if TYPE_CHECKING:
     from fabric.health import HealthReport, LinkHealth
 
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
 # How far back health looks from the newest counter snapshot.
 HEALTH_WINDOW_S = 3600.0
 # Ports of a snapshot are read in the seconds after it starts; keep them in the window.

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.app.discover import TIER_NAMES, Discovery
-from fabric.app.health_window import HealthWindow, LinkKey
+from fabric.app.health_window import HealthWindow
 from fabric.health.status import Status, status_rank
 from fabric.store import CounterSnapshotInfo, ProbeSweep, TopologySummary
+from fabric.store import StoredSweep as StoredSweep  # what FabricService.sweeps_of returns
 from topology.classify import Role
-from topology.model import Guid, Link
+from topology.model import Guid, Link, LinkKey
 from topology.wiring import Anomaly
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from fabric.health.assess import assess, assess_pieces
 from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
-from fabric.health.flaps import LinkEvent
 from fabric.health.history import PastFinding
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds, thresholds_from_mapping
+from topology.diff import LinkEvent
 
 __all__ = [
     "BerEstimate",

@@ -20,15 +20,16 @@ import pandas as pd
 
 from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
 from fabric.health.ber import BerEstimate, estimate_ber
-from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, LinkEvent, LinkKey, count_flaps
+from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
 from fabric.health.ports import PortSums, PortTable, port_table
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.score import WATCH, LinkFacts, judge
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds
+from topology.diff import LinkEvent
 from topology.errors import UsageError
-from topology.model import Fabric, Guid, Link, PortRef
+from topology.model import Fabric, Guid, Link, LinkKey, PortRef
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

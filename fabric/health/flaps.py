@@ -13,36 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from topology.model import Link
-
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
-LINK_EVENT_KINDS = ("down", "up")
-
-
-@dataclass(frozen=True, slots=True)
-class LinkEvent:
-    """A link seen going down or coming back between two discovery snapshots.
-
-    ``link`` is :attr:`topology.model.Link.key` (lower end first; reordered if given the other way).
-    """
-
-    time: float
-    link: LinkKey
-    kind: str  # "down" or "up"
-
-    def __post_init__(self) -> None:
-        if self.kind not in LINK_EVENT_KINDS:
-            raise ValueError(f"link event kind must be 'down' or 'up', not {self.kind!r}")
-        a, b = self.link
-        if b < a:
-            object.__setattr__(self, "link", (b, a))
-
-    @classmethod
-    def of(cls, link: Link, time: float, kind: str) -> LinkEvent:
-        return cls(time, link.key, kind)
+from topology.diff import LinkEvent
 
 
 @dataclass(frozen=True, slots=True)

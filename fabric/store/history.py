@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from fabric.store.core import StoreBase
-from fabric.store.records import FindingRecord, LinkEvent, LinkKey
+from fabric.store.records import FindingRecord
+from topology.diff import LinkEvent
+from topology.model import LinkKey
 
 
 def link_subject(link: LinkKey) -> str:

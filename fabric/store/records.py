@@ -9,7 +9,6 @@ from typing import Any
 from topology.model import Fabric
 
 # A link as topology.model.Link.key spells it: ((guid, port), (guid, port)), lower end first.
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +111,6 @@ class CounterSnapshotInfo:
     topology_id: int | None
     ports: int
     state: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkEvent:
-    time: float
-    link: LinkKey
-    kind: str  # "down" or "up"
-    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable
 from topology.errors import IbfabError
+from topology.model import LinkKey
 from tui.messages import OpenDetail
 from tui.screens.base import DataScreen
 
-LinkKey = tuple[tuple[str, int], tuple[str, int]]
 MAX_SPARK_PORTS = 6
 SPARK_LABEL = {"symbol_errors": "symbol errors", "link_downed": "link downs", "xmit_data": "xmit Gb/s"}
 

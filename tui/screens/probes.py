@@ -11,8 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
+from fabric.app.views import StoredSweep
 from fabric.present.sweep import sweep_report
-from fabric.store import StoredSweep
 from probes.sweep import SweepStep
 from topology.errors import IbfabError
 from tui.messages import SweepFinished, SweepProgressed
