@@ -5,7 +5,7 @@
 Builds a two-tier fat tree with a small generator in this script (``--hcas`` HCAs, 32 per leaf,
 64-port switches, half as many spines as leaves, two cables from every leaf to every spine),
 starts ibsim and opensm on it, plants a few counter values with PerformanceSet, discovers the
-fabric with ibnetdiscover, then times ``fabric.counters.collect.collect_fabric`` with each approach:
+fabric with ibnetdiscover, then times ``fabric.counters.reading.collect_fabric`` with each approach:
 
 * ``ibqueryerrors``: two fabric-wide passes (``--counters``; errors with ``--threshold-file /dev/null -r``)
 * ``perfquery``: ``perfquery -x -l`` + ``perfquery -l`` per node (switches and HCAs)
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabric.counters.collect import ERROR_COUNTERS, CollectionResult, collect_fabric
+from fabric.counters.reading import ERROR_COUNTERS, CollectionResult, collect_fabric
 from probes.runner import run
 from probes.transport import CommandResult
 from topology.ibnetdiscover import parse_ibnetdiscover

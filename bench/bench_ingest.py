@@ -44,7 +44,7 @@ from bench_store_ingest import _values, timed
 
 from fabric.app.collect import raw_captures, snapshot_rows, store_counters
 from fabric.core.fields import COUNTERS
-from fabric.counters.collect import RunTool, collect_fabric, ibqueryerrors_argv
+from fabric.counters.reading import RunTool, collect_fabric, ibqueryerrors_argv
 from fabric.store import PORT_COUNTER_FIELDS, Store
 from probes.transport import CommandResult
 from topology.generate import generate, to_ibnetdiscover

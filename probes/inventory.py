@@ -106,11 +106,19 @@ def expand_hosts(pattern: str, source: str = "host range") -> list[str]:
     return sorted(names, key=host_sort_key)
 
 
-def fold_names(names: Iterable[str]) -> str:
-    """``['dgx-01', 'dgx-02', 'dgx-04']`` -> ``dgx-[01-02,04]``."""
+def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
+    """``['dgx-01', 'dgx-02', 'dgx-04']`` -> ``dgx-[01-02,04]``: the one host-range fold.
+
+    ``last_number_only`` folds ranges on the last number of a name only (``su1-dgx-[01-04]``),
+    as Slurm's hostlist expressions read them.
+    """
     from ClusterShell.NodeSet import NodeSet
 
-    return str(NodeSet.fromlist(list(names)))
+    if not last_number_only:
+        return str(NodeSet.fromlist(list(names)))
+    ns = NodeSet.fromlist(sorted(set(names), key=host_sort_key))
+    ns.fold_axis = (-1,)
+    return str(ns)
 
 
 def parse_inventory(text: str, source: str = "<inventory>", fmt: str | None = None) -> Inventory:

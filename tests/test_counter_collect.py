@@ -13,7 +13,8 @@ import pytest
 
 from fabric.app.collect import store_counters
 from fabric.core import fields
-from fabric.counters.collect import (
+from fabric.counters.merge import sample_row
+from fabric.counters.reading import (
     ERROR_COUNTERS,
     CollectionResult,
     RunTool,
@@ -22,7 +23,6 @@ from fabric.counters.collect import (
     perfquery_argv,
     to_frame,
 )
-from fabric.counters.merge import sample_row
 from fabric.store import PORT_COUNTER_FIELDS, Store
 from probes.transport import CommandResult
 from tests.conftest import REALDATA

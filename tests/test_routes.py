@@ -108,7 +108,7 @@ def test_path_diversity_counts_parallel_cables() -> None:
     for parallel in (1, 2, 3):
         f = small_fabric(parallel)
         cls = classify(f)
-        assert path_diversity(f, cls, L1, L2) == 2 * parallel * parallel
+        assert path_diversity(f, L1, L2) == 2 * parallel * parallel
         assert len(UpDown(f, cls).uplinks(L1, L2)) == 2 * parallel
 
 
@@ -117,12 +117,12 @@ def test_path_diversity_on_generated_three_tier_fabric() -> None:
     f = parse_ibnetdiscover(to_ibnetdiscover(generate("rail-3tier")).splitlines(), "rail-3tier")
     cls = classify(f)
     by_name = {c.name: g for g, c in cls.nodes.items()}
-    same_unit = path_diversity(f, cls, by_name["leaf-su01-r0"], by_name["leaf-su01-r1"])
-    other_unit = path_diversity(f, cls, by_name["leaf-su01-r0"], by_name["leaf-su02-r0"])
+    same_unit = path_diversity(f, by_name["leaf-su01-r0"], by_name["leaf-su01-r1"])
+    other_unit = path_diversity(f, by_name["leaf-su01-r0"], by_name["leaf-su02-r0"])
     ups = len(UpDown(f, cls).up[by_name["leaf-su01-r0"]])
     assert same_unit == ups * ups // 2  # 2 spines, each reached by ups/2 cables from either leaf
     assert other_unit > 0
-    assert path_diversity(f, cls, by_name["leaf-su01-r0"], by_name["leaf-su01-r0"]) == 1
+    assert path_diversity(f, by_name["leaf-su01-r0"], by_name["leaf-su01-r0"]) == 1
 
 
 def test_parse_rejects_garbage_with_line_number() -> None:

@@ -31,7 +31,7 @@ The API is small on purpose (the advice layer uses it for what-if):
 from __future__ import annotations
 
 import re
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -259,35 +259,50 @@ class UpDown:
         bit = self.leaf_bit[leaf_b]
         return [lk for s, lk in self.up.get(leaf_a, ()) if self._reach(s, bit, height - 1)]
 
-    def diversity(self, leaf_a: Guid, leaf_b: Guid) -> int:
-        """Cable-distinct shortest up/down paths from ``leaf_a`` to ``leaf_b``."""
-        if leaf_a == leaf_b:
-            return 1
-        height = self._climb(leaf_a, leaf_b)
-        if height is None:
-            return 0
-        up_a = self._up_counts(leaf_a, height)
-        up_b = self._up_counts(leaf_b, height)
-        return sum(n * up_b.get(top, 0) for top, n in up_a.items())
 
-    def _up_counts(self, leaf: Guid, height: int) -> dict[Guid, int]:
-        counts = {leaf: 1}
-        for _ in range(height):
-            nxt: dict[Guid, int] = defaultdict(int)
-            for s, n in counts.items():
-                for h, _ in self.up.get(s, ()):
-                    nxt[h] += n
-            counts = nxt
-        return counts
+def switch_multiplicity(fabric: Fabric) -> dict[Guid, Counter[Guid]]:
+    """Switch-to-switch adjacency with the number of parallel cables between each pair."""
+    adj: dict[Guid, Counter[Guid]] = defaultdict(Counter)
+    for lk in fabric.links:
+        a, b = lk.a.guid, lk.b.guid
+        if (
+            a == b
+            or fabric.nodes[a].kind is not NodeKind.SWITCH
+            or fabric.nodes[b].kind is not NodeKind.SWITCH
+        ):
+            continue
+        adj[a][b] += 1
+        adj[b][a] += 1
+    return adj
 
 
-def path_diversity(fabric: Fabric, cls: Classification, leaf_a: Guid, leaf_b: Guid) -> int:
-    """Number of equal-cost (shortest up/down) paths between two leaves, parallel cables counted.
+def count_paths(adj: Mapping[Guid, Counter[Guid]], src: Guid) -> dict[Guid, int]:
+    """Equal-cost (min-hop) paths from ``src`` to every switch it reaches, parallel cables counted."""
+    dist = {src: 0}
+    count = {src: 1}
+    queue = deque([src])
+    while queue:
+        u = queue.popleft()
+        for v, mult in adj.get(u, Counter()).items():
+            if v not in dist:
+                dist[v] = dist[u] + 1
+                count[v] = 0
+                queue.append(v)
+            if dist[v] == dist[u] + 1:
+                count[v] += count[u] * mult
+    return count
+
+
+def path_diversity(fabric: Fabric, leaf_a: Guid, leaf_b: Guid) -> int:
+    """Number of equal-cost (min-hop) paths between two leaves, parallel cables counted (the one
+    count :func:`fabric.advise.routing_advice.path_diversity` sums over every pair of leaves).
 
     From the cabling alone, so a what-if fabric (a cable removed) answers directly. 0 when the
     leaves are not joined; 1 for the same leaf.
     """
-    return UpDown(fabric, cls).diversity(leaf_a, leaf_b)
+    if leaf_a == leaf_b:
+        return 1
+    return count_paths(switch_multiplicity(fabric), leaf_a).get(leaf_b, 0)
 
 
 def links_of_path(links: Sequence[Link]) -> tuple[tuple[tuple[str, int], tuple[str, int]], ...]:

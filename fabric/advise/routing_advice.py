@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -28,6 +28,7 @@ from fabric.advise.candidates import LinkFinding
 from fabric.health.status import Status
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind
+from topology.routes import count_paths, switch_multiplicity
 
 AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "dfp", "dfp2")
 # Share of time a port waits to send above which an uplink counts as congested.
@@ -107,58 +108,27 @@ class PathDiversity:
         }
 
 
-def _switch_multiplicity(fabric: Fabric) -> dict[Guid, Counter[Guid]]:
-    adj: dict[Guid, Counter[Guid]] = defaultdict(Counter)
-    for lk in fabric.links:
-        a, b = lk.a.guid, lk.b.guid
-        if (
-            a == b
-            or fabric.nodes[a].kind is not NodeKind.SWITCH
-            or fabric.nodes[b].kind is not NodeKind.SWITCH
-        ):
-            continue
-        adj[a][b] += 1
-        adj[b][a] += 1
-    return adj
-
-
-def _count_paths(adj: Mapping[Guid, Counter[Guid]], src: Guid) -> dict[Guid, int]:
-    dist = {src: 0}
-    count = {src: 1}
-    queue = deque([src])
-    while queue:
-        u = queue.popleft()
-        for v, mult in adj.get(u, Counter()).items():
-            if v not in dist:
-                dist[v] = dist[u] + 1
-                count[v] = 0
-                queue.append(v)
-            if dist[v] == dist[u] + 1:
-                count[v] += count[u] * mult
-    return count
-
-
 def path_diversity(fabric: Fabric, cls: Classification) -> PathDiversity:
     """Equal-cost paths between every ordered pair of leaves.
 
     Leaves cabled to the same switches the same number of times see the rest of the fabric alike,
     so one breadth-first count per such uplink set serves them all (one per unit, not per leaf).
     """
-    adj = _switch_multiplicity(fabric)
+    adj = switch_multiplicity(fabric)
     leaves = sorted(cls.leaves())
     by_sig: dict[tuple[tuple[Guid, int], ...], tuple[Guid, dict[Guid, int]]] = {}
     counts: list[tuple[Guid, Guid, int]] = []
     for leaf in leaves:
         sig = tuple(sorted(adj.get(leaf, Counter()).items()))
         if sig not in by_sig:
-            by_sig[sig] = (leaf, _count_paths(adj, leaf))
+            by_sig[sig] = (leaf, count_paths(adj, leaf))
         rep, reach = by_sig[sig]
         own: dict[Guid, int] | None = reach if rep == leaf else None
         for other in leaves:
             if other == leaf:
                 continue
             if other == rep:
-                own = own if own is not None else _count_paths(adj, leaf)
+                own = own if own is not None else count_paths(adj, leaf)
                 counts.append((leaf, other, own.get(other, 0)))
             else:
                 counts.append((leaf, other, reach.get(other, 0)))

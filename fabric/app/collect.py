@@ -5,7 +5,7 @@ snapshot only when its cables differ from the latest stored one (cables removed 
 link events, cables added ``up`` events, at the discovery time: ibsim, like a real switch that
 is unplugged, does not always move LinkDownedCounter, so a flap must also be seen this way),
 then reads the counters of every cabled port with the two ibqueryerrors passes
-(:func:`fabric.counters.collect.collect_fabric`) and stores the raw texts, the parsed rows and
+(:func:`fabric.counters.reading.collect_fabric`) and stores the raw texts, the parsed rows and
 the unreachable ports (``reachable`` False, with the tool's reason) as ONE counter snapshot.
 
 :class:`Collector` repeats that (``ibfab counters collect --every 60s``); a failed collection is
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from fabric.app.discover import discover
 from fabric.app.source import Source, SshOptions, run_tool
-from fabric.counters.collect import CollectionResult, RunTool, collect_fabric
 from fabric.counters.merge import unreachable_row
+from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
 from fabric.store import RawCapture, Store
 from fabric.store.captures import CompressAhead

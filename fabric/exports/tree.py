@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fabric.placement import Sites, host_sites
-from probes.inventory import host_sort_key
+from probes.inventory import fold_names, host_sort_key
 from topology.classify import Classification
 from topology.model import Fabric, Guid
 
@@ -48,11 +48,7 @@ class SchedulerTree:
 
 def fold(names: Iterable[str]) -> str:
     """A host list Slurm reads: ranges only on the last number (``dgx-[0001-0032]``)."""
-    from ClusterShell.NodeSet import NodeSet
-
-    ns = NodeSet.fromlist(sorted(set(names), key=host_sort_key))
-    ns.fold_axis = (-1,)
-    return str(ns)
+    return fold_names(names, last_number_only=True)
 
 
 def switch_names(fabric: Fabric, cls: Classification) -> dict[Guid, str]:
