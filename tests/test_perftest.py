@@ -191,7 +191,8 @@ def test_interleaved_output_keeps_each_size_once() -> None:
     [path] = [p for p in CAPTURES if p.name == "superbench-loopback-all-sizes-interleaved.txt"]
     result = read_perftest(str(path))
     assert [r.bytes for r in result.rows] == [2**k for k in range(1, 24)]
-    assert result.row(8388608).bw_average == pytest.approx(23240.68)
+    row = result.row(8388608)
+    assert isinstance(row, BandwidthRow) and row.bw_average == pytest.approx(23240.68)
     assert result.field("ibv_wr* API") == "ON"
     assert result.notes == ()
 
