@@ -270,7 +270,7 @@ def test_remote_preflight_on_this_machine_finds_no_rdma_device(sshd_server: Sshd
 
 
 def test_remote_preflight_reads_a_sysfs_tree(sshd_server: Sshd, known_hosts: Path, tmp_path: Path) -> None:
-    from tests.test_preflight import make_sysfs
+    from tests.probes.test_preflight import make_sysfs
 
     root = make_sysfs(tmp_path / "ib")
     factory = ssh_transport_factory(known_hosts=known_hosts, ssh_config=None)

@@ -26,7 +26,7 @@ from fabric.counters.reading import (
 from fabric.store import PORT_COUNTER_FIELDS, Store
 from probes.transport import CommandResult
 from tests.conftest import REALDATA
-from tests.test_counter_parsers import LAB_COUNTERS_R, LAB_ERRORS_R, Lab
+from tests.fabric.test_counter_parsers import LAB_COUNTERS_R, LAB_ERRORS_R, Lab
 from topology.errors import CommandFailed
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef

@@ -16,7 +16,7 @@ from fabric.app.readmodel import FabricService
 from fabric.app.source import Source
 from fabric.present.sweep import sweep_report
 from fabric.store import Store
-from tests.test_tui import SIZE, run_async, settle, text_of
+from tests.tui.test_tui import SIZE, run_async, settle, text_of
 from tui.app import build_app
 from tui.messages import ActionApplied, SweepFinished
 from tui.screens.fabric_map import FabricMapScreen

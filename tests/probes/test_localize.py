@@ -7,7 +7,7 @@ import pytest
 from probes.labtraffic import BACKEND, PERFTEST_EFFICIENCY, parse_error_rates, simulate_round
 from probes.localize import final_results, followup_probes, rank, tied
 from probes.pairs import Endpoint, PairResult, Probe
-from tests.test_routes import H1, H2, H3, L1, L2, S1, S2, TABLES, small_fabric
+from tests.topology.test_routes import H1, H2, H3, L1, L2, S1, S2, TABLES, small_fabric
 from topology.model import Fabric, Guid, Link, PortRef
 from topology.routes import path
 

@@ -179,7 +179,7 @@ def test_preflight_hosts_over_local_transport_summarises_per_host(tmp_path: Path
 
 def test_cli_hca_without_device_is_one_line_and_non_zero() -> None:
     done = subprocess.run(
-        [str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "ibfab"), "hca"],
+        [str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "ibfab"), "hca"],
         capture_output=True,
         text=True,
         timeout=30,

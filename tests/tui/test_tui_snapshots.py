@@ -1,6 +1,6 @@
 """A few screenshots of key screens (pytest-textual-snapshot), on the deterministic test store.
 
-Update after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``.
+Update after an intended change with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from fabric.app.readmodel import FabricService
 from fabric.app.sweep import FORMAT
 from fabric.store import ProbeResultRow, RawCapture, Store
-from tests.test_tui import SIZE, run_async, settle, text_of
+from tests.tui.test_tui import SIZE, run_async, settle, text_of
 from tests.tui_data import T0, build_store, uplinks
 from topology.model import Fabric, Link
 from tui.app import build_app
