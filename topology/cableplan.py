@@ -166,7 +166,9 @@ class PlanConflict:
     cables: tuple[PlannedCable, ...]
 
     def __str__(self) -> str:
-        places = ", ".join(f"{c.end if c.start.key == self.end.key else c.start} ({c.where})" for c in self.cables)
+        places = ", ".join(
+            f"{c.end if c.start.key == self.end.key else c.start} ({c.where})" for c in self.cables
+        )
         return f"the plan cables {self.end} to {places}"
 
 
@@ -248,9 +250,7 @@ def parse_cable_plan(text: str, source: str = "<plan>") -> CablePlan:
                 continue  # a title line above the header
             missing = [_DISPLAY[r] for r in REQUIRED if r not in roles]
             if missing:
-                raise PlanParseError(
-                    source, lineno, raw, f"header has no {' or '.join(missing)} column"
-                )
+                raise PlanParseError(source, lineno, raw, f"header has no {' or '.join(missing)} column")
             columns = {r: i for r, i in roles.items() if r is not None}
             continue
         if not any(_cell(row, columns, r) for r in REQUIRED):
@@ -369,5 +369,5 @@ def format_cable_plan(rows: Iterable[tuple[PlanEnd, PlanEnd, str]], with_speed: 
     out.write(HEADER + (",Speed" if with_speed else "") + "\n")
     for a, b, speed in rows:
         cells = [a.device, str(a.port), b.device, str(b.port), "Data"]
-        writer.writerow(cells + [speed] if with_speed else cells)
+        writer.writerow([*cells, speed] if with_speed else cells)
     return out.getvalue()

@@ -116,7 +116,11 @@ class _Check:
             clash = next((claimed[r] for r in refs if r in claimed), None)
             for r in refs:
                 claimed.setdefault(r, cable)
-            reasons = [f"{e}: {r.reason}" for e, r in ((cable.start, ra), (cable.end, rb)) if r.status is Found.UNCLEAR]
+            reasons = [
+                f"{e}: {r.reason}"
+                for e, r in ((cable.start, ra), (cable.end, rb))
+                if r.status is Found.UNCLEAR
+            ]
             if id(cable) in in_conflict:
                 reasons.append(str(in_conflict[id(cable)]))
             if clash is not None:
@@ -132,8 +136,8 @@ class _Check:
                     )
                 )
                 continue
-            for e, r in ((cable.start, ra), (cable.end, rb)):
-                if r.status is Found.ABSENT:
+            for e, res in ((cable.start, ra), (cable.end, rb)):
+                if res.status is Found.ABSENT:
                     absent.setdefault(e.device)
             resolved.append((cable, ra, rb))
 

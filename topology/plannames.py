@@ -178,9 +178,7 @@ class FabricNames:
 
     def _number(self, node: Node, number: int, device: str) -> Resolution:
         if number < 1 or (node.nports and number > node.nports):
-            return Resolution(
-                Found.UNCLEAR, reason=f"{device} has no port {number} (ports 1..{node.nports})"
-            )
+            return Resolution(Found.UNCLEAR, reason=f"{device} has no port {number} (ports 1..{node.nports})")
         return Resolution(Found.FOUND, PortRef(node.guid, number))
 
     # -- port -> plan end ---------------------------------------------------------------------
