@@ -27,7 +27,9 @@ def _one(folder: Path, suffix: str) -> Path | None:
         return exact
     hits = sorted(p for p in folder.glob(f"*ibdiagnet2{suffix}") if p.is_file())
     if len(hits) > 1:
-        raise UsageError(f"{folder}: several *ibdiagnet2{suffix} files ({', '.join(p.name for p in hits)}); give one")
+        raise UsageError(
+            f"{folder}: several *ibdiagnet2{suffix} files ({', '.join(p.name for p in hits)}); give one"
+        )
     return hits[0] if hits else None
 
 

@@ -46,7 +46,15 @@ def discovery_from(opts: dict[str, Any]) -> Discovery:
             raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
         from fabric.ibdiagsource import discover_ibdiagnet
 
-        for key in ("input_path", "ssh", "lab", "inventory", "known_hosts", "accept_new_host_key", "identity"):
+        for key in (
+            "input_path",
+            "ssh",
+            "lab",
+            "inventory",
+            "known_hosts",
+            "accept_new_host_key",
+            "identity",
+        ):
             opts.pop(key, None)
         return discover_ibdiagnet(ibdiagnet_dir)
     return discover_from(opts)
