@@ -72,7 +72,7 @@ def rate_shortfall(rate: PlannedRate | None, link: Link) -> str | None:
         return None
     why = []
     if rate.width is not None and link.width < rate.width:
-        why.append(f"{link.width} lanes instead of {rate.width}")
+        why.append(f"{link.width} lane{'s' if link.width > 1 else ''} instead of {rate.width}")
     if rate.speed is not None and SPEED_RANK[link.speed] < SPEED_RANK[rate.speed]:
         why.append(f"{link.speed} instead of {rate.speed}")
     if rate.gbps is not None and link.gbps + 1e-6 < rate.gbps:
