@@ -35,6 +35,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
 # (group, module path, attribute): commands that join a group defined in another module.
 _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("topology", "fabric.cli.plan", "check_cmd"),
+    ("topology", "fabric.cli.snapshots", "list_cmd"),
     ("export", "fabric.cli.plan", "export_plan_cmd"),
 )
 
