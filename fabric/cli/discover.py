@@ -36,6 +36,9 @@ def _source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[S
 @click.option("--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin).")
 @click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH.")
 @click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric.")
+@click.option(
+    "--ibdiagnet", "ibdiagnet_dir", metavar="DIR", help="An ibdiagnet output directory (its db_csv)."
+)
 @ssh_options
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
 @click.option("--save", is_flag=True, help="Store the snapshot (raw text kept) in the store.")
@@ -46,6 +49,7 @@ def discover_cmd(
     input_path: str | None,
     ssh: str | None,
     lab: str | None,
+    ibdiagnet_dir: str | None,
     inventory: str | None,
     known_hosts: str | None,
     accept_new_host_key: bool,
@@ -57,15 +61,26 @@ def discover_cmd(
     all_anomalies: bool,
 ) -> None:
     """Discover the fabric, classify it and list wiring anomalies."""
-    src, text = _source(input_path, ssh, lab)
-    d = discover(src, text, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
+    if ibdiagnet_dir:
+        from fabric.ibdiagsource import discover_ibdiagnet
+
+        if input_path or ssh or lab:
+            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
+        d = discover_ibdiagnet(ibdiagnet_dir)
+    else:
+        src, text = _source(input_path, ssh, lab)
+        d = discover(src, text, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
     snapshot_id = None
     if save:
         from fabric.store import Store
 
         with Store.open(db) as store:
             snapshot_id = store.save_topology(
-                d.fabric, d.raw_text, tool="ibnetdiscover", source=d.source, label=label
+                d.fabric,
+                d.raw_text,
+                tool="ibdiagnet" if ibdiagnet_dir else "ibnetdiscover",
+                source=d.source,
+                label=label,
             )
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
     if as_json:

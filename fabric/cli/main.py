@@ -32,6 +32,12 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.schedule", "daemon_cmd"),
     ("fabric.cli.probe", "probe_group"),
 )
+# (group, module path, attribute): commands that join a group defined in another module.
+_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("topology", "fabric.cli.plan", "check_cmd"),
+    ("topology", "fabric.cli.snapshots", "list_cmd"),
+    ("export", "fabric.cli.plan", "export_plan_cmd"),
+)
 
 
 class _Root(click.Group):
@@ -60,3 +66,7 @@ def main(debug: bool) -> None:
 
 for _module, _attr in _COMMANDS:
     main.add_command(getattr(importlib.import_module(_module), _attr))
+for _group, _module, _attr in _SUBCOMMANDS:
+    _parent = main.commands[_group]
+    assert isinstance(_parent, click.Group)
+    _parent.add_command(getattr(importlib.import_module(_module), _attr))

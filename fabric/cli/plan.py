@@ -1,0 +1,182 @@
+"""``ibfab topology check --plan FILE`` and ``ibfab export plan``: the fabric against its cable plan.
+
+Registered under the ``topology`` and ``export`` groups by :mod:`fabric.cli.main`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from fabric.cli.export import source_options
+
+if TYPE_CHECKING:
+    from fabric.discovery import Discovery
+    from topology.plancheck import PlanCheck, PlanFinding
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Exit codes of `topology check` (errors keep theirs: 2 usage, 3 unreadable plan or capture, ...).
+EXIT_DIFFERS = 10
+EXIT_UNCHECKED = 11
+
+
+def fabric_source_options(fn: F) -> F:
+    """The usual ``--input/--ssh/--lab`` sources plus ``--ibdiagnet DIR``."""
+    fn = source_options(fn)
+    return click.option(
+        "--ibdiagnet",
+        "ibdiagnet_dir",
+        metavar="DIR",
+        help="An ibdiagnet output directory (or its ibdiagnet2.db_csv): the fabric that run saw.",
+    )(fn)
+
+
+def discovery_from(opts: dict[str, Any]) -> Discovery:
+    """Discovery from the source options (pops them from ``opts``)."""
+    from fabric.cli.export import discover_from
+    from topology.errors import UsageError
+
+    ibdiagnet_dir = opts.pop("ibdiagnet_dir")
+    if ibdiagnet_dir:
+        if any(opts.get(k) for k in ("input_path", "ssh", "lab")):
+            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
+        from fabric.ibdiagsource import discover_ibdiagnet
+
+        for key in (
+            "input_path",
+            "ssh",
+            "lab",
+            "inventory",
+            "known_hosts",
+            "accept_new_host_key",
+            "identity",
+        ):
+            opts.pop(key, None)
+        return discover_ibdiagnet(ibdiagnet_dir)
+    return discover_from(opts)
+
+
+@click.command("check")
+@click.option(
+    "--plan",
+    "plans",
+    metavar="FILE",
+    multiple=True,
+    required=True,
+    help="A cable plan (UFM NDT CSV); repeat for a site's several plans.",
+)
+@fabric_source_options
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="List every item, not the first 40 of each kind.")
+def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any) -> None:
+    """Compare the fabric with its cable plan: miswired, missing, not in the plan, slower than planned.
+
+    \b
+    Exit status:
+      0   the fabric matches the plan (every planned cable checked)
+      10  the fabric differs from the plan
+      11  no difference found, but some planned cables could not be checked
+          (a name shared by several nodes, a port the plan cables twice)
+      2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
+    """
+    from topology.cableplan import merge_plans, read_cable_plan
+    from topology.plancheck import check_plan, check_to_dict
+
+    plan = merge_plans(read_cable_plan(p) for p in plans)
+    d = discovery_from(opts)
+    check = check_plan(plan, d.fabric)
+    if as_json:
+        out = check_to_dict(check, d.fabric)
+        out["fabric"] = d.source
+        click.echo(json.dumps(out, indent=1))
+    else:
+        click.echo(render_check(check, d.source, limit=None if show_all else 40))
+    ctx = click.get_current_context()
+    if check.differs:
+        ctx.exit(EXIT_DIFFERS)
+    if check.unchecked:
+        ctx.exit(EXIT_UNCHECKED)
+
+
+_TITLES = (
+    ("miswired", "Miswired"),
+    ("missing", "Missing in the fabric"),
+    ("not_in_plan", "In the fabric, not in the plan"),
+    ("below_plan", "Slower than planned"),
+)
+
+
+def render_check(check: PlanCheck, source: str, limit: int | None = 40) -> str:
+    from topology.plancheck import Verdict
+
+    lines = [
+        f"Fabric from {source} against {', '.join(check.sources)}",
+        f"  {check.planned} planned cables: {check.matched} as planned, "
+        + ", ".join(f"{check.count(Verdict(k))} {k.replace('_', ' ')}" for k, _ in _TITLES)
+        + f", {len(check.unchecked)} unchecked",
+    ]
+    notes = []
+    if check.not_covered:
+        notes.append(f"{check.not_covered} fabric cables of a kind the plan does not list were not checked")
+    if check.internal:
+        notes.append(f"{check.internal} director backplane / aggregation-node links left out")
+    if check.rate_unknown:
+        notes.append(f"{check.rate_unknown} cables' speed unknown (the tool could not read it)")
+    if check.absent_devices:
+        shown = ", ".join(check.absent_devices[:8]) + (" …" if len(check.absent_devices) > 8 else "")
+        notes.append(f"{len(check.absent_devices)} planned devices are not in the fabric: {shown}")
+    lines += [f"  {n}" for n in notes]
+    for key, title in _TITLES:
+        items = [f for f in check.findings if f.verdict.value == key]
+        lines += _section(title, items, limit)
+    lines += _section("Could not check", list(check.unchecked), limit)
+    if not check.findings and not check.unchecked:
+        lines += ["", "The fabric matches the plan."]
+    return "\n".join(lines)
+
+
+def _section(title: str, items: list[PlanFinding], limit: int | None) -> list[str]:
+    if not items:
+        return []
+    out = ["", f"{title} ({len(items)}):"]
+    shown = items if limit is None else items[:limit]
+    for f in shown:
+        out.append(f"  {f.message}")
+        out += [f"      {e}" for e in f.evidence]
+    if len(shown) < len(items):
+        out.append(f"  … {len(items) - len(shown)} more (--all or --json)")
+    return out
+
+
+@click.command("plan")
+@fabric_source_options
+@click.option("--no-speed", is_flag=True, help="Only UFM's five columns (no Speed column to check against).")
+@click.option("-o", "--output", metavar="FILE", help="Write the plan here instead of stdout.")
+def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
+    """Today's fabric as a cable plan (UFM NDT, five-column form), to check tomorrow's against.
+
+    Each cable's width and speed go in a sixth column, Speed (4xHDR), which UFM ignores and
+    `ibfab topology check` compares. A director's backplane and aggregation-node links are
+    not cables and are left out; nodes without a unique name are written by GUID.
+    """
+    from pathlib import Path
+
+    from topology.cableplan import format_cable_plan
+    from topology.errors import UsageError
+    from topology.plancheck import plan_rows
+
+    d = discovery_from(opts)
+    rows = plan_rows(d.fabric)
+    text = format_cable_plan(rows, with_speed=not no_speed)
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{output}: {exc.strerror or exc}") from exc
+        click.echo(f"wrote {len(rows)} cables to {output}", err=True)
+        return
+    click.echo(text, nl=False)

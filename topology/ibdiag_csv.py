@@ -1,0 +1,250 @@
+"""``ibdiagnet2.db_csv``: its sections, and the Fabric its NODES, PORTS and LINKS describe.
+
+The file is a run of CSV tables, each framed by ``START_<NAME>`` and ``END_<NAME>`` lines, a
+header row first; ``N/A`` marks a value the tool could not read. :func:`parse_db_csv_fabric`
+gives the same Fabric as ``ibnetdiscover`` of the same fabric (tests compare them on a real run);
+what differs by nature is said in its docstring.
+
+>>> text = "START_X\\nA,B\\n1,N/A\\nEND_X\\n"
+>>> db_csv_sections(text)["X"].rows[0]
+{'A': '1', 'B': 'N/A'}
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from topology.errors import ParseError
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+
+TOOL = "ibdiagnet db_csv"
+_KIND = {"1": NodeKind.HCA, "2": NodeKind.SWITCH, "3": NodeKind.ROUTER}
+# PortInfo LinkWidthActive bits -> lanes.
+_WIDTH = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
+# LinkSpeedActv as ibdiagnet writes it (the file's own comment): byte 1 the base speeds, byte 2
+# the extended speeds (LinkSpeedExtActive), byte 3 Mellanox's (FDR10). The fastest set wins.
+_BASE_SPEED = {1: "SDR", 2: "DDR", 4: "QDR"}
+_EXT_SPEED = {1: "FDR", 2: "EDR", 4: "HDR", 8: "NDR", 16: "XDR"}
+_MLNX_SPEED = {1: "FDR10"}
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table: its rows as header -> cell (stripped), and where it starts in the file."""
+
+    name: str
+    first_line: int  # line number of the header row
+    rows: tuple[Mapping[str, str], ...]
+
+    def line_of(self, index: int) -> int:
+        """Line number of ``rows[index]`` (rows are one line each in db_csv)."""
+        return self.first_line + 1 + index
+
+
+def db_csv_sections(text: str, source: str = "<db_csv>") -> dict[str, Section]:
+    """Every ``START_X``..``END_X`` table of ``text``. A table cut off before its END line is a
+    :class:`ParseError` naming where it started."""
+    lines = text.splitlines()
+    out: dict[str, Section] = {}
+    name: str | None = None
+    start = 0
+    body: list[str] = []
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if name is None:
+            if line.startswith("START_"):
+                name, start, body = line[6:], lineno + 1, []
+            continue
+        if line == f"END_{name}":
+            out[name] = _section(name, start, body)
+            name = None
+        elif line.startswith("START_"):
+            raise ParseError(
+                TOOL, source, lineno, raw, f"section {name} (line {start - 1}) has no END_{name}"
+            )
+        else:
+            body.append(raw)
+    if name is not None:
+        raise ParseError(
+            TOOL, source, start - 1, f"START_{name}", f"section {name} has no END_{name}: truncated"
+        )
+    return out
+
+
+def _section(name: str, start: int, body: list[str]) -> Section:
+    rows = list(csv.reader(body))
+    if not rows:
+        return Section(name, start, ())
+    header = [h.strip() for h in rows[0]]
+    table = tuple(
+        MappingProxyType(dict(zip(header, (c.strip() for c in row), strict=False))) for row in rows[1:] if row
+    )
+    return Section(name, start, table)
+
+
+def optional_int(text: str | None) -> int | None:
+    """A db_csv number (decimal or ``0x`` hex); None for ``N/A``, empty or garbage."""
+    if text is None:
+        return None
+    t = text.strip()
+    if not t or t.upper() in ("N/A", "NA"):
+        return None
+    try:
+        return int(t, 0)
+    except ValueError:
+        try:
+            return int(t)  # leading zeros ("07") are decimal
+        except ValueError:
+            return None
+
+
+def link_width(code: int | None) -> int:
+    """Lanes of a LinkWidthActive code; 0 when unknown."""
+    return _WIDTH.get(code or 0, 0)
+
+
+def link_speed(code: int | None) -> str:
+    """The speed token (``NDR``) of an ibdiagnet LinkSpeedActv value; ``???`` when unknown."""
+    if not code:
+        return "???"
+    for shift, table in ((8, _EXT_SPEED), (16, _MLNX_SPEED), (0, _BASE_SPEED)):
+        speed = table.get((code >> shift) & 0xFF)
+        if speed is not None:
+            return speed
+    return "???"
+
+
+def _need(sections: Mapping[str, Section], name: str, source: str) -> Section:
+    section = sections.get(name)
+    if section is None:
+        raise ParseError(
+            TOOL, source, 0, "", f"no {name} section (not an ibdiagnet2.db_csv, or a run that skipped it)"
+        )
+    return section
+
+
+def _guid(row: Mapping[str, str], key: str, section: Section, i: int, source: str) -> Guid:
+    try:
+        return normalise_guid(row.get(key, ""))
+    except ValueError as exc:
+        raise ParseError(
+            TOOL, source, section.line_of(i), str(row.get(key, "")), f"{section.name}: bad {key}"
+        ) from exc
+
+
+def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
+    """The Fabric of an ``ibdiagnet2.db_csv``: nodes from NODES, LIDs, widths and speeds from
+    PORTS, cables from LINKS (each listed once; a cable's width and speed are the narrower and
+    slower of its two ends' views, as ibnetdiscover's reader keeps them).
+
+    What cannot match ``ibnetdiscover`` of the same fabric: the port the discovery ran from
+    (``origin``; ibdiagnet does not say which HCA port it used), and port labels (``1/1/1``),
+    which the model does not keep from either tool.
+    """
+    sections = db_csv_sections(text, source)
+    nodes_s, ports_s, links_s = (_need(sections, n, source) for n in ("NODES", "PORTS", "LINKS"))
+    ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
+    for i, row in enumerate(ports_s.rows):
+        guid = _guid(row, "NodeGuid", ports_s, i, source)
+        number = optional_int(row.get("PortNum"))
+        if number is None:
+            raise ParseError(TOOL, source, ports_s.line_of(i), row.get("PortNum", ""), "PORTS: bad PortNum")
+        lid = optional_int(row.get("LID"))
+        ports[(guid, number)] = (
+            link_width(optional_int(row.get("LinkWidthActv"))),
+            link_speed(optional_int(row.get("LinkSpeedActv"))),
+            lid or None,
+        )
+    nodes: list[Node] = []
+    seen: set[Guid] = set()
+    for i, row in enumerate(nodes_s.rows):
+        guid = _guid(row, "NodeGUID", nodes_s, i, source)
+        if guid in seen:
+            raise ParseError(TOOL, source, nodes_s.line_of(i), guid, "NODES: node listed twice")
+        seen.add(guid)
+        kind = _KIND.get(row.get("NodeType", ""))
+        if kind is None:
+            raise ParseError(
+                TOOL, source, nodes_s.line_of(i), row.get("NodeType", ""), "NODES: unknown NodeType"
+            )
+        nports = optional_int(row.get("NumPorts")) or 0
+        sysimg = row.get("SystemImageGUID", "")
+        nodes.append(
+            Node(
+                guid,
+                kind,
+                row.get("NodeDesc", "").strip(),
+                nports,
+                _node_lid(ports, guid, kind, nports),
+                normalise_guid(sysimg) if optional_int(sysimg) else None,
+                optional_int(row.get("VendorID")),
+                optional_int(row.get("DeviceID")),
+            )
+        )
+    links: set[Link] = set()
+    for i, row in enumerate(links_s.rows):
+        a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), optional_int(row.get("PortNum1")) or 0)
+        b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), optional_int(row.get("PortNum2")) or 0)
+        for end in (a, b):
+            if end.guid not in seen:
+                raise ParseError(
+                    TOOL, source, links_s.line_of(i), str(end), "LINKS: cable to a node not in NODES"
+                )
+        wa, sa, _ = ports.get((a.guid, a.port), (0, "???", None))
+        wb, sb, _ = ports.get((b.guid, b.port), (0, "???", None))
+        links.add(Link(a, b, _narrower(wa, wb), _slower(sa, sb)))
+    return Fabric.build(nodes, links, source=source)
+
+
+def _node_lid(
+    ports: Mapping[tuple[Guid, int], tuple[int, str, int | None]], guid: Guid, kind: NodeKind, nports: int
+) -> Lid | None:
+    # A switch's LID is its port 0's; an HCA's is that of its first port with one (as
+    # ibnetdiscover prints it on the first port line of the record).
+    numbers = [0] if kind is NodeKind.SWITCH else range(1, nports + 1)
+    for n in numbers:
+        entry = ports.get((guid, n))
+        if entry is not None and entry[2]:
+            return Lid(entry[2])
+    return None
+
+
+def _narrower(a: int, b: int) -> int:
+    known = [w for w in (a, b) if w]
+    return min(known) if known else 0
+
+
+def _slower(a: str, b: str) -> str:
+    from topology.model import SPEED_RANK
+
+    known = [s for s in (a, b) if s in SPEED_RANK]
+    return min(known, key=SPEED_RANK.__getitem__) if known else "???"
+
+
+def read_db_csv(path: str | Path) -> str:
+    """The text of a db_csv file (a ParseError naming it when it cannot be read)."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
+
+
+def read_db_csv_fabric(path: str | Path) -> Fabric:
+    return parse_db_csv_fabric(read_db_csv(path), str(path))
+
+
+def node_of_port_guid(text: str, source: str = "<db_csv>") -> dict[Guid, Guid]:
+    """Port GUID -> node GUID from PORTS (ibdiagnet2.cables names HCA ports by port GUID)."""
+    out: dict[Guid, Guid] = {}
+    section = db_csv_sections(text, source).get("PORTS")
+    for row in section.rows if section else ():
+        try:
+            out[normalise_guid(row.get("PortGuid", ""))] = normalise_guid(row.get("NodeGuid", ""))
+        except ValueError:
+            continue
+    return out
