@@ -62,7 +62,7 @@ def discover_cmd(
 ) -> None:
     """Discover the fabric, classify it and list wiring anomalies."""
     if ibdiagnet_dir:
-        from fabric.ibdiagsource import discover_ibdiagnet
+        from fabric.app.ibdiagnet import discover_ibdiagnet
 
         if input_path or ssh or lab:
             raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")

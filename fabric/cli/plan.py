@@ -14,8 +14,8 @@ import click
 from fabric.cli.export import source_options
 
 if TYPE_CHECKING:
-    from fabric.discovery import Discovery
-    from topology.plancheck import PlanCheck, PlanFinding
+    from fabric.app.discover import Discovery
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,7 +44,7 @@ def discovery_from(opts: dict[str, Any]) -> Discovery:
     if ibdiagnet_dir:
         if any(opts.get(k) for k in ("input_path", "ssh", "lab")):
             raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
-        from fabric.ibdiagsource import discover_ibdiagnet
+        from fabric.app.ibdiagnet import discover_ibdiagnet
 
         for key in (
             "input_path",
@@ -94,62 +94,14 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
         out["fabric"] = d.source
         click.echo(json.dumps(out, indent=1))
     else:
+        from fabric.present.plan import render_check
+
         click.echo(render_check(check, d.source, limit=None if show_all else 40))
     ctx = click.get_current_context()
     if check.differs:
         ctx.exit(EXIT_DIFFERS)
     if check.unchecked:
         ctx.exit(EXIT_UNCHECKED)
-
-
-_TITLES = (
-    ("miswired", "Miswired"),
-    ("missing", "Missing in the fabric"),
-    ("not_in_plan", "In the fabric, not in the plan"),
-    ("below_plan", "Slower than planned"),
-)
-
-
-def render_check(check: PlanCheck, source: str, limit: int | None = 40) -> str:
-    from topology.plancheck import Verdict
-
-    lines = [
-        f"Fabric from {source} against {', '.join(check.sources)}",
-        f"  {check.planned} planned cables: {check.matched} as planned, "
-        + ", ".join(f"{check.count(Verdict(k))} {k.replace('_', ' ')}" for k, _ in _TITLES)
-        + f", {len(check.unchecked)} unchecked",
-    ]
-    notes = []
-    if check.not_covered:
-        notes.append(f"{check.not_covered} fabric cables of a kind the plan does not list were not checked")
-    if check.internal:
-        notes.append(f"{check.internal} director backplane / aggregation-node links left out")
-    if check.rate_unknown:
-        notes.append(f"{check.rate_unknown} cables' speed unknown (the tool could not read it)")
-    if check.absent_devices:
-        shown = ", ".join(check.absent_devices[:8]) + (" …" if len(check.absent_devices) > 8 else "")
-        notes.append(f"{len(check.absent_devices)} planned devices are not in the fabric: {shown}")
-    lines += [f"  {n}" for n in notes]
-    for key, title in _TITLES:
-        items = [f for f in check.findings if f.verdict.value == key]
-        lines += _section(title, items, limit)
-    lines += _section("Could not check", list(check.unchecked), limit)
-    if not check.findings and not check.unchecked:
-        lines += ["", "The fabric matches the plan."]
-    return "\n".join(lines)
-
-
-def _section(title: str, items: list[PlanFinding], limit: int | None) -> list[str]:
-    if not items:
-        return []
-    out = ["", f"{title} ({len(items)}):"]
-    shown = items if limit is None else items[:limit]
-    for f in shown:
-        out.append(f"  {f.message}")
-        out += [f"      {e}" for e in f.evidence]
-    if len(shown) < len(items):
-        out.append(f"  … {len(items) - len(shown)} more (--all or --json)")
-    return out
 
 
 @click.command("plan")

@@ -16,7 +16,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
     Any id or label (or 'latest') can be given to `ibfab topology diff`.
     """
-    from fabric.render import table
+    from fabric.present.table import table
     from fabric.store import Store
 
     with Store.open(db, create=False) as store:

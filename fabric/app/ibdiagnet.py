@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.discovery import Discovery, analyse
+from fabric.app.discover import Discovery, analyse
 from topology.errors import UsageError
 from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 
