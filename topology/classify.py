@@ -35,8 +35,7 @@ from enum import StrEnum
 from itertools import combinations, filterfalse
 from types import MappingProxyType
 
-from topology.frozen import fast_init
-from topology.gcpause import gc_paused
+from topology._speed import fast_init, gc_paused
 from topology.model import Fabric, Guid, Node, NodeKind
 
 _ADAPTER = re.compile(
@@ -178,7 +177,7 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
 
 
 def classify(fabric: Fabric) -> Classification:
-    with gc_paused():  # one NodeClass per node and their lookup maps, no cycles (topology.gcpause)
+    with gc_paused():  # one NodeClass per node and their lookup maps, no cycles (topology._speed)
         return _classify(fabric)
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topology._speed import gc_paused
 from topology.errors import ParseError
-from topology.gcpause import gc_paused
 from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.model import (

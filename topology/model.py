@@ -18,7 +18,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, NewType
 
-from topology.frozen import fast_init
+from topology._speed import fast_init
 
 if TYPE_CHECKING:
     import networkx as nx

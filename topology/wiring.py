@@ -18,8 +18,8 @@ from enum import StrEnum
 from itertools import compress
 from operator import attrgetter, itemgetter
 
+from topology._speed import gc_paused
 from topology.classify import Classification, NodeClass, Role, far_guids
-from topology.gcpause import gc_paused
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
 
 
@@ -41,7 +41,7 @@ class Anomaly:
 
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     found: list[Anomaly] = []
-    with gc_paused():  # many short-lived counters and sets, no cycles (see topology.gcpause)
+    with gc_paused():  # many short-lived counters and sets, no cycles (see topology._speed)
         found += _rail_anomalies(fabric, cls)
         found += _uplink_anomalies(fabric, cls)
         found += _degraded_links(fabric, cls)

@@ -27,9 +27,9 @@ from fabric.counters.samples import Unreachable
 from fabric.store import RawCapture, Store
 from fabric.store.captures import CompressAhead
 from probes.transport import CommandResult
+from topology._speed import gc_paused
 from topology.diff import LinkEvent, diff_fabrics
 from topology.errors import IbfabError, UsageError
-from topology.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from topology.model import Fabric

@@ -58,8 +58,8 @@ from fabric.counters.merge import (
 from fabric.counters.parse import IbqueryerrorsReport, parse_ibqueryerrors, parse_perfquery
 from fabric.counters.samples import PortSample, Unreachable
 from probes.transport import CommandResult
+from topology._speed import gc_paused
 from topology.errors import CommandFailed, ParseError
-from topology.gcpause import gc_paused
 from topology.model import Fabric, Guid, Node, PortRef
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from topology.frozen import fast_init
+from topology._speed import fast_init
 from topology.model import Guid, Lid, Node, NodeKind
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from topology.gcpause import gc_paused
+from topology._speed import gc_paused
 
 
 @pytest.fixture
