@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from topology._speed import gc_paused
 from topology.errors import ParseError
@@ -77,14 +76,38 @@ _PORTS_REPORT = re.compile(
 _Side = tuple[Guid, int, Guid, int, int, str, int]
 
 
+@dataclass(slots=True)
+class _FarNode:
+    """A node seen as the far end of port lines (it may have no record of its own)."""
+
+    kind: NodeKind
+    description: str
+    lid: int | None
+    ports: int  # the highest port number seen
+
+
+@dataclass(slots=True)
+class _Listing:
+    """What the first listing of a cable said, from one end: the peer, width, speed, its line,
+    whether the mirror listing from the other end is still awaited, and that end's listing."""
+
+    peer_guid: Guid
+    peer_port: int
+    width: int
+    speed: str
+    line: int
+    waiting: bool = True
+    mirror: _Listing | None = None
+
+
 @dataclass
 class _Builder:
     source: str
     lenient_conflicts: bool = False
     nodes: dict[Guid, Node] = field(default_factory=dict)
     node_line: dict[Guid, int] = field(default_factory=dict)
-    # far ends seen on port lines: guid -> [kind, description, lid, highest port]
-    referenced: dict[Guid, list[Any]] = field(default_factory=dict)
+    # far ends seen on port lines
+    referenced: dict[Guid, _FarNode] = field(default_factory=dict)
     sides: list[_Side] = field(default_factory=list)
     unconnected: list[UnconnectedPort] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -114,44 +137,44 @@ class _Builder:
         """Remember a node seen as the far end of a cable (it may have no record: partial files)."""
         old = self.referenced.get(guid)
         if old is None:
-            self.referenced[guid] = [kind, description, lid, port]
+            self.referenced[guid] = _FarNode(kind, description, lid, port)
             return
-        if description and not old[1]:
-            old[1] = description
-        if lid is not None and old[2] is None:
-            old[2] = lid
-        if port > old[3]:
-            old[3] = port
+        if description and not old.description:
+            old.description = description
+        if lid is not None and old.lid is None:
+            old.lid = lid
+        if port > old.ports:
+            old.ports = port
 
     def fabric(self) -> Fabric:
         # Each cable is normally listed twice, once from each end. ``ends`` maps a port to what
-        # its first listing said: [peer guid, peer port, width, speed, line, still waiting for
-        # the mirror listing, the peer port's entry]. A port that shows up with a different peer
-        # is a conflict.
-        ends: dict[tuple[Guid, int], list[Any]] = {}
-        # First listings in order: (lower end, higher end, entry of the lower end).
-        firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], list[Any]]] = []
+        # its first listing said (a _Listing). A port that shows up with a different peer is a
+        # conflict.
+        ends: dict[tuple[Guid, int], _Listing] = {}
+        # First listings in order: (lower end, higher end, listing of the lower end).
+        firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], _Listing]] = []
         ends_get = ends.get
         rank_get = SPEED_RANK.get
         for lg, lp, rg, rp, width, speed, lineno in self.sides:
             here = (lg, lp)
             seen = ends_get(here)
             if seen is not None:
-                if seen[0] == rg and seen[1] == rp:
-                    if seen[5]:
+                if seen.peer_guid == rg and seen.peer_port == rp:
+                    if seen.waiting:
                         # The mirror listing of a cable: combine both ends' view.
-                        seen[5] = False
-                        mirror = seen[6]
-                        mirror[5] = False
+                        seen.waiting = False
+                        mirror = seen.mirror
+                        assert mirror is not None
+                        mirror.waiting = False
                         # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
-                        if width and (not seen[2] or width < seen[2]):
-                            seen[2] = mirror[2] = width
+                        if width and (not seen.width or width < seen.width):
+                            seen.width = mirror.width = width
                         if (
-                            speed != seen[3]
+                            speed != seen.speed
                             and speed in SPEED_RANK
-                            and SPEED_RANK[speed] < rank_get(seen[3], 99)
+                            and SPEED_RANK[speed] < rank_get(seen.speed, 99)
                         ):
-                            seen[3] = mirror[3] = speed
+                            seen.speed = mirror.speed = speed
                     # else: the same listing twice (e.g. a loopback cable seen from both ports)
                     continue
                 if self._conflict(here, seen, (rg, rp), lineno):
@@ -160,48 +183,47 @@ class _Builder:
             theirs = ends_get(there)
             if (
                 theirs is not None
-                and (theirs[0], theirs[1]) != here
+                and (theirs.peer_guid, theirs.peer_port) != here
                 and self._conflict(there, theirs, here, lineno)
             ):
                 continue
-            entry: list[Any] = [rg, rp, width, speed, lineno, True, None]
+            entry = _Listing(rg, rp, width, speed, lineno)
             ends[here] = entry
             if there != here:
-                other: list[Any] = [lg, lp, width, speed, lineno, True, entry]
-                entry[6] = other
+                other = _Listing(lg, lp, width, speed, lineno, True, entry)
+                entry.mirror = other
                 ends[there] = other
                 if there < here:
                     firsts.append((there, here, other))
                     continue
             else:
-                entry[6] = entry
+                entry.mirror = entry
             firsts.append((here, there, entry))
         links: list[Link] = []
         links_append = links.append
         for low, high, entry in firsts:
-            if entry[5] and low != high:
-                self._check_both_ends_listed(low, high, entry[4])
-            links_append(Link(PortRef(*low), PortRef(*high), entry[2], entry[3]))
+            if entry.waiting and low != high:
+                self._check_both_ends_listed(low, high, entry.line)
+            links_append(Link(PortRef(*low), PortRef(*high), entry.width, entry.speed))
         nodes = dict(self.nodes)
-        for g, (kind, desc, lid, nports) in self.referenced.items():
+        for g, far in self.referenced.items():
             if g not in nodes:
-                nodes[g] = Node(g, kind, desc, nports, Lid(lid) if lid is not None else None)
+                lid = Lid(far.lid) if far.lid is not None else None
+                nodes[g] = Node(g, far.kind, far.description, far.ports, lid)
         fabric = Fabric.build(nodes.values(), links, self.unconnected, self.source, unique=True)
         return with_origin(fabric, self.origin)
 
-    def _conflict(
-        self, port: tuple[Guid, int], seen: list[Any], other: tuple[Guid, int], lineno: int
-    ) -> bool:
+    def _conflict(self, port: tuple[Guid, int], seen: _Listing, other: tuple[Guid, int], lineno: int) -> bool:
         """A port listed with two different peers: an error, or skipped in lenient -p excerpts."""
-        here, was, now = PortRef(*port), PortRef(seen[0], seen[1]), PortRef(*other)
+        here, was, now = PortRef(*port), PortRef(seen.peer_guid, seen.peer_port), PortRef(*other)
         if self.lenient_conflicts:
             # -p reports are often excerpts pasted from several runs: keep the first.
             self.warnings.append(
-                f"line {lineno}: port {here} also cabled to {now}; kept {was} (line {seen[4]})"
+                f"line {lineno}: port {here} also cabled to {now}; kept {was} (line {seen.line})"
             )
             return True
         raise ParseError(
-            TOOL, self.source, lineno, "", f"port {here} is cabled to {was} (line {seen[4]}) and to {now}"
+            TOOL, self.source, lineno, "", f"port {here} is cabled to {was} (line {seen.line}) and to {now}"
         )
 
     def _check_both_ends_listed(self, a: tuple[Guid, int], b: tuple[Guid, int], lineno: int) -> None:
@@ -299,7 +321,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                     kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
                     rdesc = desc.strip() if desc else ""
                     if remote_guid not in referenced:  # first sight: b.reference, inlined
-                        referenced[remote_guid] = [kind, rdesc, int(rlid) if rlid else None, rpnum]
+                        referenced[remote_guid] = _FarNode(kind, rdesc, int(rlid) if rlid else None, rpnum)
                     else:
                         b.reference(remote_guid, kind, rdesc, int(rlid) if rlid else None, rpnum)
                 # ``?????`` in place of width x speed: the tool could not read the port (MAD lost).
