@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from probes.transport import CommandResult, LocalTransport
+from probes.runner import LocalTransport
+from probes.transport import CommandResult
 from topology.errors import LabError, UsageError
 from topology.generate import (
     DEFAULT_PRESET,

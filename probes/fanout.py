@@ -1,7 +1,7 @@
 """Run one probe on many hosts: bounded concurrency, one record per host, identical output folded.
 
 >>> from probes.inventory import HostEntry
->>> from probes.transport import LocalTransport
+>>> from probes.runner import LocalTransport
 >>> hosts = [HostEntry(f"n{i}") for i in (1, 2, 3)]
 >>> rs = fan_out(hosts, ["echo", "hi"], lambda h: LocalTransport(h.name))
 >>> [(f.hosts, f.stdout) for f in fold(rs)]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
-from probes.transport import CommandResult, LocalTransport, Transport
+from probes.runner import LocalTransport
+from probes.transport import CommandResult, Transport
 from topology.errors import UsageError
 
 # Sources whose text the caller hands in (nothing runs for them).

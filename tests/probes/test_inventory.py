@@ -19,7 +19,8 @@ from probes.inventory import (
     parse_inventory,
     read_inventory,
 )
-from probes.transport import CommandResult, FailureKind, LocalTransport
+from probes.runner import LocalTransport
+from probes.transport import CommandResult, FailureKind
 from topology.errors import UsageError
 
 TOML = """

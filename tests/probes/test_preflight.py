@@ -23,7 +23,7 @@ from probes.preflight import (
     read_sysfs,
     remote_hca_argv,
 )
-from probes.transport import LocalTransport
+from probes.runner import LocalTransport
 from tests.conftest import REALDATA
 from topology.errors import ParseError
 

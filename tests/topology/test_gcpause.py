@@ -12,6 +12,9 @@ from topology._speed import gc_paused
 
 @pytest.fixture
 def collector_on() -> Iterator[None]:
+    # A TUI test earlier in the same process leaves its model frozen (tui.app freezes what it
+    # loads): hand those objects back to the oldest generation so each test starts with none.
+    gc.unfreeze()
     was = gc.isenabled()
     gc.enable()
     yield
