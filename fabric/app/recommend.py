@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.advise.candidates import findings_from_report
+from fabric.advise.candidates import LinkFinding, findings_from_report
 from fabric.advise.recommend import recommend
 from fabric.advise.routing_advice import SubnetManager
 from fabric.advise.safety import SafetyPolicy
+from fabric.app.health import assess_store
 from fabric.app.health_window import HealthWindow
 from fabric.app.isolate import AppliedChange, IsolationPlan, apply_plan, open_isolations, plan_isolation
 from fabric.app.subnet import probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
-from fabric.store import Store
-from topology.errors import SafetyError, UsageError
+from fabric.store import Store, default_db_path
+from topology.errors import SafetyError, StoreError, UsageError
 
 
 def recommendations(
@@ -67,3 +68,17 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
         raise SafetyError("the plan breaks safety rules; nothing was changed")
     with Store.open(db) as store:
         return apply_plan(plan, store, lab=lab)
+
+
+def stored_findings(db: str | None) -> list[LinkFinding] | None:
+    """Findings from the store's counters (the same assessment as 'ibfab health'), or None
+    when the store has no topology or counters yet."""
+    path = Path(db) if db else default_db_path()
+    if not path.exists():
+        return None
+    try:
+        with Store.open(path, create=False) as store:
+            view = assess_store(store, record=False)
+    except StoreError:
+        return None
+    return findings_from_report(view.report)

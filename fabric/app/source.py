@@ -9,6 +9,7 @@ for running a command; every use case calls :func:`run_tool` or holds the transp
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
-from topology.errors import UsageError
+from topology.errors import ParseError, UsageError
 
 # Sources whose text the caller hands in (nothing runs for them).
 TEXT_KINDS = ("file", "stdin")
@@ -120,3 +121,23 @@ def run_on_host(
 ) -> CommandResult:
     """:func:`run_tool` on the SSH host ``spec``."""
     return run_tool(Source("ssh", spec), argv, timeout, opts, ok_codes)
+
+
+def read_source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[Source, str | None]:
+    """The source chosen by ``--input FILE|-``, ``--ssh HOST`` or ``--lab NAME`` (this machine when
+    none), with the text of a saved file or stdin read here."""
+    chosen = [x for x in (input_path, ssh, lab) if x]
+    if len(chosen) > 1:
+        raise UsageError("choose one of --input, --ssh, --lab")
+    if input_path == "-":
+        return Source("stdin"), sys.stdin.read()
+    if input_path:
+        try:
+            return Source("file", input_path), Path(input_path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
+    if ssh:
+        return Source("ssh", ssh), None
+    if lab:
+        return Source("lab", lab), None
+    return Source("local"), None

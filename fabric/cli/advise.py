@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from fabric.advise.candidates import LinkFinding
+    pass
 
 from topology.errors import UsageError
 
@@ -54,9 +54,9 @@ def _policy_options(fn: F) -> F:
 def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
     """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
     from fabric.app.discover import discover
-    from fabric.cli.discover import _source
+    from fabric.app.source import read_source
 
-    src, text = _source(input_path, ssh, lab)
+    src, text = read_source(input_path, ssh, lab)
     return discover(src, text)
 
 
@@ -105,10 +105,11 @@ def recommend_cmd(
     from fabric.advise.candidates import read_health_file
     from fabric.advise.recommend import recommend
     from fabric.advise.routing_advice import SubnetManager
+    from fabric.app.recommend import stored_findings
     from fabric.app.subnet import probe_subnet_manager
 
     d = _discover(input_path, lab, ssh)
-    findings = read_health_file(health_file) if health_file else _stored_findings(db)
+    findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         findings = []
         click.echo(
@@ -141,25 +142,6 @@ def recommend_cmd(
     _print_actions(recs.actions)
     for n in recs.notes:
         click.echo(f"- {n}")
-
-
-def _stored_findings(db: str | None) -> list[LinkFinding] | None:
-    """Findings from the store's counters (the same assessment as 'ibfab health'), or None
-    when the store has no topology or counters yet."""
-    from fabric.advise.candidates import findings_from_report
-    from fabric.app.health import assess_store
-    from fabric.store import Store
-    from topology.errors import StoreError
-
-    path = Path(db) if db else Path(_default_db())
-    if not path.exists():
-        return None
-    try:
-        with Store.open(path, create=False) as store:
-            view = assess_store(store, record=False)
-    except StoreError:
-        return None
-    return findings_from_report(view.report)
 
 
 def _default_db() -> str:

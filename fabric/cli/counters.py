@@ -57,13 +57,12 @@ def collect_cmd(
     is recorded as a failed run, and the loop goes on.
     """
     from fabric.app.collect import Collector, SnapshotOutcome
-    from fabric.app.source import SshOptions
-    from fabric.cli.discover import _source
+    from fabric.app.source import SshOptions, read_source
     from fabric.present.counters import snapshot_line
     from fabric.store import Store
     from topology.errors import IbfabError
 
-    src, _ = _source(None, ssh, lab)
+    src, _ = read_source(None, ssh, lab)
     if src.kind == "lab":
         from fabric import lab as labs
         from topology.errors import LabError

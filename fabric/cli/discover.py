@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from fabric.app.discover import discover
-from fabric.app.source import Source, SshOptions
+from fabric.app.source import SshOptions, read_source
 from fabric.cli.options import ssh_options
-from topology.errors import ParseError, UsageError
-
-
-def _source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[Source, str | None]:
-    chosen = [x for x in (input_path, ssh, lab) if x]
-    if len(chosen) > 1:
-        raise UsageError("choose one of --input, --ssh, --lab")
-    if input_path == "-":
-        return Source("stdin"), sys.stdin.read()
-    if input_path:
-        try:
-            return Source("file", input_path), Path(input_path).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
-    if ssh:
-        return Source("ssh", ssh), None
-    if lab:
-        return Source("lab", lab), None
-    return Source("local"), None
+from topology.errors import UsageError
 
 
 @click.command("discover")
@@ -68,7 +49,7 @@ def discover_cmd(
             raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
         d = discover_ibdiagnet(ibdiagnet_dir)
     else:
-        src, text = _source(input_path, ssh, lab)
+        src, text = read_source(input_path, ssh, lab)
         d = discover(src, text, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
     snapshot_id = None
     if save:

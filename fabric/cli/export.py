@@ -39,10 +39,9 @@ def source_options(fn: F) -> F:
 def discover_from(opts: dict[str, Any]) -> Discovery:
     """Discovery from the source options (pops them from ``opts``)."""
     from fabric.app.discover import discover
-    from fabric.app.source import SshOptions
-    from fabric.cli.discover import _source
+    from fabric.app.source import SshOptions, read_source
 
-    src, text = _source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
+    src, text = read_source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
     ssh = SshOptions(
         opts.pop("inventory"), opts.pop("known_hosts"), opts.pop("accept_new_host_key"), opts.pop("identity")
     )
@@ -50,24 +49,9 @@ def discover_from(opts: dict[str, Any]) -> Discovery:
 
 
 def health_from_store(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
-    """Health over the last ``hours`` from the store, through the health service.
+    from fabric.app.place import placement_health
 
-    One-line errors when the health service is not installed or the store holds no samples."""
-    from topology.errors import UsageError
-
-    try:
-        from fabric.app.health import assess_store, open_store
-    except ImportError as exc:
-        raise UsageError(f"health: the health service (fabric.app.health) is not available: {exc}") from exc
-    from fabric.placement import health_view_from_links
-
-    with open_store(db) as store:
-        view = assess_store(store, since_s=hours * 3600.0, record=False)
-    return health_view_from_links(
-        d.fabric,
-        d.classification,
-        ((lk.key, lk.status.value, lk.reasons, lk.repeat_offender) for lk in view.report.links),
-    )
+    return placement_health(d, db, hours)
 
 
 def emit(result: Export) -> None:
