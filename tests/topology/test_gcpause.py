@@ -65,7 +65,9 @@ def test_someone_elses_freeze_is_left_as_it_was(collector_on: None) -> None:
         with gc_paused():
             built = [[i] for i in range(100)]
         gc.disable()
-        assert gc.get_freeze_count() == frozen  # not unfrozen by the pause
+        # Not unfrozen by the pause (that would leave 0, or only what it built). Frozen objects
+        # that died meanwhile leave the count (threads of earlier tests finish in the background).
+        assert len(kept) <= gc.get_freeze_count() <= frozen
         assert any(id(x) in _ids(0) for x in built)  # the plain path: young as usual
     finally:
         gc.unfreeze()
