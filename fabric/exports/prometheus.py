@@ -59,7 +59,7 @@ The exporter itself::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -318,3 +318,16 @@ def exporter_families(status: ExporterStatus, scrape_seconds: float) -> tuple[Me
         ),
     ]
     return tuple(out)
+
+
+def render(families: Iterable[Metric]) -> bytes:
+    """Families in the Prometheus text format (prometheus-client's own writer)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    class _Families:
+        def collect(self) -> Iterator[Metric]:
+            yield from families
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families())
+    return bytes(generate_latest(registry))

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from fabric import lab
 from fabric.app.collect import Collector
 from fabric.app.health import node_names
+from fabric.app.metrics import ExporterView, read_view
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES
@@ -33,7 +34,7 @@ from fabric.exports.prometheus import (
     counter_metric_name,
     port_families,
 )
-from fabric.serve.exporter import ExporterView, parse_listen, read_view, serve
+from fabric.serve.exporter import parse_listen, serve
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA
 from topology.errors import UsageError
