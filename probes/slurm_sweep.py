@@ -50,6 +50,7 @@ class StepKind(Protocol):
     """What runs on each side of a pair, and how a pair is judged from both sides' output."""
 
     name: str
+    server_grace: float  # seconds a server may take to end by itself after its client is done
 
     def begin_round(self, probes: Sequence[Probe], attempt: int) -> None: ...
 
@@ -64,6 +65,7 @@ class PerftestSteps:
     """Real perftest on each node: the server side, then the client naming the server's address."""
 
     name = "slurm"
+    server_grace = 2.0  # an ib_write_bw server reports and exits once its client is done
 
     def __init__(self, opts: PerftestOptions) -> None:
         self.opts = opts
@@ -121,6 +123,7 @@ class LabSteps:
     """
 
     name = "slurm:lab-simulated"
+    server_grace = 0.0  # the lab server only waits: cancel it at once
 
     def __init__(
         self, paths: Mapping[tuple[Guid, Guid], Sequence[Link]], error_rates: Mapping[PortKey, int], workdir: Path,
@@ -294,7 +297,7 @@ class SlurmSweepBackend:
                     slurm.run_step, alloc, self.node(p.client.host), argv, f"{tag}/{i}/client", self.timeout
                 )
             done_clients = {i: f.result() for i, f in ran.items()}
-            deadline = time.monotonic() + 2.0  # a server ends by itself once its client is done
+            deadline = time.monotonic() + self.steps.server_grace
             while time.monotonic() < deadline and not all(f.done() for f in started.values()):
                 time.sleep(0.05)
             running = [names[i] for i, f in started.items() if not f.done()]

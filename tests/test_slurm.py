@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,7 @@ from probes.slurm import AllocationRequest, Slurm, SlurmUnavailable
 from probes.slurm_parse import parse_reasons
 from probes.slurm_sweep import PerftestSteps, run_slurm_sweep
 from probes.sweep import PairRun
-from probes.transport import FailureKind
-from tests.slurm import SlurmCluster, slurm, slurm_cluster
+from tests.slurm import SlurmCluster, check_clean, slurm, slurm_cluster, start_slurm
 from topology.generate import generate, to_ibnetdiscover
 
 __all__ = ["slurm", "slurm_cluster"]
@@ -151,6 +151,7 @@ class SleepySteps:
     """Step commands that never end by themselves (a hung tool)."""
 
     name = "slurm"
+    server_grace = 0.0
 
     def begin_round(self, probes: object, attempt: int) -> None:
         pass
@@ -215,3 +216,126 @@ def test_sigterm_of_the_sweeping_process_releases_its_allocation(slurm: SlurmClu
             proc.kill()
             proc.wait()
     assert Slurm(slurm.env).jobs(job) == []
+
+
+# -- the lab's simulated traffic as the step command ----------------------------------------------
+def _lab_sweep(cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: object):  # type: ignore[no-untyped-def]
+    from fabric import lab, sweeps
+    from probes.labtraffic import parse_error_rates
+    from probes.plan import endpoints
+    from probes.slurm_sweep import LabSteps
+
+    ctx = sweeps.prepare("pairwise", lab=lab_name)
+    d = ctx.discovery
+    rates = parse_error_rates(lab.console(lab_name, "Dump"))
+    done = run_slurm_sweep(
+        ctx.plan, Slurm(cluster.env), LabSteps(ctx.plan.paths, rates, tmp_path / "rounds"),
+        node_of=NODE_OF, fabric=d.fabric, tables=ctx.tables, candidates=endpoints(d.fabric, d.classification),
+        names=sweeps.names_of(d), timeout=30, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return ctx, done
+
+
+def _suspects(outcome, names):  # type: ignore[no-untyped-def]
+    return [
+        (
+            frozenset({f"{names[s.link.a.guid]}/{s.link.a.port}", f"{names[s.link.b.guid]}/{s.link.b.port}"}),
+            s.score,
+            sorted(r.key for r in s.slow_pairs),
+            sorted(r.key for r in s.fast_pairs),
+        )
+        for s in outcome.suspects
+    ]
+
+
+@pytest.fixture
+def cable_lab() -> Iterator[str]:
+    from fabric import lab
+
+    # cn0001's own cable trains at 1x: every pair it takes part in is slow.
+    lab.up(FOUR_HOSTS, ["degraded-width:leaf-01:1"], name="slurmcable")
+    try:
+        yield "slurmcable"
+    finally:
+        lab.down("slurmcable")
+
+
+@pytest.fixture
+def clean_lab() -> Iterator[str]:
+    from fabric import lab
+
+    lab.up(FOUR_HOSTS, (), name="slurmclean")
+    try:
+        yield "slurmclean"
+    finally:
+        lab.down("slurmclean")
+
+
+@pytest.mark.slurm
+@pytest.mark.lab
+def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
+    slurm: SlurmCluster, cable_lab: str, tmp_path: Path
+) -> None:
+    from fabric import sweeps
+    from probes.fanout import HostLocks
+
+    locks = HostLocks()
+    held: list[frozenset[str]] = []
+    ctx, done = _lab_sweep(
+        slurm, cable_lab, tmp_path, locks=locks, progress=lambda step: held.append(locks.busy())
+    )
+    names = sweeps.names_of(ctx.discovery)
+    direct = sweeps.run_lab(sweeps.prepare("pairwise", lab=cable_lab), cable_lab)
+    # Same measurements, re-tests, follow-ups and suspects as the lab backend run in this process.
+    assert [(r.key, r.attempt, r.gbps, r.ok) for r in done.outcome.results] == [
+        (r.key, r.attempt, r.gbps, r.ok) for r in direct.results
+    ]
+    assert _suspects(done.outcome, names) == _suspects(direct, names)
+    top = _suspects(done.outcome, names)[0]
+    assert top[0] == {"leaf-01/1", "cn0001 mlx5_0/1"} and top[1] == 1.0
+    assert len(done.outcome.suspects[1].slow_pairs) < len(done.outcome.suspects[0].slow_pairs)
+    assert all(r.backend == "slurm:lab-simulated" for r in done.outcome.results)
+    # Each side ran as a step on its own node, and said so.
+    for (c, s, _), (c_out, s_out) in done.outcome.raw_outputs.items():
+        assert (
+            f'"host": "{NODE_OF[_host(ctx, c)]}"' in c_out and f'"host": "{NODE_OF[_host(ctx, s)]}"' in s_out
+        )
+    # The plan's hosts were held in the shared locks for the whole sweep, and let go after it.
+    assert held and all(h == frozenset(NODE_OF) for h in held) and locks.busy() == frozenset()
+    assert done.unmeasured == () and Slurm(slurm.env).jobs(done.job_id) == []
+
+
+def _host(ctx, guid):  # type: ignore[no-untyped-def]
+    return next(e.host for p in ctx.plan.probes for e in (p.client, p.server) if e.guid == guid)
+
+
+@pytest.mark.slurm
+@pytest.mark.lab
+def test_a_node_that_dies_mid_sweep_is_recorded_and_the_sweep_completes(
+    clean_lab: str, tmp_path: Path
+) -> None:
+    with start_slurm(tmp_path / "slurm", nodes=4) as cluster:
+        killed: list[int] = []
+
+        def kill_after_first_round(step: object) -> None:
+            if not killed:
+                killed.append(cluster.kill_node("node4"))
+
+        ctx, done = _lab_sweep(cluster, clean_lab, tmp_path, progress=kill_after_first_round)
+        assert killed == [cluster.node_pids["node4"]]
+        assert set(done.lost) == {"node4"} and "Communication connection failure" in done.lost["node4"]
+        # Every pair Slurm could not run involves the dead node, and none counts as a measurement.
+        assert done.unmeasured and all(
+            "cn0004" in (u.probe.client.host, u.probe.server.host) for u in done.unmeasured
+        )
+        measured = {r.key for r in done.outcome.results}
+        assert not measured & {
+            (u.probe.client.guid, u.probe.server.guid) for u in done.unmeasured if u.attempt == 0
+        }
+        # Round 1 ran whole; the other pairs without node4 ran too, all at full speed.
+        first_round = {(p.client.guid, p.server.guid) for p in ctx.plan.round_probes(0)}
+        assert first_round <= measured and all(r.ok for r in done.outcome.results)
+        # A clean fabric stays quiet: the dead node makes no suspect of its cable.
+        assert done.outcome.suspects == ()
+        assert Slurm(cluster.env).jobs(done.job_id) == []
+        check_clean(cluster)
