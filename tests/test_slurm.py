@@ -13,17 +13,21 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fabric import sweeps
+from fabric.sweeps import SweepContext
 from probes.pairs import PairResult, Probe
 from probes.perftest import PerftestOptions
 from probes.slurm import AllocationRequest, Slurm, SlurmUnavailable
 from probes.slurm_parse import parse_reasons
-from probes.slurm_sweep import PerftestSteps, run_slurm_sweep
-from probes.sweep import PairRun
+from probes.slurm_sweep import PerftestSteps, SlurmSweep, run_slurm_sweep
+from probes.sweep import PairRun, SweepOutcome
 from tests.slurm import SlurmCluster, check_clean, slurm, slurm_cluster, start_slurm
 from topology.generate import generate, to_ibnetdiscover
+from topology.model import Guid
 
 __all__ = ["slurm", "slurm_cluster"]
 
@@ -111,8 +115,7 @@ def test_drain_and_resume_show_in_sinfo_R(slurm: SlurmCluster) -> None:
     slurm.wait_idle(("node3",))
 
 
-def _plan(tmp_path: Path, pattern: str = "pairwise"):  # type: ignore[no-untyped-def]
-    from fabric import sweeps
+def _plan(tmp_path: Path, pattern: str = "pairwise") -> SweepContext:
 
     topo = tmp_path / "fabric.topo"
     topo.write_text(to_ibnetdiscover(generate(FOUR_HOSTS)))
@@ -219,8 +222,10 @@ def test_sigterm_of_the_sweeping_process_releases_its_allocation(slurm: SlurmClu
 
 
 # -- the lab's simulated traffic as the step command ----------------------------------------------
-def _lab_sweep(cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: object):  # type: ignore[no-untyped-def]
-    from fabric import lab, sweeps
+def _lab_sweep(
+    cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: Any
+) -> tuple[SweepContext, SlurmSweep]:
+    from fabric import lab
     from probes.labtraffic import parse_error_rates
     from probes.plan import endpoints
     from probes.slurm_sweep import LabSteps
@@ -231,12 +236,12 @@ def _lab_sweep(cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: objec
     done = run_slurm_sweep(
         ctx.plan, Slurm(cluster.env), LabSteps(ctx.plan.paths, rates, tmp_path / "rounds"),
         node_of=NODE_OF, fabric=d.fabric, tables=ctx.tables, candidates=endpoints(d.fabric, d.classification),
-        names=sweeps.names_of(d), timeout=30, **kw,  # type: ignore[arg-type]
+        names=sweeps.names_of(d), timeout=30, **kw,
     )  # fmt: skip
     return ctx, done
 
 
-def _suspects(outcome, names):  # type: ignore[no-untyped-def]
+def _suspects(outcome: SweepOutcome, names: dict[Guid, str]) -> list[tuple[Any, ...]]:
     return [
         (
             frozenset({f"{names[s.link.a.guid]}/{s.link.a.port}", f"{names[s.link.b.guid]}/{s.link.b.port}"}),
@@ -276,14 +281,15 @@ def clean_lab() -> Iterator[str]:
 def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
     slurm: SlurmCluster, cable_lab: str, tmp_path: Path
 ) -> None:
-    from fabric import sweeps
     from probes.fanout import HostLocks
 
     locks = HostLocks()
-    held: list[frozenset[str]] = []
-    ctx, done = _lab_sweep(
-        slurm, cable_lab, tmp_path, locks=locks, progress=lambda step: held.append(locks.busy())
-    )
+    held: list[tuple[frozenset[str], bool]] = []
+
+    def watch(step: object) -> None:  # another sweep of this process may not take a host meanwhile
+        held.append((locks.busy(), locks.try_acquire(["cn0002"])))
+
+    ctx, done = _lab_sweep(slurm, cable_lab, tmp_path, locks=locks, progress=watch)
     names = sweeps.names_of(ctx.discovery)
     direct = sweeps.run_lab(sweeps.prepare("pairwise", lab=cable_lab), cable_lab)
     # Same measurements, re-tests, follow-ups and suspects as the lab backend run in this process.
@@ -301,11 +307,11 @@ def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
             f'"host": "{NODE_OF[_host(ctx, c)]}"' in c_out and f'"host": "{NODE_OF[_host(ctx, s)]}"' in s_out
         )
     # The plan's hosts were held in the shared locks for the whole sweep, and let go after it.
-    assert held and all(h == frozenset(NODE_OF) for h in held) and locks.busy() == frozenset()
+    assert held and all(h == (frozenset(NODE_OF), False) for h in held) and locks.busy() == frozenset()
     assert done.unmeasured == () and Slurm(slurm.env).jobs(done.job_id) == []
 
 
-def _host(ctx, guid):  # type: ignore[no-untyped-def]
+def _host(ctx: SweepContext, guid: Guid) -> str:
     return next(e.host for p in ctx.plan.probes for e in (p.client, p.server) if e.guid == guid)
 
 

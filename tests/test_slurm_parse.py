@@ -62,7 +62,7 @@ def test_a_resumed_node_not_answering_and_nodes_finishing_a_job() -> None:
 
 def test_a_dead_node_is_down_and_not_responding() -> None:
     (n,) = parse_nodes(text("scontrol-show-node-down.txt"))
-    assert (n.state, n.flags, n.reason) == ("DOWN", {"NOT_RESPONDING"}, "Not responding")
+    assert (n.state, n.flags, n.reason) == ("DOWN", frozenset({"NOT_RESPONDING"}), "Not responding")
     assert why_unavailable(n, None, None, None) == "down+not_responding: Not responding"
     (d,) = parse_reasons(text("sinfo-R-down.txt"))
     assert (d.node, d.state, d.reason) == ("node4", "down*", "Not responding")
