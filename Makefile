@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEB_PACKAGES := ibsim-utils libumad2sim0 infiniband-diags opensm perftest python3-pyverbs \
-	openssh-server slurmctld slurm-client prometheus iproute2 tmux openmpi-bin
+	openssh-server slurmctld slurmd slurm-client prometheus iproute2 tmux openmpi-bin
 
 .PHONY: install debs venv demo test lint typecheck unit bench clean
 

@@ -70,13 +70,16 @@ def _hops(path: Sequence[Link], src: Guid) -> list[tuple[Link, PortKey, PortKey]
 
 
 def simulate_round(
-    fabric: Fabric,
+    fabric: Fabric | None,
     probes: Sequence[Probe],
     paths: Paths,
     error_rates: Mapping[PortKey, int] | None = None,
     attempt: int = 0,
 ) -> list[PairResult]:
-    """Results of the probes of one round run at the same time (see the module docstring)."""
+    """Results of the probes of one round run at the same time (see the module docstring).
+
+    Only the routes in ``paths`` are read (``fabric`` may be None, as in a job step on a node).
+    """
     rates = error_rates or {}
     routed: dict[int, list[tuple[Link, PortKey, PortKey]]] = {}
     sharing: dict[tuple[PortKey, PortKey], int] = defaultdict(int)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from probes.inventory import HostEntry
 from probes.labtraffic import Paths, PortKey, simulate_round
@@ -57,6 +57,13 @@ class Backend(Protocol):
     name: str
 
     def run_round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]: ...
+
+
+@runtime_checkable
+class RoutedBackend(Protocol):
+    """A backend that computes results from the probes' routes (the lab's, directly or in steps)."""
+
+    paths: dict[tuple[Guid, Guid], Sequence[Link]]
 
 
 class LabTrafficBackend:
@@ -127,7 +134,8 @@ def _missing(host: str) -> CommandResult:
     return CommandResult(host, (), None, "", "", 0.0, FailureKind.ERROR, "server did not report back")
 
 
-def _side_error(side: str, r: CommandResult, tool: str) -> str | None:
+def perftest_side_error(side: str, r: CommandResult, tool: str) -> str | None:
+    """What went wrong on one side of a perftest pair, in words naming the side and host (None: ok)."""
     if r.failure is not None:
         return f"{side} {r.host}: {r.message}"
     try:
@@ -192,7 +200,12 @@ class SshPerftestBackend:
         self.outputs[(probe.client.guid, probe.server.guid, attempt)] = run
         tool = self.opts.tool
         errors = [
-            e for e in (_side_error("client", run.client, tool), _side_error("server", run.server, tool)) if e
+            e
+            for e in (
+                perftest_side_error("client", run.client, tool),
+                perftest_side_error("server", run.server, tool),
+            )
+            if e
         ]
         line = self.line_rates.get(probe.client.guid)
         if errors:
@@ -284,7 +297,7 @@ def run_sweep(
         probes, new_paths = followup_probes(suspects, candidates, paths, fabric=fabric, tables=tables)
         if probes:
             paths.update(new_paths)
-            if isinstance(backend, LabTrafficBackend):
+            if isinstance(backend, RoutedBackend):  # it computes from routes: give it the new ones
                 backend.paths.update(new_paths)
             attempt = passes + 1
             for r in range(max(p.round for p in probes) + 1):
