@@ -44,7 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from fabric.exporter_metrics import ExporterStatus, exporter_families, link_families, port_families
+from fabric.exporter_metrics import (
+    ExporterStatus,
+    ScheduleRun,
+    SweepSuspects,
+    collection_interval,
+    exporter_families,
+    link_families,
+    port_families,
+    switch_families,
+    sweep_families,
+)
 from fabric.store import Store, default_db_path
 from fabric.store.records import CounterSnapshotInfo
 from topology.errors import StoreError, UsageError
@@ -54,7 +64,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric
 
-    from fabric.health import HealthReport
+    from fabric.health import HealthReport, HealthThresholds
 
 DEFAULT_LISTEN = "127.0.0.1:9315"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -92,11 +102,11 @@ class ExporterView:
 
     text: bytes  # Prometheus text format 0.0.4 of the port and link families
     status: ExporterStatus
-    key: tuple[int, int] | None = None  # (topology id, counter snapshot id) it was built from
+    key: tuple[int, ...] | None = None  # (topology id, counter snapshot id, sweep id) it was built from
     gzipped: bytes = b""  # ``text`` compressed (empty when ``text`` is)
 
     @classmethod
-    def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, int] | None) -> Self:
+    def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, ...] | None) -> Self:
         text = render(families)
         return cls(text, status, key, gzip.compress(text, 6) if text else b"")
 
@@ -120,6 +130,7 @@ def read_view(
     window_s: float = DEFAULT_WINDOW_S,
     previous: ExporterView | None = None,
     clock: Callable[[], float] = time.time,
+    thresholds: HealthThresholds | None = None,
 ) -> ExporterView:
     """Read the store at ``db_path`` into a view (never raises for a missing, empty or broken store)."""
     started = time.monotonic()
@@ -134,7 +145,7 @@ def read_view(
         return stamp(_failed("store_missing", f"{db_path}: no ibfab store there (yet)"))
     try:
         with Store.open(db_path, create=False) as store:
-            return stamp(_read(store, window_s, previous))
+            return stamp(_read(store, window_s, previous, thresholds))
     except StoreError as exc:
         return stamp(_failed("store_error", exc.one_line(), previous))
 
@@ -148,7 +159,39 @@ def _failed(reason: str, message: str, previous: ExporterView | None = None) -> 
     return ExporterView(b"", ExporterStatus(errors=frozenset({reason}), message=message), None)
 
 
-def _read(store: Store, window_s: float, previous: ExporterView | None) -> ExporterView:
+def _read(
+    store: Store, window_s: float, previous: ExporterView | None, thresholds: HealthThresholds | None = None
+) -> ExporterView:
+    view = _read_data(store, window_s, previous, thresholds)
+    # Schedules and the collection pace are read on every refresh: a failed run adds no snapshot.
+    status = dataclasses.replace(
+        view.status,
+        schedules=_schedule_runs(store),
+        collection_interval=collection_interval([s.taken_at for s in store.list_counter_snapshots()]),
+    )
+    return dataclasses.replace(view, status=status)
+
+
+def _schedule_runs(store: Store) -> tuple[ScheduleRun, ...]:
+    out = []
+    for schedule in store.list_schedules(enabled_only=True):
+        last = next((r for r in store.list_runs(schedule.id, limit=5) if r.finished is not None), None)
+        if last is not None:
+            out.append(
+                ScheduleRun(
+                    schedule.name, schedule.kind, last.finished or 0.0, bool(last.ok), last.error or ""
+                )
+            )
+    return tuple(out)
+
+
+def _latest_sweep(store: Store) -> int | None:
+    return next((s.id for s in reversed(store.list_sweeps()) if s.finished is not None), None)
+
+
+def _read_data(
+    store: Store, window_s: float, previous: ExporterView | None, thresholds: HealthThresholds | None
+) -> ExporterView:
     try:
         topology_id: int | None = store.resolve_topology("latest")
     except StoreError:
@@ -167,22 +210,31 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
             b"", ExporterStatus(errors=frozenset(missing), message=f"{store.path}: no {what} yet")
         )
     latest = snapshots[-1]
-    key = (topology_id, latest.id)
+    sweep_id = _latest_sweep(store)
+    key = (topology_id, latest.id, sweep_id or 0)
     if previous is not None and previous.key == key:
         return previous
     from fabric.healthsvc import node_names
+    from topology.classify import classify
 
     fabric = store.load_topology(topology_id).fabric
     names = node_names(fabric)
     ports = port_families(fabric, names, store.load_port_counters(latest.id))
-    families: list[Metric] = list(ports.families)
+    families: list[Metric] = [*ports.families, *switch_families(classify(fabric), names)]
     errors: set[str] = set()
-    message = ""
+    messages = []
     try:
-        families += link_families(_health(store, latest, window_s), names)
+        families += link_families(_health(store, latest, window_s, thresholds), names)
     except Exception as exc:  # counters are still worth serving when health cannot be computed
         errors.add("health_error")
-        message = f"link health of snapshot {latest.id}: {type(exc).__name__}: {exc}"
+        messages.append(f"link health of snapshot {latest.id}: {type(exc).__name__}: {exc}")
+    if sweep_id is not None:
+        try:
+            families += sweep_families(_sweep(store, sweep_id), names)
+        except Exception as exc:  # a sweep that cannot be read must not hide the counters
+            errors.add("sweep_error")
+            messages.append(f"probe sweep {sweep_id}: {type(exc).__name__}: {exc}")
+    message = "; ".join(messages)
     status = ExporterStatus(
         errors=frozenset(errors),
         message=message,
@@ -193,22 +245,41 @@ def _read(store: Store, window_s: float, previous: ExporterView | None) -> Expor
     return ExporterView.of(families, status, key)
 
 
-def _health(store: Store, latest: CounterSnapshotInfo, window_s: float) -> HealthReport:
+def _health(
+    store: Store, latest: CounterSnapshotInfo, window_s: float, thresholds: HealthThresholds | None
+) -> HealthReport:
     """``ibfab health``'s assessment (without recording findings: the exporter only reads), over
     the window that ends at the latest snapshot, so scores do not decay while collection is down."""
     from fabric.healthsvc import assess_store
 
-    return assess_store(store, since_s=window_s, now=latest.taken_at, record=False).report
+    return assess_store(
+        store, since_s=window_s, now=latest.taken_at, thresholds=thresholds, record=False
+    ).report
+
+
+def _sweep(store: Store, sweep_id: int) -> SweepSuspects:
+    """The suspects of a stored sweep, ranked again from its records as ``ibfab sweep show`` does."""
+    from fabric.sweeps import show
+
+    shown = show(sweep_id, str(store.path))
+    return SweepSuspects(shown.id, shown.finished or shown.started, shown.suspects)
 
 
 # -- serving ----------------------------------------------------------------------------------------
 class Exporter:
     """The latest view, rebuilt by :meth:`refresh`, served by :meth:`__call__` (a WSGI app)."""
 
-    def __init__(self, db_path: Path, window_s: float = DEFAULT_WINDOW_S, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        db_path: Path,
+        window_s: float = DEFAULT_WINDOW_S,
+        log: Callable[[str], None] = print,
+        thresholds: HealthThresholds | None = None,
+    ):
         self.db_path = db_path
         self.window_s = window_s
         self.log = log
+        self.thresholds = thresholds
         self.view = ExporterView(
             b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
         )
@@ -218,7 +289,9 @@ class Exporter:
         """Read the store again (never raises: any failure becomes a ``store_error`` view)."""
         before = self.view
         try:
-            view = read_view(self.db_path, window_s=self.window_s, previous=before)
+            view = read_view(
+                self.db_path, window_s=self.window_s, previous=before, thresholds=self.thresholds
+            )
         except Exception as exc:  # one bad refresh must not stop the exporter
             view = _failed("store_error", f"{self.db_path}: {type(exc).__name__}: {exc}", before)
         if not self._refreshed or view.status.message != before.status.message or view.key != before.key:
@@ -301,6 +374,7 @@ def serve(
     log: Callable[[str], None] = print,
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> None:
     """Serve ``/metrics`` on ``listen`` until ``stop`` is set; the store is read every ``refresh_s``.
 
@@ -308,7 +382,7 @@ def serve(
     ``ready`` gets the URL once scrapes are answered (port 0 picks a free port).
     """
     host, port = parse_listen(listen)
-    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log)
+    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log, thresholds)
     server = _bind(host, port, exporter)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None
