@@ -52,8 +52,8 @@ from fabric.exporter_metrics import (
     exporter_families,
     link_families,
     port_families,
-    switch_families,
     sweep_families,
+    switch_families,
 )
 from fabric.store import Store, default_db_path
 from fabric.store.records import CounterSnapshotInfo

@@ -87,6 +87,7 @@ The exporter itself::
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -417,7 +418,7 @@ def collection_interval(taken_at: Sequence[float]) -> float | None:
     300.0
     """
     times = sorted(taken_at)[-INTERVAL_SNAPSHOTS:]
-    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
     if not gaps:
         return None
     mid = len(gaps) // 2

@@ -13,8 +13,8 @@ from fabric.exporter_metrics import (
     SweepSuspects,
     collection_interval,
     schedule_families,
-    switch_families,
     sweep_families,
+    switch_families,
 )
 from fabric.healthsvc import node_names
 from fabric.store import Store
