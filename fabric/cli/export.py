@@ -182,3 +182,17 @@ def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
     click.echo(
         alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(thresholds, job, window_s)), nl=False
     )
+
+
+@export_group.command("grafana-dashboard")
+@click.option(
+    "--datasource-uid",
+    default="${datasource}",
+    show_default=True,
+    help="Prometheus data source uid (default: the dashboard's data source variable).",
+)
+def grafana_dashboard_cmd(datasource_uid: str) -> None:
+    """A Grafana dashboard (JSON) for `ibfab exporter`: import it, or provision it from a file."""
+    from fabric.exports.grafana import dashboard_json
+
+    click.echo(dashboard_json(datasource_uid), nl=False)
