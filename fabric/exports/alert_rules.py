@@ -12,7 +12,7 @@ with those thresholds; the rules only say how long a status must hold before it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -384,7 +384,3 @@ def _yaml(data: Any, header: str) -> str:
 
     _Dumper.add_representer(str, _str)
     return header + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
-
-
-def alert_names(rules: RuleSet) -> Sequence[str]:
-    return [r.alert for r in rules.alerts]
