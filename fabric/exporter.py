@@ -104,6 +104,7 @@ class ExporterView:
     status: ExporterStatus
     key: tuple[int, ...] | None = None  # (topology id, counter snapshot id, sweep id) it was built from
     gzipped: bytes = b""  # ``text`` compressed (empty when ``text`` is)
+    sweep: SweepSuspects | None = None  # kept: a sweep is re-ranked only when a new one lands
 
     @classmethod
     def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, ...] | None) -> Self:
@@ -228,9 +229,12 @@ def _read_data(
     except Exception as exc:  # counters are still worth serving when health cannot be computed
         errors.add("health_error")
         messages.append(f"link health of snapshot {latest.id}: {type(exc).__name__}: {exc}")
+    sweep = previous.sweep if previous is not None and sweep_id is not None else None
     if sweep_id is not None:
         try:
-            families += sweep_families(_sweep(store, sweep_id), names)
+            if sweep is None or sweep.sweep_id != sweep_id:
+                sweep = _sweep(store, sweep_id)
+            families += sweep_families(sweep, names)
         except Exception as exc:  # a sweep that cannot be read must not hide the counters
             errors.add("sweep_error")
             messages.append(f"probe sweep {sweep_id}: {type(exc).__name__}: {exc}")
@@ -242,7 +246,7 @@ def _read_data(
         ports_unreachable=ports.unreachable,
         ports_unknown=ports.unknown,
     )
-    return ExporterView.of(families, status, key)
+    return dataclasses.replace(ExporterView.of(families, status, key), sweep=sweep)
 
 
 def _health(
