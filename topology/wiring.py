@@ -197,16 +197,35 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
     return Counter(filter(above.__contains__, far_guids(fabric, sw)))
 
 
-def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
-    out: list[Anomaly] = []
+def _cabled_up_by_tier(cls: Classification) -> dict[int, list[Guid]]:
+    """Switches with at least one uplink, per tier."""
     by_tier: dict[int, list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
             by_tier[c.tier].append(g)
-    for tier, switches in sorted(by_tier.items()):
-        if len(switches) < 3:
+    return by_tier
+
+
+def usual_uplinks(cls: Classification) -> dict[int, int]:
+    """Per switch tier, the uplink count most of its cabled-up switches have (the design).
+
+    Tiers with fewer than 3 such switches are left out: too few peers to tell a fault from a
+    design. A switch of a listed tier with fewer uplinks is short of cables (``missing_link``).
+    """
+    return {
+        tier: _mode([cls.uplinks[g] for g in switches])
+        for tier, switches in _cabled_up_by_tier(cls).items()
+        if len(switches) >= 3
+    }
+
+
+def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    usual = usual_uplinks(cls)
+    for tier, switches in sorted(_cabled_up_by_tier(cls).items()):
+        if tier not in usual:
             continue  # too few peers to tell a fault from a design
-        expected = _mode([cls.uplinks[g] for g in switches])
+        expected = usual[tier]
         above = _higher_tier(cls, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}

@@ -30,6 +30,7 @@ from fabric.health import (
     assess,
     assess_pieces,
 )
+from fabric.health.score import finding_kind
 from fabric.health.thresholds import thresholds_from_mapping
 from fabric.store import CounterSnapshotInfo, FindingRecord, Store, default_db_path, link_subject
 from topology.classify import switch_name
@@ -46,21 +47,6 @@ DAY_S = 86400.0
 PIECE_ROWS = 200_000
 COLLECT_FIRST = "run `ibfab counters collect` first"
 _LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
-# The kind of a finding, from the words its reason starts with (fabric.health.score phrases them).
-_KINDS: tuple[tuple[str, str], ...] = (
-    ("symbol errors", "ber"),
-    ("BER ", "ber"),
-    ("not yet certified", "ber"),
-    ("no traffic time", "ber"),
-    ("link is down", "flapping"),
-    ("link went down", "flapping"),
-    ("link retrained", "flapping"),
-    ("receive errors", "rcv_errors"),
-    ("transmit discards", "xmit_discards"),
-    ("congestion", "congestion"),
-    ("repeat offender", "repeat_offender"),
-    ("no counter samples", "unseen"),
-)
 _OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
 
 
@@ -112,11 +98,6 @@ def load_thresholds(path: str | Path) -> HealthThresholds:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from exc
     return thresholds_from_mapping(data, str(path))
-
-
-def finding_kind(reason: str) -> str:
-    """``ber``, ``flapping``, ``rcv_errors``, ``xmit_discards``, ``congestion``, ... for a reason."""
-    return next((kind for start, kind in _KINDS if reason.startswith(start)), "other")
 
 
 def utc_day(epoch: float) -> str:
@@ -238,7 +219,6 @@ def _pieces(
 __all__ = [
     "AssessedHealth",
     "assess_store",
-    "finding_kind",
     "load_thresholds",
     "node_names",
     "open_store",

@@ -142,3 +142,41 @@ def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any
     d = discover_from(opts)
     health = health_from_store(d, db, health_hours) if with_health else None
     emit(scheduler_json(d.fabric, d.classification, _tree(d), health))
+
+
+@export_group.command("prometheus-rules")
+@click.option("--thresholds", metavar="FILE.toml", help="Health thresholds, as ibfab health takes them.")
+@click.option("--job", default="ibfab", show_default=True, help="Prometheus job that scrapes ibfab exporter.")
+@click.option(
+    "--window",
+    default="130m",
+    show_default=True,
+    metavar="DURATION",
+    help="The exporter's --window (used in the commands that confirm an alert).",
+)
+def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
+    """Alerting and recording rules for `ibfab exporter` (load with rule_files: in prometheus.yml)."""
+    from fabric.app.health import load_thresholds
+    from fabric.core.units import parse_duration
+    from fabric.exports.alert_rules import alert_rules, rules_header
+    from fabric.health import HealthThresholds
+
+    t = load_thresholds(thresholds) if thresholds else HealthThresholds()
+    window_s = parse_duration(window, "--window")
+    click.echo(
+        alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(thresholds, job, window_s)), nl=False
+    )
+
+
+@export_group.command("grafana-dashboard")
+@click.option(
+    "--datasource-uid",
+    default="${datasource}",
+    show_default=True,
+    help="Prometheus data source uid (default: the dashboard's data source variable).",
+)
+def grafana_dashboard_cmd(datasource_uid: str) -> None:
+    """A Grafana dashboard (JSON) for `ibfab exporter`: import it, or provision it from a file."""
+    from fabric.exports.grafana import dashboard_json
+
+    click.echo(dashboard_json(datasource_uid), nl=False)

@@ -29,19 +29,26 @@ import click
     metavar="DURATION",
     help="Counter history that link health is judged over.",
 )
-def exporter_cmd(listen: str, db: str | None, refresh: str, window: str) -> None:
+@click.option(
+    "--thresholds",
+    metavar="FILE.toml",
+    help="Health thresholds, as ibfab health takes them (keys under [health]).",
+)
+def exporter_cmd(listen: str, db: str | None, refresh: str, window: str, thresholds: str | None) -> None:
     """Serve per-port counters and per-link health from the store in the Prometheus text format.
 
     Metrics follow infiniband_exporter's names (infiniband_switch_port_*_total,
     infiniband_hca_port_*_total) plus ibfab_link_* health and ibfab_exporter_* status gauges.
     The endpoint answers even when the store is missing or empty (ibfab_exporter_up 0).
     """
+    from fabric.app.health import load_thresholds
     from fabric.core.units import parse_duration
     from fabric.serve.exporter import parse_listen, serve
 
     parse_listen(listen)  # a bad address is a usage error before anything else happens
     refresh_s = parse_duration(refresh, "--refresh")
     window_s = parse_duration(window, "--window")
+    t = load_thresholds(thresholds) if thresholds else None
     stop = threading.Event()
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -56,6 +63,7 @@ def exporter_cmd(listen: str, db: str | None, refresh: str, window: str) -> None
             window_s=window_s,
             log=lambda line: click.echo(f"ibfab exporter: {line}", err=True),
             stop=stop,
+            thresholds=t,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

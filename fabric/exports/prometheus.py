@@ -40,8 +40,36 @@ of the latest topology, ``a`` the lower end as in topology.model.Link::
     ibfab_link_ber{...}            symbol errors / bits (absent while the link has no counter deltas)
     ibfab_link_ber_upper{...}      upper confidence bound of the BER
     ibfab_link_flaps_per_hour{...}
+    ibfab_link_ber_sample_size{...}   bits the BER is over (link rate x seconds the ends were read)
+    ibfab_link_downs{...}             link-down events in the window (both ends merged, + discovery)
+    ibfab_link_recoveries{...}        link error recoveries (retrains without going down)
+    ibfab_link_repeat_offences{...}   distinct UTC days with a warn-or-worse finding in the lookback
+    ibfab_link_reason{..., kind, reason}   1, 2, ...: the order ``ibfab health`` lists the reasons in
+    ibfab_health_window_seconds       the counter history (--window) the assessment covers
 
 ``status`` takes every value of fabric.health.Status (``ok``, ``watch``, ``warn``, ``critical``).
+``ibfab_link_reason`` has series only for links that are not ok (a clean fabric serves none);
+``kind`` is fabric.health.score.finding_kind of the reason (``ber``, ``flapping``, ``rcv_errors``, ...).
+
+Switch uplinks (latest topology, topology.classify tiers: 1 leaf, 2 spine, 3 core)::
+
+    ibfab_switch_uplinks{guid, switch, tier}          cables to switches of a higher tier
+    ibfab_switch_uplinks_usual{guid, switch, tier}    what most switches of its tier have
+                                                      (topology.wiring.usual_uplinks; absent for a
+                                                      tier of fewer than 3 cabled-up switches)
+
+The latest finished probe sweep (``ibfab sweep``), its suspect links as ``ibfab sweep show`` ranks them::
+
+    ibfab_sweep_last_id, ibfab_sweep_last_timestamp_seconds      the sweep and when it finished
+    ibfab_sweep_suspect_score{a_guid, ..., b_name}     slow pairs crossing it / all pairs crossing it
+    ibfab_sweep_suspect_slow_pairs{a_guid, ..., b_name}
+
+Schedules run by ``ibfab daemon`` (enabled ones with a finished run), and collection pace::
+
+    ibfab_schedule_last_run_success{schedule, kind}              1 ok, 0 failed
+    ibfab_schedule_last_run_timestamp_seconds{schedule, kind}    when that run finished
+    ibfab_schedule_last_run_error{schedule, kind, error}         1, only while the last run failed
+    ibfab_counters_interval_seconds      median time between the last counter snapshots
 
 The exporter itself::
 
@@ -59,6 +87,7 @@ The exporter itself::
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -73,6 +102,8 @@ if TYPE_CHECKING:
 
     from fabric.health.records import HealthReport
     from fabric.store.records import PortCounterRow
+    from probes.localize import Suspect
+    from topology.classify import Classification
 
 # canonical counter name -> (metric stem, multiplier, help text)
 COUNTER_METRICS: Mapping[str, tuple[str, int, str]] = MappingProxyType(
@@ -135,6 +166,10 @@ SWITCH_PORT_LABELS: tuple[str, ...] = ("guid", "port", "switch", *REMOTE_LABELS)
 HCA_PORT_LABELS: tuple[str, ...] = ("guid", "port", "hca", *REMOTE_LABELS)
 SATURATED_LABELS: tuple[str, ...] = ("guid", "port", "kind", "name", *REMOTE_LABELS, "counter")
 LINK_LABELS: tuple[str, ...] = ("a_guid", "a_port", "a_name", "b_guid", "b_port", "b_name")
+SWITCH_LABELS: tuple[str, ...] = ("guid", "switch", "tier")
+SCHEDULE_LABELS: tuple[str, ...] = ("schedule", "kind")
+# Snapshots whose gaps give the collection interval: enough to outvote one late or manual run.
+INTERVAL_SNAPSHOTS = 11
 # Not "infiniband_port_counter_saturated": promtool's linter refuses a gauge whose name says "counter".
 SATURATED_METRIC = "infiniband_port_saturated"
 # Sticky counters: those that stop at their maximum (64-bit ones cannot get there in decades).
@@ -146,6 +181,7 @@ ERROR_REASONS: tuple[str, ...] = (
     "no_topology",  # no topology snapshot saved yet (ibfab discover --save)
     "no_counters",  # no complete counter snapshot yet
     "health_error",  # counters served, but link health could not be computed
+    "sweep_error",  # the latest probe sweep's records could not be read
 )
 
 
@@ -232,15 +268,35 @@ def link_families(report: HealthReport, names: Mapping[str, str]) -> tuple[Metri
     flaps = GaugeMetricFamily(
         "ibfab_link_flaps_per_hour", "Link-down events per hour over the health window", labels=LINK_LABELS
     )
+    bits = GaugeMetricFamily(
+        "ibfab_link_ber_sample_size",
+        "Bits the link's BER is estimated over: link rate x seconds its ends were read",
+        labels=LINK_LABELS,
+    )
+    downs = GaugeMetricFamily(
+        "ibfab_link_downs",
+        "Link-down events over the health window (both ends within the merge time counted once)",
+        labels=LINK_LABELS,
+    )
+    recoveries = GaugeMetricFamily(
+        "ibfab_link_recoveries",
+        "Link error recoveries (retrains without going down) over the health window",
+        labels=LINK_LABELS,
+    )
+    repeat_days = GaugeMetricFamily(
+        "ibfab_link_repeat_offences",
+        "Distinct UTC days with a warn or critical finding on the link within the repeat-offender lookback",
+        labels=LINK_LABELS,
+    )
+    reason = GaugeMetricFamily(
+        "ibfab_link_reason",
+        "Why a link is not ok, one series per reason; the value is its place in ibfab health's list (1 first)",
+        labels=(*LINK_LABELS, "kind", "reason"),
+    )
+    from fabric.health.score import finding_kind
+
     for link in report.links:
-        labels = [
-            link.a.guid,
-            str(link.a.port),
-            names.get(link.a.guid, link.a.guid),
-            link.b.guid,
-            str(link.b.port),
-            names.get(link.b.guid, link.b.guid),
-        ]
+        labels = link_labels(link.a.guid, link.a.port, link.b.guid, link.b.port, names)
         score.add_metric(labels, float(link.score))
         for s in Status:
             status.add_metric([*labels, s.value], 1.0 if s is link.status else 0.0)
@@ -248,8 +304,125 @@ def link_families(report: HealthReport, names: Mapping[str, str]) -> tuple[Metri
             ber.add_metric(labels, link.ber.value)
         if link.ber.upper is not None:
             ber_upper.add_metric(labels, link.ber.upper)
+        if link.ber.bits > 0:
+            bits.add_metric(labels, link.ber.bits)
         flaps.add_metric(labels, link.flaps_per_hour)
-    return (score, status, ber, ber_upper, flaps)
+        downs.add_metric(labels, float(link.downs))
+        recoveries.add_metric(labels, float(link.recoveries))
+        repeat_days.add_metric(labels, float(link.repeat_days))
+        if link.status is not Status.OK:
+            for place, text in enumerate(link.reasons, 1):
+                reason.add_metric([*labels, finding_kind(text), text], float(place))
+    window = GaugeMetricFamily(
+        "ibfab_health_window_seconds",
+        "Counter history the link health assessment covered, in seconds",
+        value=report.summary.seconds,
+    )
+    return (score, status, ber, ber_upper, bits, flaps, downs, recoveries, repeat_days, reason, window)
+
+
+def link_labels(a_guid: str, a_port: int, b_guid: str, b_port: int, names: Mapping[str, str]) -> list[str]:
+    """The LINK_LABELS values of one cable (``a`` the lower end, as topology.model.Link has it)."""
+    return [
+        a_guid,
+        str(a_port),
+        names.get(a_guid, a_guid),
+        b_guid,
+        str(b_port),
+        names.get(b_guid, b_guid),
+    ]
+
+
+def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metric, ...]:
+    """Uplinks of every switch with a tier, and the count most switches of its tier have."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    from topology.classify import Role
+    from topology.wiring import usual_uplinks
+
+    uplinks = GaugeMetricFamily(
+        "ibfab_switch_uplinks", "Cables from the switch to switches of a higher tier", labels=SWITCH_LABELS
+    )
+    usual_family = GaugeMetricFamily(
+        "ibfab_switch_uplinks_usual",
+        "Uplinks most switches of the same tier have (absent when the tier has fewer than 3)",
+        labels=SWITCH_LABELS,
+    )
+    usual = usual_uplinks(cls)
+    for guid, node in cls.nodes.items():
+        if node.role is not Role.SWITCH or node.tier is None:
+            continue
+        labels = [guid, names.get(guid, guid), str(node.tier)]
+        uplinks.add_metric(labels, float(cls.uplinks.get(guid, 0)))
+        if node.tier in usual:
+            usual_family.add_metric(labels, float(usual[node.tier]))
+    return (uplinks, usual_family)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSuspects:
+    """The latest finished probe sweep and its suspect links (probes.localize.rank's order)."""
+
+    sweep_id: int
+    finished: float
+    suspects: tuple[Suspect, ...]
+
+
+def sweep_families(sweep: SweepSuspects, names: Mapping[str, str]) -> tuple[Metric, ...]:
+    """When the latest sweep ran, and a score and slow-pair count per suspect link."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    score = GaugeMetricFamily(
+        "ibfab_sweep_suspect_score",
+        "Share of the latest sweep's pairs crossing the link that were slow or failed (ibfab sweep show)",
+        labels=LINK_LABELS,
+    )
+    slow = GaugeMetricFamily(
+        "ibfab_sweep_suspect_slow_pairs",
+        "Slow or failed pairs of the latest sweep that crossed the link",
+        labels=LINK_LABELS,
+    )
+    for s in sweep.suspects:
+        labels = link_labels(s.link.a.guid, s.link.a.port, s.link.b.guid, s.link.b.port, names)
+        score.add_metric(labels, s.score)
+        slow.add_metric(labels, float(len(s.slow_pairs)))
+    return (
+        GaugeMetricFamily(
+            "ibfab_sweep_last_id", "Id of the latest finished probe sweep", value=sweep.sweep_id
+        ),
+        GaugeMetricFamily(
+            "ibfab_sweep_last_timestamp_seconds",
+            "When the latest probe sweep finished (seconds since the epoch)",
+            value=sweep.finished,
+        ),
+        score,
+        slow,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRun:
+    """How the last finished run of one enabled schedule ended."""
+
+    schedule: str
+    kind: str  # "counters" or "sweep"
+    finished: float
+    ok: bool
+    error: str  # the one-line error ("" when ok)
+
+
+def collection_interval(taken_at: Sequence[float]) -> float | None:
+    """Median gap between the last INTERVAL_SNAPSHOTS snapshot times (None with fewer than 2).
+
+    >>> collection_interval([0.0, 300.0, 600.0, 960.0, 1260.0])
+    300.0
+    """
+    times = sorted(taken_at)[-INTERVAL_SNAPSHOTS:]
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
+    if not gaps:
+        return None
+    mid = len(gaps) // 2
+    return gaps[mid] if len(gaps) % 2 else (gaps[mid - 1] + gaps[mid]) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,13 +436,15 @@ class ExporterStatus:
     refresh_seconds: float | None = None
     ports_unreachable: int = 0
     ports_unknown: int = 0
+    schedules: tuple[ScheduleRun, ...] = ()  # read on every refresh: runs end without new data
+    collection_interval: float | None = None
 
 
 def exporter_families(status: ExporterStatus, scrape_seconds: float) -> tuple[Metric, ...]:
     """The exporter's own families (always served, whatever the store holds)."""
     from prometheus_client.core import GaugeMetricFamily
 
-    out = [
+    out: list[Metric] = [
         GaugeMetricFamily(
             "ibfab_exporter_up",
             "1 when the last refresh read a topology, a counter snapshot and link health; 0 otherwise",
@@ -317,7 +492,44 @@ def exporter_families(status: ExporterStatus, scrape_seconds: float) -> tuple[Me
             value=scrape_seconds,
         ),
     ]
+    if status.collection_interval is not None:
+        out.append(
+            GaugeMetricFamily(
+                "ibfab_counters_interval_seconds",
+                "Median time between the latest counter snapshots (the collection interval)",
+                value=status.collection_interval,
+            )
+        )
+    out += schedule_families(status.schedules)
     return tuple(out)
+
+
+def schedule_families(runs: Iterable[ScheduleRun]) -> tuple[Metric, ...]:
+    """Success, end time and error of each schedule's last finished run."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    success = GaugeMetricFamily(
+        "ibfab_schedule_last_run_success",
+        "1 when the schedule's last finished run succeeded, 0 when it failed",
+        labels=SCHEDULE_LABELS,
+    )
+    finished = GaugeMetricFamily(
+        "ibfab_schedule_last_run_timestamp_seconds",
+        "When the schedule's last finished run ended (seconds since the epoch)",
+        labels=SCHEDULE_LABELS,
+    )
+    error = GaugeMetricFamily(
+        "ibfab_schedule_last_run_error",
+        "1 while the schedule's last run failed, with its one-line error",
+        labels=(*SCHEDULE_LABELS, "error"),
+    )
+    for run in runs:
+        labels = [run.schedule, run.kind]
+        success.add_metric(labels, 1.0 if run.ok else 0.0)
+        finished.add_metric(labels, run.finished)
+        if not run.ok:
+            error.add_metric([*labels, run.error], 1.0)
+    return (success, finished, error)
 
 
 def render(families: Iterable[Metric]) -> bytes:

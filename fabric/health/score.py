@@ -190,3 +190,25 @@ def _refs(refs: tuple[PortRef, ...]) -> str:
 
 def _when(epoch: float) -> str:
     return _time.strftime("%Y-%m-%d %H:%M:%S UTC", _time.gmtime(epoch))
+
+
+# The kind of a finding, from the words its reason starts with (this module phrases them).
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("symbol errors", "ber"),
+    ("BER ", "ber"),
+    ("not yet certified", "ber"),
+    ("no traffic time", "ber"),
+    ("link is down", "flapping"),
+    ("link went down", "flapping"),
+    ("link retrained", "flapping"),
+    ("receive errors", "rcv_errors"),
+    ("transmit discards", "xmit_discards"),
+    ("congestion", "congestion"),
+    ("repeat offender", "repeat_offender"),
+    ("no counter samples", "unseen"),
+)
+
+
+def finding_kind(reason: str) -> str:
+    """``ber``, ``flapping``, ``rcv_errors``, ``xmit_discards``, ``congestion``, ... for a reason."""
+    return next((kind for start, kind in _KINDS if reason.startswith(start)), "other")

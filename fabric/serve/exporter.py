@@ -50,6 +50,7 @@ from topology.errors import UsageError
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
+    from fabric.health import HealthThresholds
 
 DEFAULT_LISTEN = "127.0.0.1:9315"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -80,10 +81,17 @@ def parse_listen(text: str) -> tuple[str, int]:
 class Exporter:
     """The latest view, rebuilt by :meth:`refresh`, served by :meth:`__call__` (a WSGI app)."""
 
-    def __init__(self, db_path: Path, window_s: float = DEFAULT_WINDOW_S, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        db_path: Path,
+        window_s: float = DEFAULT_WINDOW_S,
+        log: Callable[[str], None] = print,
+        thresholds: HealthThresholds | None = None,
+    ):
         self.db_path = db_path
         self.window_s = window_s
         self.log = log
+        self.thresholds = thresholds
         self.view = ExporterView(
             b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
         )
@@ -93,7 +101,9 @@ class Exporter:
         """Read the store again (never raises: any failure becomes a ``store_error`` view)."""
         before = self.view
         try:
-            view = read_view(self.db_path, window_s=self.window_s, previous=before)
+            view = read_view(
+                self.db_path, window_s=self.window_s, previous=before, thresholds=self.thresholds
+            )
         except Exception as exc:  # one bad refresh must not stop the exporter
             view = failed_view("store_error", f"{self.db_path}: {type(exc).__name__}: {exc}", before)
         if not self._refreshed or view.status.message != before.status.message or view.key != before.key:
@@ -176,6 +186,7 @@ def serve(
     log: Callable[[str], None] = print,
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> None:
     """Serve ``/metrics`` on ``listen`` until ``stop`` is set; the store is read every ``refresh_s``.
 
@@ -183,7 +194,7 @@ def serve(
     ``ready`` gets the URL once scrapes are answered (port 0 picks a free port).
     """
     host, port = parse_listen(listen)
-    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log)
+    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log, thresholds)
     server = _bind(host, port, exporter)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from fabric import lab
 from fabric.app.collect import Collector
 from fabric.app.health import node_names
-from fabric.app.metrics import ExporterView, read_view
+from fabric.app.metrics import DEFAULT_WINDOW_S, ExporterView, read_view
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES
@@ -218,6 +218,27 @@ def test_link_health_score_status_ber_and_flaps(served: Served) -> None:
     assert sum(v for k, v in s["ibfab_link_status"].items()) == 8  # exactly one status per link
     _, clean = _one(s["ibfab_link_health_score"], a_guid=served.names["leaf-02"], a_port="1")
     assert clean > score
+    # what the alert annotations read: the reasons of links that are not ok, in health's order
+    reasons = sorted(
+        (v, dict(k)["kind"], dict(k)["reason"])
+        for k, v in s["ibfab_link_reason"].items()
+        if all(dict(k)[n] == x for n, x in bad.items())
+    )
+    assert reasons[0][:2] == (1, "ber") and reasons[0][2].startswith("symbol errors: 120 in the last")
+    assert [v for v, _, _ in reasons] == list(range(1, len(reasons) + 1))
+    not_ok = {
+        tuple(dict(k)[n] for n in ("a_guid", "a_port"))
+        for k, v in s["ibfab_link_status"].items()
+        if v == 1 and dict(k)["status"] != "ok"
+    }
+    assert {tuple(dict(k)[n] for n in ("a_guid", "a_port")) for k in s["ibfab_link_reason"]} == not_ok
+    _, downs = _one(s["ibfab_link_downs"], **bad)
+    _, offences = _one(s["ibfab_link_repeat_offences"], **bad)
+    assert downs == 0 and offences == 1  # today, as the link is critical now
+    _, sample = _one(s["ibfab_link_ber_sample_size"], **bad)
+    assert sample == pytest.approx(120 / ber)
+    [(_, window)] = s["ibfab_health_window_seconds"].items()
+    assert window == DEFAULT_WINDOW_S  # the --window the assessment was asked for
 
 
 @pytest.mark.lab

@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from fabric import lab
 from fabric.app.collect import Collector
-from fabric.app.health import assess_store, finding_kind
+from fabric.app.health import assess_store
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.health.score import finding_kind
 from fabric.present.counters import snapshot_line
 from fabric.store import Store
 from topology.classify import switch_name
