@@ -161,17 +161,22 @@ def parse_nodes(text: str, source: str = "scontrol show node") -> list[SlurmNode
     return nodes
 
 
-def parse_reasons(text: str, source: str = "sinfo -R") -> list[Drain]:
-    """``sinfo -R -h -N -o`` :data:`SINFO_REASONS`: one drained/down node per line."""
+def _five_fields(text: str, tool: str, source: str, fmt: str) -> list[list[str]]:
+    """The ``|``-separated five fields of each non-blank line (the last may hold ``|`` itself)."""
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split("|", 4)
         if len(parts) != 5:
-            raise ParseError("sinfo", source, lineno, line, f"expected {SINFO_REASONS}")
-        out.append(Drain(*(p.strip() for p in parts)))
+            raise ParseError(tool, source, lineno, line, f"expected {fmt}")
+        out.append([p.strip() for p in parts])
     return out
+
+
+def parse_reasons(text: str, source: str = "sinfo -R") -> list[Drain]:
+    """``sinfo -R -h -N -o`` :data:`SINFO_REASONS`: one drained/down node per line."""
+    return [Drain(*row) for row in _five_fields(text, "sinfo", source, SINFO_REASONS)]
 
 
 def parse_reservations(text: str, source: str = "scontrol show reservation") -> list[Reservation]:
@@ -200,15 +205,7 @@ def parse_reservations(text: str, source: str = "scontrol show reservation") -> 
 
 def parse_jobs(text: str, source: str = "squeue") -> list[JobInfo]:
     """``squeue -h -o`` :data:`SQUEUE_JOB`."""
-    out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", 4)
-        if len(parts) != 5:
-            raise ParseError("squeue", source, lineno, line, f"expected {SQUEUE_JOB}")
-        out.append(JobInfo(*(p.strip() for p in parts)))
-    return out
+    return [JobInfo(*row) for row in _five_fields(text, "squeue", source, SQUEUE_JOB)]
 
 
 def parse_steps(text: str, source: str = "squeue -s") -> list[StepInfo]:
