@@ -13,17 +13,19 @@ from fabric.discovery import Discovery, Source, discover, summary
 from fabric.remote import SshOptions
 from fabric.render import table
 from topology.errors import ParseError, UsageError
+from topology.ibnetdiscover import decode_capture
 
 
 def _source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[Source, str | None]:
     chosen = [x for x in (input_path, ssh, lab) if x]
     if len(chosen) > 1:
         raise UsageError("choose one of --input, --ssh, --lab")
+    # Bytes, decoded by the parser's rule: line ends as saved (a terminal log's CR CR LF), UTF-16.
     if input_path == "-":
-        return Source("stdin"), sys.stdin.read()
+        return Source("stdin"), decode_capture(sys.stdin.buffer.read())
     if input_path:
         try:
-            return Source("file", input_path), Path(input_path).read_text(encoding="utf-8", errors="replace")
+            return Source("file", input_path), decode_capture(Path(input_path).read_bytes())
         except OSError as exc:
             raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
     if ssh:
@@ -96,6 +98,7 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
     other = {k: v for k, v in s["roles"].items() if k not in ("compute", "switch")}
     if other:
         lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
+    lines += [f"  note: {w}" for w in d.fabric.warnings]
     if d.tool_warnings:
         lines.append(f"  ibnetdiscover printed {len(d.tool_warnings)} warnings (nodes may be missing):")
         lines += [f"    {w}" for w in d.tool_warnings[:5]]
