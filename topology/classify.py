@@ -25,7 +25,6 @@ Everything is derived from the cabling and the node descriptions, never from swi
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections import Counter, defaultdict, deque
@@ -38,27 +37,20 @@ from types import MappingProxyType
 from topology.frozen import fast_init
 from topology.gcpause import gc_paused
 from topology.model import Fabric, Guid, Node, NodeKind
+from topology.naming import (
+    PciKey,
+    adapter_index,
+    host_spellings,
+    parse_hca_description,
+    pci_indexes,
+    pci_key,
+    switch_display_name,
+    switch_name,
+)
 
-_ADAPTER = re.compile(
-    r"^(?:(mlx\d+|hfi\d+|qib|bnxt_re|irdma|mthca|ocrdma|efa|erdma)_?(\d+)|HCA-(\d+)|(ib\S+|rocep\S+|roce\S+))$"
-)
-_UNNAMED_HOSTS = frozenset(
-    {
-        "localhost",
-        "localhost.localdomain",
-        "ubuntu",
-        "debian",
-        "centos",
-        "rhel",
-        "rocky",
-        "linux",
-        "(none)",
-        "none",
-    }
-)
-_ADAPTER_MODEL = re.compile(r"^(?:MT\d+|ConnectX|InfiniHost|Mellanox|MCX|BlueField)", re.IGNORECASE)
+__all__ = ["Classification", "Group", "NodeClass", "Role", "classify", "parse_hca_description", "switch_name"]
+
 _SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
-_SWITCH_NAME = re.compile(r"^MF0;([^:]+):")
 
 
 class Role(StrEnum):
@@ -114,51 +106,6 @@ class Classification:
         return [g for g, c in self.nodes.items() if c.role is Role.SWITCH and c.tier == 1]
 
 
-def parse_hca_description(desc: str) -> tuple[str | None, str | None, int | None]:
-    """(host, adapter, index) from an HCA NodeDescription; host None when it names no host."""
-    tokens = desc.split()
-    if not tokens:
-        return None, None, None
-    adapter = index = None
-    host_tokens = tokens
-    found = _adapter_index(tokens[-1]) if len(tokens) >= 2 else None
-    if found is not None:
-        adapter, index = tokens[-1], found[0]
-        host_tokens = tokens[:-1]
-    if len(host_tokens) != 1:
-        return None, adapter, index
-    host = host_tokens[0]
-    if _names_no_host(host):
-        return None, adapter, index
-    return host, adapter, index
-
-
-# Both cached: a fabric has a handful of adapter names (mlx5_0..mlx5_7) and each host name
-# repeats once per HCA of the host.
-@functools.lru_cache(maxsize=4096)
-def _adapter_index(token: str) -> tuple[int | None] | None:
-    """``(index,)`` when ``token`` names an adapter (``mlx5_3`` -> 3, ``HCA-1`` -> 0), else None."""
-    m = _ADAPTER.match(token)
-    if m is None:
-        return None
-    if m.group(2) is not None:
-        return (int(m.group(2)),)
-    if m.group(3) is not None:
-        return (int(m.group(3)) - 1,)
-    return (None,)
-
-
-@functools.lru_cache(maxsize=65536)
-def _names_no_host(word: str) -> bool:
-    return word.lower() in _UNNAMED_HOSTS or _ADAPTER_MODEL.match(word) is not None
-
-
-def switch_name(desc: str) -> str:
-    """``MF0;leaf-su01-r3:MQM9700/U1`` -> ``leaf-su01-r3``; other descriptions unchanged."""
-    m = _SWITCH_NAME.match(desc)
-    return m.group(1) if m else desc.strip()
-
-
 def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
     desc = node.description
     if "aggregation node" in desc.lower():
@@ -168,7 +115,7 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
     if (
         (";" in desc or "witch" in desc)
         and _SWITCH_DESC.search(desc)
-        and _adapter_index(desc.split()[-1] if desc.split() else "") is None
+        and adapter_index(desc.split()[-1] if desc.split() else "") is None
     ):
         return Role.SWITCH_MGMT, None, None, None
     host, adapter, index = parse_hca_description(desc)
@@ -186,6 +133,7 @@ def _classify(fabric: Fabric) -> Classification:
     roles: dict[Guid, tuple[Role, str | None, str | None, int | None]] = {}
     for n in fabric.nodes.values():
         roles[n.guid] = (Role.SWITCH, None, None, None) if n.kind is NodeKind.SWITCH else _hca_role(n)
+    _name_hosts(roles)
 
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
@@ -220,6 +168,11 @@ def _classify(fabric: Fabric) -> Classification:
 
     nodes: dict[Guid, NodeClass] = {}
     rail_of_leaf, group_of_leaf, leaf_of = leaf_rail.get, leaf_group.get, hca_leaf.get
+    shared_names = {
+        name
+        for name, k in Counter(switch_name(fabric.nodes[g].description) for g in switch_far).items()
+        if k > 1
+    }
     compute = Role.COMPUTE
     for g, n in fabric.nodes.items():
         role, host, adapter, index = roles[g]
@@ -228,7 +181,7 @@ def _classify(fabric: Fabric) -> Classification:
         if role is Role.SWITCH:
             nodes[g] = NodeClass(
                 g,
-                switch_name(n.description) or g,
+                switch_display_name(n, switch_name(n.description) in shared_names),
                 role,
                 tier_of(g),
                 None,
@@ -260,6 +213,24 @@ def _classify(fabric: Fabric) -> Classification:
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
     )
+
+
+def _name_hosts(roles: dict[Guid, tuple[Role, str | None, str | None, int | None]]) -> None:
+    """One spelling per host (``DGX01``/``dgx01``), and an index for adapters named by their PCI
+    address (``ibp11s0f0``): their order among the host's adapters (topology.naming)."""
+    spelled = host_spellings(r[1] for r in roles.values() if r[0] is Role.COMPUTE and r[1] is not None)
+    by_pci: dict[str, dict[Guid, PciKey]] = defaultdict(dict)
+    for g, (role, host, adapter, index) in roles.items():
+        if role is not Role.COMPUTE or host is None:
+            continue
+        host = spelled[host]
+        roles[g] = (role, host, adapter, index)
+        key = pci_key(adapter) if adapter is not None and index is None else None
+        if key is not None:
+            by_pci[host][g] = key
+    for g, index in pci_indexes(by_pci).items():
+        role, host, adapter, _ = roles[g]
+        roles[g] = (role, host, adapter, index)
 
 
 def _is_host_hca(role: Role) -> bool:
@@ -344,15 +315,27 @@ def _rails(
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
 ) -> tuple[tuple[int, ...], dict[Guid, int]]:
-    """Rail-optimized when most leaves carry one HCA index of multi-HCA hosts spread over leaves."""
+    """Rail-optimized when most multi-HCA hosts spread their HCAs over leaves by index: most
+    leaves carry one HCA index of those hosts, most multi-HCA hosts follow those rails, and
+    they hold a fair share of the fabric's host HCAs (two service hosts with HCA-1 and HCA-2 on
+    two leaves do not make a fabric of single-HCA nodes rail-optimized). A host with all its
+    HCAs on one leaf is not spread and counts against."""
+    placed: dict[str, list[tuple[int | None, Guid]]] = {}
+    on_leaves = 0
+    for host, host_hcas in hosts.items():
+        mine = [
+            (roles[g][3], leaf)
+            for g in host_hcas
+            if (leaf := hca_leaf.get(g)) is not None and tiers.get(leaf) == 1
+        ]
+        on_leaves += len(mine)
+        if len(mine) >= 2:
+            placed[host] = mine
+    spread = {h: mine for h, mine in placed.items() if len({leaf for _, leaf in mine}) >= 2}
     per_leaf: dict[Guid, Counter[int]] = defaultdict(Counter)
-    for host_hcas in hosts.values():
-        if len(host_hcas) < 2:
-            continue
-        for g in host_hcas:
-            index = roles[g][3]
-            leaf = hca_leaf.get(g)
-            if index is not None and leaf is not None and tiers.get(leaf) == 1:
+    for mine in spread.values():
+        for index, leaf in mine:
+            if index is not None:
                 per_leaf[leaf][index] += 1
     dominant: dict[Guid, int] = {}
     aligned = 0
@@ -364,6 +347,14 @@ def _rails(
             aligned += 1
     distinct = sorted(set(dominant.values()))
     if len(per_leaf) < 2 or len(distinct) < 2 or aligned * 4 < 3 * len(per_leaf):
+        return (), {}
+    following = [
+        mine
+        for mine in spread.values()
+        if 4 * sum(1 for index, leaf in mine if index is not None and dominant.get(leaf) == index)
+        >= 3 * len(mine)
+    ]
+    if 2 * len(following) <= len(placed) or 4 * sum(map(len, following)) < on_leaves:
         return (), {}
     index_rail = {idx: r for r, idx in enumerate(distinct)}
     return tuple(distinct), {leaf: index_rail[idx] for leaf, idx in dominant.items()}

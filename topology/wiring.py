@@ -21,6 +21,7 @@ from operator import attrgetter, itemgetter
 from topology.classify import Classification, NodeClass, Role, far_guids
 from topology.gcpause import gc_paused
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
+from topology.unnamed import likely_hosts
 
 
 class Severity(StrEnum):
@@ -73,6 +74,7 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             leaf_of_rail.setdefault((c.group, c.rail), g)
     explained_unnamed: dict[Guid, str] = {}
     if cls.rail_optimized:
+        spreads = _spreads_by_adapters(cls)
         for host, hcas in cls.hosts.items():
             members = [cls.nodes[g] for g in hcas]
             group = _host_group(members)
@@ -83,15 +85,20 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             # two adapters is not a DGX missing six rails.
             if len(members) < 2 or 4 * len(members) < 3 * len(rails):
                 continue
+            if len({c.leaf for c in members}) == 1:
+                # All on one leaf: not a rail fault, and only news when its peers spread theirs.
+                out += _single_leaf_host(fabric, cls, host, members, spreads)
+                continue
             out += _miswires(fabric, cls, host, members)
             out += _missing_rails(fabric, cls, host, members, rails, group, leaf_of_rail, explained_unnamed)
+    likely = likely_hosts(fabric, cls)
     for g, c in cls.nodes.items():
         if c.role is Role.UNNAMED:
             desc = fabric.nodes[g].description
             port = _leaf_port_of(fabric, g)
             where = f" on {_label(cls, port.guid)} port {port.port}" if port else ""
-            guess = explained_unnamed.get(g)
-            hint = f"; by its cabling it is {guess}" if guess else ""
+            guess = explained_unnamed.get(g) or likely.get(g)
+            hint = f"; {guess}" if guess else ""
             out.append(
                 Anomaly(
                     "unnamed_hca",
@@ -103,6 +110,51 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                 )
             )
     return out
+
+
+def _spreads_by_adapters(cls: Classification) -> dict[tuple[int | None, ...], tuple[int, int]]:
+    """Per set of HCA indexes (hosts built alike): (hosts spread over several leaves, hosts)."""
+    out: dict[tuple[int | None, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for hcas in cls.hosts.values():
+        members = [cls.nodes[g] for g in hcas]
+        if len(members) >= 2:
+            counts = out[_adapter_set(members)]
+            counts[0] += len({c.leaf for c in members}) > 1
+            counts[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _adapter_set(members: list[NodeClass]) -> tuple[int | None, ...]:
+    return tuple(sorted((c.hca_index for c in members), key=lambda i: -1 if i is None else i))
+
+
+def _single_leaf_host(
+    fabric: Fabric,
+    cls: Classification,
+    host: str,
+    members: list[NodeClass],
+    spreads: dict[tuple[int | None, ...], tuple[int, int]],
+) -> list[Anomaly]:
+    """A rail-sized host with every HCA on one leaf, where most hosts built like it (the same
+    HCA indexes, at least three of them) spread theirs over the rail leaves."""
+    spread, alike = spreads.get(_adapter_set(members), (0, 0))
+    if alike < 3 or 2 * spread <= alike:
+        return []
+    leaf = members[0].leaf
+    assert leaf is not None
+    ports = sorted(p for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
+    return [
+        Anomaly(
+            "single_leaf_host",
+            Severity.WARNING,
+            tuple(sorted({c.guid for c in members} | {leaf})),
+            tuple(ports),
+            f"{host} has all {len(members)} HCAs on {_label(cls, leaf)} (ports "
+            + ", ".join(str(p.port) for p in ports)
+            + f") where {spread} of {alike} hosts with the same adapters spread theirs over the rail leaves: "
+            "its rails share one leaf; recable each HCA to its rail's leaf",
+        )
+    ]
 
 
 def _host_group(members: list[NodeClass]) -> int | None:
@@ -169,7 +221,10 @@ def _missing_rails(
             if peer is not None and cls.nodes.get(peer.guid, None) is not None:
                 pc = cls.nodes[peer.guid]
                 if pc.role is Role.UNNAMED:
-                    explained_unnamed[peer.guid] = f"probably {host} rail {rail}"
+                    explained_unnamed[peer.guid] = (
+                        f"probably {host}'s rail {rail} HCA (where {host} lacks one: port {port_no}"
+                        " of its unit's rail leaves)"
+                    )
                     continue
         where = f"{_label(cls, leaf)} port {port_no}" if port_no is not None else _label(cls, leaf)
         idx = cls.rail_indexes[rail]
