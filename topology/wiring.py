@@ -216,6 +216,7 @@ def _missing_rails(
     usual = Counter(p.port for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
     port_no = usual.most_common(1)[0][0] if usual else None
     for rail, leaf in missing:
+        there = "nothing answers at"
         if port_no is not None:
             peer = next((far for p, far, _ in fabric.neighbours(leaf) if p == port_no), None)
             if peer is not None and cls.nodes.get(peer.guid, None) is not None:
@@ -226,6 +227,7 @@ def _missing_rails(
                         " of its unit's rail leaves)"
                     )
                     continue
+                there = f"{pc.name} answers at"
         where = f"{_label(cls, leaf)} port {port_no}" if port_no is not None else _label(cls, leaf)
         idx = cls.rail_indexes[rail]
         out.append(
@@ -234,7 +236,7 @@ def _missing_rails(
                 Severity.ERROR,
                 tuple(sorted({c.guid for c in members} | {leaf})),
                 (PortRef(leaf, port_no),) if port_no is not None else (),
-                f"{host} has no HCA on rail {rail} (HCA index {idx}): nothing answers at {where}; "
+                f"{host} has no HCA on rail {rail} (HCA index {idx}): {there} {where}; "
                 "a missing cable, a dead HCA or a link that is down",
             )
         )
