@@ -28,7 +28,7 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import combinations, filterfalse
@@ -47,8 +47,18 @@ from topology.naming import (
     switch_display_name,
     switch_name,
 )
+from topology.sections import COMPUTE, SIDE, Section, split_sections, tier_name
 
-__all__ = ["Classification", "Group", "NodeClass", "Role", "classify", "parse_hca_description", "switch_name"]
+__all__ = [
+    "Classification",
+    "Group",
+    "NodeClass",
+    "Role",
+    "Section",
+    "classify",
+    "parse_hca_description",
+    "switch_name",
+]
 
 _SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
 
@@ -75,6 +85,8 @@ class NodeClass:
     rail: int | None = None  # HCAs: rail of their index; leaves: the rail they carry
     group: int | None = None  # leaves and their HCAs: scalable unit / pod
     leaf: Guid | None = None  # HCAs: the switch they are cabled to
+    section: int = 0  # the compute fabric (0) or a side group (1..): Classification.sections
+    tier_name: str = "hca"  # leaf, spine, core; side leaf, side spine...; hostless
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,7 @@ class Classification:
     groups: tuple[Group, ...]
     uplinks: Mapping[Guid, int]  # per switch: cables to switches of a higher tier
     hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
+    sections: tuple[Section, ...] = ()  # the compute fabric, then its side groups
 
     def of(self, guid: Guid) -> NodeClass:
         return self.nodes[guid]
@@ -137,7 +150,11 @@ def _classify(fabric: Fabric) -> Classification:
 
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
-    tiers = _tiers(switch_far, roles)
+    whole = _tiers(switch_far, roles)
+    host_set = {g for g, r in roles.items() if r[0] is Role.COMPUTE or r[0] is Role.UNNAMED}
+    is_host = host_set.__contains__
+    hcas_on = {g: k for g, fars in switch_far.items() if (k := sum(map(is_host, fars)))}
+    section_of, tiers, kinds = split_sections(switch_far, whole, hcas_on, _hostless_leaves)
     hca_leaf: dict[Guid, Guid] = {}
     neighbours = fabric.neighbours
     switch_set = switch_far.keys()
@@ -153,7 +170,9 @@ def _classify(fabric: Fabric) -> Classification:
         if role is Role.COMPUTE and host is not None:
             hosts[host].append(g)
 
-    rail_indexes, leaf_rail = _rails(fabric, roles, tiers, hca_leaf, hosts)
+    # Rails are the compute fabric's: a side group's service hosts never decide them.
+    compute_tiers = {g: t for g, t in tiers.items() if section_of[g] == 0} if len(kinds) > 1 else tiers
+    rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
     groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
 
@@ -162,9 +181,7 @@ def _classify(fabric: Fabric) -> Classification:
     for g, fars in switch_far.items():
         t = tier_of(g)
         if t is not None:
-            # Cables to switches of a higher tier (a loopback cable is on g's own tier).
-            far_tiers = Counter(map(tier_of, fars))
-            uplinks[g] = sum(n for ft, n in far_tiers.items() if ft is not None and ft > t)
+            uplinks[g] = count_uplinks(g, fars, tier_of, section_of, kinds)
 
     nodes: dict[Guid, NodeClass] = {}
     rail_of_leaf, group_of_leaf, leaf_of = leaf_rail.get, leaf_group.get, hca_leaf.get
@@ -174,6 +191,8 @@ def _classify(fabric: Fabric) -> Classification:
         if k > 1
     }
     compute = Role.COMPUTE
+    names = {(k, t): tier_name(k, t) for k in set(kinds) for t in {*tiers.values(), None}}
+    section_get = section_of.get
     for g, n in fabric.nodes.items():
         role, host, adapter, index = roles[g]
         # Positional arguments (field order): guid, name, role, tier, host, adapter, hca_index,
@@ -189,6 +208,9 @@ def _classify(fabric: Fabric) -> Classification:
                 None,
                 rail_of_leaf(g),
                 group_of_leaf(g),
+                None,
+                section_of[g],
+                names[kinds[section_of[g]], tier_of(g)],
             )
             continue
         leaf = leaf_of(g)
@@ -204,6 +226,7 @@ def _classify(fabric: Fabric) -> Classification:
             index_rail.get(index) if index is not None and role is compute else None,
             group_of_leaf(leaf) if leaf is not None else None,
             leaf,
+            section_get(leaf, 0) if leaf is not None else 0,
         )
     return Classification(
         nodes=MappingProxyType(nodes),
@@ -212,7 +235,75 @@ def _classify(fabric: Fabric) -> Classification:
         groups=groups,
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
+        sections=_sections(kinds, section_of, tiers, nodes, hosts),
     )
+
+
+def count_uplinks(
+    g: Guid,
+    fars: list[Guid],
+    tier_of: Callable[[Guid], int | None],
+    section_of: Mapping[Guid, int],
+    kinds: list[str],
+) -> int:
+    """Cables from switch ``g`` to switches of a higher tier of its own section (a loopback
+    cable is on its own tier); a side group's cables to another section are its way out, so
+    uplinks too. A compute switch's cables to a side group are not."""
+    t = tier_of(g)
+    assert t is not None
+    if len(kinds) == 1:
+        far_tiers = Counter(map(tier_of, fars))  # C-level: this runs over every switch port
+        return sum(n for ft, n in far_tiers.items() if ft is not None and ft > t)
+    mine = section_of[g]
+    up = 0
+    for f in fars:
+        s = section_of.get(f)
+        if s is None:
+            continue  # an HCA
+        if s != mine:
+            up += kinds[mine] == SIDE
+        elif (ft := tier_of(f)) is not None and ft > t:
+            up += 1
+    return up
+
+
+def _sections(
+    kinds: list[str],
+    section_of: Mapping[Guid, int],
+    tiers: Mapping[Guid, int],
+    nodes: Mapping[Guid, NodeClass],
+    hosts: Mapping[str, list[Guid]],
+) -> tuple[Section, ...]:
+    members: dict[int, list[Guid]] = defaultdict(list)
+    for g, s in section_of.items():
+        members[s].append(g)
+    hcas: Counter[int] = Counter()
+    host_sections: dict[int, set[str]] = defaultdict(set)
+    for c in nodes.values():
+        if c.tier == 0 and c.role in (Role.COMPUTE, Role.UNNAMED) and c.leaf is not None:
+            hcas[c.section] += 1
+            if c.host is not None:
+                host_sections[c.section].add(c.host)
+    out = []
+    side = 0
+    for s, kind in enumerate(kinds):
+        gs = sorted(members.get(s, ()))
+        if kind == SIDE:
+            side += 1
+        depth = max((tiers[g] for g in gs if g in tiers), default=0)
+        out.append(
+            Section(
+                s,
+                kind,
+                COMPUTE if kind == COMPUTE else f"side group {side}",
+                tuple(gs),
+                sum(1 for g in gs if tiers.get(g) == 1),
+                len(host_sections.get(s, ())),
+                hcas[s],
+                depth,
+            )
+        )
+    return tuple(out)
 
 
 def _name_hosts(roles: dict[Guid, tuple[Role, str | None, str | None, int | None]]) -> None:

@@ -244,9 +244,16 @@ def _missing_rails(
 
 
 # -- leaf and spine uplinks -----------------------------------------------------------------------
-def _higher_tier(cls: Classification, tier: int) -> set[Guid]:
-    """The nodes above ``tier``: the far ends that make a switch port of that tier an uplink."""
-    return {g for g, c in cls.nodes.items() if (c.tier or 0) > tier}
+def _higher_tier(cls: Classification, section: int, tier: int) -> set[Guid]:
+    """The far ends that make a port of a switch of ``section`` and ``tier`` an uplink: switches
+    of its section above ``tier``, and for a side group, the switches of other sections (its
+    way out; see topology.classify.count_uplinks)."""
+    side = cls.sections[section].kind == "side" if cls.sections else False
+    return {
+        g
+        for g, c in cls.nodes.items()
+        if (c.section == section and (c.tier or 0) > tier) or (side and c.section != section and c.tier != 0)
+    }
 
 
 def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
@@ -256,15 +263,16 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
 
 def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
-    by_tier: dict[int, list[Guid]] = defaultdict(list)
+    # Peers: the switches of one section (the compute fabric, a side group) and one tier.
+    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
-            by_tier[c.tier].append(g)
-    for tier, switches in sorted(by_tier.items()):
+            by_tier[(c.section, c.tier)].append(g)
+    for (section, tier), switches in sorted(by_tier.items()):
         if len(switches) < 3:
             continue  # too few peers to tell a fault from a design
         expected = _mode([cls.uplinks[g] for g in switches])
-        above = _higher_tier(cls, tier)
+        above = _higher_tier(cls, section, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
         peers_even = _peers_even(upper_counts)
@@ -380,7 +388,9 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     for g, c in cls.nodes.items():
         t = c.tier if c.tier is not None else -1
         if t != 0:
-            token[g] = (t, devid[g], None)
+            # A side group's tiers are its own: offset by section so its cables are compared
+            # only with its own (the compute fabric, section 0, keeps its plain tiers).
+            token[g] = (t + 100 * c.section, devid[g], None)
         elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
             token[g] = (0, 0, ("host", c.host))
         else:
@@ -507,15 +517,15 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     if not fabric.unconnected:
         return out
-    by_tier: dict[int, list[Guid]] = defaultdict(list)
+    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
     for g, sc in cls.nodes.items():
         if sc.role is Role.SWITCH and sc.tier is not None:
-            by_tier[sc.tier].append(g)
+            by_tier[(sc.section, sc.tier)].append(g)
     for up in fabric.unconnected:
         c = cls.nodes.get(up.ref.guid)
         if c is None or c.tier is None:
             continue
-        peers = [g for g in by_tier[c.tier] if g != up.ref.guid]
+        peers = [g for g in by_tier[(c.section, c.tier)] if g != up.ref.guid]
         if len(peers) < 2:
             continue
         cabled = sum(1 for g in peers if any(p == up.ref.port for p, _, _ in fabric.neighbours(g)))
