@@ -25,11 +25,10 @@ Everything is derived from the cabling and the node descriptions, never from swi
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import combinations, filterfalse
@@ -37,27 +36,30 @@ from types import MappingProxyType
 
 from topology._speed import fast_init, gc_paused
 from topology.model import Fabric, Guid, Node, NodeKind
+from topology.naming import (
+    PciKey,
+    adapter_index,
+    host_spellings,
+    parse_hca_description,
+    pci_indexes,
+    pci_key,
+    switch_display_name,
+    switch_name,
+)
+from topology.sections import COMPUTE, SIDE, Section, split_sections, tier_name
 
-_ADAPTER = re.compile(
-    r"^(?:(mlx\d+|hfi\d+|qib|bnxt_re|irdma|mthca|ocrdma|efa|erdma)_?(\d+)|HCA-(\d+)|(ib\S+|rocep\S+|roce\S+))$"
-)
-_UNNAMED_HOSTS = frozenset(
-    {
-        "localhost",
-        "localhost.localdomain",
-        "ubuntu",
-        "debian",
-        "centos",
-        "rhel",
-        "rocky",
-        "linux",
-        "(none)",
-        "none",
-    }
-)
-_ADAPTER_MODEL = re.compile(r"^(?:MT\d+|ConnectX|InfiniHost|Mellanox|MCX|BlueField)", re.IGNORECASE)
+__all__ = [
+    "Classification",
+    "Group",
+    "NodeClass",
+    "Role",
+    "Section",
+    "classify",
+    "parse_hca_description",
+    "switch_name",
+]
+
 _SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
-_SWITCH_NAME = re.compile(r"^MF0;([^:]+):")
 
 
 class Role(StrEnum):
@@ -82,6 +84,8 @@ class NodeClass:
     rail: int | None = None  # HCAs: rail of their index; leaves: the rail they carry
     group: int | None = None  # leaves and their HCAs: scalable unit / pod
     leaf: Guid | None = None  # HCAs: the switch they are cabled to
+    section: int = 0  # the compute fabric (0) or a side group (1..): Classification.sections
+    tier_name: str = "hca"  # leaf, spine, core; side leaf, side spine...; hostless
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class Classification:
     groups: tuple[Group, ...]
     uplinks: Mapping[Guid, int]  # per switch: cables to switches of a higher tier
     hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
+    sections: tuple[Section, ...] = ()  # the compute fabric, then its side groups
 
     def of(self, guid: Guid) -> NodeClass:
         return self.nodes[guid]
@@ -113,51 +118,6 @@ class Classification:
         return [g for g, c in self.nodes.items() if c.role is Role.SWITCH and c.tier == 1]
 
 
-def parse_hca_description(desc: str) -> tuple[str | None, str | None, int | None]:
-    """(host, adapter, index) from an HCA NodeDescription; host None when it names no host."""
-    tokens = desc.split()
-    if not tokens:
-        return None, None, None
-    adapter = index = None
-    host_tokens = tokens
-    found = _adapter_index(tokens[-1]) if len(tokens) >= 2 else None
-    if found is not None:
-        adapter, index = tokens[-1], found[0]
-        host_tokens = tokens[:-1]
-    if len(host_tokens) != 1:
-        return None, adapter, index
-    host = host_tokens[0]
-    if _names_no_host(host):
-        return None, adapter, index
-    return host, adapter, index
-
-
-# Both cached: a fabric has a handful of adapter names (mlx5_0..mlx5_7) and each host name
-# repeats once per HCA of the host.
-@functools.lru_cache(maxsize=4096)
-def _adapter_index(token: str) -> tuple[int | None] | None:
-    """``(index,)`` when ``token`` names an adapter (``mlx5_3`` -> 3, ``HCA-1`` -> 0), else None."""
-    m = _ADAPTER.match(token)
-    if m is None:
-        return None
-    if m.group(2) is not None:
-        return (int(m.group(2)),)
-    if m.group(3) is not None:
-        return (int(m.group(3)) - 1,)
-    return (None,)
-
-
-@functools.lru_cache(maxsize=65536)
-def _names_no_host(word: str) -> bool:
-    return word.lower() in _UNNAMED_HOSTS or _ADAPTER_MODEL.match(word) is not None
-
-
-def switch_name(desc: str) -> str:
-    """``MF0;leaf-su01-r3:MQM9700/U1`` -> ``leaf-su01-r3``; other descriptions unchanged."""
-    m = _SWITCH_NAME.match(desc)
-    return m.group(1) if m else desc.strip()
-
-
 def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
     desc = node.description
     if "aggregation node" in desc.lower():
@@ -167,7 +127,7 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
     if (
         (";" in desc or "witch" in desc)
         and _SWITCH_DESC.search(desc)
-        and _adapter_index(desc.split()[-1] if desc.split() else "") is None
+        and adapter_index(desc.split()[-1] if desc.split() else "") is None
     ):
         return Role.SWITCH_MGMT, None, None, None
     host, adapter, index = parse_hca_description(desc)
@@ -185,10 +145,15 @@ def _classify(fabric: Fabric) -> Classification:
     roles: dict[Guid, tuple[Role, str | None, str | None, int | None]] = {}
     for n in fabric.nodes.values():
         roles[n.guid] = (Role.SWITCH, None, None, None) if n.kind is NodeKind.SWITCH else _hca_role(n)
+    _name_hosts(roles)
 
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
-    tiers = _tiers(switch_far, roles)
+    whole = _tiers(switch_far, roles)
+    host_set = {g for g, r in roles.items() if r[0] is Role.COMPUTE or r[0] is Role.UNNAMED}
+    is_host = host_set.__contains__
+    hcas_on = {g: k for g, fars in switch_far.items() if (k := sum(map(is_host, fars)))}
+    section_of, tiers, kinds = split_sections(switch_far, whole, hcas_on, _hostless_leaves)
     hca_leaf: dict[Guid, Guid] = {}
     neighbours = fabric.neighbours
     switch_set = switch_far.keys()
@@ -204,7 +169,9 @@ def _classify(fabric: Fabric) -> Classification:
         if role is Role.COMPUTE and host is not None:
             hosts[host].append(g)
 
-    rail_indexes, leaf_rail = _rails(fabric, roles, tiers, hca_leaf, hosts)
+    # Rails are the compute fabric's: a side group's service hosts never decide them.
+    compute_tiers = {g: t for g, t in tiers.items() if section_of[g] == 0} if len(kinds) > 1 else tiers
+    rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
     groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
 
@@ -213,13 +180,18 @@ def _classify(fabric: Fabric) -> Classification:
     for g, fars in switch_far.items():
         t = tier_of(g)
         if t is not None:
-            # Cables to switches of a higher tier (a loopback cable is on g's own tier).
-            far_tiers = Counter(map(tier_of, fars))
-            uplinks[g] = sum(n for ft, n in far_tiers.items() if ft is not None and ft > t)
+            uplinks[g] = count_uplinks(g, fars, tier_of, section_of, kinds)
 
     nodes: dict[Guid, NodeClass] = {}
     rail_of_leaf, group_of_leaf, leaf_of = leaf_rail.get, leaf_group.get, hca_leaf.get
+    shared_names = {
+        name
+        for name, k in Counter(switch_name(fabric.nodes[g].description) for g in switch_far).items()
+        if k > 1
+    }
     compute = Role.COMPUTE
+    names = {(k, t): tier_name(k, t) for k in set(kinds) for t in {*tiers.values(), None}}
+    section_get = section_of.get
     for g, n in fabric.nodes.items():
         role, host, adapter, index = roles[g]
         # Positional arguments (field order): guid, name, role, tier, host, adapter, hca_index,
@@ -227,7 +199,7 @@ def _classify(fabric: Fabric) -> Classification:
         if role is Role.SWITCH:
             nodes[g] = NodeClass(
                 g,
-                switch_name(n.description) or g,
+                switch_display_name(n, switch_name(n.description) in shared_names),
                 role,
                 tier_of(g),
                 None,
@@ -235,6 +207,9 @@ def _classify(fabric: Fabric) -> Classification:
                 None,
                 rail_of_leaf(g),
                 group_of_leaf(g),
+                None,
+                section_of[g],
+                names[kinds[section_of[g]], tier_of(g)],
             )
             continue
         leaf = leaf_of(g)
@@ -250,6 +225,7 @@ def _classify(fabric: Fabric) -> Classification:
             index_rail.get(index) if index is not None and role is compute else None,
             group_of_leaf(leaf) if leaf is not None else None,
             leaf,
+            section_get(leaf, 0) if leaf is not None else 0,
         )
     return Classification(
         nodes=MappingProxyType(nodes),
@@ -258,7 +234,93 @@ def _classify(fabric: Fabric) -> Classification:
         groups=groups,
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
+        sections=_sections(kinds, section_of, tiers, nodes, hosts),
     )
+
+
+def count_uplinks(
+    g: Guid,
+    fars: list[Guid],
+    tier_of: Callable[[Guid], int | None],
+    section_of: Mapping[Guid, int],
+    kinds: list[str],
+) -> int:
+    """Cables from switch ``g`` to switches of a higher tier of its own section (a loopback
+    cable is on its own tier); a side group's cables to another section are its way out, so
+    uplinks too. A compute switch's cables to a side group are not."""
+    t = tier_of(g)
+    assert t is not None
+    if len(kinds) == 1:
+        far_tiers = Counter(map(tier_of, fars))  # C-level: this runs over every switch port
+        return sum(n for ft, n in far_tiers.items() if ft is not None and ft > t)
+    mine = section_of[g]
+    up = 0
+    for f in fars:
+        s = section_of.get(f)
+        if s is None:
+            continue  # an HCA
+        if s != mine:
+            up += kinds[mine] == SIDE
+        elif (ft := tier_of(f)) is not None and ft > t:
+            up += 1
+    return up
+
+
+def _sections(
+    kinds: list[str],
+    section_of: Mapping[Guid, int],
+    tiers: Mapping[Guid, int],
+    nodes: Mapping[Guid, NodeClass],
+    hosts: Mapping[str, list[Guid]],
+) -> tuple[Section, ...]:
+    members: dict[int, list[Guid]] = defaultdict(list)
+    for g, s in section_of.items():
+        members[s].append(g)
+    hcas: Counter[int] = Counter()
+    host_sections: dict[int, set[str]] = defaultdict(set)
+    for c in nodes.values():
+        if c.tier == 0 and c.role in (Role.COMPUTE, Role.UNNAMED) and c.leaf is not None:
+            hcas[c.section] += 1
+            if c.host is not None:
+                host_sections[c.section].add(c.host)
+    out = []
+    side = 0
+    for s, kind in enumerate(kinds):
+        gs = sorted(members.get(s, ()))
+        if kind == SIDE:
+            side += 1
+        depth = max((tiers[g] for g in gs if g in tiers), default=0)
+        out.append(
+            Section(
+                s,
+                kind,
+                COMPUTE if kind == COMPUTE else f"side group {side}",
+                tuple(gs),
+                sum(1 for g in gs if tiers.get(g) == 1),
+                len(host_sections.get(s, ())),
+                hcas[s],
+                depth,
+            )
+        )
+    return tuple(out)
+
+
+def _name_hosts(roles: dict[Guid, tuple[Role, str | None, str | None, int | None]]) -> None:
+    """One spelling per host (``DGX01``/``dgx01``), and an index for adapters named by their PCI
+    address (``ibp11s0f0``): their order among the host's adapters (topology.naming)."""
+    spelled = host_spellings(r[1] for r in roles.values() if r[0] is Role.COMPUTE and r[1] is not None)
+    by_pci: dict[str, dict[Guid, PciKey]] = defaultdict(dict)
+    for g, (role, host, adapter, index) in roles.items():
+        if role is not Role.COMPUTE or host is None:
+            continue
+        host = spelled[host]
+        roles[g] = (role, host, adapter, index)
+        key = pci_key(adapter) if adapter is not None and index is None else None
+        if key is not None:
+            by_pci[host][g] = key
+    for g, index in pci_indexes(by_pci).items():
+        role, host, adapter, _ = roles[g]
+        roles[g] = (role, host, adapter, index)
 
 
 def _is_host_hca(role: Role) -> bool:
@@ -343,15 +405,27 @@ def _rails(
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
 ) -> tuple[tuple[int, ...], dict[Guid, int]]:
-    """Rail-optimized when most leaves carry one HCA index of multi-HCA hosts spread over leaves."""
+    """Rail-optimized when most multi-HCA hosts spread their HCAs over leaves by index: most
+    leaves carry one HCA index of those hosts, most multi-HCA hosts follow those rails, and
+    they hold a fair share of the fabric's host HCAs (two service hosts with HCA-1 and HCA-2 on
+    two leaves do not make a fabric of single-HCA nodes rail-optimized). A host with all its
+    HCAs on one leaf is not spread and counts against."""
+    placed: dict[str, list[tuple[int | None, Guid]]] = {}
+    on_leaves = 0
+    for host, host_hcas in hosts.items():
+        mine = [
+            (roles[g][3], leaf)
+            for g in host_hcas
+            if (leaf := hca_leaf.get(g)) is not None and tiers.get(leaf) == 1
+        ]
+        on_leaves += len(mine)
+        if len(mine) >= 2:
+            placed[host] = mine
+    spread = {h: mine for h, mine in placed.items() if len({leaf for _, leaf in mine}) >= 2}
     per_leaf: dict[Guid, Counter[int]] = defaultdict(Counter)
-    for host_hcas in hosts.values():
-        if len(host_hcas) < 2:
-            continue
-        for g in host_hcas:
-            index = roles[g][3]
-            leaf = hca_leaf.get(g)
-            if index is not None and leaf is not None and tiers.get(leaf) == 1:
+    for mine in spread.values():
+        for index, leaf in mine:
+            if index is not None:
                 per_leaf[leaf][index] += 1
     dominant: dict[Guid, int] = {}
     aligned = 0
@@ -363,6 +437,14 @@ def _rails(
             aligned += 1
     distinct = sorted(set(dominant.values()))
     if len(per_leaf) < 2 or len(distinct) < 2 or aligned * 4 < 3 * len(per_leaf):
+        return (), {}
+    following = [
+        mine
+        for mine in spread.values()
+        if 4 * sum(1 for index, leaf in mine if index is not None and dominant.get(leaf) == index)
+        >= 3 * len(mine)
+    ]
+    if 2 * len(following) <= len(placed) or 4 * sum(map(len, following)) < on_leaves:
         return (), {}
     index_rail = {idx: r for r, idx in enumerate(distinct)}
     return tuple(distinct), {leaf: index_rail[idx] for leaf, idx in dominant.items()}

@@ -10,6 +10,12 @@ Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values 
     leafspine:leaves=4,spines=2,hosts=8,radix=40,speed=HDR
     rail:units=2,nodes=4,hcas=8,spines=4,core=0,radix=64,speed=NDR
     rail-small            rail-small:speed=HDR
+    rail-3tier:side=3     (a side group: see below)
+
+``side=L`` adds a management side group to either kind: L leaves (``mgmt-leaf-NN``) with
+``side_hosts`` single-HCA hosts each (``mgmt-NNNN mlx5_0``, default 4), ``side_spines`` spines of
+its own (``mgmt-spine-NN``, default 2), and each of those spines cabled once to two switches of
+the compute fabric's top tier (its cores, or its spines on a two-tier fabric).
 
 Fault grammar (``KIND:ARGS``, colon separated)::
 
@@ -45,6 +51,7 @@ HCA_DEVIDS: Mapping[str, int] = MappingProxyType({"EDR": 0x1017, "HDR": 0x101B, 
 VENDOR_ID = 0x2C9
 FABRIC_SPEEDS = ("EDR", "HDR", "NDR")
 _LEAF_GUID, _SPINE_GUID, _CORE_GUID = 0x0C42A10300A00000, 0x0C42A10300A10000, 0x0C42A10300A20000
+_SIDE_LEAF_GUID, _SIDE_SPINE_GUID = 0x0C42A10300A30000, 0x0C42A10300A40000
 _HCA_GUID = 0x1070FD0300100000
 
 PRESETS: Mapping[str, str] = MappingProxyType(
@@ -59,8 +66,30 @@ PRESETS: Mapping[str, str] = MappingProxyType(
 )
 DEFAULT_PRESET = "rail-small"
 _KEYS = {
-    "leafspine": ("leaves", "spines", "hosts", "radix", "speed", "cables"),
-    "rail": ("units", "nodes", "hcas", "spines", "core", "radix", "speed", "cables"),
+    "leafspine": (
+        "leaves",
+        "spines",
+        "hosts",
+        "radix",
+        "speed",
+        "cables",
+        "side",
+        "side_hosts",
+        "side_spines",
+    ),
+    "rail": (
+        "units",
+        "nodes",
+        "hcas",
+        "spines",
+        "core",
+        "radix",
+        "speed",
+        "cables",
+        "side",
+        "side_hosts",
+        "side_spines",
+    ),
 }
 
 
@@ -79,10 +108,14 @@ class FabricSpec:
     hcas: int = 0  # rail: HCAs (= rails) per node
     core: int = 0  # rail: core switches (0 = two tiers)
     cables: int = 0
+    side: int = 0  # leaves of a management side group (0: none)
+    side_hosts: int = 0  # hosts per side leaf
+    side_spines: int = 0  # spines of the side group
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        vals = {k: getattr(self, k) for k in _KEYS[self.kind] if k != "cables" or self.cables}
+        optional = ("cables", "side", "side_hosts", "side_spines")
+        vals = {k: getattr(self, k) for k in _KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
 
@@ -200,6 +233,15 @@ def parse_fabric_spec(text: str) -> FabricSpec:
         ints.setdefault("nodes", 32)
         if ints["nodes"] < 1:
             raise UsageError(f"fabric spec {raw!r}: nodes must be at least 1")
+    if ints.get("side"):
+        ints.setdefault("side_hosts", 4)
+        ints.setdefault("side_spines", 2)
+        if ints["side_hosts"] < 1 or ints["side_spines"] < 1:
+            raise UsageError(
+                f"fabric spec {raw!r}: a side group needs side_hosts and side_spines of at least 1"
+            )
+        if ints["side_hosts"] + ints["side_spines"] > radix or ints["side"] + 2 > radix:
+            raise UsageError(f"fabric spec {raw!r}: the side group does not fit radix {radix}")
     spec = FabricSpec(kind=kind, radix=radix, speed=speed, **ints)
     _plan(spec, raw)  # radix checks
     return spec
@@ -349,10 +391,56 @@ def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> De
                     for c in range(plan.c):
                         sp = spine_down + 1 + q * plan.c + c
                         cable(spine_guids[gi][j], sp, core, 1 + gi * plan.c + c)
+    if spec.side:
+        _side_group(spec, switches, hcas, cables, switch, cable)
     design = Design(spec, (), tuple(switches), tuple(hcas), tuple(cables), tuple(cables), ())
     from topology.generate_faults import plant
 
     return plant(design, [f if isinstance(f, FaultSpec) else parse_fault(f) for f in faults])
+
+
+def _side_group(
+    spec: FabricSpec,
+    switches: list[DesignSwitch],
+    hcas: list[DesignHca],
+    cables: list[Link],
+    switch: Any,
+    cable: Any,
+) -> None:
+    """A management side group (see the module docstring), appended to the lists."""
+    top_role = "core" if spec.core else "spine"
+    top = [s for s in switches if s.role == top_role]
+    used: dict[Guid, int] = {}
+    for lk in cables:
+        for end in (lk.a, lk.b):
+            used[end.guid] = max(used.get(end.guid, 0), end.port)
+    spines = [
+        switch(_SIDE_SPINE_GUID, j, f"mgmt-spine-{j + 1:02d}", "side-spine", None, None)
+        for j in range(spec.side_spines)
+    ]
+    hca_devid = HCA_DEVIDS[spec.speed]
+    n = len(hcas)
+    for li in range(spec.side):
+        leaf = switch(_SIDE_LEAF_GUID, li, f"mgmt-leaf-{li + 1:02d}", "side-leaf", None, None)
+        for h in range(spec.side_hosts):
+            guid = _HCA_GUID + 2 * n
+            n += 1
+            host = f"mgmt-{li * spec.side_hosts + h + 1:04d}"
+            hca = DesignHca(Guid(f"0x{guid:016x}"), Guid(f"0x{guid + 1:016x}"), host, 0, 0, hca_devid)
+            hcas.append(hca)
+            cable(leaf, h + 1, hca.guid, 1)
+        for j, sp in enumerate(spines):
+            cable(leaf, spec.side_hosts + 1 + j, sp, li + 1)
+    for j, sp in enumerate(spines):
+        for q in range(2):
+            up = top[(2 * j + q) % len(top)]
+            port = used[up.guid] + 1
+            if port > spec.radix:
+                raise UsageError(
+                    f"fabric spec {spec.text()!r}: {up.name} has no port left for the side group"
+                )
+            used[up.guid] = port
+            cable(sp, spec.side + 1 + q, up.guid, port)
 
 
 def generate(spec: str = DEFAULT_PRESET, faults: Sequence[str] = ()) -> Design:

@@ -134,14 +134,15 @@ def _missing_link(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[Pl
             raise UsageError(f"fault {fault.text!r}: {cab.where(ref)} goes to an HCA; use missing-hca")
     else:
         order = ("leaf", "spine", "core")
-        mine = order.index(sw.role)
+        level = {**{r: i for i, r in enumerate(order)}, "side-leaf": 0, "side-spine": 1}
+        mine = level[sw.role]
         # The first uplink; for the top tier, the first downlink.
         candidates = [
             end
             for end, lk in sorted(cab.by_end.items())
             if end.guid == sw.guid and lk.other(sw.guid).guid in roles and end not in cab.touched
         ]
-        ups = [e for e in candidates if order.index(roles[cab.by_end[e].other(sw.guid).guid]) > mine]
+        ups = [e for e in candidates if level[roles[cab.by_end[e].other(sw.guid).guid]] > mine]
         pick = ups or candidates
         if not pick:
             raise UsageError(f"fault {fault.text!r}: {sw.name} has no switch-to-switch cable left")

@@ -5,6 +5,13 @@ Pure functions of text: ``parse_ibnetdiscover(lines, source)`` and the thin file
 ``Non-Chassis Nodes`` grouping lines, ibwarn lines mixed into stdout, CRLF, tabs or spaces,
 port labels (``[1](1/1/1)``), ``-f`` suffixes (``s=4 w=2 v=4 e=4``), ``???`` speeds, loopback
 cables, and partial files whose links point at nodes that have no record of their own.
+
+Captures as operators save them are read too: a terminal logger's banner, the shell prompt and
+command line around the output, CR line ends (stray or doubled), ANSI colour codes, tabs
+collapsed to spaces or to nothing. A line that is clearly not ibnetdiscover output (nothing in it
+looks like a record, a port line or a header) is skipped, and all of them are counted in one
+warning on the Fabric. Nothing that looks like part of a record is guessed at: a broken record
+is a ParseError naming the line.
 """
 
 from __future__ import annotations
@@ -39,22 +46,22 @@ _KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUT
 
 _HEADER_KEYS = frozenset({"vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid", "hcaguids"})
 _HEADER_ASSIGN = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguids)\s*=\s*(\S+)")
-_NODE = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"(?:[SHR]-)?([0-9a-fA-F]+)"\s*#\s*"(.*?)"(.*)$')
+_NODE = re.compile(r'^(Switch|Ca|Hca|Rt)\s*(\d+)\s*"(?:[SHR]-)?([0-9a-fA-F]+)"\s*#\s*"(.*?)"(.*)$')
 _PORT = re.compile(
-    r"^\[(\d+)\]((?:\([^)]*\))*)\s+"
+    r"^\[(\d+)\]((?:\([^)]*\))*)\s*"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s*'
     r"(?:#(.*))?$"
 )
 # The same line in one match for the hot path: far description (last quoted string), far lid,
 # width and speed. Lines it does not fit fall back to _PORT and the slower code.
 _PORT_FAST = re.compile(
-    r"^\[(\d+)\](?:\([^)]*\))*\s+"
+    r"^\[(\d+)\](?:\([^)]*\))*\s*"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
     r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?(?:.*"(.*)")?\s*(?:lid\s+(\d+)\s+)?(?:(\d+)x\s?([A-Za-z0-9?]+)|\?+)(?:\s.*)?$'
 )
 # The common spelling of that line, tried first: no backtracking over the comment (same groups).
 _PORT_STRICT = re.compile(
-    r"^\[(\d+)\](?:\([^)]*\))*\s+"
+    r"^\[(\d+)\](?:\([^)]*\))*\s*"
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
     r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?"([^"]*)"\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)\s*$'
 )
@@ -64,6 +71,21 @@ _QUOTED = re.compile(r'"(.*?)"')
 # ibwarn / libibnetdisc diagnostics that land in captured stdout.
 _WARNING = re.compile(r"^(?:ibwarn\b|\S+\.c:\d+;|\S+:\s*ibwarn\b|ibnetdiscover:\s*ibwarn\b)")
 _GROUPING = re.compile(r"^(?:Non-Chassis Nodes|Chassis\b.*|.*[Cc]hassis\s+\d+.*)\s*$")
+# A line that looks like part of ibnetdiscover output: a port line (not bash's "[1]+ Done"), a
+# record or header line, a -p report line, or anything naming a port as "S-<guid>"[N]. Such a
+# line must parse; any other line outside a record is a logger's, a shell's or a paste's, and
+# is skipped.
+_TOOL_LIKE = re.compile(
+    r"^(?:\[\d+\](?![+-]\s)|\d+\]\s*\"|(?:Switch|Ca|Hca|Rt)(?:\s|\d|$)"
+    r"|(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguids)\s*="
+    r"|(?:CA|SW|RT)\s+\d+\s+\d+\s+0x)"
+    r'|"[SHR]-[0-9a-fA-F]+"\s*\[\d'
+)
+# Terminal escape sequences: CSI (colours, cursor), OSC (window titles), and two-byte escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# One line break: CRLF, a doubled CR before LF (terminal logs), or LF.
+_LINE_END = re.compile(r"\r+\n")
+_SKIPPED_SHOWN = 5
 _PORTS_REPORT = re.compile(
     r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\d+)x\s*(\S+)"
     r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)"
@@ -111,6 +133,8 @@ class _Builder:
     sides: list[_Side] = field(default_factory=list)
     unconnected: list[UnconnectedPort] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)  # the tool's ibwarn lines in its stdout
+    skipped: list[int] = field(default_factory=list)  # numbers of lines that are not the tool's
     guids: dict[str, Guid] = field(default_factory=dict)
     origin: tuple[str, str] | None = None  # (node GUID, port GUID) from the header
 
@@ -210,8 +234,30 @@ class _Builder:
             if g not in nodes:
                 lid = Lid(far.lid) if far.lid is not None else None
                 nodes[g] = Node(g, far.kind, far.description, far.ports, lid)
-        fabric = Fabric.build(nodes.values(), links, self.unconnected, self.source, unique=True)
+        fabric = Fabric.build(
+            nodes.values(), links, self.unconnected, self.source, unique=True, warnings=self.notes()
+        )
         return with_origin(fabric, self.origin)
+
+    def notes(self) -> tuple[str, ...]:
+        """What the operator should know about the reading: one line per kind of thing."""
+        out = list(self.warnings)
+        if self.diagnostics:
+            n = len(self.diagnostics)
+            out.append(
+                f"ibnetdiscover printed {n} diagnostic line{'s' * (n > 1)} into its output "
+                f"(nodes may be missing), first: {self.diagnostics[0]}"
+            )
+        if self.skipped:
+            n, shown = len(self.skipped), self.skipped[:_SKIPPED_SHOWN]
+            more = f" and {n - len(shown)} more" if n > len(shown) else ""
+            out.append(
+                f"skipped {n} line{'s' * (n > 1)} that {'are' if n > 1 else 'is'} not ibnetdiscover "
+                f"output (a logger's banner, a shell prompt, a paste): line{'s' * (n > 1)} "
+                + ", ".join(map(str, shown))
+                + more
+            )
+        return tuple(out)
 
     def _conflict(self, port: tuple[Guid, int], seen: _Listing, other: tuple[Guid, int], lineno: int) -> bool:
         """A port listed with two different peers: an error, or skipped in lenient -p excerpts."""
@@ -261,7 +307,17 @@ def parse_ibnetdiscover_text(text: str, source: str = "<input>") -> Fabric:
     (``topology.ibnetdiscover_fast``), otherwise the general line parser. Same result, same errors."""
     with gc_paused():
         fabric = parse_canonical(text, source)
-        return fabric if fabric is not None else _parse(text.splitlines(), source)
+        return fabric if fabric is not None else _parse(_lines(text), source)
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a whole text: CRLF and CR CR LF (terminal logs) are one line end each, a lone
+    CR ends a line as elsewhere, and terminal escape sequences are dropped."""
+    if "\r" in text:
+        text = _LINE_END.sub("\n", text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text.splitlines()
 
 
 def _parse(lines: Iterable[str], source: str) -> Fabric:
@@ -279,12 +335,16 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     referenced = b.referenced
     sides_append = b.sides.append
     cur_guid, cur_nports = Guid(""), 0
+    # The skipped line that ended the record in progress: a port line after it is an error there.
+    broke: tuple[int, str] | None = None
     for lineno, raw in enumerate(lines, 1):
         last_lineno = lineno
+        if "\x1b" in raw:
+            raw = _ANSI.sub("", raw)
         # Port lines start with "[" (the fast pattern allows trailing blanks): no strip needed.
         stripped = raw if raw[:1] == "[" else raw.strip()
         if not stripped:
-            current = None
+            current = broke = None
             continue
         first = stripped[0]
         if first == "[" and current is not None:
@@ -344,6 +404,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 current = _node_record(b, m, header, lineno, raw)
                 cur_guid, cur_nports = current.guid, current.nports
                 header = {}
+                broke = None
                 continue
         if first == "#":
             if stripped.startswith("# Initiated from node"):
@@ -360,7 +421,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 current = None
                 continue
         if _WARNING.match(stripped):
-            b.warnings.append(stripped)
+            b.diagnostics.append(stripped)
             continue
         if fmt != "ports" and _GROUPING.match(stripped) and not stripped.startswith(("Switch", "Ca")):
             current = None
@@ -373,7 +434,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 saw_content = True
                 _ports_report_line(b, m, lineno, raw)
                 continue
-            if fmt == "ports":
+            if fmt == "ports" and _TOOL_LIKE.search(stripped):
                 raise b.error(lineno, raw, "not an ibnetdiscover -p port line")
         m = _HEADER_ASSIGN.match(stripped)
         if m:
@@ -388,14 +449,23 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             current = _node_record(b, m, header, lineno, raw)
             cur_guid, cur_nports = current.guid, current.nports
             header = {}
+            broke = None
             continue
         m = port_match(stripped)
         if m:
             if current is None:
+                if broke is not None:
+                    raise b.error(broke[0], broke[1], "unrecognised line inside a Switch/Ca record")
                 raise b.error(lineno, raw, "port line outside a Switch/Ca record")
             _port_line(b, current, m, lineno, raw)
             continue
-        raise b.error(lineno, raw, "unrecognised line")
+        if _TOOL_LIKE.search(stripped):
+            raise b.error(lineno, raw, "unrecognised line")
+        # Not the tool's: a logger's banner, a shell prompt or command, a pasted remark.
+        if current is not None:
+            broke = (lineno, raw)
+        current = None
+        b.skipped.append(lineno)
     if not saw_content:
         raise b.error(last_lineno, "", "no Switch or Ca records (empty or not ibnetdiscover output)")
     return b.fabric()
@@ -405,10 +475,19 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     """Parse a saved ibnetdiscover file (any line endings)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
+        data = p.read_bytes()
     except OSError as exc:
         raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
-    return parse_ibnetdiscover_text(text, str(p))
+    return parse_ibnetdiscover_text(decode_capture(data), str(p))
+
+
+def decode_capture(data: bytes) -> str:
+    """The text of a saved capture, line ends as saved: reading in text mode would turn a
+    terminal log's CR CR LF into two line ends, a blank line inside a record. UTF-16 (a
+    PowerShell redirect) and a UTF-8 byte order mark are recognised; bad bytes become U+FFFD."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:

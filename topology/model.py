@@ -187,6 +187,9 @@ class Fabric:
     # The HCA port the discovery ran from ("# Initiated from node ... port ..."): where management
     # MADs start, so a directed route from it can avoid a cable that is about to be disabled.
     origin: PortRef | None = None
+    # What the parser skipped or doubted on the way (lines that are not the tool's output, the
+    # tool's own diagnostics): for the operator to read, not part of the fabric, so not compared.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     _by_node: Mapping[Guid, tuple[Link, ...]] = field(default_factory=dict, repr=False, compare=False)
     _adjacency: Mapping[Guid, tuple[tuple[int, PortRef, Link], ...]] = field(
         default_factory=dict, repr=False, compare=False
@@ -201,6 +204,7 @@ class Fabric:
         source: str = "",
         unique: bool = False,
         origin: PortRef | None = None,
+        warnings: tuple[str, ...] = (),
     ) -> Fabric:
         """``unique=True`` promises the links are already distinct (skips hashing them all)."""
         node_map = {n.guid: n for n in nodes}
@@ -226,6 +230,7 @@ class Fabric:
             unconnected=tuple(sorted(unconnected, key=lambda u: u.ref)),
             source=source,
             origin=origin,
+            warnings=warnings,
             _adjacency=MappingProxyType({g: tuple(v) for g, v in adjacency.items()}),
         )
 

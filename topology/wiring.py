@@ -21,6 +21,7 @@ from operator import attrgetter, itemgetter
 from topology._speed import gc_paused
 from topology.classify import Classification, NodeClass, Role, far_guids
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
+from topology.unnamed import likely_hosts
 
 
 class Severity(StrEnum):
@@ -73,6 +74,7 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             leaf_of_rail.setdefault((c.group, c.rail), g)
     explained_unnamed: dict[Guid, str] = {}
     if cls.rail_optimized:
+        spreads = _spreads_by_adapters(cls)
         for host, hcas in cls.hosts.items():
             members = [cls.nodes[g] for g in hcas]
             group = _host_group(members)
@@ -83,15 +85,20 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             # two adapters is not a DGX missing six rails.
             if len(members) < 2 or 4 * len(members) < 3 * len(rails):
                 continue
+            if len({c.leaf for c in members}) == 1:
+                # All on one leaf: not a rail fault, and only news when its peers spread theirs.
+                out += _single_leaf_host(fabric, cls, host, members, spreads)
+                continue
             out += _miswires(fabric, cls, host, members)
             out += _missing_rails(fabric, cls, host, members, rails, group, leaf_of_rail, explained_unnamed)
+    likely = likely_hosts(fabric, cls)
     for g, c in cls.nodes.items():
         if c.role is Role.UNNAMED:
             desc = fabric.nodes[g].description
             port = _leaf_port_of(fabric, g)
             where = f" on {_label(cls, port.guid)} port {port.port}" if port else ""
-            guess = explained_unnamed.get(g)
-            hint = f"; by its cabling it is {guess}" if guess else ""
+            guess = explained_unnamed.get(g) or likely.get(g)
+            hint = f"; {guess}" if guess else ""
             out.append(
                 Anomaly(
                     "unnamed_hca",
@@ -103,6 +110,51 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                 )
             )
     return out
+
+
+def _spreads_by_adapters(cls: Classification) -> dict[tuple[int | None, ...], tuple[int, int]]:
+    """Per set of HCA indexes (hosts built alike): (hosts spread over several leaves, hosts)."""
+    out: dict[tuple[int | None, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for hcas in cls.hosts.values():
+        members = [cls.nodes[g] for g in hcas]
+        if len(members) >= 2:
+            counts = out[_adapter_set(members)]
+            counts[0] += len({c.leaf for c in members}) > 1
+            counts[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _adapter_set(members: list[NodeClass]) -> tuple[int | None, ...]:
+    return tuple(sorted((c.hca_index for c in members), key=lambda i: -1 if i is None else i))
+
+
+def _single_leaf_host(
+    fabric: Fabric,
+    cls: Classification,
+    host: str,
+    members: list[NodeClass],
+    spreads: dict[tuple[int | None, ...], tuple[int, int]],
+) -> list[Anomaly]:
+    """A rail-sized host with every HCA on one leaf, where most hosts built like it (the same
+    HCA indexes, at least three of them) spread theirs over the rail leaves."""
+    spread, alike = spreads.get(_adapter_set(members), (0, 0))
+    if alike < 3 or 2 * spread <= alike:
+        return []
+    leaf = members[0].leaf
+    assert leaf is not None
+    ports = sorted(p for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
+    return [
+        Anomaly(
+            "single_leaf_host",
+            Severity.WARNING,
+            tuple(sorted({c.guid for c in members} | {leaf})),
+            tuple(ports),
+            f"{host} has all {len(members)} HCAs on {_label(cls, leaf)} (ports "
+            + ", ".join(str(p.port) for p in ports)
+            + f") where {spread} of {alike} hosts with the same adapters spread theirs over the rail leaves: "
+            "its rails share one leaf; recable each HCA to its rail's leaf",
+        )
+    ]
 
 
 def _host_group(members: list[NodeClass]) -> int | None:
@@ -164,13 +216,18 @@ def _missing_rails(
     usual = Counter(p.port for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
     port_no = usual.most_common(1)[0][0] if usual else None
     for rail, leaf in missing:
+        there = "nothing answers at"
         if port_no is not None:
             peer = next((far for p, far, _ in fabric.neighbours(leaf) if p == port_no), None)
             if peer is not None and cls.nodes.get(peer.guid, None) is not None:
                 pc = cls.nodes[peer.guid]
                 if pc.role is Role.UNNAMED:
-                    explained_unnamed[peer.guid] = f"probably {host} rail {rail}"
+                    explained_unnamed[peer.guid] = (
+                        f"probably {host}'s rail {rail} HCA (where {host} lacks one: port {port_no}"
+                        " of its unit's rail leaves)"
+                    )
                     continue
+                there = f"{pc.name} answers at"
         where = f"{_label(cls, leaf)} port {port_no}" if port_no is not None else _label(cls, leaf)
         idx = cls.rail_indexes[rail]
         out.append(
@@ -179,7 +236,7 @@ def _missing_rails(
                 Severity.ERROR,
                 tuple(sorted({c.guid for c in members} | {leaf})),
                 (PortRef(leaf, port_no),) if port_no is not None else (),
-                f"{host} has no HCA on rail {rail} (HCA index {idx}): nothing answers at {where}; "
+                f"{host} has no HCA on rail {rail} (HCA index {idx}): {there} {where}; "
                 "a missing cable, a dead HCA or a link that is down",
             )
         )
@@ -187,9 +244,16 @@ def _missing_rails(
 
 
 # -- leaf and spine uplinks -----------------------------------------------------------------------
-def _higher_tier(cls: Classification, tier: int) -> set[Guid]:
-    """The nodes above ``tier``: the far ends that make a switch port of that tier an uplink."""
-    return {g for g, c in cls.nodes.items() if (c.tier or 0) > tier}
+def _higher_tier(cls: Classification, section: int, tier: int) -> set[Guid]:
+    """The far ends that make a port of a switch of ``section`` and ``tier`` an uplink: switches
+    of its section above ``tier``, and for a side group, the switches of other sections (its
+    way out; see topology.classify.count_uplinks)."""
+    side = cls.sections[section].kind == "side" if cls.sections else False
+    return {
+        g
+        for g, c in cls.nodes.items()
+        if (c.section == section and (c.tier or 0) > tier) or (side and c.section != section and c.tier != 0)
+    }
 
 
 def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
@@ -197,24 +261,25 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
     return Counter(filter(above.__contains__, far_guids(fabric, sw)))
 
 
-def _cabled_up_by_tier(cls: Classification) -> dict[int, list[Guid]]:
-    """Switches with at least one uplink, per tier."""
-    by_tier: dict[int, list[Guid]] = defaultdict(list)
+def _cabled_up_by_tier(cls: Classification) -> dict[tuple[int, int], list[Guid]]:
+    """Switches with at least one uplink, per (section, tier): the peers a switch is judged against
+    are those of its own section (the compute fabric, a side group) and tier."""
+    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
-            by_tier[c.tier].append(g)
+            by_tier[(c.section, c.tier)].append(g)
     return by_tier
 
 
-def usual_uplinks(cls: Classification) -> dict[int, int]:
-    """Per switch tier, the uplink count most of its cabled-up switches have (the design).
+def usual_uplinks(cls: Classification) -> dict[tuple[int, int], int]:
+    """Per (section, tier), the uplink count most of its cabled-up switches have (the design).
 
-    Tiers with fewer than 3 such switches are left out: too few peers to tell a fault from a
-    design. A switch of a listed tier with fewer uplinks is short of cables (``missing_link``).
+    Groups with fewer than 3 such switches are left out: too few peers to tell a fault from a
+    design. A switch of a listed group with fewer uplinks is short of cables (``missing_link``).
     """
     return {
-        tier: _mode([cls.uplinks[g] for g in switches])
-        for tier, switches in _cabled_up_by_tier(cls).items()
+        key: _mode([cls.uplinks[g] for g in switches])
+        for key, switches in _cabled_up_by_tier(cls).items()
         if len(switches) >= 3
     }
 
@@ -222,11 +287,11 @@ def usual_uplinks(cls: Classification) -> dict[int, int]:
 def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     usual = usual_uplinks(cls)
-    for tier, switches in sorted(_cabled_up_by_tier(cls).items()):
-        if tier not in usual:
+    for (section, tier), switches in sorted(_cabled_up_by_tier(cls).items()):
+        if (section, tier) not in usual:
             continue  # too few peers to tell a fault from a design
-        expected = usual[tier]
-        above = _higher_tier(cls, tier)
+        expected = usual[(section, tier)]
+        above = _higher_tier(cls, section, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
         peers_even = _peers_even(upper_counts)
@@ -342,7 +407,9 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     for g, c in cls.nodes.items():
         t = c.tier if c.tier is not None else -1
         if t != 0:
-            token[g] = (t, devid[g], None)
+            # A side group's tiers are its own: offset by section so its cables are compared
+            # only with its own (the compute fabric, section 0, keeps its plain tiers).
+            token[g] = (t + 100 * c.section, devid[g], None)
         elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
             token[g] = (0, 0, ("host", c.host))
         else:
@@ -469,15 +536,15 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     if not fabric.unconnected:
         return out
-    by_tier: dict[int, list[Guid]] = defaultdict(list)
+    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
     for g, sc in cls.nodes.items():
         if sc.role is Role.SWITCH and sc.tier is not None:
-            by_tier[sc.tier].append(g)
+            by_tier[(sc.section, sc.tier)].append(g)
     for up in fabric.unconnected:
         c = cls.nodes.get(up.ref.guid)
         if c is None or c.tier is None:
             continue
-        peers = [g for g in by_tier[c.tier] if g != up.ref.guid]
+        peers = [g for g in by_tier[(c.section, c.tier)] if g != up.ref.guid]
         if len(peers) < 2:
             continue
         cabled = sum(1 for g in peers if any(p == up.ref.port for p, _, _ in fabric.neighbours(g)))

@@ -18,6 +18,7 @@ from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
 from topology.errors import ParseError, UsageError
+from topology.ibnetdiscover import decode_capture
 
 # Sources whose text the caller hands in (nothing runs for them).
 TEXT_KINDS = ("file", "stdin")
@@ -129,11 +130,12 @@ def read_source(input_path: str | None, ssh: str | None, lab: str | None) -> tup
     chosen = [x for x in (input_path, ssh, lab) if x]
     if len(chosen) > 1:
         raise UsageError("choose one of --input, --ssh, --lab")
+    # Bytes, decoded by the parser's rule: line ends as saved (a terminal log's CR CR LF), UTF-16.
     if input_path == "-":
-        return Source("stdin"), sys.stdin.read()
+        return Source("stdin"), decode_capture(sys.stdin.buffer.read())
     if input_path:
         try:
-            return Source("file", input_path), Path(input_path).read_text(encoding="utf-8", errors="replace")
+            return Source("file", input_path), decode_capture(Path(input_path).read_bytes())
         except OSError as exc:
             raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
     if ssh:

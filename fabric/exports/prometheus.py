@@ -345,7 +345,7 @@ def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metr
     )
     usual_family = GaugeMetricFamily(
         "ibfab_switch_uplinks_usual",
-        "Uplinks most switches of the same tier have (absent when the tier has fewer than 3)",
+        "Uplinks most switches of the same group and tier have (absent when they are fewer than 3)",
         labels=SWITCH_LABELS,
     )
     usual = usual_uplinks(cls)
@@ -354,8 +354,9 @@ def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metr
             continue
         labels = [guid, names.get(guid, guid), str(node.tier)]
         uplinks.add_metric(labels, float(cls.uplinks.get(guid, 0)))
-        if node.tier in usual:
-            usual_family.add_metric(labels, float(usual[node.tier]))
+        key = (node.section, node.tier)
+        if key in usual:
+            usual_family.add_metric(labels, float(usual[key]))
     return (uplinks, usual_family)
 
 

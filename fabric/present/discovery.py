@@ -24,6 +24,7 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
     other = {k: v for k, v in s["roles"].items() if k not in ("compute", "switch")}
     if other:
         lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
+    lines += [f"  note: {w}" for w in d.fabric.warnings]
     if d.tool_warnings:
         lines.append(f"  ibnetdiscover printed {len(d.tool_warnings)} warnings (nodes may be missing):")
         lines += [f"    {w}" for w in d.tool_warnings[:5]]

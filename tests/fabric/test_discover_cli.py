@@ -47,6 +47,28 @@ def test_stdin_and_file_give_the_same_json() -> None:
     assert b["summary"]["source"] == "<stdin>"
 
 
+def test_terminal_log_reads_as_the_capture_with_one_note(tmp_path: Path) -> None:
+    """A `script` log (banner, prompts, CR CR LF line ends) given as a file and on stdin."""
+    body = SMALL.read_text().replace("\n", "\r\r\n")
+    log = (
+        "Script started on 2024-03-05 10:11:12+00:00\r\n[root@ufm ~]# ibnetdiscover\r\n"
+        + body
+        + "[root@ufm ~]# "
+    )
+    path = tmp_path / "session.log"
+    path.write_bytes(log.encode())
+    _, clean, _ = run("discover", "--input", str(SMALL), "--json")
+    for args, stdin in ((("--input", str(path)), None), (("--input", "-"), log)):
+        code, out, _ = run("discover", *args, "--json", stdin=stdin)
+        assert code == 0
+        a, b = json.loads(clean), json.loads(out)
+        assert a["nodes"] == b["nodes"] and a["links"] == b["links"] and a["anomalies"] == b["anomalies"]
+    code, out, _ = run("discover", "--input", str(path))
+    n = len(log.split("\n"))
+    assert "  note: skipped 3 lines that are not ibnetdiscover output" in out
+    assert f"lines 1, 2, {n}" in out
+
+
 def test_json_schema_keys() -> None:
     _, out, _ = run("discover", "--input", str(SUPERPOD), "--json")
     d = json.loads(out)
@@ -63,7 +85,7 @@ def test_json_schema_keys() -> None:
     ("content", "where"),
     [
         ("", r"bad\.topo: ibnetdiscover output: no Switch or Ca records"),
-        ("this is not ibnetdiscover output\n", r"bad\.topo:1: ibnetdiscover output: unrecognised line"),
+        ("this is not ibnetdiscover output\n", r"bad\.topo:1: ibnetdiscover output: no Switch or Ca records"),
         (SUPERPOD.read_text()[:150_000], r"bad\.topo:1885: ibnetdiscover output: unrecognised line"),
         (SUPERPOD.read_text()[:150_000].rsplit("\n", 1)[0], r"bad\.topo:\d+: .*truncated or inconsistent"),
         (SUPERPOD.read_text().replace('"S-2c5eab0300b87b40"', '"S-2c5eab03zzb87b40"', 1), r"bad\.topo:10: "),

@@ -95,14 +95,23 @@ def test_director_chassis_boards_get_tiers() -> None:
     f = read_ibnetdiscover(CAPTURES["superbench-faked-hdr-mcs8500-full-f-flags.txt"])
     c = classify(f)
     by_name = {n.name: n.tier for n in c.nodes.values() if n.role is Role.SWITCH}
-    assert by_name["rmd70-0101-0908-01ib1-A"] in (2, 3)
+    # The director's chips keep their board in the name: spine board S01, line boards L01/L02.
+    assert by_name["rmd70-0101-0908-01ib1-A/S01"] == 3
+    assert by_name["rmd70-0101-0908-01ib1-A/L01"] == by_name["rmd70-0101-0908-01ib1-A/L02"] == 2
     assert by_name["rmd70-0101-0919-01ib0"] == 1
 
 
-def test_selene_is_not_rail_optimized_and_has_three_tiers() -> None:
+def test_selene_storage_has_two_rails_and_three_tiers() -> None:
     f = read_ibnetdiscover(CAPTURES["ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"])
     c = classify(f)
-    assert not c.rail_optimized
+    # Each of the 458 DGX (luna-NNNN) has its two storage ports, mlx5_4 and mlx5_10, on the two
+    # leaves of a leaf pair, each leaf carrying one of them: most multi-HCA hosts spread by index.
+    # The 160 DDN appliances with HCA-1/HCA-2 on one leaf are built that way (all of them), so
+    # they neither decide the rails nor are reported.
+    assert c.rail_optimized and c.rail_indexes == (4, 10)
+    luna = [c.nodes[g] for g in c.hosts["luna-0001"]]
+    assert {n.adapter: n.rail for n in luna} == {"mlx5_4": 0, "mlx5_10": 1}
+    assert len({n.leaf for n in luna}) == 2
     # SLG03-09..12 have no hosts left but reach exactly the spines of their pod: leaves, not cores.
     assert c.tier_counts() == {1: 64, 2: 64, 3: 32}
 

@@ -116,7 +116,16 @@ SUPERPOD = next(p for p in CAPTURES if "superpod" in p.name)
     [
         ("", 0, "no Switch or Ca records"),
         ("# just a header\n\n", 2, "no Switch or Ca records"),
-        ("hello world\n", 1, "unrecognised line"),
+        # A text with nothing of the tool's in it: every line skipped, so no records.
+        ("hello world\n", 1, "no Switch or Ca records"),
+        # A line that looks like the tool's but does not parse is never skipped.
+        ('Switch\t4 "S-00000000000000aa"\tenhanced port 0\n', 1, "unrecognised line"),
+        (
+            'Switch\t4 "S-00000000000000aa"\t# "sw" enhanced port 0 lid 1 lmc 0\n'
+            'user@mgmt:~$ oops\n[1]\t"H-00000000000000bb"[1](bb)\t# "h" lid 2 4xHDR\n',
+            2,
+            "unrecognised line inside a Switch/Ca record",
+        ),
         ('[1]\t"S-0000000000000001"[2]\t# "x" lid 1 4xHDR\n', 1, "port line outside"),
         (
             'Switch\t4 "S-00000000000000aa"\t# "sw" enhanced port 0 lid 1 lmc 0\n[1]\t"H-00000000000000bb"[1]\n',

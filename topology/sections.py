@@ -1,0 +1,182 @@
+"""The compute fabric and its side groups: which switches belong to which, and their tiers.
+
+A management, storage or service group is often attached to a compute fabric: its own leaves
+and spines, cabled to a few of the compute fabric's spines or cores. Counting tiers over the
+whole fabric would put it under the compute tiers (a 3-tier fabric with "tier 5" switches) or
+compare its leaves with 200 compute leaves. So the fabric is split first:
+
+* **pods**: leaves (switches with hosts) joined with the switches they are cabled to directly,
+  one tier up (and with other leaves they are cabled to);
+* **cores**: the switches above the pods. A pod that reaches at least half as many cores as the
+  best-connected pod is part of the compute fabric; with no cores at all (two tiers), the pod
+  with the most host HCAs is. Every other pod cabled to them is a **side group** (cabled to a
+  few compute spines or cores); a pod cabled to nothing else is a piece of a partial capture
+  (a ``-p`` excerpt), part of the compute fabric. Cores belong to the section whose switches below them have most cables to
+  them.
+* **tiers** are then counted within each section from its own leaves (1 leaf, 2 spine, 3 core).
+  A switch above the top of its section's design, with fewer than two switches of its section
+  below it (a spare chained to a core, a group whose hosts are all gone), is *hostless*: no
+  tier, rather than "tier 5".
+
+Limits: a side group whose own leaves are cabled straight to compute spines (no spines of its
+own) is one pod with the compute fabric, and is judged with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from topology.model import Guid
+
+COMPUTE, SIDE = "compute", "side"
+_COMPUTE_TIERS = {0: "hca", 1: "leaf", 2: "spine", 3: "core"}
+HOSTLESS = "hostless"
+
+
+@dataclass(frozen=True)
+class Section:
+    """The compute fabric (index 0) or one side group, with its sizes."""
+
+    index: int
+    kind: str  # compute | side
+    name: str  # "compute", "side group 1"
+    switches: tuple[Guid, ...]
+    leaves: int
+    hosts: int
+    hcas: int
+    depth: int  # the deepest tier of its design: 1 one leaf, 2 leaf-spine, 3 with cores
+
+
+def tier_name(kind: str, tier: int | None) -> str:
+    """``leaf``/``spine``/``core`` in the compute fabric, ``side leaf``... in a side group,
+    ``hostless`` for a switch no leaf of its section sits under."""
+    if tier is None:
+        return HOSTLESS
+    name = _COMPUTE_TIERS.get(tier, f"tier{tier}")
+    return name if kind == COMPUTE or tier == 0 else f"side {name}"
+
+
+def split_sections(
+    switch_far: Mapping[Guid, list[Guid]],
+    tiers: Mapping[Guid, int],
+    hcas_on: Mapping[Guid, int],
+    adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None],
+) -> tuple[dict[Guid, int], dict[Guid, int], list[str]]:
+    """(section per switch, tier per switch, kind per section) from the whole-fabric tiers
+    (``tiers``: 1 for leaves, breadth-first distance above). ``hcas_on``: host HCAs per leaf;
+    ``adjust`` fixes a section's tiers in place (hostless leaves, see topology.classify)."""
+    switches = switch_far.keys()
+    parent: dict[Guid, Guid] = {g: g for g in switches}
+
+    def find(x: Guid) -> Guid:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    leaves = [g for g, t in tiers.items() if t == 1]
+    in_pod: set[Guid] = set()
+    for leaf in leaves:
+        in_pod.add(leaf)
+        for far in switch_far[leaf]:
+            if far in switches and tiers.get(far) in (1, 2):
+                in_pod.add(far)
+                parent[find(far)] = find(leaf)
+    pods: dict[Guid, list[Guid]] = {}
+    for g in in_pod:
+        pods.setdefault(find(g), []).append(g)
+    uppers = [g for g in switches if g not in in_pod]
+    if len(pods) <= 1:
+        # One pod (the common case): a single section; only the design depth is checked.
+        single = dict.fromkeys(switches, 0)
+        return single, _design_tiers(switch_far, dict(tiers), set(in_pod), single, adjust), [COMPUTE]
+    upper_set = set(uppers)
+    up_cables = {
+        root: [f for g in members for f in switch_far[g] if f in upper_set] for root, members in pods.items()
+    }
+    reach = {root: len(set(cables)) for root, cables in up_cables.items()}
+    weight = {root: sum(hcas_on.get(g, 0) for g in members) for root, members in pods.items()}
+    # Cables to the cores per pod switch that has any: a compute spine's dozens, a side
+    # group's spine's one or two.
+    per_switch = {
+        root: len(up_cables[root])
+        / max(1, sum(1 for g in members if any(f in upper_set for f in switch_far[g])))
+        for root, members in pods.items()
+    }
+    best, most, thickest = max(reach.values()), max(map(len, up_cables.values())), max(per_switch.values())
+    if best:
+        # A compute pod reaches most cores with many cables from each of its spines (a partly
+        # built one at least a third of the best-cabled pod's cables); a side group reaches a
+        # few cores, or all of them with a cable or two per spine.
+        main = {
+            root
+            for root, n in reach.items()
+            if 2 * n >= best and 3 * len(up_cables[root]) >= most and 2 * per_switch[root] >= thickest
+        }
+    else:
+        main = {max(pods, key=lambda root: (weight[root], len(pods[root]), root))}
+    # A side group is attached: a pod with no cable out of itself is a piece of a partial
+    # capture (a -p excerpt), judged with the compute fabric.
+    member_of = {g: root for root, members in pods.items() for g in members}
+    attached = {
+        root
+        for root, members in pods.items()
+        if any(f in switches and member_of.get(f) != root for g in members for f in switch_far[g])
+    }
+    side_roots = sorted((r for r in pods if r not in main and r in attached), key=lambda r: min(pods[r]))
+    main |= set(pods) - set(side_roots)
+    index = {r: 0 for r in main} | {r: i + 1 for i, r in enumerate(side_roots)}
+    section: dict[Guid, int] = {g: index[root] for root, members in pods.items() for g in members}
+    # Switches above the pods, lowest first: the section of most of their cables down.
+    for u in sorted(uppers, key=lambda g: (tiers.get(g, 1 << 30), g)):
+        t = tiers.get(u)
+        votes = Counter(
+            section[f]
+            for f in switch_far[u]
+            if f in section and f != u and (t is None or tiers.get(f, 0) < t)
+        )
+        section[u] = min(votes, key=lambda s: (-votes[s], s)) if votes else 0
+    kinds = [COMPUTE] + [SIDE] * len(side_roots)
+    per_section: dict[Guid, int] = {}
+    for s in range(len(kinds)):
+        mine = {g for g, x in section.items() if x == s}
+        start = [g for g in leaves if g in mine]
+        per_section.update(_design_tiers(switch_far, _bfs(switch_far, mine, start), in_pod, section, adjust))
+    return section, per_section, kinds
+
+
+def _bfs(switch_far: Mapping[Guid, list[Guid]], mine: set[Guid], start: list[Guid]) -> dict[Guid, int]:
+    """Tiers within one section: 1 for its leaves, breadth-first distance over its own cables."""
+    tiers = dict.fromkeys(start, 1)
+    queue = deque(sorted(start))
+    while queue:
+        g = queue.popleft()
+        t = tiers[g] + 1
+        for f in switch_far[g]:
+            if f in mine and f not in tiers:
+                tiers[f] = t
+                queue.append(f)
+    return tiers
+
+
+def _design_tiers(
+    switch_far: Mapping[Guid, list[Guid]],
+    tiers: dict[Guid, int],
+    in_pod: set[Guid],
+    section: Mapping[Guid, int],
+    adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None],
+) -> dict[Guid, int]:
+    """``tiers`` without the switches above their section's design: a switch over the pods
+    with fewer than two switches of its section one tier below it is hostless (dropped)."""
+    adjust(switch_far, tiers)
+    design: set[Guid] = {g for g, t in tiers.items() if t <= 2 or g in in_pod}
+    for g in sorted((g for g, t in tiers.items() if g not in design), key=tiers.__getitem__):
+        t = tiers[g]
+        below = {
+            f for f in switch_far[g] if f in design and tiers.get(f) == t - 1 and section[f] == section[g]
+        }
+        if len(below) >= 2:
+            design.add(g)
+    return {g: t for g, t in tiers.items() if g in design}
