@@ -89,6 +89,9 @@ class PairRun:
     cleanup: CommandResult | None
 
 
+_NO_PIDFILE = "ibfab: no server pid file"
+
+
 def run_pair(
     server: Transport,
     client: Transport,
@@ -121,10 +124,14 @@ def run_pair(
     finally:
         kill = (
             f"if [ -f {pidfile} ]; then kill -TERM $(cat {pidfile}) 2>/dev/null; sleep 0.2;"
-            f" kill -KILL $(cat {pidfile}) 2>/dev/null; rm -f {pidfile}; fi; true"
+            f" kill -KILL $(cat {pidfile}) 2>/dev/null; rm -f {pidfile}; else echo {_NO_PIDFILE}; fi; true"
         )
         cleanup_result = cleanup.run(["sh", "-c", kill], 15.0)
         thread.join(timeout + 10)
+        if _NO_PIDFILE in cleanup_result.stdout:
+            # The server had not started when the client was done (a slow connection): it ran late,
+            # bounded by its timeout, and left its PID file; the thread is back, so remove it now.
+            cleanup.run(["rm", "-f", pidfile], 15.0)
     return PairRun(box.get("server") or _missing(server.host), client_result, cleanup_result)
 
 
