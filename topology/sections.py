@@ -14,8 +14,8 @@ compare its leaves with 200 compute leaves. So the fabric is split first:
   (a ``-p`` excerpt), part of the compute fabric. Cores belong to the section whose switches below them have most cables to
   them.
 * **tiers** are then counted within each section from its own leaves (1 leaf, 2 spine, 3 core).
-  A switch above the top of its section's design, with fewer than two switches of its section
-  below it (a spare chained to a core, a group whose hosts are all gone), is *hostless*: no
+  A core joins pods; a switch over one pod only, or above the cores (a spare chained to a core,
+  a group whose hosts are all gone), lies on no path between two leaves and is *hostless*: no
   tier, rather than "tier 5".
 
 Limits: a side group whose own leaves are cabled straight to compute spines (no spines of its
@@ -91,7 +91,8 @@ def split_sections(
     if len(pods) <= 1:
         # One pod (the common case): a single section; only the design depth is checked.
         single = dict.fromkeys(switches, 0)
-        return single, _design_tiers(switch_far, dict(tiers), set(in_pod), single, adjust), [COMPUTE]
+        pod_of = dict.fromkeys(in_pod, Guid(""))
+        return single, _design_tiers(switch_far, dict(tiers), pod_of, single, adjust), [COMPUTE]
     upper_set = set(uppers)
     up_cables = {
         root: [f for g in members for f in switch_far[g] if f in upper_set] for root, members in pods.items()
@@ -143,7 +144,9 @@ def split_sections(
     for s in range(len(kinds)):
         mine = {g for g, x in section.items() if x == s}
         start = [g for g in leaves if g in mine]
-        per_section.update(_design_tiers(switch_far, _bfs(switch_far, mine, start), in_pod, section, adjust))
+        per_section.update(
+            _design_tiers(switch_far, _bfs(switch_far, mine, start), member_of, section, adjust)
+        )
     return section, per_section, kinds
 
 
@@ -164,19 +167,26 @@ def _bfs(switch_far: Mapping[Guid, list[Guid]], mine: set[Guid], start: list[Gui
 def _design_tiers(
     switch_far: Mapping[Guid, list[Guid]],
     tiers: dict[Guid, int],
-    in_pod: set[Guid],
+    pod_of: Mapping[Guid, Guid],
     section: Mapping[Guid, int],
     adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None],
 ) -> dict[Guid, int]:
-    """``tiers`` without the switches above their section's design: a switch over the pods
-    with fewer than two switches of its section one tier below it is hostless (dropped)."""
+    """``tiers`` without the switches above their section's design. Leaves and spines are the
+    pods'; a core joins pods (its spines below are of two pods or more): a switch over one pod
+    only, or anything higher than a core, lies on no shortest path between two leaves, so it is
+    hostless (dropped): a spare chained to a core, a side group whose hosts are all gone, cores
+    cabled for pods not built yet. (Four-tier fat trees are not recognised.)"""
     adjust(switch_far, tiers)
-    design: set[Guid] = {g for g, t in tiers.items() if t <= 2 or g in in_pod}
-    for g in sorted((g for g, t in tiers.items() if g not in design), key=tiers.__getitem__):
-        t = tiers[g]
-        below = {
-            f for f in switch_far[g] if f in design and tiers.get(f) == t - 1 and section[f] == section[g]
-        }
-        if len(below) >= 2:
-            design.add(g)
-    return {g: t for g, t in tiers.items() if g in design}
+    out: dict[Guid, int] = {}
+    for g, t in tiers.items():
+        if t <= 2:
+            out[g] = t
+        elif t == 3:
+            pods = {
+                pod_of[f]
+                for f in switch_far[g]
+                if tiers.get(f) == 2 and f in pod_of and section[f] == section[g]
+            }
+            if len(pods) >= 2:
+                out[g] = t
+    return out
