@@ -7,12 +7,13 @@ compare its leaves with 200 compute leaves. So the fabric is split first:
 
 * **pods**: leaves (switches with hosts) joined with the switches they are cabled to directly,
   one tier up (and with other leaves they are cabled to);
-* **cores**: the switches above the pods. A pod that reaches at least half as many cores as the
-  best-connected pod is part of the compute fabric; with no cores at all (two tiers), the pod
-  with the most host HCAs is. Every other pod cabled to them is a **side group** (cabled to a
-  few compute spines or cores); a pod cabled to nothing else is a piece of a partial capture
-  (a ``-p`` excerpt), part of the compute fabric. Cores belong to the section whose switches below them have most cables to
-  them.
+* **cores**: the switches above the pods. A pod is part of the compute fabric when it reaches
+  at least half as many cores as the best-connected pod, with more than a third as many cables
+  and more than half as many per switch cabled to a core (compute spines carry many core
+  cables each; a side group's spines one or two); with no cores at all (two tiers), the pod
+  with the most host HCAs is. Every other pod cabled to them is a **side group**; a pod cabled
+  to nothing else is a piece of a partial capture (a ``-p`` excerpt), part of the compute
+  fabric. Cores belong to the section whose switches below them have most cables to them.
 * **tiers** are then counted within each section from its own leaves (1 leaf, 2 spine, 3 core).
   A core joins pods; a switch over one pod only, or above the cores (a spare chained to a core,
   a group whose hosts are all gone), lies on no path between two leaves and is *hostless*: no
@@ -114,7 +115,7 @@ def split_sections(
         main = {
             root
             for root, n in reach.items()
-            if 2 * n >= best and 3 * len(up_cables[root]) >= most and 2 * per_switch[root] >= thickest
+            if 2 * n >= best and 3 * len(up_cables[root]) > most and 2 * per_switch[root] > thickest
         }
     else:
         main = {max(pods, key=lambda root: (weight[root], len(pods[root]), root))}
