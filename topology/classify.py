@@ -3,16 +3,19 @@
 Everything is derived from the cabling and the node descriptions, never from switch names:
 
 * **tier**: HCAs are tier 0; a switch with a host HCA is a leaf (1); other switches are counted up
-  from the leaves by breadth-first search (2 spine, 3 core, ...).
-* **host / HCA index** from NodeDescription: ``dgx-0042 mlx5_3`` (index 3), ``node01 HCA-1``
-  (1-based, index 0), ``luna-0123 mlx5_6``. Descriptions without a real host name (``localhost``,
-  ``ubuntu``, a bare adapter model such as ``MT4129 ConnectX7 Mellanox Technologies``) are
-  *unnamed*: they are never merged into one host. SHARP aggregation nodes and switch management
-  ports are not hosts.
-* **rails**: a fabric is rail-optimized when its leaves each carry one HCA index of many
-  multi-HCA hosts. Rails are numbered 0.. in the order of the HCA indexes they carry, so a
-  DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails 0-7. Rail leaves of one scalable unit stay
-  separate vertices (unlike topograph, which merges them).
+  from the leaves by breadth-first search (2 spine, 3 core) within their section: the compute
+  fabric or a side group (topology.sections); a switch above its section's design is hostless.
+* **host / HCA index** from NodeDescription in every naming habit (topology.naming):
+  ``dgx-0042 mlx5_3`` (index 3), ``node01 HCA-1`` (1-based, index 0), ``host/mlx5_3``,
+  ``host ib1``, ``host ibp11s0f0`` (index: PCI order in the host's layout). Descriptions without
+  a real host name (``localhost``, ``ubuntu``, a bare adapter model such as ``MT4129 ConnectX7
+  Mellanox Technologies``) are *unnamed*: they are never merged into one host. SHARP aggregation
+  nodes and switch management ports are not hosts.
+* **rails**: a fabric is rail-optimized when most multi-HCA hosts of the compute fabric spread
+  their HCAs over its leaves by index (see :func:`_rails`). Rails are numbered 0.. in the order
+  of the HCA indexes they carry, so a DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails
+  0-7. Rail leaves of one scalable unit stay separate vertices (unlike topograph, which merges
+  them).
 * **groups**: leaves that serve the same hosts (a scalable unit); where no host spans leaves,
   leaves that reach the same upper switches (a pod).
 
