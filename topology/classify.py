@@ -3,16 +3,19 @@
 Everything is derived from the cabling and the node descriptions, never from switch names:
 
 * **tier**: HCAs are tier 0; a switch with a host HCA is a leaf (1); other switches are counted up
-  from the leaves by breadth-first search (2 spine, 3 core, ...).
-* **host / HCA index** from NodeDescription: ``dgx-0042 mlx5_3`` (index 3), ``node01 HCA-1``
-  (1-based, index 0), ``luna-0123 mlx5_6``. Descriptions without a real host name (``localhost``,
-  ``ubuntu``, a bare adapter model such as ``MT4129 ConnectX7 Mellanox Technologies``) are
-  *unnamed*: they are never merged into one host. SHARP aggregation nodes and switch management
-  ports are not hosts.
-* **rails**: a fabric is rail-optimized when its leaves each carry one HCA index of many
-  multi-HCA hosts. Rails are numbered 0.. in the order of the HCA indexes they carry, so a
-  DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails 0-7. Rail leaves of one scalable unit stay
-  separate vertices (unlike topograph, which merges them).
+  from the leaves by breadth-first search (2 spine, 3 core) within their section: the compute
+  fabric or a side group (topology.sections); a switch above its section's design is hostless.
+* **host / HCA index** from NodeDescription in every naming habit (topology.naming):
+  ``dgx-0042 mlx5_3`` (index 3), ``node01 HCA-1`` (1-based, index 0), ``host/mlx5_3``,
+  ``host ib1``, ``host ibp11s0f0`` (index: PCI order in the host's layout). Descriptions without
+  a real host name (``localhost``, ``ubuntu``, a bare adapter model such as ``MT4129 ConnectX7
+  Mellanox Technologies``) are *unnamed*: they are never merged into one host. SHARP aggregation
+  nodes and switch management ports are not hosts.
+* **rails**: a fabric is rail-optimized when most multi-HCA hosts of the compute fabric spread
+  their HCAs over its leaves by index (see :func:`_rails`). Rails are numbered 0.. in the order
+  of the HCA indexes they carry, so a DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails
+  0-7. Rail leaves of one scalable unit stay separate vertices (unlike topograph, which merges
+  them).
 * **groups**: leaves that serve the same hosts (a scalable unit); where no host spans leaves,
   leaves that reach the same upper switches (a pod).
 
@@ -149,10 +152,8 @@ def _classify(fabric: Fabric) -> Classification:
 
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
-    whole = _tiers(switch_far, roles)
-    host_set = {g for g, r in roles.items() if r[0] is Role.COMPUTE or r[0] is Role.UNNAMED}
-    is_host = host_set.__contains__
-    hcas_on = {g: k for g, fars in switch_far.items() if (k := sum(map(is_host, fars)))}
+    hcas_on: dict[Guid, int] = {}
+    whole = _tiers(switch_far, roles, hcas_on)
     section_of, tiers, kinds = split_sections(switch_far, whole, hcas_on, _hostless_leaves)
     hca_leaf: dict[Guid, Guid] = {}
     neighbours = fabric.neighbours
@@ -179,7 +180,14 @@ def _classify(fabric: Fabric) -> Classification:
     tier_of = tiers.get
     for g, fars in switch_far.items():
         t = tier_of(g)
-        if t is not None:
+        if t is None:
+            continue
+        if len(kinds) == 1:
+            # Cables to switches of a higher tier (a loopback cable is on g's own tier), counted
+            # at C level: this runs over every switch port. count_uplinks has the general rule.
+            far_tiers = Counter(map(tier_of, fars))
+            uplinks[g] = sum(n for ft, n in far_tiers.items() if ft is not None and ft > t)
+        else:
             uplinks[g] = count_uplinks(g, fars, tier_of, section_of, kinds)
 
     nodes: dict[Guid, NodeClass] = {}
@@ -191,7 +199,7 @@ def _classify(fabric: Fabric) -> Classification:
     }
     compute = Role.COMPUTE
     names = {(k, t): tier_name(k, t) for k in set(kinds) for t in {*tiers.values(), None}}
-    section_get = section_of.get
+    section_get, multi = section_of.get, len(kinds) > 1
     for g, n in fabric.nodes.items():
         role, host, adapter, index = roles[g]
         # Positional arguments (field order): guid, name, role, tier, host, adapter, hca_index,
@@ -225,7 +233,7 @@ def _classify(fabric: Fabric) -> Classification:
             index_rail.get(index) if index is not None and role is compute else None,
             group_of_leaf(leaf) if leaf is not None else None,
             leaf,
-            section_get(leaf, 0) if leaf is not None else 0,
+            section_get(leaf, 0) if multi and leaf is not None else 0,
         )
     return Classification(
         nodes=MappingProxyType(nodes),
@@ -234,7 +242,7 @@ def _classify(fabric: Fabric) -> Classification:
         groups=groups,
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
-        sections=_sections(kinds, section_of, tiers, nodes, hosts),
+        sections=_sections(kinds, section_of, tiers, nodes, hosts, hcas_on),
     )
 
 
@@ -272,17 +280,22 @@ def _sections(
     tiers: Mapping[Guid, int],
     nodes: Mapping[Guid, NodeClass],
     hosts: Mapping[str, list[Guid]],
+    hcas_on: Mapping[Guid, int],
 ) -> tuple[Section, ...]:
     members: dict[int, list[Guid]] = defaultdict(list)
     for g, s in section_of.items():
         members[s].append(g)
     hcas: Counter[int] = Counter()
     host_sections: dict[int, set[str]] = defaultdict(set)
-    for c in nodes.values():
-        if c.tier == 0 and c.role in (Role.COMPUTE, Role.UNNAMED) and c.leaf is not None:
-            hcas[c.section] += 1
-            if c.host is not None:
-                host_sections[c.section].add(c.host)
+    if len(kinds) == 1:
+        hcas[0] = sum(hcas_on.values())  # one section: every host HCA on a switch is its
+        host_sections[0] = set(hosts)
+    else:
+        for c in nodes.values():
+            if c.tier == 0 and c.role in (Role.COMPUTE, Role.UNNAMED) and c.leaf is not None:
+                hcas[c.section] += 1
+                if c.host is not None:
+                    host_sections[c.section].add(c.host)
     out = []
     side = 0
     for s, kind in enumerate(kinds):
@@ -308,16 +321,18 @@ def _sections(
 def _name_hosts(roles: dict[Guid, tuple[Role, str | None, str | None, int | None]]) -> None:
     """One spelling per host (``DGX01``/``dgx01``), and an index for adapters named by their PCI
     address (``ibp11s0f0``): their order among the host's adapters (topology.naming)."""
-    spelled = host_spellings(r[1] for r in roles.values() if r[0] is Role.COMPUTE and r[1] is not None)
+    compute = [(g, r) for g, r in roles.items() if r[0] is Role.COMPUTE and r[1] is not None]
+    spelled = host_spellings(r[1] for _, r in compute if r[1] is not None)
+    respell = any(k != v for k, v in spelled.items())
+    if respell:
+        for g, (role, host, adapter, index) in compute:
+            assert host is not None
+            roles[g] = (role, spelled[host], adapter, index)
     by_pci: dict[str, dict[Guid, PciKey]] = defaultdict(dict)
-    for g, (role, host, adapter, index) in roles.items():
-        if role is not Role.COMPUTE or host is None:
-            continue
-        host = spelled[host]
-        roles[g] = (role, host, adapter, index)
-        key = pci_key(adapter) if adapter is not None and index is None else None
-        if key is not None:
-            by_pci[host][g] = key
+    for g, (_, host, adapter, index) in compute:
+        if index is None and adapter is not None and (key := pci_key(adapter)) is not None:
+            assert host is not None
+            by_pci[spelled[host]][g] = key
     for g, index in pci_indexes(by_pci).items():
         role, host, adapter, _ = roles[g]
         roles[g] = (role, host, adapter, index)
@@ -339,8 +354,10 @@ _GUID = operator.attrgetter("guid")
 def _tiers(
     switch_far: Mapping[Guid, list[Guid]],
     roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
+    hcas_on: dict[Guid, int],
 ) -> dict[Guid, int]:
-    """Leaves are switches with host HCAs; the rest are counted up from them.
+    """Leaves are switches with host HCAs; the rest are counted up from them. Fills ``hcas_on``
+    (host HCAs per switch that has any).
 
     A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
     candidate linked to two or more other candidates that carry a larger share of hosts, and whose
@@ -354,6 +371,7 @@ def _tiers(
     for g, fars in switch_far.items():
         h = sum(map(is_host, fars))
         if h > 0:
+            hcas_on[g] = h
             s = sum(map(is_switch, fars)) - fars.count(g)
             share[g] = h / max(1, h + s)
     candidates = share.keys()

@@ -475,10 +475,16 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     """Parse a saved ibnetdiscover file (any line endings)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as fh:
+            bom = fh.read(2)
+        # Text mode decodes in chunks (a 10 MB capture is not held twice); newline="" keeps
+        # the line ends as saved (see decode_capture).
+        encoding = "utf-16" if bom in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+        with open(p, encoding=encoding, errors="replace", newline="") as fh:
+            text = fh.read()
     except OSError as exc:
         raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
-    return parse_ibnetdiscover_text(decode_capture(data), str(p))
+    return parse_ibnetdiscover_text(text, str(p))
 
 
 def decode_capture(data: bytes) -> str:

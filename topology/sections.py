@@ -7,15 +7,16 @@ compare its leaves with 200 compute leaves. So the fabric is split first:
 
 * **pods**: leaves (switches with hosts) joined with the switches they are cabled to directly,
   one tier up (and with other leaves they are cabled to);
-* **cores**: the switches above the pods. A pod that reaches at least half as many cores as the
-  best-connected pod is part of the compute fabric; with no cores at all (two tiers), the pod
-  with the most host HCAs is. Every other pod cabled to them is a **side group** (cabled to a
-  few compute spines or cores); a pod cabled to nothing else is a piece of a partial capture
-  (a ``-p`` excerpt), part of the compute fabric. Cores belong to the section whose switches below them have most cables to
-  them.
+* **cores**: the switches above the pods. A pod is part of the compute fabric when it reaches
+  at least half as many cores as the best-connected pod, with more than a third as many cables
+  and more than half as many per switch cabled to a core (compute spines carry many core
+  cables each; a side group's spines one or two); with no cores at all (two tiers), the pod
+  with the most host HCAs is. Every other pod cabled to them is a **side group**; a pod cabled
+  to nothing else is a piece of a partial capture (a ``-p`` excerpt), part of the compute
+  fabric. Cores belong to the section whose switches below them have most cables to them.
 * **tiers** are then counted within each section from its own leaves (1 leaf, 2 spine, 3 core).
-  A switch above the top of its section's design, with fewer than two switches of its section
-  below it (a spare chained to a core, a group whose hosts are all gone), is *hostless*: no
+  A core joins pods; a switch over one pod only, or above the cores (a spare chained to a core,
+  a group whose hosts are all gone), lies on no path between two leaves and is *hostless*: no
   tier, rather than "tier 5".
 
 Limits: a side group whose own leaves are cabled straight to compute spines (no spines of its
@@ -65,8 +66,9 @@ def split_sections(
     adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None],
 ) -> tuple[dict[Guid, int], dict[Guid, int], list[str]]:
     """(section per switch, tier per switch, kind per section) from the whole-fabric tiers
-    (``tiers``: 1 for leaves, breadth-first distance above). ``hcas_on``: host HCAs per leaf;
-    ``adjust`` fixes a section's tiers in place (hostless leaves, see topology.classify)."""
+    (``tiers``: 1 for leaves, breadth-first distance above, already fixed by ``adjust``).
+    ``hcas_on``: host HCAs per leaf; ``adjust`` fixes a section's own tiers in place (hostless
+    leaves, see topology.classify)."""
     switches = switch_far.keys()
     parent: dict[Guid, Guid] = {g: g for g in switches}
 
@@ -77,35 +79,45 @@ def split_sections(
         return x
 
     leaves = [g for g, t in tiers.items() if t == 1]
-    in_pod: set[Guid] = set()
+    low = {g for g, t in tiers.items() if t <= 2}  # leaves and the switches one tier up
+    in_pod: set[Guid] = set(leaves)
     for leaf in leaves:
-        in_pod.add(leaf)
-        for far in switch_far[leaf]:
-            if far in switches and tiers.get(far) in (1, 2):
-                in_pod.add(far)
-                parent[find(far)] = find(leaf)
+        # Set operations at C level: this runs over every leaf port.
+        near = low.intersection(switch_far[leaf])
+        in_pod |= near
+        root = find(leaf)
+        for far in near:
+            r = find(far)
+            if r != root:
+                parent[r] = root
     pods: dict[Guid, list[Guid]] = {}
     for g in in_pod:
         pods.setdefault(find(g), []).append(g)
-    uppers = [g for g in switches if g not in in_pod]
     if len(pods) <= 1:
         # One pod (the common case): a single section; only the design depth is checked.
         single = dict.fromkeys(switches, 0)
-        return single, _design_tiers(switch_far, dict(tiers), set(in_pod), single, adjust), [COMPUTE]
+        pod_of = dict.fromkeys(in_pod, Guid(""))
+        return single, _design_tiers(switch_far, dict(tiers), pod_of, single, None), [COMPUTE]
+    uppers = [g for g in switches if g not in in_pod]
     upper_set = set(uppers)
-    up_cables = {
-        root: [f for g in members for f in switch_far[g] if f in upper_set] for root, members in pods.items()
-    }
-    reach = {root: len(set(cables)) for root, cables in up_cables.items()}
-    weight = {root: sum(hcas_on.get(g, 0) for g in members) for root, members in pods.items()}
+    is_upper = upper_set.__contains__
+    member_of = {g: root for root, members in pods.items() for g in members}
+    up_cables: dict[Guid, int] = dict.fromkeys(pods, 0)
+    up_switches: dict[Guid, int] = dict.fromkeys(pods, 0)
+    reached: dict[Guid, set[Guid]] = {root: set() for root in pods}
+    for g, root in member_of.items():
+        if tiers.get(g) == 1:
+            continue  # a leaf's switch neighbours are all in its pod
+        ups = list(filter(is_upper, switch_far[g]))
+        if ups:
+            up_cables[root] += len(ups)
+            up_switches[root] += 1
+            reached[root].update(ups)
+    reach = {root: len(r) for root, r in reached.items()}
     # Cables to the cores per pod switch that has any: a compute spine's dozens, a side
     # group's spine's one or two.
-    per_switch = {
-        root: len(up_cables[root])
-        / max(1, sum(1 for g in members if any(f in upper_set for f in switch_far[g])))
-        for root, members in pods.items()
-    }
-    best, most, thickest = max(reach.values()), max(map(len, up_cables.values())), max(per_switch.values())
+    per_switch = {root: up_cables[root] / max(1, up_switches[root]) for root in pods}
+    best, most, thickest = max(reach.values()), max(up_cables.values()), max(per_switch.values())
     if best:
         # A compute pod reaches most cores with many cables from each of its spines (a partly
         # built one at least a third of the best-cabled pod's cables); a side group reaches a
@@ -113,22 +125,29 @@ def split_sections(
         main = {
             root
             for root, n in reach.items()
-            if 2 * n >= best and 3 * len(up_cables[root]) >= most and 2 * per_switch[root] >= thickest
+            if 2 * n >= best and 3 * up_cables[root] > most and 2 * per_switch[root] > thickest
         }
     else:
+        weight = {root: sum(hcas_on.get(g, 0) for g in members) for root, members in pods.items()}
         main = {max(pods, key=lambda root: (weight[root], len(pods[root]), root))}
     # A side group is attached: a pod with no cable out of itself is a piece of a partial
     # capture (a -p excerpt), judged with the compute fabric.
-    member_of = {g: root for root, members in pods.items() for g in members}
-    attached = {
-        root
-        for root, members in pods.items()
-        if any(f in switches and member_of.get(f) != root for g in members for f in switch_far[g])
-    }
-    side_roots = sorted((r for r in pods if r not in main and r in attached), key=lambda r: min(pods[r]))
-    main |= set(pods) - set(side_roots)
-    index = {r: 0 for r in main} | {r: i + 1 for i, r in enumerate(side_roots)}
-    section: dict[Guid, int] = {g: index[root] for root, members in pods.items() for g in members}
+    side_roots = sorted(
+        (
+            root
+            for root in pods
+            if root not in main
+            and (
+                reach[root] or any(member_of.get(f, root) != root for g in pods[root] for f in switch_far[g])
+            )
+        ),
+        key=lambda r: min(pods[r]),
+    )
+    if not side_roots:
+        single = dict.fromkeys(switches, 0)
+        return single, _design_tiers(switch_far, dict(tiers), member_of, single, None), [COMPUTE]
+    index = dict.fromkeys(pods, 0) | {r: i + 1 for i, r in enumerate(side_roots)}
+    section: dict[Guid, int] = {g: index[root] for g, root in member_of.items()}
     # Switches above the pods, lowest first: the section of most of their cables down.
     for u in sorted(uppers, key=lambda g: (tiers.get(g, 1 << 30), g)):
         t = tiers.get(u)
@@ -143,7 +162,9 @@ def split_sections(
     for s in range(len(kinds)):
         mine = {g for g, x in section.items() if x == s}
         start = [g for g in leaves if g in mine]
-        per_section.update(_design_tiers(switch_far, _bfs(switch_far, mine, start), in_pod, section, adjust))
+        per_section.update(
+            _design_tiers(switch_far, _bfs(switch_far, mine, start), member_of, section, adjust)
+        )
     return section, per_section, kinds
 
 
@@ -164,19 +185,23 @@ def _bfs(switch_far: Mapping[Guid, list[Guid]], mine: set[Guid], start: list[Gui
 def _design_tiers(
     switch_far: Mapping[Guid, list[Guid]],
     tiers: dict[Guid, int],
-    in_pod: set[Guid],
+    pod_of: Mapping[Guid, Guid],
     section: Mapping[Guid, int],
-    adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None],
+    adjust: Callable[[Mapping[Guid, list[Guid]], dict[Guid, int]], None] | None,
 ) -> dict[Guid, int]:
-    """``tiers`` without the switches above their section's design: a switch over the pods
-    with fewer than two switches of its section one tier below it is hostless (dropped)."""
-    adjust(switch_far, tiers)
-    design: set[Guid] = {g for g, t in tiers.items() if t <= 2 or g in in_pod}
-    for g in sorted((g for g, t in tiers.items() if g not in design), key=tiers.__getitem__):
-        t = tiers[g]
-        below = {
-            f for f in switch_far[g] if f in design and tiers.get(f) == t - 1 and section[f] == section[g]
-        }
-        if len(below) >= 2:
-            design.add(g)
-    return {g: t for g, t in tiers.items() if g in design}
+    """``tiers`` (fixed by ``adjust`` first, when given) without the switches above their section's design. Leaves and spines are the
+    pods'; a core joins pods (its spines below are of two pods or more): a switch over one pod
+    only, or anything higher than a core, lies on no shortest path between two leaves, so it is
+    hostless (dropped): a spare chained to a core, a side group whose hosts are all gone, cores
+    cabled for pods not built yet. (Four-tier fat trees are not recognised.)"""
+    if adjust is not None:
+        adjust(switch_far, tiers)
+    out = {g: t for g, t in tiers.items() if t <= 2}
+    spines = {g for g, t in out.items() if t == 2 and g in pod_of}
+    for g, t in tiers.items():
+        if t == 3:
+            below = spines.intersection(switch_far[g])  # C level: a core has many ports
+            pods = {pod_of[f] for f in below if section[f] == section[g]}
+            if len(pods) >= 2:
+                out[g] = t
+    return out

@@ -394,7 +394,8 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     """Cables slower than their peers.
 
     Width is compared across all cables of one tier pair. Speed is compared among cables that
-    should run at one speed: a host's HCA cables, single-HCA hosts of one model on one leaf, or
+    should run at one speed: a host's HCA cables to one leaf model, single-HCA hosts of one model
+    on one leaf, or
     switch cables of one hardware pair (an EDR storage host on an HDR leaf is a design, not a fault).
     """
     # A node's part in the class of its cables: (tier, devid, None) for a switch, (0, 0, host key)
@@ -411,7 +412,9 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             # only with its own (the compute fabric, section 0, keeps its plain tiers).
             token[g] = (t + 100 * c.section, devid[g], None)
         elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
-            token[g] = (0, 0, ("host", c.host))
+            # A host's cables should run one speed, on one model of leaf: its card on an FDR
+            # switch runs FDR beside its cards on an EDR switch by design.
+            token[g] = (0, 0, ("host", c.host, devid.get(c.leaf, 0) if c.leaf is not None else 0))
         else:
             plain_hcas.add(g)
 

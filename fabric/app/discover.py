@@ -91,7 +91,8 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
                 "description": node.description,
                 "role": c.role.value,
                 "tier": c.tier,
-                "tier_name": TIER_NAMES.get(c.tier) if c.tier is not None else None,
+                "tier_name": c.tier_name,
+                "section": c.section,
                 "host": c.host,
                 "adapter": c.adapter,
                 "hca_index": c.hca_index,
@@ -127,7 +128,11 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
 
 def summary(d: Discovery) -> dict[str, Any]:
     cls = d.classification
-    tiers = cls.tier_counts()
+    tiers = Counter(
+        (c.section, c.tier if c.tier is not None else 99, c.tier_name)
+        for c in cls.nodes.values()
+        if c.role.value == "switch"
+    )
     roles = Counter(c.role.value for c in cls.nodes.values())
     return {
         "source": d.source,
@@ -139,8 +144,30 @@ def summary(d: Discovery) -> dict[str, Any]:
         "rail_optimized": cls.rail_optimized,
         "rail_hca_indexes": list(cls.rail_indexes),
         "groups": len(cls.groups),
-        "tiers": {TIER_NAMES.get(t, f"tier{t}"): n for t, n in sorted(tiers.items())},
+        "tiers": _by_name(tiers),
+        # The compute fabric and its side groups (management, storage: topology.sections).
+        "sections": [
+            {
+                "name": sec.name,
+                "kind": sec.kind,
+                "switches": len(sec.switches),
+                "leaves": sec.leaves,
+                "hosts": sec.hosts,
+                "hcas": sec.hcas,
+                "tiers": sec.depth,
+            }
+            for sec in cls.sections
+        ],
+        "parse_warnings": list(d.fabric.warnings),
         "roles": dict(sorted(roles.items())),
         "anomalies": dict(sorted(Counter(a.kind for a in d.anomalies).items())),
         "tool_warnings": len(d.tool_warnings),
     }
+
+
+def _by_name(tiers: Counter[tuple[int, int, str]]) -> dict[str, int]:
+    """Switches per tier name, compute tiers first, then each side group's, hostless last."""
+    out: dict[str, int] = {}
+    for (_, _, name), n in sorted(tiers.items(), key=lambda kv: (kv[0][1] == 99, kv[0])):
+        out[name] = out.get(name, 0) + n
+    return out

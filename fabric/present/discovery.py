@@ -24,6 +24,11 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
     other = {k: v for k, v in s["roles"].items() if k not in ("compute", "switch")}
     if other:
         lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
+    for sec in s["sections"][1:]:
+        lines.append(
+            f"  {sec['name']}: {sec['switches']} switches, {sec['leaves']} leaves, {sec['hosts']} hosts "
+            "(cabled to the compute fabric; judged against its own peers)"
+        )
     lines += [f"  note: {w}" for w in d.fabric.warnings]
     if d.tool_warnings:
         lines.append(f"  ibnetdiscover printed {len(d.tool_warnings)} warnings (nodes may be missing):")

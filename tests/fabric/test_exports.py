@@ -84,8 +84,9 @@ def test_selene_tree_has_leaves_under_spines_under_cores() -> None:
     fabric = read_ibnetdiscover(_capture("ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"))
     cls = classify(fabric)
     tree = build_tree(fabric, cls)
-    assert [len(level) for level in tree.levels] == [39, 64, 32]
-    assert tree.levels[0][0].name == "SLG01-01" and tree.levels[0][0].nodes[0] == "luna-0001"
+    # The DGX storage ports (mlx5_4/mlx5_10) are two rails over leaf pairs: a pair is one unit.
+    assert [len(level) for level in tree.levels] == [38, 64, 32]
+    assert tree.levels[0][0].name == "su01" and tree.levels[0][0].nodes[0] == "luna-0001"
     assert all(sw.name.startswith("SSPINE") for sw in tree.levels[1])
     assert all(set(sw.children) <= {s.name for s in tree.levels[0]} for sw in tree.levels[1])
     assert all(set(sw.children) <= {s.name for s in tree.levels[1]} for sw in tree.levels[2])

@@ -171,7 +171,9 @@ def test_selene_capture_loads_in_slurmctld(slurmctld: Callable[[str, list[str]],
     got = _check(tree, slurmctld(topology_conf(tree).text, list(tree.host_switch)))
     levels = {lv for lv, _, _ in got.values()}
     assert levels == {0, 1, 2}
-    assert got["SLG01-01"] == (0, frozenset(expand_hosts("luna-[0001-0024]")), frozenset())
+    # Each DGX has its storage ports mlx5_4/mlx5_10 on the two leaves of a leaf pair (two rails):
+    # the pair is the unit, SLG01-01 + SLG01-02 serve luna-0001..0024.
+    assert got["su01"] == (0, frozenset(expand_hosts("luna-[0001-0024]")), frozenset())
     assert all(n.startswith("SSPINE") for n, (lv, _, _) in got.items() if lv == 1)
     # The four leaves of the third pod that have no hosts left (SLG03-09..12) are leaves, not
     # cores: only the 32 cores sit on top.
