@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.runner import LocalTransport
-from probes.transport import CommandResult
+from probes.transport import ANY_EXIT_CODE, CommandResult
 from topology.errors import LabError, UsageError
 from topology.generate import (
     DEFAULT_PRESET,
@@ -406,7 +406,7 @@ def run_tool(
     ``check`` False any exit code comes back as a result)."""
     t = transport(name)
     result = t.run(argv, timeout)
-    return t.require(result, ok_codes if check else range(-255, 256))
+    return t.require(result, ok_codes if check else ANY_EXIT_CODE)
 
 
 # -- the simulator console ----------------------------------------------------------------------

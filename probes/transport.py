@@ -62,6 +62,11 @@ class HostError(TransportError):
         super().__init__(f"{host}: {message}")
 
 
+# ``ok_codes`` that take any exit code (signals as negative codes included): for tools whose exit
+# code is data (ibqueryerrors exits 1 when it finds errors, perfquery 255 when a node is silent).
+ANY_EXIT_CODE = range(-255, 256)
+
+
 def exit_code_error(
     result: CommandResult, ok_codes: Sequence[int] = (0,), where: str | None = None
 ) -> IbfabError | None:

@@ -26,7 +26,7 @@ from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
 from fabric.store import RawCapture, Store
 from fabric.store.captures import CompressAhead
-from probes.transport import CommandResult
+from probes.transport import ANY_EXIT_CODE, CommandResult
 from topology._speed import gc_paused
 from topology.diff import LinkEvent, diff_fabrics
 from topology.errors import IbfabError, UsageError
@@ -44,7 +44,7 @@ def tool_runner(src: Source, ssh: SshOptions | None = None) -> RunTool:
     only when the tool could not run to the end (not found, timed out, connection lost)."""
     if not src.runs_tools:
         raise UsageError(f"counters cannot be collected from {src.label} (use --lab, --ssh or this machine)")
-    return lambda argv: run_tool(src, argv, TOOL_TIMEOUT, ssh, ok_codes=range(-255, 256))
+    return lambda argv: run_tool(src, argv, TOOL_TIMEOUT, ssh, ok_codes=ANY_EXIT_CODE)
 
 
 @dataclass(frozen=True, slots=True)
