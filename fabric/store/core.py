@@ -110,6 +110,8 @@ class StoreBase:
                     if step.to_version > version:
                         for statement in step.statements:
                             db.execute(statement)
+                        if step.run is not None:
+                            step.run(db)
                         version = step.to_version
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 

@@ -4,13 +4,15 @@ A new store is built the same way an old one is upgraded: the version-1 tables, 
 in :data:`MIGRATIONS`, all in one transaction. To change the schema, append a step (never edit
 one that has shipped) and bump nothing else: :data:`SCHEMA_VERSION` follows the list.
 
-Counter values are unsigned 64-bit, SQLite INTEGER is signed 64-bit: values at or above 2**63
-are stored two's-complement (``value - 2**64``, so negative) and turned back on load; see
-``fabric.store.counters``.
+Version 1 kept one ``port_counters`` row per port and snapshot (values at or above 2**63 stored
+two's-complement, as SQLite INTEGER is signed); version 2 converts them to the columnar blocks of
+``fabric.store.blocks`` (see ``fabric.store.legacy``) and drops that table.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fabric.core.fields import COUNTER_NAMES
@@ -150,14 +152,48 @@ BASE_SCHEMA: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """SQL statements that take a store from ``to_version - 1`` to ``to_version``."""
+    """SQL statements that take a store from ``to_version - 1`` to ``to_version``, then ``run``
+    (Python, on the same connection, in the same transaction) for what SQL cannot do."""
 
     to_version: int
     statements: tuple[str, ...]
+    run: Callable[[sqlite3.Connection], None] | None = None
+
+
+def _blocks_from_rows(db: sqlite3.Connection) -> None:
+    from fabric.store.legacy import blocks_from_rows
+
+    blocks_from_rows(db)
 
 
 # Append steps here; version 1 is BASE_SCHEMA.
-MIGRATIONS: tuple[Migration, ...] = ()
+MIGRATIONS: tuple[Migration, ...] = (
+    # 2: counter snapshots as columnar blocks (fabric.store.blocks), 1/7 of the rows' size; the
+    # rows of older snapshots are converted, then their table goes.
+    Migration(
+        2,
+        (
+            """CREATE TABLE port_sets (
+    id INTEGER PRIMARY KEY,
+    digest TEXT NOT NULL UNIQUE,      -- sha256 of the uncompressed JSON
+    ports INTEGER NOT NULL,
+    data BLOB NOT NULL,               -- zlib'd JSON: names, guid (index into names), port
+    crc INTEGER NOT NULL              -- CRC-32 of data
+)""",
+            """CREATE TABLE counter_blocks (
+    snapshot_id INTEGER PRIMARY KEY REFERENCES counter_snapshots (id) ON DELETE CASCADE,
+    port_set_id INTEGER NOT NULL REFERENCES port_sets (id),
+    base_id INTEGER REFERENCES counter_blocks (snapshot_id),  -- NULL: a key block
+    chain INTEGER NOT NULL,           -- blocks since the last key block (0: this is one)
+    data BLOB NOT NULL,               -- fabric.store.blocks.encode
+    crc INTEGER NOT NULL              -- CRC-32 of data
+)""",
+            "CREATE INDEX counter_blocks_by_port_set ON counter_blocks (port_set_id, snapshot_id)",
+            "CREATE INDEX counter_blocks_by_base ON counter_blocks (base_id)",
+        ),
+        _blocks_from_rows,
+    ),
+)
 
 
 def schema_version() -> int:
