@@ -12,9 +12,10 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 from __future__ import annotations
 
 from fabric.core.fields import PORT_COUNTER_FIELDS
-from fabric.store.core import BUSY_TIMEOUT_SECONDS, default_db_path
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, StoreDamaged, default_db_path
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables, link_subject
+from fabric.store.integrity import IntegrityTables
 from fabric.store.operations import OperationTables
 from fabric.store.probes import ProbeTables
 from fabric.store.records import (
@@ -22,10 +23,12 @@ from fabric.store.records import (
     Capture,
     CaptureInfo,
     CounterSnapshotInfo,
+    Damage,
     FindingRecord,
     PortCounterRow,
     ProbeResultRow,
     ProbeSweep,
+    QuarantineEntry,
     RawCapture,
     Run,
     Schedule,
@@ -38,7 +41,7 @@ from fabric.store.topologies import TopologyTables
 from topology.errors import StoreError
 
 
-class Store(TopologyTables, CounterTables, HistoryTables, ProbeTables, OperationTables):
+class Store(IntegrityTables, TopologyTables, CounterTables, HistoryTables, ProbeTables, OperationTables):
     """Open with :meth:`Store.open` (a context manager); every method is one transaction."""
 
 
@@ -49,14 +52,17 @@ __all__ = [
     "Capture",
     "CaptureInfo",
     "CounterSnapshotInfo",
+    "Damage",
     "FindingRecord",
     "PortCounterRow",
     "ProbeResultRow",
     "ProbeSweep",
+    "QuarantineEntry",
     "RawCapture",
     "Run",
     "Schedule",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoredSweep",
     "StoredTopology",

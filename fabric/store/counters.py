@@ -28,6 +28,7 @@ from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
 from fabric.store import blocks
 from fabric.store.blocks import KEY_EVERY, PortSet, Values
 from fabric.store.captures import CaptureTables, CompressAhead
+from fabric.store.core import StoreDamaged
 from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
 from topology.errors import StoreError
 
@@ -56,6 +57,7 @@ class BlockCodec:
         self._port_sets: dict[int, PortSet] = {}
         self.damaged: dict[int, str] = {}  # snapshot id -> why it cannot be read
         self._warned: set[int] = set()
+        self._root: dict[int, int] = {}  # snapshot id -> the damaged snapshot its chain hangs on
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, db: sqlite3.Connection, snapshot_id: int, ports: PortSet, values: Values) -> None:
@@ -104,8 +106,14 @@ class BlockCodec:
 
     def _port_set_id(self, db: sqlite3.Connection, ports: PortSet) -> int:
         blob, digest = ports.encode()
-        row = db.execute("SELECT id FROM port_sets WHERE digest = ?", (digest,)).fetchone()
+        row = db.execute("SELECT id, crc, data FROM port_sets WHERE digest = ?", (digest,)).fetchone()
         if row is not None:
+            if row[1] != blocks.checksum(row[2]):  # damaged since: these ports say what it held
+                db.execute(
+                    "UPDATE port_sets SET data = ?, crc = ? WHERE id = ?",
+                    (blob, blocks.checksum(blob), row[0]),
+                )
+                self._port_sets[int(row[0])] = ports
             return int(row[0])
         cur = db.execute(
             "INSERT INTO port_sets (digest, ports, data, crc) VALUES (?, ?, ?, ?)",
@@ -210,8 +218,16 @@ class BlockCodec:
     ) -> Values | None:
         base_id, crc, port_set_id = m
         if base_id is not None and base is None:
-            why = self.damaged.get(base_id, "unreadable")
-            return self._fail(sid, f"stored as a change against snapshot {base_id}, which is {why}", warn)
+            root = self._root.get(base_id, base_id)
+            self._root[sid] = root
+            why = f"stored as a change against snapshot {base_id}"
+            if root in self.damaged:
+                why += (
+                    f", which hangs on snapshot {root}: {self.damaged[root]}"
+                    if root != base_id
+                    else (f", which is {self.damaged[root]}")
+                )
+            return self._fail(sid, why, warn)
         row = db.execute("SELECT data FROM counter_blocks WHERE snapshot_id = ?", (sid,)).fetchone()
         if blocks.checksum(row[0]) != crc:
             return self._fail(sid, "damaged (checksum mismatch)", warn)
@@ -320,7 +336,7 @@ class CounterTables(CaptureTables):
             got = list(self._codec.decode(db, [snapshot_id]))
             if not got:
                 why = self._codec.damaged.get(snapshot_id, "unreadable")
-                raise StoreError(f"{self.path}: counter snapshot {snapshot_id} is {why}")
+                raise StoreDamaged(f"{self.path}: counter snapshot {snapshot_id} is {why}")
             _, values, port_set_id = got[0]
             return blocks.to_rows(self._codec.port_set(db, port_set_id), values)
 
@@ -405,8 +421,11 @@ class CounterTables(CaptureTables):
             self._delete_snapshots(db, doomed)
         return len(doomed)
 
-    def _delete_snapshots(self, db: sqlite3.Connection, doomed: Sequence[int]) -> None:
-        """Delete these counter snapshots, their blocks and raw captures, in the caller's transaction."""
+    def _delete_snapshots(
+        self, db: sqlite3.Connection, doomed: Sequence[int], *, keep_captures: bool = False
+    ) -> None:
+        """Delete these counter snapshots, their blocks and (unless ``keep_captures``) their raw
+        captures, in the caller's transaction."""
         if not doomed:
             return
         ids = json.dumps(sorted(set(doomed)))
@@ -418,11 +437,12 @@ class CounterTables(CaptureTables):
             self._codec.rekey(db, sid)
         db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_captures (id INTEGER PRIMARY KEY)")
         db.execute("DELETE FROM doomed_captures")
-        db.execute(
-            "INSERT OR IGNORE INTO doomed_captures SELECT capture_id FROM counter_snapshot_captures"
-            " WHERE snapshot_id IN (SELECT value FROM json_each(?))",
-            (ids,),
-        )
+        if not keep_captures:
+            db.execute(
+                "INSERT OR IGNORE INTO doomed_captures SELECT capture_id FROM counter_snapshot_captures"
+                " WHERE snapshot_id IN (SELECT value FROM json_each(?))",
+                (ids,),
+            )
         # a change against a deleted snapshot that could not be rewritten was unreadable already
         db.execute(
             "UPDATE counter_blocks SET base_id = NULL WHERE base_id IN (SELECT value FROM json_each(?))"

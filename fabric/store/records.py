@@ -189,3 +189,26 @@ class Run:
     finished: float | None
     ok: bool | None
     error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Something in the store that cannot be read back as it was stored."""
+
+    kind: str  # "counter snapshot", "port set", "topology", "capture", or "file" (SQLite's pages)
+    ref: int | None  # its id (None for the file)
+    taken_at: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """A damaged row `ibfab store repair` set aside (its blob is kept in the quarantine table)."""
+
+    id: int
+    time: float  # when it was set aside
+    kind: str
+    ref: int  # its id where it was
+    taken_at: float | None
+    reason: str
+    size: int | None  # bytes of its blob as stored

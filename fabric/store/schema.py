@@ -166,6 +166,16 @@ def _blocks_from_rows(db: sqlite3.Connection) -> None:
     blocks_from_rows(db)
 
 
+def _checksum_blobs(db: sqlite3.Connection) -> None:
+    """CRC-32 of every topology and capture blob already stored (a blob damaged before this
+    upgrade still fails to decompress, and is found by ``ibfab store check`` all the same)."""
+    import zlib
+
+    for table, column in (("topology_snapshots", "fabric_json_zlib"), ("captures", "raw_zlib")):
+        rows = db.execute(f"SELECT id, {column} FROM {table}").fetchall()
+        db.executemany(f"UPDATE {table} SET crc = ? WHERE id = ?", [(zlib.crc32(b), i) for i, b in rows])
+
+
 # Append steps here; version 1 is BASE_SCHEMA.
 MIGRATIONS: tuple[Migration, ...] = (
     # 2: counter snapshots as columnar blocks (fabric.store.blocks), 1/7 of the rows' size; the
@@ -193,6 +203,46 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         _blocks_from_rows,
     ),
+    # 3: a store that heals: a CRC-32 on every blob, checked on read, and a quarantine where
+    # `ibfab store repair` sets damaged snapshots aside (kept, never read again).
+    Migration(
+        3,
+        (
+            "ALTER TABLE topology_snapshots ADD COLUMN crc INTEGER",  # NULL: not checked
+            "ALTER TABLE captures ADD COLUMN crc INTEGER",
+            """CREATE TABLE quarantine (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,               -- when it was set aside
+    kind TEXT NOT NULL,               -- 'counter snapshot', 'port set', 'topology', 'capture'
+    ref INTEGER NOT NULL,             -- its id where it was
+    taken_at REAL,
+    reason TEXT NOT NULL,
+    row TEXT NOT NULL,                -- its other columns, JSON
+    data BLOB                         -- its stored blob as it was
+)""",
+        ),
+        _checksum_blobs,
+    ),
+)
+
+
+# The tables a store of the current version has (checked at every open).
+TABLES: tuple[str, ...] = (
+    "meta",
+    "captures",
+    "topology_snapshots",
+    "counter_snapshots",
+    "counter_snapshot_captures",
+    "port_sets",
+    "counter_blocks",
+    "link_events",
+    "probe_sweeps",
+    "probe_results",
+    "findings_history",
+    "audit_log",
+    "schedules",
+    "runs",
+    "quarantine",
 )
 
 
