@@ -22,9 +22,11 @@ from fabric.store.records import (
     AuditEntry,
     Capture,
     CaptureInfo,
+    CompactResult,
     CounterSnapshotInfo,
     Damage,
     FindingRecord,
+    HourlyCounters,
     PortCounterRow,
     ProbeResultRow,
     ProbeSweep,
@@ -36,12 +38,21 @@ from fabric.store.records import (
     StoredTopology,
     TopologySummary,
 )
+from fabric.store.retention import Retention, RetentionTables
 from fabric.store.schema import schema_version
 from fabric.store.topologies import TopologyTables
 from topology.errors import StoreError
 
 
-class Store(IntegrityTables, TopologyTables, CounterTables, HistoryTables, ProbeTables, OperationTables):
+class Store(
+    IntegrityTables,
+    RetentionTables,
+    TopologyTables,
+    CounterTables,
+    HistoryTables,
+    ProbeTables,
+    OperationTables,
+):
     """Open with :meth:`Store.open` (a context manager); every method is one transaction."""
 
 
@@ -51,14 +62,17 @@ __all__ = [
     "AuditEntry",
     "Capture",
     "CaptureInfo",
+    "CompactResult",
     "CounterSnapshotInfo",
     "Damage",
     "FindingRecord",
+    "HourlyCounters",
     "PortCounterRow",
     "ProbeResultRow",
     "ProbeSweep",
     "QuarantineEntry",
     "RawCapture",
+    "Retention",
     "Run",
     "Schedule",
     "Store",

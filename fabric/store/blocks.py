@@ -351,6 +351,38 @@ def _header(data: bytes) -> tuple[dict[str, Any], int]:
     return head, end
 
 
+# -- plain matrices (hourly aggregates) --------------------------------------------------------------
+def pack_rows(rows: Sequence[NDArray[np.uint64]]) -> bytes:
+    """Rows of unsigned 64-bit values of one length, as byte planes cut to each row's width."""
+    n = int(rows[0].size) if rows else 0
+    widths = [(int(r.max()).bit_length() + 7) // 8 if r.size else 0 for r in rows]
+    planes = [
+        np.ascontiguousarray(r.view(np.uint8).reshape(-1, 8)[:, :w].T).tobytes()
+        for r, w in zip(rows, widths, strict=True)
+        if w
+    ]
+    head = json.dumps({"format": FORMAT, "ports": n, "widths": widths}, separators=(",", ":")).encode()
+    return zlib.compress(_HEAD.pack(len(head)) + head + b"".join(planes), ZLIB_LEVEL)
+
+
+def unpack_rows(blob: bytes) -> list[NDArray[np.uint64]]:
+    data = zlib.decompress(blob)
+    head, at = _header(data)
+    n = int(head["ports"])
+    out = []
+    for w in head["widths"]:
+        row = np.zeros(n, dtype=np.uint64)
+        for k in range(w):
+            row |= np.frombuffer(data, dtype=np.uint8, count=n, offset=at + k * n).astype(
+                np.uint64
+            ) << np.uint64(8 * k)
+        at += w * n
+        out.append(row)
+    if at != len(data):
+        raise ValueError("block length does not match its header")
+    return out
+
+
 # -- rows out --------------------------------------------------------------------------------------
 def to_rows(ports: PortSet, values: Values) -> list[PortCounterRow]:
     """The stored rows with exact values, in (GUID, port) order."""

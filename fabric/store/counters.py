@@ -104,6 +104,29 @@ class BlockCodec:
         )
         self._keep(snapshot_id, crc, got[0][1])
 
+    def rebase(self, db: sqlite3.Connection, snapshot_id: int, base_id: int) -> None:
+        """Store a block as the change against ``base_id`` (an older snapshot of the same ports)
+        when that one's chain leaves room; else leave it as it is."""
+        rows = dict(
+            (r[0], r[1:])
+            for r in db.execute(
+                "SELECT snapshot_id, port_set_id, chain FROM counter_blocks WHERE snapshot_id IN (?, ?)",
+                (snapshot_id, base_id),
+            )
+        )
+        if len(rows) != 2 or rows[snapshot_id][0] != rows[base_id][0] or rows[base_id][1] + 1 >= KEY_EVERY:
+            return
+        got = {sid: values for sid, values, _ in self.decode(db, [base_id, snapshot_id], warn=False)}
+        if len(got) != 2 or got[base_id].exact_time != got[snapshot_id].exact_time:
+            return
+        blob = blocks.encode(got[snapshot_id], got[base_id])
+        crc = blocks.checksum(blob)
+        db.execute(
+            "UPDATE counter_blocks SET base_id = ?, chain = ?, data = ?, crc = ? WHERE snapshot_id = ?",
+            (base_id, rows[base_id][1] + 1, blob, crc, snapshot_id),
+        )
+        self._keep(snapshot_id, crc, got[snapshot_id])
+
     def _port_set_id(self, db: sqlite3.Connection, ports: PortSet) -> int:
         blob, digest = ports.encode()
         row = db.execute("SELECT id, crc, data FROM port_sets WHERE digest = ?", (digest,)).fetchone()

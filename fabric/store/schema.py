@@ -223,6 +223,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         _checksum_blobs,
     ),
+    # 4: retention: raw snapshots older than a week become hourly points (the hour's last
+    # snapshot) with what a point cannot tell kept beside it (fabric.store.retention).
+    Migration(
+        4,
+        (
+            """CREATE TABLE hourly_counters (
+    snapshot_id INTEGER PRIMARY KEY REFERENCES counter_snapshots (id) ON DELETE CASCADE,
+    hour REAL NOT NULL,               -- start of the hour (epoch seconds)
+    samples INTEGER NOT NULL,         -- snapshots the hour had
+    first_taken REAL NOT NULL,
+    port_set_id INTEGER NOT NULL REFERENCES port_sets (id),
+    data BLOB NOT NULL,               -- fabric.store.blocks.pack_rows of retention.AGGREGATE_ROWS
+    crc INTEGER NOT NULL
+)""",
+            "CREATE INDEX hourly_counters_by_hour ON hourly_counters (hour)",
+        ),
+    ),
 )
 
 
@@ -243,6 +260,7 @@ TABLES: tuple[str, ...] = (
     "schedules",
     "runs",
     "quarantine",
+    "hourly_counters",
 )
 
 
