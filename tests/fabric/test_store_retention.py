@@ -166,6 +166,7 @@ def test_an_hourly_point_keeps_the_hours_sums_maxima_and_resets(raw_store: Path,
 
 def test_spans_expire_and_the_store_gets_no_bigger(raw_store: Path, tmp_path: Path) -> None:
     path = _copy(raw_store, tmp_path)
+
     def compact() -> CompactResult:
         return compact_store(
             path, raw_s=2 * HOUR, hourly_s=6 * HOUR, captures_s=HOUR, findings_s=4 * 86400.0, now=NOW + 5
