@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -80,20 +79,6 @@ def topology_group() -> None:
     """Stored topology snapshots and their differences."""
 
 
-def _load(ref: str, db: str | None) -> tuple[str, object]:
-    """A saved file path, or a store reference (snapshot id, 'latest', or label)."""
-    from topology.ibnetdiscover import read_ibnetdiscover
-
-    p = Path(ref)
-    if p.exists():
-        return str(p), read_ibnetdiscover(p)
-    from fabric.store import Store
-
-    with Store.open(db, create=False) as store:
-        st = store.load_topology(ref)
-    return f"snapshot {st.id}", st.fabric
-
-
 @topology_group.command("diff")
 @click.argument("before")
 @click.argument("after")
@@ -101,63 +86,11 @@ def _load(ref: str, db: str | None) -> tuple[str, object]:
 @click.option("--json", "as_json", is_flag=True)
 def diff_cmd(before: str, after: str, db: str | None, as_json: bool) -> None:
     """Cables added, removed and changed between two snapshots or files (BEFORE AFTER)."""
-    from topology.classify import classify
-    from topology.diff import diff_fabrics
-    from topology.model import Fabric
+    from fabric.app.topology_diff import diff_topologies, topology_diff_to_dict
+    from fabric.present.discovery import render_topology_diff
 
-    name_a, fa = _load(before, db)
-    name_b, fb = _load(after, db)
-    assert isinstance(fa, Fabric) and isinstance(fb, Fabric)
-    dd = diff_fabrics(fa, fb)
-    names = {
-        **{g: c.name for g, c in classify(fa).nodes.items()},
-        **{g: c.name for g, c in classify(fb).nodes.items()},
-    }
-
-    def end(p: object) -> dict[str, object]:
-        from topology.model import PortRef
-
-        assert isinstance(p, PortRef)
-        return {"guid": p.guid, "port": p.port, "name": names.get(p.guid, p.guid)}
-
-    def link(lk: object) -> dict[str, object]:
-        from topology.model import Link
-
-        assert isinstance(lk, Link)
-        return {"a": end(lk.a), "b": end(lk.b), "width": lk.width, "speed": lk.speed, "gbps": lk.gbps}
-
-    out = {
-        "before": name_a,
-        "after": name_b,
-        "nodes_added": [{"guid": n.guid, "name": names.get(n.guid)} for n in dd.nodes_added],
-        "nodes_removed": [{"guid": n.guid, "name": names.get(n.guid)} for n in dd.nodes_removed],
-        "links_added": [link(lk) for lk in dd.links_added],
-        "links_removed": [link(lk) for lk in dd.links_removed],
-        "links_changed": [{"before": link(c.before), "after": link(c.after)} for c in dd.links_changed],
-    }
+    td = diff_topologies(before, after, db)
     if as_json:
-        click.echo(json.dumps(out, indent=1))
+        click.echo(json.dumps(topology_diff_to_dict(td), indent=1))
         return
-    click.echo(f"{name_a} -> {name_b}")
-    if dd.empty:
-        click.echo("no changes")
-        return
-
-    def fmt(x: dict[str, object]) -> str:
-        a, b = x["a"], x["b"]
-        assert isinstance(a, dict) and isinstance(b, dict)
-        return f"{a['name']} port {a['port']} <-> {b['name']} port {b['port']} ({x['width']}x{x['speed']})"
-
-    for title, key in (("nodes added", "nodes_added"), ("nodes removed", "nodes_removed")):
-        for n in out[key]:
-            assert isinstance(n, dict)
-            click.echo(f"{title}: {n['name']} ({n['guid']})")
-    for lk in out["links_added"]:
-        assert isinstance(lk, dict)
-        click.echo(f"+ {fmt(lk)}")
-    for lk in out["links_removed"]:
-        assert isinstance(lk, dict)
-        click.echo(f"- {fmt(lk)}")
-    for ch in out["links_changed"]:
-        assert isinstance(ch, dict)
-        click.echo(f"~ {fmt(ch['before'])} -> {ch['after']['width']}x{ch['after']['speed']}")
+    click.echo(render_topology_diff(td))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from fabric.app.discover import Discovery, summary
+from fabric.app.topology_diff import TopologyDiff
 from fabric.present.table import table
+from topology.model import Link
 
 
 def render_discovery(d: Discovery, limit: int | None = 40) -> str:
@@ -67,4 +69,23 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         )
         if limit is not None and len(d.anomalies) > limit:
             lines.append(f"  … {len(d.anomalies) - limit} more (--all-anomalies or --json)")
+    return "\n".join(lines)
+
+
+def render_topology_diff(td: TopologyDiff) -> str:
+    """``before -> after``, then nodes added/removed and cables ``+`` added, ``-`` removed, ``~`` changed."""
+
+    def cable(lk: Link) -> str:
+        a, b = lk.a, lk.b
+        return f"{td.name(a.guid)} port {a.port} <-> {td.name(b.guid)} port {b.port} ({lk.width}x{lk.speed})"
+
+    d = td.diff
+    lines = [f"{td.before} -> {td.after}"]
+    if d.empty:
+        return "\n".join([*lines, "no changes"])
+    lines += [f"nodes added: {td.name(n.guid)} ({n.guid})" for n in d.nodes_added]
+    lines += [f"nodes removed: {td.name(n.guid)} ({n.guid})" for n in d.nodes_removed]
+    lines += [f"+ {cable(lk)}" for lk in d.links_added]
+    lines += [f"- {cable(lk)}" for lk in d.links_removed]
+    lines += [f"~ {cable(c.before)} -> {c.after.width}x{c.after.speed}" for c in d.links_changed]
     return "\n".join(lines)
