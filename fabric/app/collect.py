@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.app.discover import discover
-from fabric.app.source import Source, SshOptions, run_tool
+from fabric.app.source import Source, SshOptions, require_running_lab, run_tool
 from fabric.counters.merge import unreachable_row
 from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
@@ -291,11 +291,29 @@ class Collector:
         return done, failed
 
 
+def collect_loop(
+    db: str | None,
+    src: Source,
+    ssh: SshOptions | None,
+    every: float,
+    count: int | None,
+    on_snapshot: Callable[[SnapshotOutcome], None],
+    on_failure: Callable[[IbfabError], None],
+) -> tuple[int, int]:
+    """``ibfab counters collect``: :meth:`Collector.run` into the store at ``db`` (a lab source must
+    be running). Returns (stored, failed); Ctrl-C leaves every stored snapshot complete."""
+    if src.kind == "lab":
+        require_running_lab(src.target)
+    with Store.open(db) as store:
+        return Collector(store, src, ssh).run(every, count, on_snapshot, on_failure)
+
+
 __all__ = [
     "Collector",
     "SnapshotOutcome",
     "StoredCounters",
     "capture_text",
+    "collect_loop",
     "link_events_between",
     "raw_captures",
     "snapshot_rows",

@@ -17,7 +17,7 @@ from pathlib import Path
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
-from topology.errors import ParseError, UsageError
+from topology.errors import LabError, ParseError, UsageError
 from topology.ibnetdiscover import decode_capture
 
 # Sources whose text the caller hands in (nothing runs for them).
@@ -143,3 +143,11 @@ def read_source(input_path: str | None, ssh: str | None, lab: str | None) -> tup
     if lab:
         return Source("lab", lab), None
     return Source("local"), None
+
+
+def require_running_lab(name: str) -> None:
+    """A LabError naming the command that starts lab ``name`` when it is not running."""
+    from fabric import lab
+
+    if not lab.status(name).running:
+        raise LabError(f"lab {name!r} is not running (start it with 'ibfab lab up --name {name}')")

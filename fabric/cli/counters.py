@@ -56,22 +56,12 @@ def collect_cmd(
     Runs until Ctrl-C (exit 130) unless --count is given; a failed collection prints one line,
     is recorded as a failed run, and the loop goes on.
     """
-    from fabric.app.collect import Collector, SnapshotOutcome
+    from fabric.app.collect import SnapshotOutcome, collect_loop
     from fabric.app.source import SshOptions, read_source
     from fabric.present.counters import snapshot_line
-    from fabric.store import Store
     from topology.errors import IbfabError
 
     src, _ = read_source(None, ssh, lab)
-    if src.kind == "lab":
-        from fabric import lab as labs
-        from topology.errors import LabError
-
-        state = labs.status(src.target)
-        if not state.running:
-            raise LabError(
-                f"lab {src.target!r} is not running (start it with 'ibfab lab up --name {src.target}')"
-            )
     last_error: list[IbfabError] = []
 
     def stored(outcome: SnapshotOutcome) -> None:
@@ -81,12 +71,13 @@ def collect_cmd(
         last_error.append(exc)
         click.echo(f"ibfab: collection failed: {exc.one_line()}", err=True)
 
-    with Store.open(db) as store:
-        collector = Collector(store, src, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
-        try:
-            done, n_failed = collector.run(every if every is not None else 60.0, count, stored, failed)
-        except KeyboardInterrupt:
-            click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
-            raise click.exceptions.Exit(130) from None
+    ssh_options = SshOptions(inventory, known_hosts, accept_new_host_key, identity)
+    try:
+        done, n_failed = collect_loop(
+            db, src, ssh_options, every if every is not None else 60.0, count, stored, failed
+        )
+    except KeyboardInterrupt:
+        click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
+        raise click.exceptions.Exit(130) from None
     if n_failed and not done:
         raise last_error[-1]
