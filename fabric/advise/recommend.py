@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from fabric.advise.actions import Action, drain_node, isolate_port, replace_cable
 from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
-from fabric.advise.routing_advice import RoutingAdvice, SubnetManager, advise_routing
+from fabric.advise.routing_advice import RoutingAdvice, advise_routing
 from fabric.advise.safety import Rule, SafetyPolicy, SafetyReport, check_isolations
+from fabric.advise.subnet_manager import SubnetManager
 from topology.classify import Classification
 from topology.model import Fabric
 from topology.routes import dr_path
