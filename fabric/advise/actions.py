@@ -25,6 +25,7 @@ class ActionKind(StrEnum):
     ISOLATE_PORT = "isolate_port"
     DRAIN_NODE = "drain_node"
     REPLACE_CABLE = "replace_cable"
+    SWAP_CABLES = "swap_cables"
     ENABLE_AR = "enable_ar"
     DISABLE_AR = "disable_ar"
     SET_ROUTING_ENGINE = "set_routing_engine"
@@ -171,7 +172,16 @@ def drain_node(host: str, reason: str, evidence: tuple[str, ...] = (), impact: s
     )
 
 
-def replace_cable(target: str, a: PortRef, b: PortRef, reason: str, evidence: tuple[str, ...] = ()) -> Action:
+def replace_cable(
+    target: str,
+    a: PortRef,
+    b: PortRef,
+    reason: str,
+    evidence: tuple[str, ...] = (),
+    names: tuple[str, str] | None = None,
+) -> Action:
+    """Reseat, then replace: ``names`` are the two ends as people call them (``leaf-01 port 9``)."""
+    first, second = names or (str(a), str(b))
     return Action(
         ActionKind.REPLACE_CABLE,
         target,
@@ -182,8 +192,8 @@ def replace_cable(target: str, a: PortRef, b: PortRef, reason: str, evidence: tu
             Command(
                 "operator",
                 "apply",
-                f"reseat/clean, then swap the transceivers and the cable between {a} and {b}; "
-                "watch the link for 30 min before returning it to service",
+                f"reseat and clean both ends ({first} and {second}); if it recurs, replace the cable "
+                "and its transceivers; watch the link for 30 min before returning it to service",
             ),
         ),
         a,

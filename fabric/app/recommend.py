@@ -36,6 +36,7 @@ def recommendations(
         SafetyPolicy(),
         sm,
         already_isolated=already,
+        anomalies=d.anomalies,
     )
     return [
         Advice(

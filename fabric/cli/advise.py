@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     pass
 
-from topology.errors import UsageError
+from topology.errors import SafetyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -162,6 +162,7 @@ def recommend_cmd(
         sm,
         min_status=min_status,
         already_isolated=open_count,
+        anomalies=d.anomalies,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))
@@ -220,6 +221,7 @@ def isolate_cmd(
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
     from fabric.app import isolate as isolation
+    from fabric.app.isolate import unsafe_summary
     from fabric.store import Store
 
     if undo_id is not None:
@@ -229,26 +231,24 @@ def isolate_cmd(
             plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
-                return
-            click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
-            click.echo(f"  [opensm] {' '.join(plan.argv)}")
-            for line in plan.lab_console:
-                click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
-            click.echo(f"  [ufm] {plan.ufm}")
-            state = "passed" if plan.window_passed else "NOT passed"
-            click.echo(
-                f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
-            )
-            if not do_apply:
-                click.echo("dry run: nothing changed (add --apply)")
-                return
+            else:
+                click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
+                click.echo(f"  [opensm] {' '.join(plan.argv)}")
+                for line in plan.lab_console:
+                    click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
+                click.echo(f"  [ufm] {plan.ufm}")
+                state = "passed" if plan.window_passed else "NOT passed"
+                click.echo(
+                    f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
+                )
             if not plan.window_passed and not force:
-                from topology.errors import SafetyError
-
                 raise SafetyError(
                     f"the re-test window of {retest_window:g} min has not passed; re-test the link "
                     "or give --force"
                 )
+            if not do_apply:
+                click.echo("dry run: nothing changed (add --apply)")
+                return
             _confirm(yes, f"return {plan.entry.target} to service?")
             change = isolation.apply_undo(plan, store, lab=lab, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
@@ -271,17 +271,16 @@ def isolate_cmd(
         )
         if as_json and not do_apply:
             click.echo(json.dumps(plan_.to_dict(), indent=1))
-            return
-        from fabric.present.advice import isolation_plan_text
+        else:
+            from fabric.present.advice import isolation_plan_text
 
-        click.echo(isolation_plan_text(plan_))
+            click.echo(isolation_plan_text(plan_))
+        if not plan_.safe:
+            # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
+            raise SafetyError(f"{unsafe_summary(plan_)}; nothing {'was' if do_apply else 'would be'} changed")
         if not do_apply:
             click.echo("dry run: nothing changed (add --apply)")
             return
-        if not plan_.safe:
-            from topology.errors import SafetyError
-
-            raise SafetyError("the plan breaks safety rules; nothing was changed")
         _confirm(yes, f"disable {len(plan_.steps)} port(s)?")
         changes = isolation.apply_plan(plan_, store, lab=lab)
     for ch in changes:
