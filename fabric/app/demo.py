@@ -242,9 +242,16 @@ def recommend_step(db: str, d: object) -> DemoStep:
         d.classification,
         findings_from_report(view.report),
         sm=probe_subnet_manager(lab=DEMO_LAB),
+        anomalies=d.anomalies,
     )
     kinds = [a.kind.value for a in recs.actions]
-    ok = "isolate_port" in kinds or "drain_node" in kinds
+    # The planted miswire gets its exact recabling, each degraded cable its replacement.
+    planted = sum(1 for f in DEMO_FAULTS if f.startswith("degraded"))
+    ok = (
+        ("isolate_port" in kinds or "drain_node" in kinds)
+        and kinds.count("swap_cables") == 1
+        and kinds.count("replace_cable") >= planted
+    )
     return DemoStep(
         "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",
         (f"{recs.findings} links judged; {recs.routing.summary}",),

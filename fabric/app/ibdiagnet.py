@@ -12,6 +12,7 @@ from pathlib import Path
 from fabric.app.discover import Discovery, analyse
 from topology.errors import UsageError
 from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
+from topology.ibdiag_state import IbdiagState, parse_db_csv_state
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,10 @@ def discover_ibdiagnet(path: str | Path) -> Discovery:
     text = read_db_csv(files.db_csv)
     source = str(files.db_csv)
     return analyse(parse_db_csv_fabric(text, source), text, source)
+
+
+def ibdiagnet_state(path: str | Path) -> tuple[IbdiagState, str]:
+    """The switch and SM state of one ibdiagnet run (AR_INFO, SM_INFO, FEC, temperatures) and the
+    db_csv file it came from."""
+    files = ibdiagnet_files(path)
+    return parse_db_csv_state(read_db_csv(files.db_csv), str(files.db_csv)), str(files.db_csv)

@@ -154,13 +154,19 @@ def parse_target(text: str) -> PortRef:
         raise UsageError(f"audit target {text!r} names no port") from exc
 
 
+def unsafe_summary(plan: IsolationPlan) -> str:
+    """One line for a plan with STOP verdicts: how many ports, which rules."""
+    rejected = plan.safety.rejected
+    rules = ", ".join(sorted({v.rule.value for v in rejected if v.rule}))
+    return f"{len(rejected)} of {len(plan.safety.verdicts)} port(s) break safety rules ({rules})"
+
+
 def apply_plan(
     plan: IsolationPlan, store: Store, *, lab: str | None = None, user: str | None = None
 ) -> list[AppliedChange]:
     """Disable every planned port, auditing each; stops at the first failure (audited, then raised)."""
     if not plan.safe:
-        rules = ", ".join(sorted({v.rule.value for v in plan.safety.rejected if v.rule}))
-        raise SafetyError(f"the plan breaks safety rules ({rules}); nothing was changed")
+        raise SafetyError(f"{unsafe_summary(plan)}; nothing was changed")
     who = user or current_user()
     where = f" [lab {lab}]" if lab else ""
     done = []

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fabric.advise.candidates import LinkFinding, findings_from_report
 from fabric.advise.recommend import recommend
-from fabric.advise.routing_advice import SubnetManager
 from fabric.advise.safety import SafetyPolicy
+from fabric.advise.subnet_manager import SubnetManager
 from fabric.app.health import assess_store
 from fabric.app.health_window import HealthWindow
 from fabric.app.isolate import AppliedChange, IsolationPlan, apply_plan, open_isolations, plan_isolation
@@ -36,6 +36,7 @@ def recommendations(
         SafetyPolicy(),
         sm,
         already_isolated=already,
+        anomalies=d.anomalies,
     )
     return [
         Advice(

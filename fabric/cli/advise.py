@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     pass
 
-from topology.errors import UsageError
+from topology.errors import SafetyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,18 +66,18 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
-def _print_actions(actions: Any) -> None:
-    from fabric.present.advice import render_actions
-
-    text = render_actions(actions)
-    if text:
-        click.echo(text)
-
-
 # -- recommend ------------------------------------------------------------------------------------
 @click.command("recommend")
 @_fabric_options
 @click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@click.option(
+    "--ibdiagnet",
+    "ibdiagnet_dir",
+    metavar="DIR",
+    help="An ibdiagnet output directory: its fabric, and each switch's AR state (AR_INFO, from 'ibdiagnet -r').",
+)
+@click.option("--opensm-log", metavar="FILE", help="The SM's log (what it runs: version, routing engine).")
+@click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
     "--min-status",
@@ -93,6 +93,9 @@ def recommend_cmd(
     input_path: str | None,
     lab: str | None,
     ssh: str | None,
+    ibdiagnet_dir: str | None,
+    opensm_log: str | None,
+    opensm_conf: str | None,
     health_file: str | None,
     min_status: str,
     min_uplink_share: float,
@@ -101,14 +104,26 @@ def recommend_cmd(
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings."""
+    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings.
+
+    Routing advice rests only on what is known: sminfo and the SM's log/config where they can be
+    read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO. What is
+    unknown is said, with the commands that would tell; nothing is advised on a guess.
+    """
     from fabric.advise.candidates import read_health_file
     from fabric.advise.recommend import recommend
-    from fabric.advise.routing_advice import SubnetManager
     from fabric.app.recommend import stored_findings
-    from fabric.app.subnet import probe_subnet_manager
+    from fabric.app.source import Source
+    from fabric.app.subnet import learn_subnet_manager
 
-    d = _discover(input_path, lab, ssh)
+    if ibdiagnet_dir:
+        if input_path or ssh or lab:
+            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
+        from fabric.app.ibdiagnet import discover_ibdiagnet
+
+        d = discover_ibdiagnet(ibdiagnet_dir)
+    else:
+        d = _discover(input_path, lab, ssh)
     findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         findings = []
@@ -116,7 +131,22 @@ def recommend_cmd(
             "ibfab: no health data (run 'ibfab counters collect', or give --health FILE): routing advice only",
             err=True,
         )
-    sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
+    if lab:
+        from fabric import lab as labmod
+
+        sm = learn_subnet_manager(
+            Source("lab", lab), log_path=opensm_log or labmod.opensm_log(lab), conf_path=opensm_conf
+        )
+    else:
+        # Saved inputs run nothing here: only the files given speak for the SM.
+        where = None if input_path or ibdiagnet_dir else Source("ssh", ssh) if ssh else Source("local")
+        sm = learn_subnet_manager(
+            where,
+            log_path=opensm_log,
+            conf_path=opensm_conf,
+            look_locally=where is not None and where.kind == "local",
+            ibdiagnet=ibdiagnet_dir,
+        )
     open_count = 0
     if db is not None or Path(_default_db()).exists():
         from fabric.app.isolate import open_isolations
@@ -132,16 +162,14 @@ def recommend_cmd(
         sm,
         min_status=min_status,
         already_isolated=open_count,
+        anomalies=d.anomalies,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))
         return
-    click.echo(f"{recs.findings} links judged; {len(recs.actions)} actions; {recs.routing.summary}")
-    if recs.routing.subnet_manager.notes:
-        click.echo("subnet manager: " + "; ".join(recs.routing.subnet_manager.notes))
-    _print_actions(recs.actions)
-    for n in recs.notes:
-        click.echo(f"- {n}")
+    from fabric.present.advice import render_recommendations
+
+    click.echo(render_recommendations(recs))
 
 
 def _default_db() -> str:
@@ -193,6 +221,7 @@ def isolate_cmd(
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
     from fabric.app import isolate as isolation
+    from fabric.app.isolate import unsafe_summary
     from fabric.store import Store
 
     if undo_id is not None:
@@ -202,26 +231,24 @@ def isolate_cmd(
             plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
-                return
-            click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
-            click.echo(f"  [opensm] {' '.join(plan.argv)}")
-            for line in plan.lab_console:
-                click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
-            click.echo(f"  [ufm] {plan.ufm}")
-            state = "passed" if plan.window_passed else "NOT passed"
-            click.echo(
-                f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
-            )
-            if not do_apply:
-                click.echo("dry run: nothing changed (add --apply)")
-                return
+            else:
+                click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
+                click.echo(f"  [opensm] {' '.join(plan.argv)}")
+                for line in plan.lab_console:
+                    click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
+                click.echo(f"  [ufm] {plan.ufm}")
+                state = "passed" if plan.window_passed else "NOT passed"
+                click.echo(
+                    f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
+                )
             if not plan.window_passed and not force:
-                from topology.errors import SafetyError
-
                 raise SafetyError(
                     f"the re-test window of {retest_window:g} min has not passed; re-test the link "
                     "or give --force"
                 )
+            if not do_apply:
+                click.echo("dry run: nothing changed (add --apply)")
+                return
             _confirm(yes, f"return {plan.entry.target} to service?")
             change = isolation.apply_undo(plan, store, lab=lab, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
@@ -244,17 +271,16 @@ def isolate_cmd(
         )
         if as_json and not do_apply:
             click.echo(json.dumps(plan_.to_dict(), indent=1))
-            return
-        from fabric.present.advice import isolation_plan_text
+        else:
+            from fabric.present.advice import isolation_plan_text
 
-        click.echo(isolation_plan_text(plan_))
+            click.echo(isolation_plan_text(plan_))
+        if not plan_.safe:
+            # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
+            raise SafetyError(f"{unsafe_summary(plan_)}; nothing {'was' if do_apply else 'would be'} changed")
         if not do_apply:
             click.echo("dry run: nothing changed (add --apply)")
             return
-        if not plan_.safe:
-            from topology.errors import SafetyError
-
-            raise SafetyError("the plan breaks safety rules; nothing was changed")
         _confirm(yes, f"disable {len(plan_.steps)} port(s)?")
         changes = isolation.apply_plan(plan_, store, lab=lab)
     for ch in changes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fabric.advise.actions import Action
+from fabric.advise.recommend import Recommendations
+from fabric.advise.routing_advice import RoutingAdvice
 from fabric.app.isolate import IsolationPlan
 
 
@@ -22,6 +24,35 @@ def render_actions(actions: Iterable[Action]) -> str:
             out.append(f"   [{c.manager} {c.purpose}] {lines[0]}")
             out += [f"       {more}" for more in lines[1:]]
     return "\n".join(out)
+
+
+def render_routing(routing: RoutingAdvice) -> str:
+    """What routing advice rests on: each known fact with its source, then each unknown with the
+    advice it holds back and the commands that would tell."""
+    out = ["routing evidence:"]
+    out += [f"  - {f}" for f in routing.facts]
+    out += [f"  - (could not read) {n}" for n in routing.subnet_manager.notes]
+    for u in routing.unknowns:
+        out.append(f"unknown: {u.what}")
+        out.append(f"  nothing advised on: {u.waits}")
+        out.append("  to learn it:")
+        out += [f"    {c}" for c in u.commands]
+    return "\n".join(out)
+
+
+def render_recommendations(recs: Recommendations) -> str:
+    """``ibfab recommend`` as text: the headline, the routing evidence, the actions, the notes."""
+    settings = len(recs.routing.actions)
+    repairs = len(recs.actions) - settings
+    parts = [
+        f"{recs.findings} links judged; {repairs} repairs, {settings} settings; {recs.routing.summary}",
+        render_routing(recs.routing),
+    ]
+    actions = render_actions(recs.actions)
+    if actions:
+        parts.append(actions)
+    parts += [f"- {n}" for n in recs.notes]
+    return "\n".join(parts)
 
 
 def isolation_plan_text(plan: IsolationPlan) -> str:
