@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
@@ -17,10 +17,17 @@ from fabric.advise.repairs import (
     miswire_actions,
 )
 from fabric.advise.routing_advice import RoutingAdvice, advise_routing
-from fabric.advise.safety import Rule, SafetyPolicy, SafetyReport, Verdict, check_isolations
+from fabric.advise.safety import (
+    DesignedUplinks,
+    Rule,
+    SafetyPolicy,
+    SafetyReport,
+    Verdict,
+    check_isolations,
+)
 from fabric.advise.subnet_manager import SubnetManager
 from topology.classify import Classification
-from topology.model import Fabric
+from topology.model import Fabric, Guid
 from topology.routes import dr_path
 from topology.wiring import Anomaly
 
@@ -53,13 +60,15 @@ def recommend(
     min_status: str = "warn",
     already_isolated: int = 0,
     anomalies: Sequence[Anomaly] = (),
+    designed: Mapping[Guid, DesignedUplinks] | None = None,
 ) -> Recommendations:
     """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
     one action per target) and the routing settings the evidence supports.
 
-    ``anomalies`` are discovery's: degraded cables and rail miswires get their repair from them."""
+    ``anomalies`` are discovery's: degraded cables and rail miswires get their repair from them;
+    ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations)."""
     cands = isolation_candidates(fabric, cls, findings, min_status)
-    report = check_isolations(fabric, cls, cands, policy, already_isolated)
+    report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
     notes: list[str] = []
     drains: dict[str, list[Verdict]] = {}

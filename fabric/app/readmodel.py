@@ -220,7 +220,7 @@ class FabricService:
         return recommend.recommendations(self.db, self.lab, view, health)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
-        return recommend.isolation_plan(self.db, view, advice)
+        return recommend.isolation_plan(self.db, view, advice, self.lab)
 
     def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
         """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""

@@ -147,13 +147,23 @@ def recommend_cmd(
             look_locally=where is not None and where.kind == "local",
             ibdiagnet=ibdiagnet_dir,
         )
-    open_count = 0
-    if db is not None or Path(_default_db()).exists():
-        from fabric.app.isolate import open_isolations
-        from fabric.store import Store
+    from fabric.app.isolation_limits import isolation_limits
+    from fabric.store import Store
 
+    state_from = (
+        Source("lab", lab)
+        if lab
+        else Source("ssh", ssh)
+        if ssh
+        else None
+        if input_path or ibdiagnet_dir
+        else Source("local")
+    )
+    if db is not None or Path(_default_db()).exists():
         with Store.open(db) as store:
-            open_count = len(open_isolations(store))
+            limits = isolation_limits(store, d.fabric, d.classification, state_from)
+    else:
+        limits = isolation_limits(None, d.fabric, d.classification, state_from)
     recs = recommend(
         d.fabric,
         d.classification,
@@ -161,8 +171,9 @@ def recommend_cmd(
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
         sm,
         min_status=min_status,
-        already_isolated=open_count,
+        already_isolated=limits.already,
         anomalies=d.anomalies,
+        designed=limits.designed,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))
@@ -256,34 +267,41 @@ def isolate_cmd(
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
     from fabric.advise.candidates import resolve_port
+    from fabric.app.isolation_limits import IsolationRun, isolate_ports
+    from fabric.present.advice import isolation_plan_text
 
     d = _discover(input_path, lab)
     refs = [resolve_port(d.fabric, d.classification, p) for p in ports]
+
+    def show(run: IsolationRun) -> None:
+        if as_json and not do_apply:
+            click.echo(json.dumps({**run.plan.to_dict(), "limits": run.limits.to_dict()}, indent=1))
+        else:
+            click.echo(isolation_plan_text(run.plan, run.limits))
+        if not run.plan.safe:
+            # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
+            verb = "was" if do_apply else "would be"
+            raise SafetyError(f"{unsafe_summary(run.plan)}; nothing {verb} changed")
+        if do_apply:
+            _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
+
     with Store.open(db) as store:
-        already = len(isolation.open_isolations(store))
-        plan_ = isolation.plan_isolation(
-            d.fabric,
-            d.classification,
+        run = isolate_ports(
+            store,
+            d,
             refs,
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
-            already,
+            lab=lab,
+            rediscover=None if input_path else lambda: _discover(None, lab),
+            apply=do_apply,
+            before_apply=show,
         )
-        if as_json and not do_apply:
-            click.echo(json.dumps(plan_.to_dict(), indent=1))
-        else:
-            from fabric.present.advice import isolation_plan_text
-
-            click.echo(isolation_plan_text(plan_))
-        if not plan_.safe:
-            # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
-            raise SafetyError(f"{unsafe_summary(plan_)}; nothing {'was' if do_apply else 'would be'} changed")
         if not do_apply:
+            show(run)
             click.echo("dry run: nothing changed (add --apply)")
             return
-        _confirm(yes, f"disable {len(plan_.steps)} port(s)?")
-        changes = isolation.apply_plan(plan_, store, lab=lab)
-    for ch in changes:
+    for ch in run.changes:
         click.echo(
             f"audit {ch.audit_id}: {ch.command}: {ch.result} (undo: ibfab isolate --undo {ch.audit_id})"
         )

@@ -8,6 +8,7 @@ from fabric.advise.actions import Action
 from fabric.advise.recommend import Recommendations
 from fabric.advise.routing_advice import RoutingAdvice
 from fabric.app.isolate import IsolationPlan
+from fabric.app.isolation_limits import IsolationLimits
 
 
 def render_actions(actions: Iterable[Action]) -> str:
@@ -55,10 +56,14 @@ def render_recommendations(recs: Recommendations) -> str:
     return "\n".join(parts)
 
 
-def isolation_plan_text(plan: IsolationPlan) -> str:
-    """The plan as ``ibfab isolate`` prints it before asking: each safety verdict (ok / STOP, the
-    rule, its costs), then each port with the commands that would isolate it."""
+def isolation_plan_text(plan: IsolationPlan, limits: IsolationLimits | None = None) -> str:
+    """The plan as ``ibfab isolate`` prints it before asking: what counts toward the cap, each
+    safety verdict (ok / STOP, the rule, its costs), then each port with the commands that would
+    isolate it."""
     lines = []
+    if limits is not None:
+        lines.append(f"cap {plan.safety.cap}: {limits.describe()}")
+        lines += [f"  - {n}" for n in limits.notes]
     for v in plan.safety.verdicts:
         mark = "ok  " if v.accepted else "STOP"
         lines.append(f"{mark} {v.reason}" + (f" [{v.rule.value}]" if v.rule else ""))
