@@ -6,13 +6,11 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
-    pass
-
+from fabric.cli.options import discover_from, source_options
 from topology.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,8 +74,7 @@ def _print_actions(actions: Any) -> None:
 
 # -- recommend ------------------------------------------------------------------------------------
 @click.command("recommend")
-@_fabric_options
-@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@source_options
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
     "--min-status",
@@ -87,12 +84,8 @@ def _print_actions(actions: Any) -> None:
     help="Isolate links at this health status or worse.",
 )
 @_policy_options
-@click.option("--db", metavar="PATH", help="Store path (open isolations count toward the cap).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def recommend_cmd(
-    input_path: str | None,
-    lab: str | None,
-    ssh: str | None,
     health_file: str | None,
     min_status: str,
     min_uplink_share: float,
@@ -100,15 +93,22 @@ def recommend_cmd(
     allow_switch_to_host: bool,
     db: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings."""
+    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings.
+
+    The store (--db) gives the health findings and the open isolations, which count toward the
+    cap; with no source its newest topology snapshot is the fabric."""
     from fabric.advise.candidates import read_health_file
     from fabric.advise.recommend import recommend
     from fabric.advise.routing_advice import SubnetManager
     from fabric.app.recommend import stored_findings
     from fabric.app.subnet import probe_subnet_manager
 
-    d = _discover(input_path, lab, ssh)
+    lab = opts.get("lab")
+    # The subnet manager is asked only where this machine reaches the fabric (a lab, or here).
+    ask_sm = bool(lab) or not any(opts.get(k) for k in ("input_path", "ssh", "ibdiagnet_dir", "snapshot"))
+    d = discover_from(opts, db)
     findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         findings = []
@@ -116,7 +116,7 @@ def recommend_cmd(
             "ibfab: no health data (run 'ibfab counters collect', or give --health FILE): routing advice only",
             err=True,
         )
-    sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
+    sm = probe_subnet_manager(lab=lab) if ask_sm and d.stored is None else SubnetManager()
     open_count = 0
     if db is not None or Path(_default_db()).exists():
         from fabric.app.isolate import open_isolations
