@@ -83,6 +83,7 @@ class StoredRun:
     topology_saved: bool  # its cabling differs from the newest stored topology (or there was none)
     ports: int
     problems: int  # counter rows that could not be read (kept in the raw capture)
+    modules: int = 0  # cable inventory records kept (ibdiagnet2.cables; 0 without one)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class StoredRun:
             "topology_saved": self.topology_saved,
             "ports_read": self.ports,
             "problems": self.problems,
+            "modules": self.modules,
         }
 
 
@@ -116,12 +118,14 @@ def _counter_text(files: IbdiagFiles, db_csv_text: str) -> tuple[str, str]:
 
 
 def store_ibdiagnet_run(store: Store, path: str | Path) -> StoredRun:
-    """Store an ibdiagnet run's port counters as one counter snapshot taken at the run's time.
+    """Store an ibdiagnet run's port counters as one counter snapshot taken at the run's time,
+    and keep its cable inventory (:func:`fabric.app.cables.keep_inventory`).
 
     Its fabric becomes a topology snapshot only when its cabling differs from the newest stored
     one (else the snapshot refers to that one). No link events are derived: the run may be older
     than what the store holds. A run already stored (same db_csv, same time) is not stored twice.
     """
+    from fabric.app.cables import keep_inventory
     from fabric.counters.merge import sample_row
     from fabric.counters.parse import parse_ibdiagnet_pm
     from fabric.store import RawCapture
@@ -162,6 +166,7 @@ def store_ibdiagnet_run(store: Store, path: str | Path) -> StoredRun:
     ]
     capture = RawCapture("counters", "ibdiagnet", counter_text, taken_at, source, (), COUNTERS_PARSER_VERSION)
     snapshot_id = store.save_counter_snapshot(taken_at, source, topology_id, rows, [capture])
+    modules = len(keep_inventory(store, files.db_csv).cables)
     return StoredRun(
         source,
         taken_at,
@@ -173,4 +178,5 @@ def store_ibdiagnet_run(store: Store, path: str | Path) -> StoredRun:
         saved,
         len(rows),
         len(problems),
+        modules,
     )

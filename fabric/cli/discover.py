@@ -26,7 +26,7 @@ def discover_cmd(
     With no source this runs ibnetdiscover here (a fresh discovery, never a stored snapshot)."""
     if save and opts.get("snapshot"):
         raise UsageError("--save with --snapshot would store that snapshot again")
-    from_ibdiagnet = bool(opts.get("ibdiagnet_dir"))
+    from_ibdiagnet = bool(opts.get("ibdiagnet_dir"))  # its cable inventory is kept with --save
     d = discover_from(opts, db, stored_default=False)
     snapshot_id = None
     if save:
@@ -40,6 +40,10 @@ def discover_cmd(
                 source=d.source,
                 label=label,
             )
+            if from_ibdiagnet:
+                from fabric.app.cables import keep_inventory
+
+                keep_inventory(store, d.source)
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
     if as_json:
         out = d.to_dict()

@@ -37,6 +37,8 @@ def stored_run_line(run: StoredRun) -> str:
         else f"topology {run.topology_id} (same cabling)"
     )
     parts = [f"snapshot {run.counter_snapshot_id}: {run.ports} ports read by ibdiagnet at {when}", topology]
+    if run.modules:
+        parts.append(f"cable inventory of {run.modules} modules kept")
     if run.problems:
         parts.append(f"{run.problems} unreadable counter rows (kept in the raw capture)")
     return "; ".join(parts)
