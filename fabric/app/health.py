@@ -30,6 +30,7 @@ from fabric.health import (
     assess,
     assess_pieces,
 )
+from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import thresholds_from_mapping
 from fabric.store import CounterSnapshotInfo, FindingRecord, Store, default_db_path, link_subject
@@ -59,6 +60,10 @@ class AssessedHealth:
     topology_id: int
     names: Mapping[str, str]  # node GUID -> what an operator calls it
     recorded: int  # findings written to findings_history by this assessment
+    # Failing links sharing a cable vendor, part number or length beyond chance (from the newest
+    # kept cable inventory; empty without one) and the run that inventory is from.
+    cable_notes: tuple[SharedCableTrait, ...] = ()
+    inventory: str | None = None
 
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
@@ -198,7 +203,25 @@ def assess_store(
             frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
         )
     recorded = record_today(store, report, now) if record else 0
-    return AssessedHealth(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
+    notes, inventory = cable_notes(store, report)
+    return AssessedHealth(
+        report, stored.fabric, stored.id, node_names(stored.fabric), recorded, notes, inventory
+    )
+
+
+def cable_notes(store: Store, report: HealthReport) -> tuple[tuple[SharedCableTrait, ...], str | None]:
+    """What the failing (warn, critical) links' modules share beyond chance, and the inventory's
+    run; nothing is read when fewer than two links fail."""
+    failing = [lk.key for lk in report.links if lk.status.rank >= Status.WARN.rank]
+    if len(failing) < MIN_LINKS:
+        return (), None
+    from fabric.app.cables import stored_inventory
+
+    inv = stored_inventory(store)
+    if inv is None or not inv.cables:
+        return (), None
+    cabled = [lk.key for lk in report.links]
+    return shared_cable_traits(failing, inv.cables, cabled), inv.source
 
 
 def _pieces(
@@ -219,6 +242,7 @@ def _pieces(
 __all__ = [
     "AssessedHealth",
     "assess_store",
+    "cable_notes",
     "load_thresholds",
     "node_names",
     "open_store",

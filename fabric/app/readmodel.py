@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 from fabric.app import bandwidth, recommend
 from fabric.app.bandwidth import SweepBandwidth
+from fabric.app.cables import CableDetail, CableInventory, cable_detail, stored_inventory
 from fabric.app.discover import TIER_NAMES, analyse, summary
 from fabric.app.health_window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
 from fabric.app.isolate import AppliedChange, IsolationPlan
@@ -43,7 +44,7 @@ from fabric.app.views import (
 )
 from fabric.store import Store, StoredSweep
 from probes.sweep import SweepStep
-from topology.model import Guid
+from topology.model import Guid, PortRef
 from topology.wiring import Severity
 
 
@@ -154,6 +155,20 @@ class FabricService:
             tuple(a.message for a in d.anomalies if g in a.nodes),
             tuple(hcas),
         )
+
+    def cable_inventory(self) -> CableInventory | None:
+        """The newest cable inventory kept in the store (an ibdiagnet run's), None without one."""
+        with self.open() as store:
+            return stored_inventory(store)
+
+    def cable_detail(
+        self, view: FabricView, guid: str, port: int, inventory: CableInventory | None = None
+    ) -> CableDetail:
+        """The cable at ``guid``/``port``: both ends, each end's module (vendor, part number,
+        serial, length, type, temperature, per-lane power), FEC mode and node temperature.
+        ``inventory`` defaults to :meth:`cable_inventory` (pass it to read the store once)."""
+        inv = inventory if inventory is not None else self.cable_inventory()
+        return cable_detail(view.discovery, PortRef(Guid(guid), port), inv)
 
     def find_node(self, view: FabricView, text: str) -> str | None:
         """A node GUID by GUID, operator name or host name (its first HCA), else None."""

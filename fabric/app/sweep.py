@@ -80,7 +80,8 @@ def prepare(
         pairs_text=pairs_text,
         pairs_source=pairs_path or "<pairs>",
     )
-    return SweepContext(discovery, tables, plan, f"lab {lab}" if lab else str(input_path))
+    source = f"lab {lab}" if lab else (str(input_path) if input_path else discovery.source)
+    return SweepContext(discovery, tables, plan, source)
 
 
 def _read(path: str, what: str) -> str:

@@ -6,13 +6,11 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
-    pass
-
+from fabric.cli.options import discover_from, source_options
 from topology.errors import SafetyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,14 +66,7 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
 
 # -- recommend ------------------------------------------------------------------------------------
 @click.command("recommend")
-@_fabric_options
-@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
-@click.option(
-    "--ibdiagnet",
-    "ibdiagnet_dir",
-    metavar="DIR",
-    help="An ibdiagnet output directory: its fabric, and each switch's AR state (AR_INFO, from 'ibdiagnet -r').",
-)
+@source_options
 @click.option("--opensm-log", metavar="FILE", help="The SM's log (what it runs: version, routing engine).")
 @click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
@@ -87,13 +78,8 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     help="Isolate links at this health status or worse.",
 )
 @_policy_options
-@click.option("--db", metavar="PATH", help="Store path (open isolations count toward the cap).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def recommend_cmd(
-    input_path: str | None,
-    lab: str | None,
-    ssh: str | None,
-    ibdiagnet_dir: str | None,
     opensm_log: str | None,
     opensm_conf: str | None,
     health_file: str | None,
@@ -101,29 +87,24 @@ def recommend_cmd(
     min_uplink_share: float,
     max_isolations: int | None,
     allow_switch_to_host: bool,
-    db: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
     """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings.
 
     Routing advice rests only on what is known: sminfo and the SM's log/config where they can be
-    read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO. What is
-    unknown is said, with the commands that would tell; nothing is advised on a guess.
+    read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO (give
+    --ibdiagnet DIR). What is unknown is said, with the commands that would tell; nothing is advised
+    on a guess. The store (--db) gives the health findings and the open isolations, which count
+    toward the cap; with no source its newest topology snapshot is the fabric.
     """
     from fabric.advise.candidates import read_health_file
-    from fabric.advise.recommend import recommend
-    from fabric.app.recommend import stored_findings
-    from fabric.app.source import Source
-    from fabric.app.subnet import learn_subnet_manager
+    from fabric.app.recommend import live_source, recommend_fabric, stored_findings
 
-    if ibdiagnet_dir:
-        if input_path or ssh or lab:
-            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
-        from fabric.app.ibdiagnet import discover_ibdiagnet
-
-        d = discover_ibdiagnet(ibdiagnet_dir)
-    else:
-        d = _discover(input_path, lab, ssh)
+    db = opts.get("db")
+    lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
+    saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
+    d = discover_from(opts)
     findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         findings = []
@@ -131,49 +112,16 @@ def recommend_cmd(
             "ibfab: no health data (run 'ibfab counters collect', or give --health FILE): routing advice only",
             err=True,
         )
-    if lab:
-        from fabric import lab as labmod
-
-        sm = learn_subnet_manager(
-            Source("lab", lab), log_path=opensm_log or labmod.opensm_log(lab), conf_path=opensm_conf
-        )
-    else:
-        # Saved inputs run nothing here: only the files given speak for the SM.
-        where = None if input_path or ibdiagnet_dir else Source("ssh", ssh) if ssh else Source("local")
-        sm = learn_subnet_manager(
-            where,
-            log_path=opensm_log,
-            conf_path=opensm_conf,
-            look_locally=where is not None and where.kind == "local",
-            ibdiagnet=ibdiagnet_dir,
-        )
-    from fabric.app.isolation_limits import isolation_limits
-    from fabric.store import Store
-
-    state_from = (
-        Source("lab", lab)
-        if lab
-        else Source("ssh", ssh)
-        if ssh
-        else None
-        if input_path or ibdiagnet_dir
-        else Source("local")
-    )
-    if db is not None or Path(_default_db()).exists():
-        with Store.open(db) as store:
-            limits = isolation_limits(store, d.fabric, d.classification, state_from)
-    else:
-        limits = isolation_limits(None, d.fabric, d.classification, state_from)
-    recs = recommend(
-        d.fabric,
-        d.classification,
+    recs = recommend_fabric(
+        d,
+        live_source(lab, ssh, d, saved),
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        sm,
+        db=db,
         min_status=min_status,
-        already_isolated=limits.already,
-        anomalies=d.anomalies,
-        designed=limits.designed,
+        opensm_log=opensm_log,
+        opensm_conf=opensm_conf,
+        ibdiagnet=ibdiagnet_dir,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))

@@ -3,53 +3,30 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
-from fabric.app.discover import discover
-from fabric.app.source import SshOptions, read_source
-from fabric.cli.options import ssh_options
+from fabric.cli.options import discover_from, source_options
 from topology.errors import UsageError
 
 
 @click.command("discover")
-@click.option("--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin).")
-@click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH.")
-@click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric.")
-@click.option(
-    "--ibdiagnet", "ibdiagnet_dir", metavar="DIR", help="An ibdiagnet output directory (its db_csv)."
-)
-@ssh_options
+@source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
 @click.option("--save", is_flag=True, help="Store the snapshot (raw text kept) in the store.")
 @click.option("--label", help="A name for the saved snapshot.")
-@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @click.option("--all-anomalies", is_flag=True, help="List every anomaly, not the first 40.")
 def discover_cmd(
-    input_path: str | None,
-    ssh: str | None,
-    lab: str | None,
-    ibdiagnet_dir: str | None,
-    inventory: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    identity: str | None,
-    as_json: bool,
-    save: bool,
-    label: str | None,
-    db: str | None,
-    all_anomalies: bool,
+    as_json: bool, save: bool, label: str | None, db: str | None, all_anomalies: bool, **opts: Any
 ) -> None:
-    """Discover the fabric, classify it and list wiring anomalies."""
-    if ibdiagnet_dir:
-        from fabric.app.ibdiagnet import discover_ibdiagnet
+    """Discover the fabric, classify it and list wiring anomalies.
 
-        if input_path or ssh or lab:
-            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
-        d = discover_ibdiagnet(ibdiagnet_dir)
-    else:
-        src, text = read_source(input_path, ssh, lab)
-        d = discover(src, text, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
+    With no source this runs ibnetdiscover here (a fresh discovery, never a stored snapshot)."""
+    if save and opts.get("snapshot"):
+        raise UsageError("--save with --snapshot would store that snapshot again")
+    from_ibdiagnet = bool(opts.get("ibdiagnet_dir"))  # its cable inventory is kept with --save
+    d = discover_from(opts, db, stored_default=False)
     snapshot_id = None
     if save:
         from fabric.store import Store
@@ -58,10 +35,14 @@ def discover_cmd(
             snapshot_id = store.save_topology(
                 d.fabric,
                 d.raw_text,
-                tool="ibdiagnet" if ibdiagnet_dir else "ibnetdiscover",
+                tool="ibdiagnet" if from_ibdiagnet else "ibnetdiscover",
                 source=d.source,
                 label=label,
             )
+            if from_ibdiagnet:
+                from fabric.app.cables import keep_inventory
+
+                keep_inventory(store, d.source)
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
     if as_json:
         out = d.to_dict()

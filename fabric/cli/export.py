@@ -5,47 +5,19 @@ Data goes to stdout; what was left out (aggregation nodes, unnamed HCAs, ...) go
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.options import discover_from, source_options
 
 if TYPE_CHECKING:
     from fabric.app.discover import Discovery
     from fabric.exports import Export
     from fabric.placement import PlacementHealth
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def source_options(fn: F) -> F:
-    """``--input/--ssh/--lab`` and the SSH options, as ``ibfab discover`` has them."""
-    fn = ssh_options(fn)
-    for opt in reversed(
-        (
-            click.option(
-                "--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin)."
-            ),
-            click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH."),
-            click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric."),
-        )
-    ):
-        fn = opt(fn)
-    return fn
-
-
-def discover_from(opts: dict[str, Any]) -> Discovery:
-    """Discovery from the source options (pops them from ``opts``)."""
-    from fabric.app.discover import discover
-    from fabric.app.source import SshOptions, read_source
-
-    src, text = read_source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
-    ssh = SshOptions(
-        opts.pop("inventory"), opts.pop("known_hosts"), opts.pop("accept_new_host_key"), opts.pop("identity")
-    )
-    return discover(src, text, ssh)
+# source_options and discover_from live in fabric.cli.options; re-exported for older imports.
+__all__ = ["discover_from", "emit", "export_group", "health_from_store", "source_options"]
 
 
 def health_from_store(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
@@ -93,14 +65,13 @@ def slurm_cmd(plugin: str, **opts: Any) -> None:
 @click.option("--both", "style", flag_value="both", help="Both key sets.")
 @click.option("--health", "with_health", is_flag=True, help="Add ibfab.io/health from the store's counters.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
-@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 def k8s_cmd(
     fmt: str, style: str, with_health: bool, health_hours: float, db: str | None, **opts: Any
 ) -> None:
     """kubectl label lines (or JSON) with topograph's tier keys."""
     from fabric.exports.k8s import k8s_labels
 
-    d = discover_from(opts)
+    d = discover_from(opts, db)
     health = health_from_store(d, db, health_hours) if with_health else None
     emit(k8s_labels(_tree(d), style, fmt, health))
 
@@ -134,12 +105,11 @@ def hostfile_cmd(style: str, slots: int, **opts: Any) -> None:
 @source_options
 @click.option("--health", "with_health", is_flag=True, help="Add each host's health from the store.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True)
-@click.option("--db", metavar="PATH")
 def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any) -> None:
     """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
     from fabric.exports.json import scheduler_json
 
-    d = discover_from(opts)
+    d = discover_from(opts, db)
     health = health_from_store(d, db, health_hours) if with_health else None
     emit(scheduler_json(d.fabric, d.classification, _tree(d), health))
 

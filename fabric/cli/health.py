@@ -51,7 +51,10 @@ def health_cmd(
         view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
         # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
-        json.dump(view.report.to_dict(), sys.stdout, indent=1)
+        doc = view.report.to_dict()
+        doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
+        doc["cable_inventory"] = view.inventory
+        json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
     from fabric.present.health import render_health

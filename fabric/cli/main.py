@@ -36,6 +36,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
 _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("topology", "fabric.cli.plan", "check_cmd"),
     ("topology", "fabric.cli.snapshots", "list_cmd"),
+    ("topology", "fabric.cli.cables", "cable_cmd"),
     ("export", "fabric.cli.plan", "export_plan_cmd"),
 )
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from fabric.cli.export import discover_from, health_from_store, source_options
+from fabric.cli.export import health_from_store
+from fabric.cli.options import discover_from, source_options
 
 
 @click.command("place")
@@ -26,7 +27,6 @@ from fabric.cli.export import discover_from, health_from_store, source_options
 )
 @click.option("--slots", type=int, default=1, show_default=True, help="Slots per host in the hostfile.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
-@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @source_options
 def place_cmd(
     n: int,
@@ -67,7 +67,7 @@ def place_cmd(
     exclude: dict[str, str] = {}
     for pattern in excluded:
         exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
-    d = discover_from(opts)
+    d = discover_from(opts, db)
     health = None
     if exclude_unhealthy:
         health = health_from_store(d, db, health_hours)

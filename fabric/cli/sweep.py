@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.options import discover_from, source_options, ssh_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
+    from fabric.app.discover import Discovery
     from fabric.app.sweep import SweepContext
     from probes.sweep import SweepStep
 
@@ -32,13 +33,22 @@ def _plan_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
             ),
             click.option("--pairs", "pairs_path", metavar="FILE", help="Pair file for --pattern custom."),
-            click.option("--lab", metavar="NAME", help="Plan on a lab fabric (its routes are used)."),
-            click.option("--input", "input_path", metavar="TOPO", help="A saved ibnetdiscover file."),
             click.option(
                 "--routes", "routes_path", metavar="DUMP", help="LFT dump (ibroute/dump_fts/opensm)."
             ),
             click.option("--per-host", is_flag=True, help="No host in two probes at once."),
             click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _lab_and_input(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(
+        (
+            click.option("--lab", metavar="NAME", help="A lab fabric (its routes are used)."),
+            click.option("--input", "input_path", metavar="TOPO", help="A saved ibnetdiscover file."),
         )
     ):
         fn = opt(fn)
@@ -52,6 +62,7 @@ def _context(
     input_path: str | None,
     routes_path: str | None,
     per_host: bool,
+    discovery: Discovery | None = None,
 ) -> SweepContext:
     from fabric.app import sweep as sweeps
 
@@ -64,6 +75,7 @@ def _context(
         routes_path=routes_path,
         pairs_path=pairs_path,
         per_host=per_host,
+        discovery=discovery,
     )
 
 
@@ -98,19 +110,23 @@ class ProgressLine:
 
 @sweep_group.command("plan")
 @_plan_options
+@source_options
 def plan_cmd(
     pattern: str,
     pairs_path: str | None,
-    lab: str | None,
-    input_path: str | None,
     routes_path: str | None,
     per_host: bool,
     as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Plan a sweep: rounds used against the lower bound, and the cables and rails covered."""
+    """Plan a sweep: rounds used against the lower bound, and the cables and rails covered.
+
+    A lab's routes come from its OpenSM; elsewhere give --routes DUMP."""
     from fabric.app.sweep import names_of
 
-    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
+    lab = opts.get("lab")
+    discovery = discover_from(opts)
+    ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
@@ -122,6 +138,7 @@ def plan_cmd(
 
 @sweep_group.command("run")
 @_plan_options
+@_lab_and_input
 @ssh_options
 @click.option("--no-retest", is_flag=True, help="Do not re-test outliers.")
 @click.option(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fabric.app.discover import Discovery, summary
 from fabric.app.topology_diff import TopologyDiff
 from fabric.present.table import table
@@ -89,3 +91,17 @@ def render_topology_diff(td: TopologyDiff) -> str:
     lines += [f"- {cable(lk)}" for lk in d.links_removed]
     lines += [f"~ {cable(c.before)} -> {c.after.width}x{c.after.speed}" for c in d.links_changed]
     return "\n".join(lines)
+
+
+def stored_snapshot_line(d: Discovery) -> str | None:
+    """Which stored snapshot a command read (for stderr), None when it read none: e.g.
+    ``using stored topology snapshot 3 "clean", taken 2025-03-31 10:02:11 from lab demo (...)``."""
+    s = d.stored
+    if s is None:
+        return None
+    label = f' "{s.label}"' if s.label else ""
+    taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.taken_at))
+    return (
+        f"using stored topology snapshot {s.id}{label}, taken {taken} from {s.source} "
+        f"({s.switches} switches, {s.hcas} HCAs, {s.links} cables)"
+    )

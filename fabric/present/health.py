@@ -63,4 +63,23 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         extra.append(f"{view.recorded} findings recorded for today")
     if extra:
         lines.append("; ".join(extra))
+    lines += cable_note_lines(view)
     return "\n".join(lines)
+
+
+def cable_note_lines(view: AssessedHealth, show: int = 4) -> list[str]:
+    """One note per cable trait the failing links share beyond chance, naming the links."""
+    lines = []
+    for note in view.cable_notes:
+        share = note.population_with / note.population_known if note.population_known else 0.0
+        ends = [" <-> ".join(view.end_label(g, p) for g, p in key) for key in note.links]
+        named = ", ".join(ends[:show]) + (f" and {len(ends) - show} more" if len(ends) > show else "")
+        chance = f"{note.chance:.2%}" if note.chance >= 0.0001 else "under 0.01%"
+        lines.append(
+            f"note: {len(note.links)} of {note.failing_known} failing links have {note.trait} "
+            f"{note.value}, against {note.population_with} of the {note.population_known} cables the "
+            f"inventory covers ({share:.0%}; as many by chance: {chance}): {named}"
+        )
+    if lines:
+        lines.append(f"  (cable inventory from the ibdiagnet run {view.inventory})")
+    return lines
