@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -191,15 +190,9 @@ def isolate_cmd(
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
             else:
-                click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
-                click.echo(f"  [opensm] {' '.join(plan.argv)}")
-                for line in plan.lab_console:
-                    click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
-                click.echo(f"  [ufm] {plan.ufm}")
-                state = "passed" if plan.window_passed else "NOT passed"
-                click.echo(
-                    f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
-                )
+                from fabric.present.advice import render_undo_plan
+
+                click.echo(render_undo_plan(plan, undo_id, retest_window))
             if not plan.window_passed and not force:
                 raise SafetyError(
                     f"the re-test window of {retest_window:g} min has not passed; re-test the link "
@@ -290,22 +283,6 @@ def whatif_group() -> None:
     """Estimate ring all-reduce and all-to-all bandwidth under a change, static vs adaptive routing."""
 
 
-def _route(d: Any, lab: str | None, lft: str | None) -> Any:
-    """A path function from forwarding tables (``--lft`` or the lab's OpenSM dump), else None."""
-    import functools
-
-    from topology.routes import path, read_lft_dump
-
-    if lft is None and lab is not None:
-        from fabric import lab as labmod
-
-        dump = Path(labmod.opensm_dump_dir(lab)) / "opensm-lfts.dump"
-        lft = str(dump) if dump.is_file() else None
-    if lft is None:
-        return None
-    return functools.partial(path, d.fabric, read_lft_dump(lft))
-
-
 def _run_whatif(
     input_path: str | None,
     lab: str | None,
@@ -314,42 +291,14 @@ def _run_whatif(
     as_json: bool,
     build: Callable[[Any], Any],
 ) -> None:
-    from fabric.advise.whatif import what_if
+    from fabric.app.whatif import run_whatif
+    from fabric.present.advice import render_whatif
 
-    d = _discover(input_path, lab)
-    host_list = None
-    if hosts:
-        from ClusterShell.NodeSet import NodeSet, NodeSetParseError
-
-        try:
-            host_list = list(NodeSet(hosts))
-        except NodeSetParseError as exc:
-            raise UsageError(f"--hosts {hosts!r}: {exc}") from exc
-    result = what_if(d.fabric, d.classification, build(d), host_list, _route(d, lab, lft))
+    result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
-    click.echo(result.sentence())
-    click.echo(f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)")
-    from fabric.present.table import table
-
-    rows = [
-        (
-            g.group,
-            g.endpoints,
-            f"{g.slowed}/{g.pairs}",
-            f"{g.all_to_all['static']:.0%}",
-            f"{g.all_to_all['adaptive']:.0%}",
-            f"{g.ring['static']:.0%}",
-            f"{g.ring['adaptive']:.0%}",
-        )
-        for g in result.groups
-    ]
-    click.echo(
-        table(("group", "HCAs", "slowed pairs", "a2a static", "a2a AR", "ring static", "ring AR"), rows)
-    )
-    if result.missing:
-        click.echo("cut off: " + ", ".join(result.missing))
+    click.echo(render_whatif(result))
 
 
 @whatif_group.command("isolate")

@@ -7,8 +7,10 @@ from collections.abc import Iterable
 from fabric.advise.actions import Action
 from fabric.advise.recommend import Recommendations
 from fabric.advise.routing_advice import RoutingAdvice
-from fabric.app.isolate import IsolationPlan
+from fabric.advise.whatif import WhatIf
+from fabric.app.isolate import IsolationPlan, UndoPlan
 from fabric.app.isolation_limits import IsolationLimits
+from fabric.present.table import table
 
 
 def render_actions(actions: Iterable[Action]) -> str:
@@ -71,4 +73,42 @@ def isolation_plan_text(plan: IsolationPlan, limits: IsolationLimits | None = No
     for s in plan.steps:
         lines.append(f"  {s.name} <-> {s.far}")
         lines += [f"    [{cmd.manager} {cmd.purpose}] {cmd.text}" for cmd in s.action.commands]
+    return "\n".join(lines)
+
+
+def render_whatif(result: WhatIf) -> str:
+    """The worst group's sentence, the routing model, one row per group of HCAs, who is cut off."""
+    rows = [
+        (
+            g.group,
+            g.endpoints,
+            f"{g.slowed}/{g.pairs}",
+            f"{g.all_to_all['static']:.0%}",
+            f"{g.all_to_all['adaptive']:.0%}",
+            f"{g.ring['static']:.0%}",
+            f"{g.ring['adaptive']:.0%}",
+        )
+        for g in result.groups
+    ]
+    lines = [
+        result.sentence(),
+        f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)",
+        table(("group", "HCAs", "slowed pairs", "a2a static", "a2a AR", "ring static", "ring AR"), rows),
+    ]
+    if result.missing:
+        lines.append("cut off: " + ", ".join(result.missing))
+    return "\n".join(lines)
+
+
+def render_undo_plan(plan: UndoPlan, undo_id: int, window_minutes: float) -> str:
+    """What ``ibfab isolate --undo ID`` would run, labelled by where it runs, and the re-test window."""
+    lines = [f"undo isolation {undo_id}: {plan.entry.target}", f"  [opensm] {' '.join(plan.argv)}"]
+    lines += [
+        f"  [lab console] {ln}   (ibsim only: a real port retrains by itself)" for ln in plan.lab_console
+    ]
+    lines.append(f"  [ufm] {plan.ufm}")
+    state = "passed" if plan.window_passed else "NOT passed"
+    lines.append(
+        f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {window_minutes:g} min {state}"
+    )
     return "\n".join(lines)
