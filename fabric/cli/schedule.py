@@ -149,7 +149,8 @@ def remove_cmd(name: str, db: str | None) -> None:
     default=60.0,
     show_default=True,
     type=click.FloatRange(min=0),
-    help="On SIGTERM/SIGINT, seconds to wait for running jobs.",
+    help="On SIGTERM/SIGINT, seconds to wait for running jobs before ending their tools"
+    " (a second signal ends them at once).",
 )
 def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, grace: float) -> None:
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
@@ -163,12 +164,19 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
         click.echo(r.line())
 
     daemon = Daemon(
-        Path(db) if db else default_db_path(), workers=workers, grace_seconds=grace, on_report=report
+        Path(db) if db else default_db_path(),
+        workers=workers,
+        grace_seconds=grace,
+        on_report=report,
+        on_note=lambda line: click.echo(f"ibfab daemon: {line}", err=True),
     )
 
     def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
         if not daemon.stopping:
-            click.echo(f"ibfab daemon: {signal.Signals(signum).name}: finishing running jobs", err=True)
+            click.echo(f"ibfab daemon: {name}: finishing running jobs (again to end them now)", err=True)
+        else:
+            click.echo(f"ibfab daemon: {name} again: ending running jobs now", err=True)
         daemon.stop()
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
