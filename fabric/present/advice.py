@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 
 from fabric.advise.actions import Action
-from fabric.app.isolate import IsolationPlan
+from fabric.app.isolate import IsolationPlan, UndoPlan
+from fabric.core.units import human_duration
 
 
 def render_actions(actions: Iterable[Action]) -> str:
@@ -35,4 +37,28 @@ def isolation_plan_text(plan: IsolationPlan) -> str:
     for s in plan.steps:
         lines.append(f"  {s.name} <-> {s.far}")
         lines += [f"    [{cmd.manager} {cmd.purpose}] {cmd.text}" for cmd in s.action.commands]
+    return "\n".join(lines)
+
+
+def change_title(kind: str, target: str) -> str:
+    """The heading of a change's plan: ``ISOLATE PORT leaf-su01-r0:5 <-> spine-01:1``."""
+    return f"{kind.replace('_', ' ').upper()} {target}"
+
+
+def undo_plan_text(plan: UndoPlan) -> str:
+    """What returning an isolated port to service runs (``ibfab isolate --undo ID``), labelled
+    like the isolation plan, with the age against the re-test window."""
+    lines = [
+        f"undo isolation {plan.entry.id}: {plan.entry.target}",
+        f"  [opensm undo] {shlex.join(plan.argv)}",
+    ]
+    lines += [
+        f"  [lab console] {line}   (ibsim only: a real port retrains by itself)" for line in plan.lab_console
+    ]
+    lines.append(f"  [ufm undo] {plan.ufm}")
+    state = "passed" if plan.window_passed else "NOT passed"
+    lines.append(
+        f"  isolated {human_duration(plan.age_seconds)} ago by {plan.entry.user}; "
+        f"re-test window of {human_duration(plan.window_seconds)} {state}"
+    )
     return "\n".join(lines)

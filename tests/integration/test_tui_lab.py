@@ -1,6 +1,6 @@
 """The TUI driven by Pilot against running lab fabrics (ibsim + OpenSM, the real diag tools): a
-sweep started from the Probes screen localizes a planted slow cable; an isolation confirmed with
-``y`` on the Recommendations screen is audited and the cable is gone from the next discovery."""
+sweep started from the Probes screen localizes a planted slow cable; an isolation confirmed by
+typing the port's name on the Recommendations screen is audited and the cable is gone from the next discovery."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, text_of
 from tui.app import build_app
 from tui.messages import ActionApplied, SweepFinished
+from tui.screens.confirm import GRACE_S, ConfirmChange
 from tui.screens.fabric_map import FabricMapScreen
 from tui.screens.probes import ProbesScreen
-from tui.screens.recommendations import ConfirmScreen, RecommendationsScreen
+from tui.screens.recommendations import RecommendationsScreen
 
 pytestmark = pytest.mark.lab
 SLOW = "degraded-speed:leaf-su02-r1:5"
@@ -105,7 +106,7 @@ async def test_sweep_from_probes_screen_puts_the_slow_cable_first(slow_lab: str,
 
 
 @run_async
-async def test_isolation_confirmed_with_y_is_audited_and_the_cable_is_gone(
+async def test_isolation_confirmed_by_typing_the_port_is_audited_and_the_cable_is_gone(
     plain_lab: str, tmp_path: Path
 ) -> None:
     db = tmp_path / "iso.db"
@@ -135,9 +136,10 @@ async def test_isolation_confirmed_with_y_is_audited_and_the_cable_is_gone(
             await pilot.press("down")
         await pilot.press("enter")
         await pilot.pause(0.3)
-        assert isinstance(app.screen, ConfirmScreen)
+        assert isinstance(app.screen, ConfirmChange)
         assert "leaf-su01-r0" in screen.last_plan
-        await pilot.press("y")
+        await pilot.pause(GRACE_S + 0.2)  # the name box opens once the plan has been on screen
+        await pilot.press(*app.screen.target, "enter")
         for _ in range(200):
             await pilot.pause(0.1)
             if any(isinstance(m, ActionApplied) for m in app.messages_seen):
