@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -110,9 +111,16 @@ class IbfabApp(App[None]):
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        service: FabricService,
+        *,
+        poll_seconds: float | None = POLL_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
         self.service = service
+        self.clock = clock
         self.poll_seconds = poll_seconds
         self.state: StoreState | None = None
         self.view: FabricView | None = None
@@ -281,6 +289,9 @@ class IbfabApp(App[None]):
                     screen.refresh_data()
                 return
 
+    def now(self) -> float:
+        return self.clock()
+
     def status_line(self) -> str:
         """What is loaded, in words (shown at the top of every screen)."""
         if self.errors:
@@ -310,6 +321,12 @@ def _index(view: FabricView | None, health: HealthWindow | None) -> LinkIndex:
     return index
 
 
-def build_app(service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> IbfabApp:
-    """The app for ``ibfab tui`` and for tests (``poll_seconds=None``: no live refresh)."""
-    return IbfabApp(service, poll_seconds=poll_seconds)
+def build_app(
+    service: FabricService,
+    *,
+    poll_seconds: float | None = POLL_SECONDS,
+    clock: Callable[[], float] = time.time,
+) -> IbfabApp:
+    """The app for ``ibfab tui`` and for tests (``poll_seconds=None``: no live refresh; ``clock``:
+    the time ages are counted against)."""
+    return IbfabApp(service, poll_seconds=poll_seconds, clock=clock)

@@ -31,6 +31,10 @@ class FabricData(Protocol):
 
     def status_line(self) -> str: ...
 
+    def now(self) -> float:
+        """The wall clock ages are counted against (fixed in tests and snapshots)."""
+        ...
+
 
 def fabric_data(app: App[None]) -> FabricData:
     """The running app's data (an app without it is a programming error, said at once)."""

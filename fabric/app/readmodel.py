@@ -278,10 +278,10 @@ class FabricService:
         return recommend.apply_isolation(self.db, self.lab, plan)
 
     # -- operations: open changes, the audit log, runs (fabric.app.operations, fabric.app.isolate) --
-    def operations(self, audit_limit: int = 200) -> Operations:
+    def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
         """Open isolations with their age, the audit log (newest first), schedules and runs."""
         with self.open() as store:
-            return operations(store, time.time(), audit_limit)
+            return operations(store, time.time() if now is None else now, audit_limit)
 
     def undo_plan(self, audit_id: int) -> UndoPlan:
         """What ``ibfab isolate --undo ID`` shows (it refuses an entry already undone)."""

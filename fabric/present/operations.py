@@ -13,6 +13,11 @@ def age(seconds: float) -> str:
     return human_duration(seconds)
 
 
+def ago(now: float, then: float) -> str:
+    """``12 min ago``; a time ahead of this machine's clock says so rather than a negative age."""
+    return f"{age(now - then)} ago" if now >= then else f"{age(then - now)} ahead of this clock"
+
+
 def open_change_row(c: OpenChange) -> tuple[str, str, str, str, str]:
     """(audit id, action, target, age, who) for the open-changes table."""
     return (str(c.entry.id), c.kind, c.entry.target, age(c.age_seconds), c.entry.user)
@@ -25,13 +30,13 @@ def runs_text(ops: Operations, state: StoreState | None, now: float) -> str:
     if state is not None:
         snap = state.latest_snapshot
         lines.append(
-            f"collection  {when(snap.taken_at)} ({age(now - snap.taken_at)} ago, snapshot #{snap.id})"
+            f"collection  {when(snap.taken_at)} ({ago(now, snap.taken_at)}, snapshot #{snap.id})"
             if snap
             else "collection  never (ibfab counters collect)"
         )
         sweep = state.last_sweep
         lines.append(
-            f"sweep       {when(sweep.started)} ({age(now - sweep.started)} ago, #{sweep.id} {sweep.pattern})"
+            f"sweep       {when(sweep.started)} ({ago(now, sweep.started)}, #{sweep.id} {sweep.pattern})"
             if sweep
             else "sweep       never"
         )
@@ -46,7 +51,7 @@ def runs_text(ops: Operations, state: StoreState | None, now: float) -> str:
             last = f"running since {when(s.last.started)}"
         else:
             verdict = "ok" if s.last.ok else f"FAILED: {s.last.error or 'no error recorded'}"
-            last = f"last {when(s.last.started)} ({age(now - s.last.started)} ago): {verdict}"
+            last = f"last {when(s.last.started)} ({ago(now, s.last.started)}): {verdict}"
         state_word = "" if sched.enabled else " (disabled)"
         lines.append(f"schedule    {sched.name} ({sched.kind}, {every}){state_word}: {last}")
     for r in ops.failed_runs[:5]:

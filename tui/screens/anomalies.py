@@ -77,6 +77,7 @@ class AnomaliesScreen(DataScreen):
         every = self.alerts()
         words = self.filter_text.lower().split()
         kept = [a for a in every if matches(a, words)]
+        element_w = min(48, max(20, self.app.size.width // 3))
         # group by kind: the kind of the worst finding first (alerts come worst first)
         kinds: dict[str, list[Alert]] = {}
         for a in kept:
@@ -88,8 +89,8 @@ class AnomaliesScreen(DataScreen):
                 self.shown[key] = a
                 table.add_row(
                     a.severity.value.upper(),
-                    plain(ellipsis(a.element, 48)),
-                    plain(ellipsis(a.message, 90)),
+                    plain(ellipsis(a.element, element_w)),
+                    plain(ellipsis(a.message, self.room(element_w + 22))),
                     key=key,
                 )
         health = (
@@ -112,7 +113,8 @@ class AnomaliesScreen(DataScreen):
         a = self.shown.get(str(event.row_key.value))
         why = self.query_one("#anomaly-why", Static)
         if a is None:
-            why.update("")
+            why.border_title = ""
+            why.update("a kind heading: the findings of this kind follow; enter on one opens what it names")
             return
         why.border_title = f"{a.severity.value.upper()} {a.kind}"
         why.update(plain(f"{a.element}\n{a.message}"))

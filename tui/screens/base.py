@@ -65,6 +65,16 @@ class DataScreen(Screen[None]):
     def on_key(self, event: events.Key) -> None:
         guard_typing(self, event)
 
+    def on_resize(self, event: events.Resize) -> None:
+        # table cells end in an ellipsis at the width there is: a new width draws them again
+        if event.size.width != getattr(self, "_drawn_width", event.size.width):
+            self.refresh_data()
+        self._drawn_width = event.size.width
+
+    def room(self, used: int, least: int = 16) -> int:
+        """Columns left for a table's last (free text) column when the others take ``used``."""
+        return max(least, self.app.size.width - used)
+
     def refresh_data(self) -> None:
         self.drawn_generation = self.data.generation
         self.query_one("#status-line", Static).update(plain(self.data.status_line()))

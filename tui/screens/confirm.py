@@ -32,7 +32,7 @@ class ConfirmChange(ModalScreen[bool]):
     ConfirmChange { align: center middle; }
     #confirm { width: 110; max-width: 100%; height: auto; max-height: 100%;
                border: thick $warning; background: $surface; padding: 0 1; }
-    #confirm-scroll { height: auto; max-height: 20; }
+    #confirm-scroll { height: auto; max-height: 45vh; }
     #confirm-buttons { height: auto; }
     #confirm-prompt { margin-top: 1; }
     """

@@ -56,7 +56,7 @@ class DetailScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.set_focus(self.query_one("#detail-ports", DataTable))
+        self.set_focus(self.query_one("#detail-ports", DataTable), scroll_visible=False)
         self.load_history()
 
     def link_row(self) -> LinkRow | None:
@@ -150,7 +150,7 @@ class DetailScreen(DataScreen):
                     p.link.status.upper(),
                     "-" if p.link.score is None else p.link.score,
                     f"{p.link.width}x{p.link.speed}",
-                    plain(ellipsis("; ".join(p.link.reasons), 60)),
+                    plain(ellipsis("; ".join(p.link.reasons), self.room(64))),
                     key=f"link:{p.link.index}",
                 )
             if host:

@@ -4,7 +4,6 @@ sweep and daemon runs with their errors."""
 
 from __future__ import annotations
 
-import time
 from typing import ClassVar
 
 from textual import work
@@ -56,11 +55,11 @@ class OperationsScreen(DataScreen):
 
     def draw(self) -> None:
         try:
-            self.ops = ops = self.data.service.operations()
+            self.ops = ops = self.data.service.operations(now=self.data.now())
         except IbfabError as exc:
             self.query_one("#ops-runs", Static).update(plain(exc.one_line()))
             return
-        now = time.time()
+        now = self.data.now()
         open_table = self.query_one("#ops-open", DataTable)
         open_table.clear(columns=True)
         open_table.add_columns("AUDIT", "ACTION", "TARGET", "AGE", "BY")
@@ -80,7 +79,7 @@ class OperationsScreen(DataScreen):
                 plain(e.user),
                 e.action,
                 plain(ellipsis(e.target, 40)),
-                plain(ellipsis(e.result, 50)),
+                plain(ellipsis(e.result, self.room(90, 24))),
                 key=str(e.id),
             )
 

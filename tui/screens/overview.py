@@ -65,7 +65,7 @@ class OverviewScreen(DataScreen):
                 r.status.upper(),
                 "-" if r.score is None else r.score,
                 r.cable,
-                ellipsis("; ".join(r.reasons), 60),
+                plain(ellipsis("; ".join(r.reasons), self.room(58))),
                 key=str(r.index),
             )
 

@@ -33,7 +33,7 @@ class ProbesScreen(DataScreen):
     )
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "start_sweep", "start sweep")]
     DEFAULT_CSS = (
-        "#sweeps { height: auto; max-height: 8; } #sweep-bar { height: 1; }"
+        "#sweeps { height: auto; max-height: 8; } #sweep-bar { height: 1; } #sweep-bar.hidden { display: none; }"
         " #pairs { height: auto; max-height: 14; } #suspects { height: auto; max-height: 10; }"
         " .probe-title { padding: 0 1; text-style: bold; }"
     )
@@ -51,7 +51,7 @@ class ProbesScreen(DataScreen):
         yield from self.compose_frame()
         with VerticalScroll(id="probes-body"):
             yield Static("", id="sweep-backend", classes="panel")
-            yield ProgressBar(id="sweep-bar", show_eta=False)
+            yield ProgressBar(id="sweep-bar", show_eta=False, classes="hidden")
             yield Static("", id="sweep-progress")
             yield DataTable(id="sweeps", cursor_type="row")
             yield Static("", id="sweep-results", classes="probe-title")
@@ -75,7 +75,7 @@ class ProbesScreen(DataScreen):
         )
         table = self.query_one("#sweeps", DataTable)
         table.clear(columns=True)
-        table.add_columns("SWEEP", "STARTED", "FINISHED", "PATTERN", "PAIRS")
+        table.add_columns("SWEEP", "STARTED", "FINISHED", "PATTERN", "RESULTS")
         try:
             sweeps = svc.sweeps_of(limit=20)
         except IbfabError as exc:
@@ -83,13 +83,12 @@ class ProbesScreen(DataScreen):
             return
         self._sweep_ids = [s.sweep.id for s in sweeps]
         for s in sweeps:
-            pairs = len({(r.client_host, r.client_device, r.server_host, r.server_device) for r in s.results})
             table.add_row(
                 s.sweep.id,
                 when(s.sweep.started),
                 when(s.sweep.finished) if s.sweep.finished else "running",
                 s.sweep.pattern,
-                pairs,
+                len(s.results),
                 key=str(s.sweep.id),
             )
         self.show_sweep(self._sweep_ids[0] if self._sweep_ids else None)
@@ -175,6 +174,7 @@ class ProbesScreen(DataScreen):
             self.notify("a sweep is already running")
             return
         self.running = True
+        self.query_one(ProgressBar).remove_class("hidden")
         self.run_sweep()
 
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
@@ -202,6 +202,7 @@ class ProbesScreen(DataScreen):
 
     def on_sweep_finished(self, msg: SweepFinished) -> None:
         self.running = False
+        self.query_one(ProgressBar).add_class("hidden")
         self.query_one("#sweep-progress", Static).update(plain(msg.text))
         self.refresh_data()
 

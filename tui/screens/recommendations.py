@@ -67,7 +67,8 @@ class RecommendationsScreen(DataScreen):
         self.advice = result
         note.update(f"{len(result)} recommendation(s); enter shows the plan of the highlighted one")
         for i, a in enumerate(result):
-            table.add_row(i + 1, a.kind, plain(a.target), plain(ellipsis(a.reason, 70)), key=str(i))
+            reason = ellipsis(a.reason, self.room(len(a.target) + len(a.kind) + 12))
+            table.add_row(i + 1, a.kind, plain(a.target), plain(reason), key=str(i))
 
     def chosen(self) -> Advice | None:
         table = self.query_one("#advice", DataTable)
