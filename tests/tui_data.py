@@ -13,6 +13,7 @@ from typing import Any
 from fabric.app.sweep import FORMAT
 from fabric.core.fields import COUNTER_NAMES
 from fabric.store import ProbeResultRow, RawCapture, Store
+from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Link, NodeKind
@@ -57,11 +58,13 @@ def counter_rows(
     return rows
 
 
-def build_store(path: Path, snapshots: int = 16) -> tuple[Path, Fabric, Link, Link]:
+def build_store(
+    path: Path, snapshots: int = 16, spec: str = SPEC, faults: tuple[str, ...] = FAULTS
+) -> tuple[Path, Fabric, Link, Link]:
     """(store path, fabric, the high-BER uplink, the flapping uplink)."""
-    design = generate(SPEC, list(FAULTS))
+    design = generate(spec, list(faults))
     text = to_ibnetdiscover(design)
-    fabric = parse_ibnetdiscover(text.splitlines(), f"generated {SPEC}")
+    fabric = parse_ibnetdiscover(text.splitlines(), f"generated {spec}")
     ups = uplinks(fabric)
     ber_bad, flappy = ups[0], ups[5]
     bad: dict[tuple[str, int], dict[str, int]] = {
@@ -70,7 +73,7 @@ def build_store(path: Path, snapshots: int = 16) -> tuple[Path, Fabric, Link, Li
     }
     with Store.open(path) as store:
         topo = store.save_topology(
-            fabric, text, "ibnetdiscover", f"generated {SPEC}", label="test", taken_at=T0 - 10
+            fabric, text, "ibnetdiscover", f"generated {spec}", label="test", taken_at=T0 - 10
         )
         for i in range(snapshots):
             when = T0 + i * SNAPSHOT_EVERY_S
@@ -146,3 +149,25 @@ def save_sweep(path: Path, fabric: Fabric, slow: Link, fast: Link) -> int:
             ],
         )
     return sid
+
+
+# -- changes and runs as fabric.app.isolate and the daemon record them --------------------------
+def record_operations(path: Path, fabric: Fabric, isolated: Link, at: float = T0 + 120) -> int:
+    """An isolation of ``isolated``'s switch end that succeeded (what ``apply_plan`` writes after
+    ``ibportstate`` exits 0, which needs a fabric), one that failed, a counters schedule with one
+    good and one failed run. Returns the open isolation's audit id."""
+    switch = next(e for e in (isolated.a, isolated.b) if fabric.nodes[e.guid].kind is NodeKind.SWITCH)
+    far = isolated.other(switch.guid)
+    names = {g: c.name for g, c in classify(fabric).nodes.items()}
+    target = f"{switch} {names[switch.guid]}:{switch.port} <-> {names[far.guid]}:{far.port}"
+    command = f"ibportstate -D 0,1 {switch.port} disable"
+    with Store.open(path) as store:
+        opened = store.audit("operator", "isolate", target, command, "ok (exit 0)", when=at)
+        failed = target.replace(f":{switch.port} ", ":99 ")
+        store.audit("operator", "isolate", failed, command, "failed: ibportstate: exit 255", when=at + 5)
+        sid = store.add_schedule("counters-1m", "counters", interval_seconds=60)
+        run = store.start_run(sid, T0)
+        store.finish_run(run, True, None, T0 + 2)
+        run = store.start_run(sid, T0 + 60)
+        store.finish_run(run, False, "perfquery: exit 1 on 0x0c42a10300a00003", T0 + 61)
+    return opened

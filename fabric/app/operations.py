@@ -23,7 +23,7 @@ class OpenChange:
     """A change still in force (an isolation nobody has undone) and how long it has been."""
 
     entry: AuditEntry
-    age_seconds: float
+    age_seconds: float  # negative: recorded at a time ahead of this clock
 
     @property
     def kind(self) -> str:
@@ -50,9 +50,7 @@ class Operations:
 
 def operations(store: Store, now: float, audit_limit: int = 200, runs_limit: int = 50) -> Operations:
     log = store.audit_log()
-    still = tuple(
-        OpenChange(e, max(0.0, now - e.time)) for e in open_isolations(store) if e.action == ISOLATE
-    )
+    still = tuple(OpenChange(e, now - e.time) for e in open_isolations(store) if e.action == ISOLATE)
     schedules = tuple(
         ScheduleState(s, next(iter(store.list_runs(s.id, limit=1)), None)) for s in store.list_schedules()
     )

@@ -177,7 +177,7 @@ class FabricService:
             element,
             a.message,
             link=cables[0].key if len(cables) == 1 else None,
-            guid=(a.nodes[0] if a.nodes else a.ports[0].guid if a.ports else None),
+            guid=_lowest(view, [*a.nodes, *(p.guid for p in a.ports)]),
         )
 
     # -- details ------------------------------------------------------------------------------
@@ -297,3 +297,10 @@ class FabricService:
     def sweep_pairs(self, shown: ShownSweep) -> list[PairHistory]:
         """Each pair of a sweep once, with every attempt (re-tests) and the final verdict."""
         return pair_histories(shown)
+
+
+def _lowest(view: FabricView, guids: Sequence[str]) -> str | None:
+    """The node of the lowest tier (a miswired HCA before its leaf, a leaf short of uplinks before
+    the spines it misses): what an anomaly is about first."""
+    tiers = [(view.tier(g) if view.tier(g) is not None else 99, i, g) for i, g in enumerate(guids)]
+    return min(tiers)[2] if tiers else None

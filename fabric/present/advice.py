@@ -57,8 +57,12 @@ def undo_plan_text(plan: UndoPlan) -> str:
     ]
     lines.append(f"  [ufm undo] {plan.ufm}")
     state = "passed" if plan.window_passed else "NOT passed"
+    since = (
+        f"{human_duration(plan.age_seconds)} ago"
+        if plan.age_seconds >= 0
+        else f"at a time {human_duration(-plan.age_seconds)} ahead of this clock"
+    )
     lines.append(
-        f"  isolated {human_duration(plan.age_seconds)} ago by {plan.entry.user}; "
-        f"re-test window of {human_duration(plan.window_seconds)} {state}"
+        f"  isolated {since} by {plan.entry.user}; re-test window of {human_duration(plan.window_seconds)} {state}"
     )
     return "\n".join(lines)

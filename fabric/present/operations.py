@@ -19,8 +19,14 @@ def ago(now: float, then: float) -> str:
 
 
 def open_change_row(c: OpenChange) -> tuple[str, str, str, str, str]:
-    """(audit id, action, target, age, who) for the open-changes table."""
-    return (str(c.entry.id), c.kind, c.entry.target, age(c.age_seconds), c.entry.user)
+    """(audit id, action, target, since when, who) for the open-changes table."""
+    return (
+        str(c.entry.id),
+        c.kind,
+        c.entry.target,
+        ago(c.entry.time + c.age_seconds, c.entry.time),
+        c.entry.user,
+    )
 
 
 def runs_text(ops: Operations, state: StoreState | None, now: float) -> str:

@@ -58,10 +58,12 @@ class ConfirmChange(ModalScreen[bool]):
                     f"To apply, type the name {self.target}  and press enter; esc cancels."
                 )
             yield Static(plain(prompt), id="confirm-prompt")
-            yield Input(placeholder=f"type {self.target}", id="confirm-name", disabled=True)
+            if not self.blocked:  # nothing to type or press where nothing may change
+                yield Input(placeholder=f"type {self.target}", id="confirm-name", disabled=True)
             with Horizontal(id="confirm-buttons"):
-                yield Button("Apply", variant="error", id="apply", disabled=True)
-                yield Button("Cancel (esc)", id="cancel")
+                if not self.blocked:
+                    yield Button("Apply", variant="error", id="apply", disabled=True)
+                yield Button("Cancel (esc)" if not self.blocked else "Close (esc)", id="cancel")
 
     def on_mount(self) -> None:
         if not self.blocked:
@@ -75,7 +77,11 @@ class ConfirmChange(ModalScreen[bool]):
 
     @property
     def confirmed(self) -> bool:
-        return self.box_open and self.query_one("#confirm-name", Input).value.strip() == self.target
+        return (
+            not self.blocked
+            and self.box_open
+            and self.query_one("#confirm-name", Input).value.strip() == self.target
+        )
 
     def on_key(self, event: events.Key) -> None:
         guard_typing(self, event)

@@ -124,14 +124,27 @@ class HeatMap(ScrollView, can_focus=True):
         g = self.grid
         if y == 0:
             corner = f"{g.row_axis or 'row'} \\ {g.col_axis or 'column'}"[: LABEL_W - 1].ljust(LABEL_W)
-            numbers = "".join(f"{(c + 1) % 100:>2}" for c in range(len(g.col_labels)))
+            numbers = column_numbers(len(g.col_labels))
             scroll_x = round(self.scroll_offset.x)
             body = Strip([Segment(numbers, _AXIS)]).crop(scroll_x, scroll_x + max(0, width - LABEL_W))
             return Strip([Segment(corner, _AXIS), *body]).extend_cell_length(width, _PLAIN)
         r, c = self.cursor
         if not g.col_labels or not g.row_labels:
             return Strip.blank(width, _PLAIN)
-        text = (
-            f"{g.row_axis or 'row'} {g.row_labels[r]}  x  {g.col_axis or 'column'} {c + 1}: {g.col_labels[c]}"
-        )
+        row = g.row_labels[r]
+        row = row if row.startswith(g.row_axis) else f"{g.row_axis} {row}".strip()
+        text = f"{row}  x  {g.col_axis or 'column'} {c + 1}: {g.col_labels[c]}"
         return Strip([Segment(text[:width], _AXIS)]).extend_cell_length(width, _PLAIN)
+
+
+def column_numbers(n: int, every: int = 5) -> str:
+    """The column axis: the numbers of column 1 and every ``every``-th column, each ending under its
+    own two-character cell (``" 1       5        10"``), so the numbers never run together."""
+    line = [" "] * (CELL_W * n)
+    for c in range(n):
+        if c == 0 or (c + 1) % every == 0:
+            text = str(c + 1)
+            end = CELL_W * (c + 1)
+            start = max(0, end - len(text))
+            line[start:end] = text[-(end - start) :]
+    return "".join(line)
