@@ -93,6 +93,8 @@ class AnomaliesScreen(DataScreen):
                     plain(ellipsis(a.message, self.room(element_w + 22))),
                     key=key,
                 )
+        if kept:
+            table.move_cursor(row=1)  # the worst finding, under its kind's heading
         health = (
             ""
             if app.health is not None or app.loading["health"]
