@@ -14,6 +14,7 @@ from tests.tui_data import T0, build_store, record_operations
 from tui.app import build_app
 from tui.messages import ActionApplied
 from tui.screens.confirm import GRACE_S, ConfirmChange
+from tui.screens.detail import DetailScreen
 from tui.screens.operations import OperationsScreen
 
 
@@ -42,6 +43,10 @@ async def test_open_isolation_with_age_runs_and_errors(tmp_path: Path) -> None:
         assert not modal.query("#confirm-name")
         await pilot.press("escape")
         assert isinstance(app.screen, OperationsScreen)
+        await pilot.press("d")  # the isolated port's cable
+        await pilot.pause(0.2)
+        detail = app.screen
+        assert isinstance(detail, DetailScreen) and detail.link == ber_bad.key
 
 
 @run_async

@@ -45,7 +45,10 @@ async def test_anomalies_list_every_finding_grouped_and_open_their_element(tmp_p
         assert rows[0].startswith("── link health") and rows[3].startswith("── rail_miswire")
         assert {ber_bad.key, flappy.key} == {a.link for a in found if a.kind == LINK_HEALTH}
         # filter as you type: only the miswire is left; enter on it opens the HCA it names
-        await pilot.press("slash", *"miswire", "enter")
+        screen.debounce_s = 30.0  # typing is listed again only once it pauses (or on enter)
+        await pilot.press("slash", *"miswire")
+        assert "3 of 3 findings" in text_of(app, "#anomalies-count")
+        await pilot.press("enter")
         assert "1 of 3 findings in 1 kind(s)" in text_of(app, "#anomalies-count")
         await pilot.press("down", "enter")
         await pilot.pause(0.3)

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from fabric.app.views import Alert
@@ -15,6 +16,7 @@ from tui.messages import OpenDetail
 from tui.screens.base import DataScreen, plain
 
 GROUP = "group:"  # row keys of the group heading rows
+DEBOUNCE_S = 0.15  # a large fabric's thousands of findings are listed again once typing pauses
 
 
 def matches(alert: Alert, words: list[str]) -> bool:
@@ -40,6 +42,9 @@ class AnomaliesScreen(DataScreen):
         super().__init__()
         self.filter_text = ""
         self.shown: dict[str, Alert] = {}  # row key -> alert
+        self._alerts: tuple[int, tuple[Alert, ...]] | None = None  # (data generation, alerts)
+        self._debounce: Timer | None = None
+        self.debounce_s = DEBOUNCE_S
 
     def compose(self) -> ComposeResult:
         yield from self.compose_frame()
@@ -56,10 +61,13 @@ class AnomaliesScreen(DataScreen):
         self.set_focus(self.query_one("#anomalies", DataTable))
 
     def alerts(self) -> tuple[Alert, ...]:
+        """Every finding, worked out once per data load (not per keystroke)."""
         app = self.data
         if app.view is None:
             return ()
-        return app.service.alerts(app.view, app.rows)
+        if self._alerts is None or self._alerts[0] != app.generation:
+            self._alerts = (app.generation, app.service.alerts(app.view, app.rows))
+        return self._alerts[1]
 
     def draw(self) -> None:
         app = self.data
@@ -132,9 +140,15 @@ class AnomaliesScreen(DataScreen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
-        self.draw()
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(self.debounce_s, self.draw)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.filter_text = event.value
+        self.draw()
         self.set_focus(self.query_one("#anomalies", DataTable))
 
     def action_focus_filter(self) -> None:

@@ -18,7 +18,7 @@ from fabric.present.advice import undo_plan_text
 from fabric.present.operations import open_change_row, runs_text
 from fabric.present.overview import ellipsis, when
 from topology.errors import IbfabError
-from tui.messages import ActionApplied
+from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
 from tui.screens.confirm import ConfirmChange
 
@@ -28,7 +28,10 @@ class OperationsScreen(DataScreen):
         "Open changes: enter (or u) on an isolation shows its undo plan; it applies after you type the\n"
         "port's name, only once the re-test window has passed (ibfab isolate --undo ID --force otherwise)."
     )
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("u", "undo", "undo…")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("u", "undo", "undo…"),
+        Binding("d", "open_cable", "cable detail"),
+    ]
     DEFAULT_CSS = (
         "#ops-open { height: auto; max-height: 8; } #ops-audit { height: auto; max-height: 12; }"
         " .ops-title { padding: 0 1; text-style: bold; }"
@@ -86,6 +89,19 @@ class OperationsScreen(DataScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "ops-open":
             self.action_undo()
+
+    def action_open_cable(self) -> None:
+        """The cable of the highlighted open change (its audit target starts ``GUID/PORT``)."""
+        table, view = self.query_one("#ops-open", DataTable), self.data.view
+        if self.ops is None or not self.ops.open_changes or view is None or table.cursor_row is None:
+            return
+        change = self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+        guid, _, port = change.entry.target.split(" ", 1)[0].rpartition("/")
+        row = view.port_row.get((guid, int(port))) if port.isdigit() else None
+        if row is None:
+            self.notify("that port has no cable in the latest topology", severity="warning")
+            return
+        self.post_message(OpenDetail(link=view.links[row].key))
 
     def action_undo(self) -> None:
         table = self.query_one("#ops-open", DataTable)
