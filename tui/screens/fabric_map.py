@@ -148,7 +148,7 @@ class FabricMapScreen(DataScreen):
             score = "-" if lk.score is None else lk.score
             lines.append(
                 f"  {lk.status.upper():8} score {score}  {lk.a_name}/{lk.a_port} - {lk.b_name}/{lk.b_port}"
-                f"  {lk.width}x{lk.speed}  {ellipsis('; '.join(lk.reasons), 70)}"
+                f"  {lk.width}x{lk.speed}  {ellipsis('; '.join(lk.reasons), self.room(70))}"
             )
         if len(cell.links) > 4:
             lines.append(f"  … {len(cell.links) - 4} more")
