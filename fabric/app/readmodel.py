@@ -181,10 +181,19 @@ class FabricService:
         )
 
     # -- details ------------------------------------------------------------------------------
-    def node_detail(self, view: FabricView, guid: str, health: HealthWindow | None) -> NodeDetail:
+    def node_detail(
+        self,
+        view: FabricView,
+        guid: str,
+        health: HealthWindow | None,
+        rows: Sequence[LinkRow] | None = None,
+    ) -> NodeDetail:
+        """A node's ports and peers; ``rows``: ``with_health(view.links, health)`` if the caller
+        has it already (50,000 rows are not rebuilt for one node)."""
         d, g = view.discovery, Guid(guid)
         node, c = d.fabric.nodes[g], d.classification.nodes[g]
-        rows = with_health(view.links, health)
+        if rows is None or len(rows) != len(view.links):
+            rows = with_health(view.links, health)
         ports = tuple(
             PortLine(port, view.name(peer.guid), peer.port, rows[view.row_of[lk.key]])
             for port, peer, lk in sorted(d.fabric.neighbours(g), key=lambda t: t[0])

@@ -127,7 +127,7 @@ class DetailScreen(DataScreen):
             ]
         elif self.guid is not None:
             try:
-                d = app.service.node_detail(app.view, self.guid, app.health)
+                d = app.service.node_detail(app.view, self.guid, app.health, app.rows)
             except KeyError:
                 head.update(f"node {self.guid} is not in the latest topology")
                 return
@@ -268,7 +268,7 @@ class DetailScreen(DataScreen):
         if app.view is None or self.guid is None:
             return set()
         try:
-            d = app.service.node_detail(app.view, self.guid, app.health)
+            d = app.service.node_detail(app.view, self.guid, app.health, app.rows)
         except KeyError:
             return set()
         bad = sorted(d.ports, key=lambda p: (p.link.score if p.link.score is not None else 101, p.port))
@@ -299,7 +299,7 @@ class DetailScreen(DataScreen):
         if app.view is None:
             return "-"
         try:
-            d = app.service.node_detail(app.view, guid, app.health)
+            d = app.service.node_detail(app.view, guid, app.health, app.rows)
         except KeyError:
             return "-"
         statuses = sorted((p.link for p in d.ports), key=lambda r: (status_order(r.status), r.index))
