@@ -190,9 +190,9 @@ def isolate_cmd(
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
             else:
-                from fabric.present.advice import render_undo_plan
+                from fabric.present.advice import undo_plan_text
 
-                click.echo(render_undo_plan(plan, undo_id, retest_window))
+                click.echo(undo_plan_text(plan))
             if not plan.window_passed and not force:
                 raise SafetyError(
                     f"the re-test window of {retest_window:g} min has not passed; re-test the link "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 
 from fabric.advise.actions import Action
@@ -10,6 +11,7 @@ from fabric.advise.routing_advice import RoutingAdvice
 from fabric.advise.whatif import WhatIf
 from fabric.app.isolate import IsolationPlan, UndoPlan
 from fabric.app.isolation_limits import IsolationLimits
+from fabric.core.units import human_duration
 from fabric.present.table import table
 
 
@@ -100,15 +102,29 @@ def render_whatif(result: WhatIf) -> str:
     return "\n".join(lines)
 
 
-def render_undo_plan(plan: UndoPlan, undo_id: int, window_minutes: float) -> str:
-    """What ``ibfab isolate --undo ID`` would run, labelled by where it runs, and the re-test window."""
-    lines = [f"undo isolation {undo_id}: {plan.entry.target}", f"  [opensm] {' '.join(plan.argv)}"]
-    lines += [
-        f"  [lab console] {ln}   (ibsim only: a real port retrains by itself)" for ln in plan.lab_console
+def change_title(kind: str, target: str) -> str:
+    """The heading of a change's plan: ``ISOLATE PORT leaf-su01-r0:5 <-> spine-01:1``."""
+    return f"{kind.replace('_', ' ').upper()} {target}"
+
+
+def undo_plan_text(plan: UndoPlan) -> str:
+    """What returning an isolated port to service runs (``ibfab isolate --undo ID``), labelled
+    like the isolation plan, with the age against the re-test window."""
+    lines = [
+        f"undo isolation {plan.entry.id}: {plan.entry.target}",
+        f"  [opensm undo] {shlex.join(plan.argv)}",
     ]
-    lines.append(f"  [ufm] {plan.ufm}")
+    lines += [
+        f"  [lab console] {line}   (ibsim only: a real port retrains by itself)" for line in plan.lab_console
+    ]
+    lines.append(f"  [ufm undo] {plan.ufm}")
     state = "passed" if plan.window_passed else "NOT passed"
+    since = (
+        f"{human_duration(plan.age_seconds)} ago"
+        if plan.age_seconds >= 0
+        else f"at a time {human_duration(-plan.age_seconds)} ahead of this clock"
+    )
     lines.append(
-        f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {window_minutes:g} min {state}"
+        f"  isolated {since} by {plan.entry.user}; re-test window of {human_duration(plan.window_seconds)} {state}"
     )
     return "\n".join(lines)
