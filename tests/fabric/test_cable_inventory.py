@@ -200,3 +200,13 @@ def test_health_notes_the_shared_vendor_and_only_then(tmp_path: Path) -> None:
         if expected:
             assert "3 of 3 failing links have vendor FINISAR CORP., against 7 of the " in text
             assert "(cable inventory from the ibdiagnet run " in text
+
+
+def test_discover_save_keeps_the_inventory_too(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    code, _, err = run("discover", "--ibdiagnet", str(IBDIAG_DIR), "--save", "--db", db)
+    assert code == 0, err
+    code, out, _ = run("topology", "cable", HCA_PORT, "--db", db, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["inventory"] == str(DB_CSV)
+    assert d["near"]["module"]["vendor"] == "FS" and d["far"]["fec"] == "RS_FEC_544_514"

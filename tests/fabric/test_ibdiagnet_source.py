@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import random
 import re
 from pathlib import Path
 
@@ -14,12 +17,13 @@ from click.testing import CliRunner
 from fabric.cli.main import main
 from fabric.counters.parse import read_ibdiagnet_pm
 from fabric.store import Store
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, realdata_files
 from topology.model import Guid
 
 IBDIAG_DIR = REALDATA / "ibdiagnet"
 DB_CSV = IBDIAG_DIR / "garyli-ndr-272nodes-ibdiagnet2.db_csv"
 PM = IBDIAG_DIR / "garyli-ndr-272nodes-ibdiagnet2.pm"
+CABLES = IBDIAG_DIR / "garyli-ndr-272nodes-ibdiagnet2.cables"
 CAPTURE = REALDATA / "ibnetdiscover" / "garyli-ibdiagnet2-ndr-272nodes-label-ports.txt"
 RUN_TIME = 1743464598.0  # RUN_INFO: 2025-03-31 23:43:18 UTC +0000
 
@@ -124,3 +128,78 @@ def test_ibdiagnet_counters_refuse_other_sources_and_a_schedule(tmp_path: Path) 
     for extra in (["--lab", "x"], ["--every", "5m"], ["--count", "2"]):
         code, _, err = run("counters", "collect", "--ibdiagnet", str(IBDIAG_DIR), "--db", db, *extra)
         assert code == 2 and err.startswith("ibfab: error: "), extra
+
+
+@pytest.mark.parametrize("path", realdata_files("ibdiagnet"), ids=lambda p: p.name)
+def test_every_real_ibdiagnet_file_as_a_source(path: Path) -> None:
+    """The db_csv is read (with the run's other files beside it); any other file of a run is
+    refused in one line naming it."""
+    code, out, err = run("export", "hostfile", "--ibdiagnet", str(path))
+    if path.name.endswith(".db_csv"):
+        assert code == 0 and out.count(" slots=1\n") == 32, err
+        return
+    assert code == 2 and out == ""
+    assert err == f"ibfab: error: {path}: not an ibdiagnet2.db_csv file\n"
+
+
+def shuffled_crlf(text: str, seed: int) -> str:
+    """Every db_csv table with its columns in another order and an extra column, CRLF line ends."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].startswith("START_"):
+            j = lines.index(f"END_{lines[i][6:]}", i)
+            rows = list(csv.reader(lines[i + 1 : j]))
+            if rows:
+                order = list(range(len(rows[0])))
+                rng.shuffle(order)
+                rows = [
+                    [*(r[k] for k in order if k < len(r)), "x" if n else "Extra"] for n, r in enumerate(rows)
+                ]
+                buf = io.StringIO()
+                csv.writer(buf, lineterminator="\n").writerows(rows)
+                out += buf.getvalue().splitlines()
+            i = j
+            continue
+        i += 1
+    return "\r\n".join(out) + "\r\n"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_transformed_run_stores_the_same(tmp_path: Path, seed: int) -> None:
+    """Columns reordered, an extra column and CRLF in the db_csv, CRLF in .cables: the same
+    counters, run time, cabling and inventory are stored."""
+    stored = {}
+    for name, db_csv, cables in (
+        ("real", DB_CSV.read_text(), CABLES.read_text()),
+        ("moved", shuffled_crlf(DB_CSV.read_text(), seed), CABLES.read_text().replace("\n", "\r\n")),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "ibdiagnet2.db_csv").write_bytes(db_csv.encode())
+        (folder / "ibdiagnet2.cables").write_bytes(cables.encode())
+        db = str(tmp_path / f"{name}.db")
+        code, out, err = run("counters", "collect", "--ibdiagnet", str(folder), "--db", db, "--json")
+        assert code == 0, err
+        doc = json.loads(out)
+        with Store.open(db) as store:
+            rows = {(r.guid, r.port): dict(r.counters) for r in store.load_port_counters(doc["snapshot_id"])}
+            topo = store.load_topology("latest").fabric
+        code, cable, _ = run("topology", "cable", "is-north-7-compute-1 mlx5_0/1", "--db", db, "--json")
+        assert code == 0
+        stored[name] = (
+            doc["taken_at"],
+            doc["ports_read"],
+            doc["modules"],
+            rows,
+            topo.links,
+            json.loads(cable),
+        )
+    real, moved = stored["real"], stored["moved"]
+    assert real[:3] == (RUN_TIME, 542, 510) and moved[:5] == real[:5]
+    assert {k: v for k, v in moved[5].items() if k != "inventory"} == {
+        k: v for k, v in real[5].items() if k != "inventory"
+    }

@@ -239,3 +239,45 @@ def test_real_run_time_is_the_logged_timestamp(path: Path) -> None:
     assert stamp is not None
     crafted = f"START_RUN_INFO\nDate\n{stamp.group(1).strip()}\nEND_RUN_INFO\n"
     assert run_time(crafted) == when
+
+
+@pytest.mark.parametrize("path", CABLES, ids=lambda p: p.name)
+def test_cables_fields_reordered_and_extra_read_the_same(path: Path) -> None:
+    """Each port block's fields in another order, plus a field a newer ibdiagnet might add."""
+    text = path.read_text()
+    rng = random.Random(5)
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        rng.shuffle(block)
+        out.extend([*block, "Vendor Specific Note: x"] if block else [])
+        block.clear()
+
+    for line in text.splitlines():
+        if line.startswith("Port="):
+            flush()
+            out.append(line)
+        elif ":" in line and not line.startswith("#") and out:
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    want, got = parse_cables(text), parse_cables("\r\n".join(out))
+    assert got.keys() == want.keys()
+    for ref, cable in want.items():
+        other = got[ref]
+        assert {k: v for k, v in other.fields.items() if k != "Vendor Specific Note"} == dict(cable.fields)
+        assert (other.vendor, other.part_number, other.serial, other.length_m, other.temperature_c) == (
+            cable.vendor,
+            cable.part_number,
+            cable.serial,
+            cable.length_m,
+            cable.temperature_c,
+        )
+        assert (other.rx_power_dbm, other.tx_power_dbm, other.tx_bias_ma) == (
+            cable.rx_power_dbm,
+            cable.tx_power_dbm,
+            cable.tx_bias_ma,
+        )
