@@ -214,15 +214,10 @@ class Slurm:
     # -- drains ----------------------------------------------------------------------------------
     def drain(self, host: str, finding: str) -> None:
         """Take ``host`` out of service with ``Reason="ibfab: <finding>"`` (running jobs finish)."""
-        reason = " ".join(finding.split())
-        if not reason:
-            raise UsageError("a drain needs a reason")
-        self.command(
-            ["scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={DRAIN_PREFIX}{reason}"]
-        )
+        self.command(drain_argv(host, finding))
 
     def resume(self, host: str) -> None:
-        self.command(["scontrol", "update", f"NodeName={host}", "State=RESUME"])
+        self.command(resume_argv(host))
 
     # -- allocations -----------------------------------------------------------------------------
     def allocate(self, req: AllocationRequest, token: str | None = None) -> Allocation:
@@ -371,6 +366,18 @@ class Slurm:
         if ids:
             self.command(["scancel", *ids], check=False)
         return ids
+
+
+def drain_argv(host: str, finding: str) -> list[str]:
+    """``scontrol update NodeName=HOST State=DRAIN Reason="ibfab: <finding>"`` (whitespace folded)."""
+    reason = " ".join(finding.split())
+    if not reason:
+        raise UsageError("a drain needs a reason")
+    return ["scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={DRAIN_PREFIX}{reason}"]
+
+
+def resume_argv(host: str) -> list[str]:
+    return ["scontrol", "update", f"NodeName={host}", "State=RESUME"]
 
 
 def new_token() -> str:
