@@ -25,6 +25,7 @@ from topology.errors import ParseError
 SINFO_REASONS = "%N|%T|%u|%H|%E"
 SQUEUE_JOB = "%i|%j|%T|%N|%r"
 SQUEUE_STEPS = "%i|%j|%N"
+SQUEUE_COMMENT = "%i|%k"
 
 # A key of scontrol's one-line records: a capitalised word (``CPUAlloc``, ``MCS_label``, ``Socks/Node``)
 # then ``=``, at the start or after a space. Values may hold spaces (``OS=Linux 6.1 #1 SMP``).
@@ -218,6 +219,19 @@ def parse_steps(text: str, source: str = "squeue -s") -> list[StepInfo]:
         if len(parts) != 3 or "." not in parts[0]:
             raise ParseError("squeue", source, lineno, line, f"expected {SQUEUE_STEPS}")
         out.append(StepInfo(*(p.strip() for p in parts)))
+    return out
+
+
+def parse_comments(text: str, source: str = "squeue") -> dict[str, str]:
+    """``squeue -h -o`` :data:`SQUEUE_COMMENT`: job id -> its comment (the rest of the line)."""
+    out = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        job, sep, comment = line.partition("|")
+        if not sep or not job.strip().isdigit():
+            raise ParseError("squeue", source, lineno, line, f"expected {SQUEUE_COMMENT}")
+        out[job.strip()] = comment.strip()
     return out
 
 

@@ -21,6 +21,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.sweep", "sweep_group"),
     ("fabric.cli.advise", "recommend_cmd"),
     ("fabric.cli.advise", "isolate_cmd"),
+    ("fabric.cli.drain", "drain_group"),
     ("fabric.cli.advise", "whatif_group"),
     ("fabric.cli.exporter", "exporter_cmd"),
     ("fabric.cli.place", "place_cmd"),

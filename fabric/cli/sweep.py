@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fabric.cli.options import discover_from, source_options, ssh_options
+from fabric.cli.slurm import slurm_sweep_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
     from fabric.app.discover import Discovery
     from fabric.app.sweep import SweepContext
+    from fabric.app.sweep_slurm import SlurmChoice
     from probes.sweep import SweepStep
 
 
@@ -145,6 +147,7 @@ def plan_cmd(
     "--timeout", default=120.0, show_default=True, type=click.FloatRange(min=1), help="Per pair, seconds."
 )
 @click.option("--db", metavar="PATH", help="Store file (default: the data directory).")
+@slurm_sweep_options
 def run_cmd(
     pattern: str,
     pairs_path: str | None,
@@ -160,18 +163,29 @@ def run_cmd(
     no_retest: bool,
     timeout: float,
     db: str | None,
+    slurm: SlurmChoice | None,
 ) -> None:
-    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts), store
-    it, rank suspects."""
+    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts;
+    --launcher slurm: as job steps of one Slurm allocation), store it, rank suspects."""
     from fabric.app import sweep as sweeps
 
-    if inventory is None and lab is None:
+    if slurm is not None and inventory is not None:
+        raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
+    if slurm is None and inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
     ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
-    if inventory is not None:
+    slurm_report = None
+    if slurm is not None:
+        from fabric.app.sweep_slurm import run_slurm
+
+        slurm_report = run_slurm(
+            ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
+        )
+        outcome = slurm_report.outcome
+    elif inventory is not None:
         outcome = sweeps.run_ssh(
             ctx,
             inventory,
@@ -186,7 +200,8 @@ def run_cmd(
         assert lab is not None
         outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
     progress.done()
-    sweep_id = sweeps.save(outcome, ctx.source, names, db)
+    source = ctx.source if slurm_report is None else f"{ctx.source}, slurm job {slurm_report.job_id}"
+    sweep_id = sweeps.save(outcome, source, names, db)
     if as_json:
         doc = {
             "sweep_id": sweep_id,
@@ -197,6 +212,10 @@ def run_cmd(
             "results": sweeps.results_to_dict(outcome.results),
             "suspects": sweeps.suspects_to_dict(outcome.suspects, names),
         }
+        if slurm_report is not None:
+            from fabric.app.sweep_slurm import report_to_dict
+
+            doc["slurm"] = report_to_dict(slurm_report)
         click.echo(json.dumps(doc, indent=1))
         return
     failed = sum(1 for r in outcome.results if not r.ok)
@@ -204,6 +223,10 @@ def run_cmd(
         f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds, "
         f"{failed} failed, {outcome.retest_passes} re-test pass(es), {outcome.followup_probes} follow-up probe(s)"
     )
+    if slurm_report is not None:
+        from fabric.present.slurm import render_slurm_sweep
+
+        click.echo(render_slurm_sweep(slurm_report))
     from fabric.present.sweep import render_suspects
 
     click.echo(render_suspects(outcome.suspects, names))
