@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from fabric.cli.export import health_from_store
 from fabric.cli.options import discover_from, source_options
 
 
@@ -70,7 +69,9 @@ def place_cmd(
     d = discover_from(opts, db)
     health = None
     if exclude_unhealthy:
-        health = health_from_store(d, db, health_hours)
+        from fabric.app.place import placement_health
+
+        health = placement_health(d, db, health_hours)
         exclude = {**unhealthy_hosts(health), **exclude}
     p = place(d.fabric, d.classification, n, free=free, policy=policy, exclude=exclude, health=health)
     if fmt == "json":
