@@ -40,16 +40,12 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
           (a name shared by several nodes, a port the plan cables twice)
       2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
     """
-    from topology.cableplan import merge_plans, read_cable_plan
-    from topology.plancheck import check_plan, check_to_dict
+    from fabric.app.cableplan import check_against_plans, plan_check_to_dict
 
-    plan = merge_plans(read_cable_plan(p) for p in plans)
     d = discover_from(opts)
-    check = check_plan(plan, d.fabric)
+    check = check_against_plans(d, plans)
     if as_json:
-        out = check_to_dict(check, d.fabric)
-        out["fabric"] = d.source
-        click.echo(json.dumps(out, indent=1))
+        click.echo(json.dumps(plan_check_to_dict(check, d), indent=1))
     else:
         from fabric.present.plan import render_check
 
@@ -72,20 +68,10 @@ def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
     `ibfab topology check` compares. A director's backplane and aggregation-node links are
     not cables and are left out; nodes without a unique name are written by GUID.
     """
-    from pathlib import Path
+    from fabric.app.cableplan import fabric_as_plan
 
-    from topology.cableplan import format_cable_plan
-    from topology.errors import UsageError
-    from topology.plancheck import plan_rows
-
-    d = discover_from(opts)
-    rows = plan_rows(d.fabric)
-    text = format_cable_plan(rows, with_speed=not no_speed)
+    written = fabric_as_plan(discover_from(opts), with_speed=not no_speed, output=output)
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{output}: {exc.strerror or exc}") from exc
-        click.echo(f"wrote {len(rows)} cables to {output}", err=True)
+        click.echo(f"wrote {written.cables} cables to {output}", err=True)
         return
-    click.echo(text, nl=False)
+    click.echo(written.text, nl=False)
