@@ -10,6 +10,7 @@ the TUI (:meth:`fabric.app.readmodel.FabricService.cable_detail`) and ``--json``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.app.ibdiagnet import ibdiagnet_files
 from topology.cables import CableInfo, by_node, parse_cables
-from topology.errors import ParseError
+from topology.errors import ParseError, UsageError
 from topology.ibdiag_csv import node_of_port_guid, read_db_csv, run_time
 from topology.ibdiag_state import IbdiagState, parse_db_csv_state
 from topology.model import Guid, PortRef
@@ -197,3 +198,27 @@ def cable_detail(d: Discovery, ref: PortRef, inv: CableInventory | None) -> Cabl
                 inv.taken_at if inv else None,
             )
     return CableDetail(end(ref), None, None, None, inv.source if inv else None, inv.taken_at if inv else None)
+
+
+_NODE_PORT = re.compile(r"^(?P<node>.+)[/:](?P<port>\d+)$")
+
+
+def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | None = None) -> CableDetail:
+    """``ibfab topology cable NODE/PORT``: the cable there, with the modules of the ``ibdiagnet``
+    run when given, else of the newest inventory kept in the store (none: the ends only)."""
+    from fabric.advise.candidates import resolve_port
+    from fabric.store import Store, default_db_path
+
+    m = _NODE_PORT.match(port.strip())
+    if m is None:
+        raise UsageError(f"{port!r}: expected NODE/PORT, e.g. leaf-su01-r0/5 or 0x0c42a10300a00000/5")
+    ref = resolve_port(d.fabric, d.classification, f"{m['node']}:{m['port']}")
+    inv = None
+    if ibdiagnet:
+        inv = read_inventory(ibdiagnet)
+    else:
+        path = Path(db) if db else default_db_path()
+        if path.exists():
+            with Store.open(path, create=False) as store:
+                inv = stored_inventory(store)
+    return cable_detail(d, ref, inv)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from fabric.app.discover import Discovery, summary
 from fabric.app.topology_diff import TopologyDiff
 from fabric.present.table import table
+from fabric.store import TopologySummary
 from topology.model import Link
 
 
@@ -104,4 +106,24 @@ def stored_snapshot_line(d: Discovery) -> str | None:
     return (
         f"using stored topology snapshot {s.id}{label}, taken {taken} from {s.source} "
         f"({s.switches} switches, {s.hcas} HCAs, {s.links} cables)"
+    )
+
+
+def render_snapshot_list(rows: Sequence[TopologySummary]) -> str:
+    """One row per stored topology snapshot: id, label, when, source and its counts."""
+    return table(
+        ("id", "label", "taken", "source", "switches", "hcas", "cables"),
+        [
+            (
+                s.id,
+                s.label,
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.taken_at)),
+                s.source,
+                s.switches,
+                s.hcas,
+                s.links,
+            )
+            for s in rows
+        ],
+        60,
     )
