@@ -188,3 +188,11 @@ def store_ibdiagnet_run(store: Store, path: str | Path) -> StoredRun:
         len(problems),
         modules,
     )
+
+
+def import_ibdiagnet_run(db: str | None, path: str | Path) -> StoredRun:
+    """``ibfab counters collect --ibdiagnet DIR``: :func:`store_ibdiagnet_run` into the store at ``db``."""
+    from fabric.store import Store
+
+    with Store.open(db) as store:
+        return store_ibdiagnet_run(store, path)

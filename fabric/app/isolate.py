@@ -292,3 +292,8 @@ def apply_undo(
         raise
     audit_id = store.audit(who, DEISOLATE, plan.entry.target, command, result, undo_of=plan.entry.id)
     return AppliedChange(audit_id, plan.port, command, result)
+
+
+def audit_store(db: str | None) -> Store:
+    """The store that keeps the audit log of changes (created when missing), for a with-block."""
+    return Store.open(db)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabric.app.cables import keep_inventory
+from fabric.app.discover import Discovery
 from fabric.store import Store, TopologySummary
 
 
@@ -24,3 +26,21 @@ def snapshot_to_dict(s: TopologySummary) -> dict[str, Any]:
         "hcas": s.hcas,
         "links": s.links,
     }
+
+
+def save_discovery(
+    d: Discovery, db: str | None, label: str | None = None, from_ibdiagnet: bool = False
+) -> int:
+    """``ibfab discover --save``: the fabric and its raw text as a topology snapshot (an ibdiagnet
+    run's cable inventory kept beside it, in the same store); returns the snapshot id."""
+    with Store.open(db) as store:
+        snapshot_id = store.save_topology(
+            d.fabric,
+            d.raw_text,
+            tool="ibdiagnet" if from_ibdiagnet else "ibnetdiscover",
+            source=d.source,
+            label=label,
+        )
+        if from_ibdiagnet:
+            keep_inventory(store, d.source)
+    return snapshot_id

@@ -130,12 +130,6 @@ def recommend_cmd(
     click.echo(render_recommendations(recs))
 
 
-def _default_db() -> str:
-    from fabric.store import default_db_path
-
-    return str(default_db_path())
-
-
 # -- isolate --------------------------------------------------------------------------------------
 @click.command("isolate")
 @click.argument("ports", nargs=-1)
@@ -179,13 +173,12 @@ def isolate_cmd(
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
     from fabric.app import isolate as isolation
-    from fabric.app.isolate import unsafe_summary
-    from fabric.store import Store
+    from fabric.app.isolate import audit_store, unsafe_summary
 
     if undo_id is not None:
         if ports:
             raise UsageError("give either PORT... or --undo ID, not both")
-        with Store.open(db) as store:
+        with audit_store(db) as store:
             plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
@@ -226,7 +219,7 @@ def isolate_cmd(
         if do_apply:
             _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
 
-    with Store.open(db) as store:
+    with audit_store(db) as store:
         run = isolate_ports(
             store,
             d,

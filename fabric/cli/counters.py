@@ -103,15 +103,13 @@ def _store_ibdiagnet(
     db: str | None,
     as_json: bool,
 ) -> None:
-    from fabric.app.ibdiagnet import store_ibdiagnet_run
+    from fabric.app.ibdiagnet import import_ibdiagnet_run
     from fabric.present.counters import stored_run_line
-    from fabric.store import Store
     from topology.errors import UsageError
 
     if lab or ssh:
         raise UsageError("choose one of --lab, --ssh, --ibdiagnet")
     if every is not None or count is not None:
         raise UsageError("--every and --count do not apply to --ibdiagnet (a run is stored once)")
-    with Store.open(db) as store:
-        run = store_ibdiagnet_run(store, path)
+    run = import_ibdiagnet_run(db, path)
     click.echo(json.dumps(run.to_dict()) if as_json else stored_run_line(run))

@@ -29,20 +29,9 @@ def discover_cmd(
     d = discover_from(opts, db, stored_default=False)
     snapshot_id = None
     if save:
-        from fabric.store import Store
+        from fabric.app.snapshots import save_discovery
 
-        with Store.open(db) as store:
-            snapshot_id = store.save_topology(
-                d.fabric,
-                d.raw_text,
-                tool="ibdiagnet" if from_ibdiagnet else "ibnetdiscover",
-                source=d.source,
-                label=label,
-            )
-            if from_ibdiagnet:
-                from fabric.app.cables import keep_inventory
-
-                keep_inventory(store, d.source)
+        snapshot_id = save_discovery(d, db, label, from_ibdiagnet)
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
     if as_json:
         out = d.to_dict()
