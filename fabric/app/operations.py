@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from fabric.app.isolate import ISOLATE, open_isolations
 from fabric.app.sweep import ShownSweep
 from fabric.store import AuditEntry, Run, Schedule, Store
+from probes.expect import is_slow
 from probes.localize import final_results
 from probes.pairs import PairResult
-from probes.plan import outliers
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,8 @@ def operations(store: Store, now: float, audit_limit: int = 200, runs_limit: int
 @dataclass(frozen=True, slots=True)
 class PairHistory:
     """One pair of a sweep: every attempt in order (0: the sweep, 1...: re-tests) and whether its
-    last attempt is slow (failed, or below 93 % of the sweep's best: :func:`probes.plan.outliers`)."""
+    last attempt was measured and judged slow against its route (:func:`probes.expect.is_slow`);
+    a last attempt with no measurement is failed, not slow."""
 
     attempts: tuple[PairResult, ...]
     slow: bool
@@ -89,8 +90,7 @@ def pair_histories(shown: ShownSweep) -> list[PairHistory]:
 
 
 def histories(results: Sequence[PairResult]) -> list[PairHistory]:
-    finals = final_results(results)
-    slow = {r.key for r in outliers(finals)}
+    slow = {r.key for r in final_results(results) if is_slow(r)}
     by_pair: dict[tuple[str, str], list[PairResult]] = {}
     for r in results:
         by_pair.setdefault(r.key, []).append(r)

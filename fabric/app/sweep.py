@@ -2,8 +2,9 @@
 
 The CLI and the TUI call these; neither plans nor connects itself. A stored sweep keeps one
 capture (kind ``probe``) holding every pair's record as JSON: both ends (host, device, GUID, leaf,
-rail), round, attempt, backend, result, the route it took and, for ssh, both sides' raw perftest
-output; ``show`` re-ranks suspects from it.
+rail), round, attempt, backend, result, what its route should have given (``expected_gbps``), the
+route it took and, for ssh, both sides' raw perftest output; ``show`` re-ranks suspects from it.
+A slow pair is stored with ``ok`` false and why in ``error`` (format ``ibfab-sweep/2``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from fabric.app.discover import Discovery, discover, discover_text
 from fabric.app.source import Source
-from probes.localize import Suspect, rank
+from probes.localize import Suspect, rank, tied, unexplained
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
 from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
@@ -25,7 +26,7 @@ from topology.errors import IbfabError, StoreError, TransportError, UsageError
 from topology.model import Guid, Link, PortRef
 from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
 
-FORMAT = "ibfab-sweep/1"
+FORMAT = "ibfab-sweep/2"
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,11 @@ def run_ssh(
             f"sweep cannot start: {fold_names([r.host for r in down])} unreachable ({first.message or 'exit ' + str(first.exit_code)})"
         )
     opts = PerftestOptions("ib_write_bw", size=size, iterations=iterations)
-    line_rates: dict[Guid, float] = {}
+    line_rates: dict[Guid, float] = {}  # what a pair without a known route is judged against
     for p in ctx.plan.probes:
         links = ctx.discovery.fabric.links_of(p.client.guid)
         if links:
-            line_rates[p.client.guid] = links[0].gbps
+            line_rates[p.client.guid] = ctx.plan.design_gbps.get(links[0].key, links[0].gbps)
     backend = SshPerftestBackend(
         {h: known[h] for h in wanted},
         factory,
@@ -203,6 +204,7 @@ def outcome_records(outcome: SweepOutcome) -> list[dict[str, Any]]:
             "backend": r.backend,
             "gbps": r.gbps,
             "line_rate_gbps": r.line_rate_gbps,
+            "expected_gbps": r.expected_gbps,
             "ok": r.ok,
             "error": r.error,
             "path": [_link(lk) for lk in outcome.paths.get(r.key, ())],
@@ -225,6 +227,9 @@ def save(
         "pattern": outcome.plan.pattern,
         "backend": outcome.backend,
         "names": {g: n for g, n in (names or {}).items() if g in seen},
+        "efficiency": outcome.efficiency,
+        "retest_passes": outcome.retest_passes,
+        "followup_probes": outcome.followup_probes,
         "results": records,
     }
     now = time.time()
@@ -264,6 +269,11 @@ class ShownSweep:
     results: tuple[PairResult, ...]
     suspects: tuple[Suspect, ...]
     names: dict[Guid, str]
+    retest_passes: int = 0
+    followup_probes: int = 0
+    efficiency: float | None = None
+    tie: tuple[Suspect, ...] = ()  # the top suspects no follow-up told apart
+    unexplained: tuple[PairResult, ...] = ()  # slow or failed pairs that cross no suspect
 
 
 def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
@@ -282,9 +292,15 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     results: list[PairResult] = []
     paths: dict[tuple[Guid, Guid], list[Link]] = {}
     names: dict[Guid, str] = {}
+    counts = {"retest_passes": 0, "followup_probes": 0}
+    eff: float | None = None
     try:
         for doc in docs:
             names.update(doc.get("names", {}))
+            for k in counts:
+                counts[k] += int(doc.get(k) or 0)
+            if doc.get("efficiency") is not None:
+                eff = float(doc["efficiency"])
             for rec in doc["results"]:
                 c, s = (
                     Endpoint(e["host"], e["device"], Guid(e["guid"]), e["leaf"], int(e["rail"]))
@@ -300,6 +316,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
                     rec["error"],
                     str(rec["backend"]),
                     int(rec["attempt"]),
+                    rec.get("expected_gbps"),
                 )
                 results.append(r)
                 if rec["path"]:
@@ -310,6 +327,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
     head = stored.sweep
+    suspects = rank(results, paths, names=names)
     return ShownSweep(
         head.id,
         head.pattern,
@@ -317,8 +335,13 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
         head.started,
         head.finished,
         tuple(results),
-        tuple(rank(results, paths, names=names)),
+        tuple(suspects),
         names,
+        counts["retest_passes"],
+        counts["followup_probes"],
+        eff,
+        tuple(tied(suspects)),
+        tuple(unexplained(results, paths, suspects)),
     )
 
 
@@ -335,6 +358,8 @@ def suspects_to_dict(
             "a": end(s.link.a),
             "b": end(s.link.b),
             "score": s.score,
+            "group": s.group,
+            "tied": sum(1 for t in suspects if t.group == s.group) > 1,
             "direction_from": s.direction,
             "reason": s.reason,
             "slow_pairs": [f"{r.client.label} -> {r.server.label}" for r in s.slow_pairs],
@@ -354,6 +379,7 @@ def results_to_dict(results: Sequence[PairResult]) -> list[dict[str, Any]]:
             "backend": r.backend,
             "gbps": r.gbps,
             "line_rate_gbps": r.line_rate_gbps,
+            "expected_gbps": r.expected_gbps,
             "ok": r.ok,
             "error": r.error,
         }

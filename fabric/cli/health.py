@@ -32,7 +32,12 @@ def _since(ctx: click.Context, param: click.Parameter, value: str) -> float | No
 )
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @click.option("--thresholds", metavar="FILE.toml", help="Override health thresholds (keys under [health]).")
-@click.option("--all", "show_all", is_flag=True, help="List every link, not only those that are not ok.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List every link, not only findings: ok links too, and why a link is not yet certified.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (links, nodes, summary).")
 @click.option("--no-record", is_flag=True, help="Do not add today's findings to the findings history.")
 def health_cmd(

@@ -209,6 +209,9 @@ def run_cmd(
             "plan": ctx.plan.to_dict(names),
             "retest_passes": outcome.retest_passes,
             "followup_probes": outcome.followup_probes,
+            "efficiency": outcome.efficiency,
+            "tie": sweeps.suspects_to_dict(outcome.tie, names),
+            "unexplained": sweeps.results_to_dict(outcome.unexplained),
             "results": sweeps.results_to_dict(outcome.results),
             "suspects": sweeps.suspects_to_dict(outcome.suspects, names),
         }
@@ -218,17 +221,26 @@ def run_cmd(
             doc["slurm"] = report_to_dict(slurm_report)
         click.echo(json.dumps(doc, indent=1))
         return
-    failed = sum(1 for r in outcome.results if not r.ok)
+    from fabric.present.sweep import render_suspects, render_verdict
+
     click.echo(
-        f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds, "
-        f"{failed} failed, {outcome.retest_passes} re-test pass(es), {outcome.followup_probes} follow-up probe(s)"
+        f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds"
+    )
+    click.echo(
+        render_verdict(
+            outcome.results,
+            retest_passes=outcome.retest_passes,
+            followup_probes=outcome.followup_probes,
+            efficiency=outcome.efficiency,
+            tie=outcome.tie,
+            unexplained=outcome.unexplained,
+            names=names,
+        )
     )
     if slurm_report is not None:
         from fabric.present.slurm import render_slurm_sweep
 
         click.echo(render_slurm_sweep(slurm_report))
-    from fabric.present.sweep import render_suspects
-
     click.echo(render_suspects(outcome.suspects, names))
 
 
@@ -248,15 +260,18 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
             "source": shown.source,
             "started": shown.started,
             "finished": shown.finished,
+            "retest_passes": shown.retest_passes,
+            "followup_probes": shown.followup_probes,
+            "efficiency": shown.efficiency,
+            "tie": sweeps.suspects_to_dict(shown.tie, shown.names),
+            "unexplained": sweeps.results_to_dict(shown.unexplained),
             "results": sweeps.results_to_dict(shown.results),
             "suspects": sweeps.suspects_to_dict(shown.suspects, shown.names),
         }
         click.echo(json.dumps(doc, indent=1))
         return
-    failed = sum(1 for r in shown.results if not r.ok)
-    click.echo(
-        f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results, {failed} failed"
-    )
-    from fabric.present.sweep import render_suspects
+    from fabric.present.sweep import render_suspects, shown_verdict
 
+    click.echo(f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results")
+    click.echo(shown_verdict(shown))
     click.echo(render_suspects(shown.suspects, shown.names))

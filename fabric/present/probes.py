@@ -11,20 +11,20 @@ from topology.model import Guid
 
 
 def pair_verdict(p: PairHistory) -> str:
-    """FAILED, SLOW or ok, from the pair's last attempt."""
-    if not p.final.ok:
-        return "FAILED"
-    return "SLOW" if p.slow else "ok"
+    """SLOW (measured, judged slow), FAILED (no measurement) or ok, from the pair's last attempt."""
+    if p.slow:
+        return "SLOW"
+    return "FAILED" if not p.final.ok else "ok"
 
 
 def attempts_text(p: PairHistory) -> str:
-    """``120 → 118 → 119 of 400`` (every attempt in order; a failed one as its error)."""
+    """``120 → 118 → 119 of 400`` (every attempt in order; one without a measurement as its error)."""
     parts = [
-        ("failed" + (f" ({r.error})" if r.error else ""))
+        f"{r.gbps:.0f}"
+        if r.gbps is not None
+        else ("failed" + (f" ({r.error})" if r.error else ""))
         if not r.ok
         else "-"
-        if r.gbps is None
-        else f"{r.gbps:.0f}"
         for r in p.attempts
     ]
     line = p.final.line_rate_gbps
@@ -33,8 +33,8 @@ def attempts_text(p: PairHistory) -> str:
 
 def pair_counts(shown: ShownSweep, pairs: Sequence[PairHistory]) -> str:
     """The figures above the pairs table, counted from the same rows it lists."""
-    slow = sum(1 for p in pairs if p.slow and p.final.ok)
-    failed = sum(1 for p in pairs if not p.final.ok)
+    slow = sum(1 for p in pairs if p.slow)
+    failed = sum(1 for p in pairs if not p.final.ok and not p.slow)
     retested = sum(1 for p in pairs if len(p.attempts) > 1)
     return (
         f"{len(pairs)} pairs ({len(shown.results)} results, {retested} re-tested): "
