@@ -43,6 +43,7 @@ class DataScreen(Screen[None]):
     # What ? says about this screen beyond its keys (a filter's language, what a mark means).
     HELP: ClassVar[str] = ""
     drawn_generation = -1
+    filter_first = False  # a / came before the screen was built: its filter box takes the focus
 
     @property
     def data(self) -> FabricData:
