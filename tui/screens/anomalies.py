@@ -105,12 +105,12 @@ class AnomaliesScreen(DataScreen):
                 )
         if kept:
             table.move_cursor(row=1)  # the worst finding, under its kind's heading
-        health = (
-            ""
-            if app.health is not None or app.loading["health"]
-            else "; no health yet: discovery anomalies only"
-        )
-        health = "; computing health…" if app.loading["health"] else health
+        if app.loading["health"]:
+            health = "; computing health…"
+        elif app.health is None:
+            health = "; no health yet: discovery anomalies only"
+        else:
+            health = ""
         self.query_one("#anomalies-count", Static).update(
             plain(
                 f"{len(kept)} of {len(every)} findings in {len(kinds)} kind(s)"
