@@ -23,7 +23,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
 from fabric.app.health_window import HealthProcess, HealthWindow
@@ -97,19 +97,23 @@ class IbfabApp(App[None]):
     #status-line { height: 1; background: $boost; }
     """
     # Every screen key opens a fresh screen on top of the history; escape goes back one step.
+    # Priority: a screen key acts as it arrives, so the keys queued behind it (a burst, a paste)
+    # reach the new screen, never the old one. A text box with focus still takes every printable
+    # key (Textual drops the bindings of keys it consumes), and under a modal they do nothing.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o,1", "open('overview')", "overview"),
-        Binding("e,2", "open('anomalies')", "anomalies"),
-        Binding("l,3", "open('links')", "links"),
-        Binding("m,4", "open('map')", "map"),
-        Binding("p,5", "open('probes')", "probes"),
-        Binding("r,6", "open('recommendations')", "advice"),
-        Binding("c,7", "open('operations')", "changes"),
+        Binding("o,1", "open('overview')", "overview", priority=True),
+        Binding("e,2", "open('anomalies')", "anomalies", priority=True),
+        Binding("l,3", "open('links')", "links", priority=True),
+        Binding("m,4", "open('map')", "map", priority=True),
+        Binding("p,5", "open('probes')", "probes", priority=True),
+        Binding("r,6", "open('recommendations')", "advice", priority=True),
+        Binding("c,7", "open('operations')", "changes", priority=True),
         Binding("escape", "go_back", "back"),
-        Binding("g", "reload", "reload from the store", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
+        Binding("g", "reload", "reload from the store", show=False, priority=True),
+        Binding("question_mark", "help", "help", priority=True),
+        Binding("q", "quit", "quit", priority=True),
     ]
+    MODAL_BLOCKED: ClassVar[frozenset[str]] = frozenset({"open", "reload", "help", "quit"})
 
     def __init__(
         self,
@@ -150,6 +154,11 @@ class IbfabApp(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.screen))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No screen key under a modal (a plan window, the help): priority bindings are checked
+        past the modal, and a key for the window must not open a screen over it."""
+        return not (action in self.MODAL_BLOCKED and isinstance(self.screen, ModalScreen))
 
     # -- navigation: one history stack ----------------------------------------------------------
     def action_open(self, name: str) -> None:

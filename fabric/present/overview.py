@@ -28,6 +28,7 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
             f"  groups {f.get('groups')}"
         )
         fabric += "".join(f"\n{line}" for line in section_lines(f.get("sections")))
+        fabric += "".join(f"\n{line}" for line in note_lines(f.get("parse_warnings")))
     else:
         fabric = "no topology stored yet (run: ibfab discover --save)"
     health = "  ".join(f"{k}: {v}" for k, v in ov.links_by_status.items()) + f"\n{health_note(ov)}"
@@ -57,10 +58,12 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
 def alerts_text(ov: Overview, per_severity: int = WORST_PER_SEVERITY) -> str:
     """The count per severity (discovery anomalies and cables at watch or worse), then the worst
     few of each severity, one line each."""
-    if not ov.alerts:
-        return "none"
+    if not ov.has_topology:
+        return "none (no topology stored yet)"
     counts = ov.alerts_by_severity()
     lines = ["  ".join(f"{s.value}: {counts[s]}" for s in SEVERITIES)]
+    if not ov.alerts:
+        lines.append("no anomaly and no cable at watch or worse")
     for severity in SEVERITIES:
         mine = [a for a in ov.alerts if a.severity is severity]
         lines += [alert_line(a) for a in mine[:per_severity]]
@@ -83,6 +86,14 @@ def section_lines(sections: object) -> list[str]:
         f"{s['name']}: {s['switches']} switches ({s['leaves']} leaves), {s['hosts']} hosts, {s['hcas']} HCAs"
         for s in sections
     ]
+
+
+def note_lines(notes: object, limit: int = 5) -> list[str]:
+    """What the parser noted about the capture (``ibfab discover`` prints the same notes)."""
+    if not isinstance(notes, list) or not notes:
+        return []
+    more = [f"… {len(notes) - limit} more notes (ibfab discover)"] if len(notes) > limit else []
+    return [f"note: {n}" for n in notes[:limit]] + more
 
 
 def ellipsis(text: str, width: int) -> str:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from fabric.app.readmodel import FabricService
 from fabric.app.views import LINK_HEALTH
+from fabric.present.overview import note_lines
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
-from tests.tui_data import build_store
+from tests.tui_data import T0, build_store
 from topology.wiring import Severity
 from tui.app import build_app
 from tui.screens.anomalies import AnomaliesScreen
@@ -105,3 +106,34 @@ def test_column_numbers_never_run_together() -> None:
     assert column_numbers(12) == " 1       5        10    "
     line = column_numbers(120)
     assert line[2 * 100 - 3 : 2 * 100] == "100" and len(line) == 240
+
+
+def test_a_real_capture_shows_every_anomaly_and_the_parsers_notes(tmp_path: Path) -> None:
+    """Saved captures (read in place): the overview counts every discovery anomaly, whatever its
+    severity (the Selene storage capture's 8 warnings once showed as "ALERTS (0) none")."""
+    from fabric.app.discover import discover_text
+    from fabric.store import Store
+    from tests.conftest import REALDATA
+    from tui.cli import overview_text
+
+    for name in (
+        "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt",
+        "junousi-nvidia-kb-edr-fdr-mixed-loopbacks.txt",
+    ):
+        capture = REALDATA / "ibnetdiscover" / name
+        text = capture.read_text()
+        d = discover_text(text, str(capture))
+        db = tmp_path / f"{capture.stem}.db"
+        with Store.open(db) as store:
+            store.save_topology(d.fabric, text, "ibnetdiscover", str(capture), label="capture", taken_at=T0)
+        report = overview_text(str(db))
+        assert f"ALERTS ({len(d.anomalies)})" in report  # no counters: the anomalies are the alerts
+        counts = {s: sum(a.severity is s for a in d.anomalies) for s in Severity}
+        assert f"critical: {counts[Severity.CRITICAL]}  error: {counts[Severity.ERROR]}" in report
+        assert d.anomalies or "no anomaly and no cable at watch or worse" in report
+
+
+def test_parser_notes_are_listed_and_counted() -> None:
+    notes = [f"line {i}: port cabled twice" for i in range(7)]
+    assert note_lines(notes) == [*(f"note: {n}" for n in notes[:5]), "… 2 more notes (ibfab discover)"]
+    assert note_lines([]) == [] and note_lines(None) == []

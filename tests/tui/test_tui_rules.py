@@ -85,6 +85,29 @@ async def test_a_burst_typed_into_the_links_filter_is_text_not_hotkeys(
 
 
 @run_async
+async def test_a_screen_key_slash_and_text_in_one_burst_reach_the_new_screens_filter(
+    store: tuple[Path, Fabric, Link, Link],
+) -> None:
+    app = build_app(FabricService(store[0]), poll_seconds=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        burst(app, "l/dgx-0001 mlx5_0", "enter")  # from the overview, before links is even built
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, LinksScreen) and app.screen.filter_text == "dgx-0001 mlx5_0":
+                break
+        assert [type(s) for s in app.screen_stack] == [OverviewScreen, LinksScreen]
+        links = app.screen
+        assert isinstance(links, LinksScreen) and links.query_one(Input).value == "dgx-0001 mlx5_0"
+        # under a modal a screen key does nothing (it would open a screen over the plan window)
+        await pilot.press("question_mark")
+        await pilot.press("l", "e", "1")
+        assert len(app.screen_stack) == 3
+        await pilot.press("escape")
+        assert top(app) is links
+
+
+@run_async
 async def test_a_burst_typed_into_the_anomalies_filter_is_text(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:

@@ -81,3 +81,18 @@ async def test_long_reasons_end_in_an_ellipsis_and_are_whole_in_the_panel(tmp_pa
         cut = row.split("  ")[-1].rstrip("…")
         assert cut in whole and len(whole) > len(cut) + 40
         assert "60000 symbol errors in 15 min at 4xNDR" in whole  # the end of the reason, past the cut
+
+
+@run_async
+async def test_a_wider_terminal_shows_more_of_each_reason(tmp_path: Path) -> None:
+    path, *_ = build_store(tmp_path / "tui.db")
+    app = build_app(FabricService(path), poll_seconds=None)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        narrow = table_rows(app, "#anomalies")[1].split("  ")[-1]
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause(0.3)
+        wide = table_rows(app, "#anomalies")[1].split("  ")[-1]
+        assert len(wide) > len(narrow) + 60 and wide.startswith(narrow.rstrip("…"))

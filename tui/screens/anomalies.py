@@ -58,7 +58,9 @@ class AnomaliesScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.set_focus(self.query_one("#anomalies", DataTable))
+        self.set_focus(
+            self.query_one(Input) if self.filter_first else self.query_one("#anomalies", DataTable)
+        )
 
     def alerts(self) -> tuple[Alert, ...]:
         """Every finding, worked out once per data load (not per keystroke)."""
@@ -103,12 +105,12 @@ class AnomaliesScreen(DataScreen):
                 )
         if kept:
             table.move_cursor(row=1)  # the worst finding, under its kind's heading
-        health = (
-            ""
-            if app.health is not None or app.loading["health"]
-            else "; no health yet: discovery anomalies only"
-        )
-        health = "; computing health…" if app.loading["health"] else health
+        if app.loading["health"]:
+            health = "; computing health…"
+        elif app.health is None:
+            health = "; no health yet: discovery anomalies only"
+        else:
+            health = ""
         self.query_one("#anomalies-count", Static).update(
             plain(
                 f"{len(kept)} of {len(every)} findings in {len(kinds)} kind(s)"
@@ -152,6 +154,9 @@ class AnomaliesScreen(DataScreen):
         self.set_focus(self.query_one("#anomalies", DataTable))
 
     def action_focus_filter(self) -> None:
+        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
+            self.filter_first = True
+            return
         self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
 
     def action_leave_filter_or_back(self) -> None:

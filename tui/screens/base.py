@@ -43,6 +43,8 @@ class DataScreen(Screen[None]):
     # What ? says about this screen beyond its keys (a filter's language, what a mark means).
     HELP: ClassVar[str] = ""
     drawn_generation = -1
+    filter_first = False  # a / came before the screen was built: its filter box takes the focus
+    drawn_width: int | None = None
 
     @property
     def data(self) -> FabricData:
@@ -67,9 +69,9 @@ class DataScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         # table cells end in an ellipsis at the width there is: a new width draws them again
-        if event.size.width != getattr(self, "_drawn_width", event.size.width):
+        if self.drawn_width is not None and event.size.width != self.drawn_width:
             self.refresh_data()
-        self._drawn_width = event.size.width
+        self.drawn_width = event.size.width
 
     def room(self, used: int, least: int = 16) -> int:
         """Columns left for a table's last (free text) column when the others take ``used``."""

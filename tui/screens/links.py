@@ -52,7 +52,7 @@ class LinksScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.set_focus(self.query_one(LinkTable))
+        self.set_focus(self.query_one(Input) if self.filter_first else self.query_one(LinkTable))
 
     def draw(self) -> None:
         self.apply_filter()
@@ -85,6 +85,9 @@ class LinksScreen(DataScreen):
         self.set_focus(self.query_one(LinkTable))
 
     def action_focus_filter(self) -> None:
+        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
+            self.filter_first = True
+            return
         self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
 
     def action_leave_filter_or_back(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual import work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -30,6 +31,7 @@ class OperationsScreen(DataScreen):
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("u", "undo", "undo…"),
+        Binding("enter", "undo_here", "undo…", show=False, priority=True),  # see recommendations
         Binding("d", "open_cable", "cable detail"),
     ]
     DEFAULT_CSS = (
@@ -88,7 +90,14 @@ class OperationsScreen(DataScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "ops-open":
-            self.action_undo()
+            self.action_undo()  # a double click on an open change
+
+    def action_undo_here(self) -> None:
+        """enter: the undo plan of the open change under the cursor (elsewhere enter is the table's)."""
+        focused = self.focused
+        if focused is None or focused.id != "ops-open":
+            raise SkipAction()
+        self.action_undo()
 
     def action_open_cable(self) -> None:
         """The cable of the highlighted open change (its audit target starts ``GUID/PORT``)."""

@@ -29,7 +29,9 @@ class RecommendationsScreen(DataScreen):
         "other actions are advice: their [manager apply] / [manager undo] commands are shown to run."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "plan", "plan…"),
+        # priority: the plan window is up as the key arrives, so keys typed behind enter land on
+        # its closed name box (dropped), never on screen keys
+        Binding("enter", "plan", "plan…", priority=True),
         Binding("d", "open_target", "detail"),
     ]
     DEFAULT_CSS = "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
@@ -81,7 +83,7 @@ class RecommendationsScreen(DataScreen):
             self.query_one("#advice-why", Static).update(plain("\n".join((a.reason, *a.evidence))))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_plan()  # the table takes enter itself
+        self.action_plan()  # a double click on a row
 
     def action_open_target(self) -> None:
         """The element the advice is about: the port's cable, else nothing to open."""
