@@ -26,6 +26,7 @@ import argparse
 import os
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -79,21 +80,29 @@ def main() -> int:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     base_mib = _mib()
-    os.environ["IBFAB_LAB_DIR"] = tempfile.mkdtemp(prefix="ibfab-bench-localize-")
+    labs = tempfile.mkdtemp(prefix="ibfab-bench-localize-")
+    os.environ["IBFAB_LAB_DIR"] = labs  # each lab is down again once its routes are read
+    try:
+        return _run(args.faults, args.shapes.split(","), rng, base_mib)
+    finally:
+        shutil.rmtree(labs, ignore_errors=True)
+
+
+def _run(faults: int, shapes: Sequence[str], rng: random.Random, base_mib: float) -> int:
     start = time.perf_counter()
     totals: Counter[str] = Counter()
     print(
         f"{'shape':<14}{'pattern':<11}{'faults':>7}{'seen':>6}{'top-1':>7}{'tie':>5}{'miss':>6}"
         f"{'wrong':>7}{'clean':>7}{'base top-1':>11}{'base clean':>11}{'s':>6}"
     )
-    for spec in args.shapes.split(","):
+    for spec in shapes:
         s: Shape = shape(spec, "bench-localize")
         for pattern in PATTERNS:
             t0 = time.perf_counter()
             clean = sweep(s, pattern, None)
             base_clean = len(baseline_rank(clean.results, dict(clean.paths)))
             c: Counter[str] = Counter()
-            for _ in range(args.faults):
+            for _ in range(faults):
                 fault = random_fault(rng, s, pattern)
                 o = sweep(s, pattern, fault)
                 c["faults"] += 1
