@@ -6,7 +6,10 @@ looked at per direction of travel (a port that drops what arrives breaks one dir
 and both directions together (a cable trained at 1x breaks both).
 
 A link is a **suspect** only when every pair that crossed it (in that direction, or in both) was
-slow: one fast pair across it clears it. The suspects are then chosen as a cover of the slow
+slow: one fast pair across it clears it, if it proves the link healthy: what it measured, times
+the probes of its round sharing the link, reaches 93 % of the sweep's efficiency times the
+link's design rate. A fast pair whose bottleneck was another, more shared link proves nothing
+about a cable that could give more (a 2x host cable hidden behind a shared uplink). The suspects are then chosen as a cover of the slow
 pairs: the link that explains the most slow pairs first, then the one explaining the most of
 those left, and so on; a link whose slow pairs are all explained by a suspect already chosen is
 not one (a healthy host cable crossed only by the pairs that also crossed a bad uplink). Links
@@ -20,10 +23,11 @@ pinned on a cable.
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from probes.expect import SLOW_RATIO, Crossing, DesignRates, crossings, design_rate
 from probes.pairs import Endpoint, PairResult, Probe
 from topology.model import Fabric, Guid, Link
 from topology.routes import ForwardingTables, RouteError, all_paths
@@ -66,18 +70,37 @@ def rank(
     results: Sequence[PairResult],
     paths: Paths,
     names: Mapping[Guid, str] | None = None,
+    *,
+    design: DesignRates | None = None,
+    efficiency: float | None = None,
 ) -> list[Suspect]:
-    """Suspect links, in the order the cover chose them (see the module docstring)."""
+    """Suspect links, in the order the cover chose them (see the module docstring).
+
+    With ``design`` (the plan's design rates) and ``efficiency`` (the sweep's), a fast pair clears
+    only the links it proves healthy (:func:`_proves`); without them any fast pair clears.
+    """
     names = names or {}
     finals = final_results(results)
+    shared = _Sharing(results, paths) if efficiency is not None else None
     slow_by: dict[_Key, list[PairResult]] = defaultdict(list)
     fast_by: dict[_Key, list[PairResult]] = defaultdict(list)
+    masked_by: dict[_Key, list[PairResult]] = defaultdict(list)
     for r in finals:
         path = paths.get(r.key)
         if not path:
             continue
-        for key in _crossings(path, r.client.guid):
-            (fast_by if r.ok else slow_by)[key].append(r)
+        here = r.client.guid
+        for lk in path:
+            keys: tuple[_Key, _Key] = ((lk, here), (lk, None))
+            if not r.ok:
+                target = slow_by
+            elif shared is None or _proves(r, lk, here, shared, design or {}, efficiency or 1.0):
+                target = fast_by
+            else:
+                target = masked_by
+            for key in keys:
+                target[key].append(r)
+            here = lk.other(here).guid
     # per link, the key (a direction or both) that every crossing pair was slow on, most pairs first
     best: dict[Link, _Key] = {}
     for key, slows in slow_by.items():
@@ -98,17 +121,100 @@ def rank(
             break
         first = min((lk for lk, g in gain.items() if len(g) == most), key=lambda lk: lk.key)
         same = sorted((lk for lk, g in gain.items() if g == gain[first]), key=lambda lk: lk.key)
+        trained = [
+            lk
+            for lk in same
+            if shared is not None
+            and _trained_below(lk, slow_by[best[lk]], design or {}, shared, efficiency or 1.0, paths)
+        ]
+        if len(same) > 1 and 0 < len(trained) < len(same):
+            # discovery's evidence splits the tie: these train below their peers, at a rate that
+            # explains what the slow pairs measured; the others are explained by them
+            for lk in same:
+                if lk not in trained:
+                    del explained_by[lk]
+            note = f"; it trains at {{}} where its peers give {{:g}} Gb/s, which explains the slow pairs; {len(same) - len(trained)} other link(s) they cross do not"
+            same = trained
+        else:
+            note = ""
         for lk in same:
             key = best[lk]
-            slows = slow_by[key]
+            slows, masked = slow_by[key], masked_by.get(key, [])
             reason = f"all {len(slows)} pair(s) crossing it were slow ({_where(key, fast_by, names)})"
+            if masked:
+                reason += (
+                    f"; {len(masked)} fast pair(s) crossed it sharing it with others: they cannot clear it"
+                )
+            if note:
+                reason += note.format(f"{lk.width}x{lk.speed}", design_rate(lk, design or {}))
             if len(same) > 1:
                 reason += f"; tied with {len(same) - 1} other link(s) that the same slow pairs cross"
-            out.append(Suspect(lk, 1.0, tuple(slows), (), reason, key[1], group))
+            out.append(Suspect(lk, 1.0, tuple(slows), tuple(masked), reason, key[1], group))
             del explained_by[lk]
         left -= gain[first]
         group += 1
     return out
+
+
+class _Sharing:
+    """How many probes of each pass and round crossed each link in each direction, counted from
+    the results on first use (a pass is an attempt number: re-tests and follow-ups are their own
+    rounds)."""
+
+    def __init__(self, results: Sequence[PairResult], paths: Paths) -> None:
+        self.results = results
+        self.paths = paths
+        self.rounds: dict[tuple[int, int], Counter[Crossing]] | None = None
+
+    def count(self, r: PairResult, lk: Link, src: Guid) -> int:
+        if self.rounds is None:
+            self.rounds = defaultdict(Counter)
+            for x in self.results:
+                path = self.paths.get(x.key)
+                if path:
+                    self.rounds[(x.attempt, x.round)].update(crossings(path, x.client.guid))
+        return max(1, self.rounds[(r.attempt, r.round)][(lk.key, src)])
+
+
+def _trained_below(
+    lk: Link,
+    slows: Sequence[PairResult],
+    design: DesignRates,
+    shared: _Sharing,
+    efficiency: float,
+    paths: Paths,
+) -> bool:
+    """Whether ``lk`` trains below its peers (discovery) at a rate that explains every slow pair:
+    each measured at least the slow bar of ``lk``'s trained share in its round (a pair slower
+    than that was slowed by something else too)."""
+    if lk.key not in design:
+        return False
+    for r in slows:
+        src = _source(paths.get(r.key, ()), r.client.guid, lk)
+        if r.gbps is None or src is None:
+            return False
+        if r.gbps < SLOW_RATIO * efficiency * lk.gbps / shared.count(r, lk, src):
+            return False
+    return True
+
+
+def _source(path: Sequence[Link], client: Guid, lk: Link) -> Guid | None:
+    """The end of ``lk`` that data from ``client`` along ``path`` leaves by."""
+    for key, src in crossings(path, client):
+        if key == lk.key:
+            return src
+    return None
+
+
+def _proves(
+    r: PairResult, lk: Link, src: Guid, shared: _Sharing, design: DesignRates, efficiency: float
+) -> bool:
+    """Whether fast pair ``r`` shows ``lk`` healthy in that direction: what it measured times the
+    probes of its round sharing ``lk`` reaches the slow bar of ``lk``'s design rate. A pair whose
+    bottleneck was elsewhere (``lk`` shared less) says nothing of a cable that could give more."""
+    if r.gbps is None:
+        return False
+    return r.gbps * shared.count(r, lk, src) >= SLOW_RATIO * efficiency * design_rate(lk, design)
 
 
 def _where(key: _Key, fast_by: Mapping[_Key, list[PairResult]], names: Mapping[Guid, str]) -> str:

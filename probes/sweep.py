@@ -372,7 +372,7 @@ def run_sweep(
             note = f"re-test: {passes} pass(es) down to one probe at a time, {still} still slow or failed"
             progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
     attempt = passes + 1
-    suspects = rank(results, runner.paths, names)
+    suspects = rank(results, runner.paths, names, design=plan.design_gbps, efficiency=runner.efficiency)
     extra = 0
     rounds_done = 0
     while fabric is not None and tables is not None and tied_groups(suspects) and rounds_done < max_followups:
@@ -390,7 +390,7 @@ def run_sweep(
         attempt += 1 + n
         extra += len(probes)
         rounds_done += 1
-        suspects = rank(results, runner.paths, names)
+        suspects = rank(results, runner.paths, names, design=plan.design_gbps, efficiency=runner.efficiency)
         if progress:
             note = f"follow-up: {len(probes)} probes to separate tied links"
             progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))

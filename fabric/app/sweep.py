@@ -23,7 +23,7 @@ from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
 from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
-from topology.model import Guid, Link, PortRef
+from topology.model import Guid, Link, LinkKey, PortRef
 from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
 
 FORMAT = "ibfab-sweep/2"
@@ -228,6 +228,10 @@ def save(
         "backend": outcome.backend,
         "names": {g: n for g, n in (names or {}).items() if g in seen},
         "efficiency": outcome.efficiency,
+        # cables below their peers and the rate they should give: show judges fast pairs by them
+        "design_gbps": [
+            [a, pa, b, pb, gbps] for ((a, pa), (b, pb)), gbps in outcome.plan.design_gbps.items()
+        ],
         "retest_passes": outcome.retest_passes,
         "followup_probes": outcome.followup_probes,
         "results": records,
@@ -294,6 +298,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     names: dict[Guid, str] = {}
     counts = {"retest_passes": 0, "followup_probes": 0}
     eff: float | None = None
+    design: dict[LinkKey, float] = {}
     try:
         for doc in docs:
             names.update(doc.get("names", {}))
@@ -301,6 +306,8 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
                 counts[k] += int(doc.get(k) or 0)
             if doc.get("efficiency") is not None:
                 eff = float(doc["efficiency"])
+            for a, pa, b, pb, gbps in doc.get("design_gbps", ()):
+                design[((str(a), int(pa)), (str(b), int(pb)))] = float(gbps)
             for rec in doc["results"]:
                 c, s = (
                     Endpoint(e["host"], e["device"], Guid(e["guid"]), e["leaf"], int(e["rail"]))
@@ -327,7 +334,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
     head = stored.sweep
-    suspects = rank(results, paths, names=names)
+    suspects = rank(results, paths, names=names, design=design, efficiency=eff)
     return ShownSweep(
         head.id,
         head.pattern,

@@ -190,3 +190,35 @@ def test_followups_without_routes_give_no_probes_and_no_error() -> None:
     suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
     probes, paths = followup_probes(suspects, [E1, E2, E3])  # no fabric/tables: nothing routable
     assert probes == [] and paths == {}
+
+
+def test_a_fast_pair_clears_only_the_cables_it_proves_healthy() -> None:
+    from dataclasses import replace
+
+    f = small_fabric()
+    paths = {(a, b): path(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H3, H1), (H2, H1))}
+
+    def measured(c: Endpoint, s: Endpoint, rnd: int, gbps: float, expected: float) -> PairResult:
+        raw = PairResult(c, s, rnd, gbps, 400.0, True, None, "ssh", 0, expected)
+        return judge([raw], 0.975)[0]
+
+    # n3's cable trains at 2x (200 Gb/s). In round 0 n1 and n3 both write to n2 and share its
+    # cable and the uplink: 200 each is all they should get, so n3 -> n2 is fast, but it only
+    # proves n3's cable gives 200, not the 400 it should. Alone in round 1, n3 -> n1 is slow.
+    results = [
+        measured(E1, E2, 0, 195.0, 200.0),
+        measured(E3, E2, 0, 195.0, 200.0),
+        measured(E3, E1, 1, 195.0, 400.0),
+        measured(E2, E1, 2, 390.0, 400.0),
+    ]
+    assert [r.ok for r in results] == [True, True, False, True]
+    n3_cable = ((L1, 2), (H3, 1))
+    legacy = rank(results, paths)  # any fast pair clears: the slow pair is left unexplained
+    assert legacy == [] and len(unexplained(results, paths, legacy)) == 1
+    suspects = rank(results, paths, design={}, efficiency=0.975)
+    assert [s.link.key for s in suspects] == [n3_cable]
+    top = suspects[0]
+    assert [r.server.host for r in top.fast_pairs] == ["n2"] and "cannot clear it" in top.reason
+    # Had n3 -> n2 run alone at 195 Gb/s, it would have been slow itself; at 390 it clears the cable.
+    proven = [*results[:1], replace(results[1], gbps=390.0), *results[2:]]
+    assert n3_cable not in {s.link.key for s in rank(proven, paths, design={}, efficiency=0.975)}
