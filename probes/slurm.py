@@ -91,6 +91,7 @@ class AllocationRequest:
     time_limit_minutes: int = 60
     job_name: str = JOB_NAME
     immediate: int = 30  # seconds salloc may wait for the nodes before giving up
+    gpus_per_node: int | None = None  # GPUs are a generic resource: --exclusive alone gives none
 
     def __post_init__(self) -> None:
         if bool(self.hosts) == (self.count is not None):
@@ -257,6 +258,8 @@ class Slurm:
             argv.append(f"--partition={req.partition}")
         if req.reservation:
             argv.append(f"--reservation={req.reservation}")
+        if req.gpus_per_node:
+            argv.append(f"--gpus-per-node={req.gpus_per_node}")
         if hosts:
             argv += [f"--nodes={len(hosts)}", f"--nodelist={','.join(hosts)}"]
         else:

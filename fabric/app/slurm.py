@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probes.inventory import expand_hosts, host_sort_key
-from probes.slurm import Slurm, SlurmUnavailable
+from probes.slurm import Slurm, SlurmUnavailable, why_unavailable
 from topology.errors import CommandFailed, UsageError
 
 
@@ -102,4 +102,39 @@ def connect(env: Mapping[str, str] | None = None, timeout: float = 60.0) -> Slur
     return slurm
 
 
-__all__ = ["NodeMap", "connect", "parse_node_map", "read_node_map"]
+@dataclass(frozen=True)
+class SlurmHosts:
+    """The fabric hosts Slurm could give a job now, and every other Slurm node's host with why."""
+
+    free: tuple[str, ...]
+    busy: Mapping[str, str]  # fabric host -> "slurm: idle+drain: ibfab: BER ..." / "slurm: reserved (maint)"
+
+
+def hosts_for_jobs(
+    slurm: Slurm,
+    partition: str | None = None,
+    reservation: str | None = None,
+    node_map: NodeMap | None = None,
+) -> SlurmHosts:
+    """Node states, drains and reservations as Slurm reports them (``scontrol show node`` and
+    ``show reservation``), in fabric host names; nodes outside ``partition`` are neither."""
+    node_map = node_map or NodeMap()
+    reserved = slurm.reserved_nodes()
+    free, busy = [], {}
+    for n in slurm.nodes():
+        if partition is not None and partition not in n.partitions:
+            continue
+        why = why_unavailable(n, partition, reserved.get(n.name), reservation)
+        if why is None and reservation is not None and reserved.get(n.name) != reservation:
+            why = f"not in reservation {reservation}"
+        host = node_map.host(n.name)
+        if why is None:
+            free.append(host)
+        else:
+            busy[host] = f"slurm: {why}"
+    if partition is not None and not free and not busy:
+        raise UsageError(f"Slurm has no partition {partition!r} (or it has no nodes)")
+    return SlurmHosts(tuple(sorted(free, key=host_sort_key)), busy)
+
+
+__all__ = ["NodeMap", "SlurmHosts", "connect", "hosts_for_jobs", "parse_node_map", "read_node_map"]

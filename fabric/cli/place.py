@@ -14,7 +14,17 @@ from fabric.cli.options import discover_from, source_options
 @click.option("--nodes", "n", type=int, required=True, help="How many hosts to choose.")
 @click.option("--free", "free_file", metavar="FILE", help="Free hosts: one host or host range a line.")
 @click.option(
-    "--free-slurm", metavar="PARTITION", help="Free hosts: idle nodes of a Slurm partition (sinfo)."
+    "--free-slurm",
+    metavar="PARTITION",
+    help="Free hosts: what Slurm could give now in PARTITION (= --partition).",
+)
+@click.option(
+    "--slurm", "use_slurm", is_flag=True, help="Free hosts from Slurm: node states, drains, reservations."
+)
+@click.option("--partition", metavar="P", help="Slurm partition (implies --slurm).")
+@click.option("--reservation", metavar="R", help="Slurm reservation to place in (implies --slurm).")
+@click.option(
+    "--node-map", metavar="FILE", help="Fabric host -> Slurm node, one pair a line, where names differ."
 )
 @click.option("--policy", type=click.Choice(["pack", "spread"]), default="pack", show_default=True)
 @click.option("--exclude-unhealthy", is_flag=True, help="Leave out hosts whose cables are warn/critical.")
@@ -31,6 +41,10 @@ def place_cmd(
     n: int,
     free_file: str | None,
     free_slurm: str | None,
+    use_slurm: bool,
+    partition: str | None,
+    reservation: str | None,
+    node_map: str | None,
     policy: str,
     exclude_unhealthy: bool,
     excluded: tuple[str, ...],
@@ -48,22 +62,31 @@ def place_cmd(
 
     from fabric.exports.hostfile import hostfile
     from fabric.exports.tree import fold
-    from fabric.placement import parse_host_list, place, slurm_idle_hosts, unhealthy_hosts
+    from fabric.placement import parse_host_list, place, unhealthy_hosts
     from probes.inventory import expand_hosts
     from topology.errors import UsageError
 
-    if free_file and free_slurm:
-        raise UsageError("choose one of --free and --free-slurm")
+    if free_slurm and partition and free_slurm != partition:
+        raise UsageError("--free-slurm is --partition: give one of them")
+    partition = partition or free_slurm
+    use_slurm = use_slurm or bool(partition or reservation or node_map)
+    if free_file and use_slurm:
+        raise UsageError("choose one of --free FILE and Slurm (--slurm, --partition, --free-slurm)")
     free = None
+    slurm_busy: dict[str, str] = {}
     if free_file:
         try:
             text = Path(free_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--free {free_file}: cannot read: {exc}") from exc
         free = parse_host_list(text, free_file)
-    elif free_slurm:
-        free = slurm_idle_hosts(free_slurm)
-    exclude: dict[str, str] = {}
+    elif use_slurm:
+        from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
+
+        found = hosts_for_jobs(connect(), partition, reservation, read_node_map(node_map))
+        # Slurm's busy nodes stay candidates so that each is left out with Slurm's reason.
+        free, slurm_busy = [*found.free, *found.busy], dict(found.busy)
+    exclude: dict[str, str] = dict(slurm_busy)
     for pattern in excluded:
         exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
     d = discover_from(opts, db)
