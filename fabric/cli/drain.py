@@ -99,19 +99,21 @@ def recommended_cmd(
 ) -> None:
     """Drain the nodes 'ibfab recommend' says to drain (hosts whose only cable is bad)."""
     from fabric.advise.candidates import read_health_file
-    from fabric.advise.recommend import recommend
     from fabric.app.drain import requests_from_actions
-    from fabric.app.recommend import stored_findings
+    from fabric.app.recommend import recommend_fabric, stored_findings
 
     d = _discover(input_path, lab, ssh)
     findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
-    recs = recommend(
-        d.fabric,
-        d.classification,
+    # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
+    # drains rest on health findings, never on the subnet manager, so none is asked
+    recs = recommend_fabric(
+        d,
+        None,
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
+        db=db,
         min_status=min_status,
     )
     _drain(requests_from_actions(recs.actions), node_map, do_apply, yes, db, as_json)
