@@ -3,10 +3,14 @@
 On a synthetic leaf-spine fabric (782 leaves: 50,048 ports, 25,024 links, ~1 % of ports with
 errors) with 60 snapshots a minute apart (3.0 M counter rows):
 
-* ``ibfab health``'s path: a store with the fabric and the 60 snapshots (built once, a minute or
-  two; ``--keep DIR`` keeps it for the next run), then :func:`fabric.app.health.assess_store` in a
-  fresh child process: its wall time and its peak resident memory
-  (``getrusage(RUSAGE_CHILDREN).ru_maxrss``). Target: under 1 GiB.
+* the store: its size per snapshot (target: at most 1 MiB), beside the baseline of the version-1
+  layout (one SQLite row per port) measured on one snapshot in the same run;
+* ``ibfab health``'s path: a store with the fabric and the 60 snapshots (built once, half a
+  minute; ``--keep DIR`` keeps it for the next run), then :func:`fabric.app.health.assess_store` in
+  a fresh child process: the child's whole wall time (interpreter start and imports included),
+  assess_store's own time, and its peak resident memory (``getrusage(RUSAGE_CHILDREN).ru_maxrss``).
+  Targets: whole process under 3 s and at most 1.5x the in-memory deltas + assess below; peak
+  under 1 GiB.
 * in memory: ``compute_deltas`` + ``assess`` on the same table as a pandas frame, beside a plain
   ``groupby(['guid', 'port']).diff()`` as the baseline. Target: deltas + assess < 5 s.
 * that both give the same report (``to_dict()``, every link and node).
@@ -42,6 +46,9 @@ HCAS_PER_LEAF = 16
 SPINE_PORTS = 64
 TARGET_S = 5.0
 TARGET_MIB = 1024.0
+TARGET_SNAPSHOT_MIB = 1.0
+TARGET_PROCESS_S = 3.0
+TARGET_RATIO = 1.5
 T0 = 1.8e9
 EVERY_S = 60.0
 SPREAD_S = 5.0  # each port is read up to this late after its snapshot starts
@@ -157,21 +164,56 @@ def child(db: str, now: float, out: str) -> int:
 # into the child's ru_maxrss, and RUSAGE_CHILDREN keeps the largest child ever waited for).
 _LAUNCHER = (
     "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); print(u.ru_utime + u.ru_stime, u.ru_maxrss)"
 )
 
 
-def measure_store(db: Path, now: float) -> tuple[float, float, float, dict[str, object]]:
-    """(seconds, peak MiB by getrusage, peak MiB by /proc VmHWM, report dict) of assess_store in a
-    fresh child process."""
+def measure_store(db: Path, now: float) -> tuple[float, float, float, float, float, dict[str, object]]:
+    """(whole child seconds, its CPU seconds, assess_store seconds, peak MiB by getrusage, peak MiB
+    by /proc VmHWM, report dict) of assess_store in a fresh child process."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         child = [sys.executable, __file__, "--child", str(db), repr(now), out.name]
+        t = time.perf_counter()
         launched = subprocess.run(
             [sys.executable, "-c", _LAUNCHER, *child], check=True, stdout=subprocess.PIPE, text=True
         )
+        whole = time.perf_counter() - t
         result = json.loads(Path(out.name).read_text())
-    peak = float(launched.stdout.split()[-1]) / 1024
-    return float(result["seconds"]), peak, float(result["own_peak"]), result["report"]
+    cpu, peak = (float(x) for x in launched.stdout.split()[-2:])
+    return whole, cpu, float(result["seconds"]), peak / 1024, float(result["own_peak"]), result["report"]
+
+
+def row_layout_bytes(frame: pd.DataFrame) -> int:
+    """Bytes one snapshot of ``frame`` takes in the version-1 layout (a port_counters row per port,
+    its primary key index), measured in a scratch SQLite file: the baseline of the block layout."""
+    import sqlite3
+
+    from fabric.core.fields import PORT_COUNTER_FIELDS
+    from fabric.store.schema import BASE_SCHEMA
+
+    one = stored_frame(frame[frame["snapshot"] == 1])
+    with tempfile.TemporaryDirectory() as tmp:
+        db = sqlite3.connect(Path(tmp) / "rows.db")
+        for statement in BASE_SCHEMA:
+            db.execute(statement)
+        db.execute("INSERT INTO counter_snapshots VALUES (1, 0, 'bench', NULL, 0, 'complete')")
+        columns = [one[c].astype(object).where(one[c].notna(), None).tolist() for c in FRAME_COLUMNS[2:8]]
+        guid, port, lid, peer_guid, peer_port, up = columns
+        counters = [one[c].astype(object).where(one[c].notna(), None).tolist() for c in COUNTER_NAMES]
+        rows = [
+            (1, g, p, ld, pg, pp, u, None if u else "timeout", w, *values)
+            for g, p, ld, pg, pp, u, w, *values in zip(
+                guid, port, lid, peer_guid, peer_port, up, one["time"].tolist(), *counters, strict=True
+            )
+        ]
+        before = db.execute("PRAGMA page_count").fetchone()[0]
+        marks = ", ".join("?" * (len(PORT_COUNTER_FIELDS) + 1))
+        db.executemany(f"INSERT INTO port_counters VALUES ({marks})", rows)
+        db.commit()
+        pages = db.execute("PRAGMA page_count").fetchone()[0] - before
+        size = int(pages * db.execute("PRAGMA page_size").fetchone()[0])
+        db.close()
+    return size
 
 
 def main() -> int:
@@ -208,17 +250,26 @@ def main() -> int:
             if not db.exists():
                 build = [sys.executable, __file__, "--build", str(db), "--leaves", str(args.leaves)]
                 subprocess.run([*build, "--snapshots", str(args.snapshots)], check=True)
-            took, peak, own, stored_report = measure_store(db, now)
+            whole, whole_cpu, took, peak, own, stored_report = measure_store(db, now)
+            per_snapshot = db.stat().st_size / args.snapshots / 2**20
         finally:
             if not args.keep:
                 shutil.rmtree(where, ignore_errors=True)
         met = peak < TARGET_MIB
         missed |= not met
         print(
+            f"store: {per_snapshot:.2f} MiB per snapshot, topology included "
+            f"(target {TARGET_SNAPSHOT_MIB:g} MiB: {'met' if per_snapshot <= TARGET_SNAPSHOT_MIB else 'MISSED'})"
+        )
+        missed |= per_snapshot > TARGET_SNAPSHOT_MIB
+        print(
             f"assess_store (ibfab health's path, fresh process, {args.snapshots} snapshots in its 24 h "
-            f"window): {took:.2f} s, peak memory {peak:.0f} MiB (ru_maxrss; VmHWM {own:.0f} MiB) "
+            f"window): whole process {whole:.2f} s (target {TARGET_PROCESS_S:g} s: "
+            f"{'met' if whole <= TARGET_PROCESS_S else 'MISSED'}; CPU {whole_cpu:.2f} s), assess_store {took:.2f} s, "
+            f"peak memory {peak:.0f} MiB (ru_maxrss; VmHWM {own:.0f} MiB) "
             f"(target {TARGET_MIB:.0f} MiB: {'met' if met else 'MISSED'})"
         )
+        missed |= whole > TARGET_PROCESS_S
 
     if args.store_only:
         return 1 if args.strict and missed else 0
@@ -228,6 +279,12 @@ def main() -> int:
     print(
         f"table: {ports:,} ports x {args.snapshots} snapshots = {len(frame):,} rows, {len(fabric.links):,} links"
     )
+    if not args.no_store:
+        rows_mib = row_layout_bytes(frame) / 2**20
+        print(
+            f"baseline: one snapshot in the version-1 row layout takes {rows_mib:.2f} MiB; the blocks "
+            f"take {per_snapshot / rows_mib:.2f}x that"
+        )
 
     best = {"deltas": math.inf, "assess": math.inf, "baseline": math.inf}
     cpu = {"deltas": math.inf, "assess": math.inf, "baseline": math.inf}
@@ -266,6 +323,14 @@ def main() -> int:
         f"peak memory of the in-memory run (ru_maxrss, frame included): "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
+    if not args.no_store:
+        ratio = whole / ours
+        cpu_ratio = whole_cpu / (cpu["deltas"] + cpu["assess"])
+        print(
+            f"whole-process health from the store / in-memory deltas+assess: {ratio:.2f}x wall, "
+            f"{cpu_ratio:.2f}x CPU (target {TARGET_RATIO:g}x: {'met' if ratio <= TARGET_RATIO else 'MISSED'})"
+        )
+        missed |= ratio > TARGET_RATIO
     if stored_report is not None:
         same = assess(stored_frame(frame), fabric, since=since, now=now).to_dict()
         equal = json.loads(json.dumps(same)) == stored_report

@@ -24,7 +24,7 @@ from fabric.app.source import Source, SshOptions, require_running_lab, run_tool
 from fabric.counters.merge import unreachable_row
 from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
-from fabric.store import RawCapture, Store
+from fabric.store import RawCapture, Store, StoreDamaged
 from fabric.store.captures import CompressAhead
 from probes.transport import ANY_EXIT_CODE, CommandResult
 from topology._speed import gc_paused
@@ -204,7 +204,13 @@ class Collector:
 
     def _latest_topology(self) -> tuple[int, Fabric] | None:
         if self._topology is None and self.store.list_topologies():
-            stored = self.store.load_topology("latest")
+            try:
+                stored = self.store.load_topology("latest")
+            except StoreDamaged:  # none reads: this collection stores a new one
+                return None
+            if stored.id != self.store.resolve_topology("latest"):
+                # the newest is damaged: against an older one, its cable changes would be new again
+                return None
             self._topology = (stored.id, stored.fabric)
         return self._topology
 

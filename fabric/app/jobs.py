@@ -131,8 +131,12 @@ def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
         src = Source("ssh", ssh)
     else:
         src = Source("local")
+    from fabric.app.retention import compact_after_collection
+
     with Store.open(ctx.db) as store:
-        return Collector(store, src, _ssh_options(args)).collect_once()
+        outcome = Collector(store, src, _ssh_options(args)).collect_once()
+        compact_after_collection(store)
+        return outcome
 
 
 def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:

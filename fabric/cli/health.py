@@ -40,6 +40,24 @@ def _since(ctx: click.Context, param: click.Parameter, value: str) -> float | No
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (links, nodes, summary).")
 @click.option("--no-record", is_flag=True, help="Do not add today's findings to the findings history.")
+@click.option(
+    "--prometheus",
+    metavar="URL",
+    help="Read the counters from this Prometheus (ibfab exporter's / infiniband_exporter's names) instead of the store.",
+)
+@click.option(
+    "--topology",
+    "topology_file",
+    metavar="FILE",
+    help="With --prometheus: the cables, from saved ibnetdiscover output (default: the store's newest topology).",
+)
+@click.option(
+    "--step",
+    default="60s",
+    show_default=True,
+    callback=_since,
+    help="With --prometheus: the range query's step.",
+)
 def health_cmd(
     since: float | None,
     db: str | None,
@@ -47,13 +65,32 @@ def health_cmd(
     show_all: bool,
     as_json: bool,
     no_record: bool,
+    prometheus: str | None,
+    topology_file: str | None,
+    step: float | None,
 ) -> None:
     """Score every link from the collected counters: BER with bounds, flaps, errors, congestion."""
     from fabric.app.health import assess_store, load_thresholds, open_store
 
     t = load_thresholds(thresholds) if thresholds else None
-    with open_store(db) as store:
-        view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
+    if prometheus:
+        from fabric.app.health_prometheus import DEFAULT_STEP_S, assess_prometheus, topology_for
+        from topology.errors import UsageError
+
+        if since is None:
+            raise UsageError("--prometheus needs a window: --since 1h, 7d, ...")
+        fabric, topology_id = topology_for(db, topology_file)
+        view = assess_prometheus(
+            prometheus,
+            fabric,
+            since_s=since,
+            step_s=step or DEFAULT_STEP_S,
+            thresholds=t,
+            topology_id=topology_id,
+        )
+    else:
+        with open_store(db) as store:
+            view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
         # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
         doc = view.report.to_dict()

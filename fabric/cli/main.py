@@ -32,6 +32,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.schedule", "schedule_group"),
     ("fabric.cli.schedule", "daemon_cmd"),
     ("fabric.cli.probe", "probe_group"),
+    ("fabric.cli.store", "store_group"),
 )
 # (group, module path, attribute): commands that join a group defined in another module.
 _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (

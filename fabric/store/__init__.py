@@ -12,20 +12,25 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 from __future__ import annotations
 
 from fabric.core.fields import PORT_COUNTER_FIELDS
-from fabric.store.core import BUSY_TIMEOUT_SECONDS, default_db_path
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, StoreDamaged, default_db_path
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables, link_subject
+from fabric.store.integrity import IntegrityTables
 from fabric.store.operations import OperationTables
 from fabric.store.probes import ProbeTables
 from fabric.store.records import (
     AuditEntry,
     Capture,
     CaptureInfo,
+    CompactResult,
     CounterSnapshotInfo,
+    Damage,
     FindingRecord,
+    HourlyCounters,
     PortCounterRow,
     ProbeResultRow,
     ProbeSweep,
+    QuarantineEntry,
     RawCapture,
     Run,
     Schedule,
@@ -33,12 +38,21 @@ from fabric.store.records import (
     StoredTopology,
     TopologySummary,
 )
+from fabric.store.retention import Retention, RetentionTables
 from fabric.store.schema import schema_version
 from fabric.store.topologies import TopologyTables
 from topology.errors import StoreError
 
 
-class Store(TopologyTables, CounterTables, HistoryTables, ProbeTables, OperationTables):
+class Store(
+    IntegrityTables,
+    RetentionTables,
+    TopologyTables,
+    CounterTables,
+    HistoryTables,
+    ProbeTables,
+    OperationTables,
+):
     """Open with :meth:`Store.open` (a context manager); every method is one transaction."""
 
 
@@ -48,15 +62,21 @@ __all__ = [
     "AuditEntry",
     "Capture",
     "CaptureInfo",
+    "CompactResult",
     "CounterSnapshotInfo",
+    "Damage",
     "FindingRecord",
+    "HourlyCounters",
     "PortCounterRow",
     "ProbeResultRow",
     "ProbeSweep",
+    "QuarantineEntry",
     "RawCapture",
+    "Retention",
     "Run",
     "Schedule",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoredSweep",
     "StoredTopology",

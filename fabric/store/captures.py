@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Self, TypeVar
 
-from fabric.store.core import StoreBase, compress, decompress
+from fabric.store.core import StoreBase, StoreDamaged, compress, decompress
 from fabric.store.records import Capture, CaptureInfo, RawCapture
 from topology.errors import StoreError
 
@@ -19,6 +20,23 @@ T = TypeVar("T")
 _INFO_COLUMNS = "id, kind, tool, source, taken_at, parser_version, raw_size"
 # Below this many bytes a capture is compressed in line: a thread costs more than it saves.
 AHEAD_MIN_BYTES = 1 << 20
+
+
+REPAIR_HINT = "`ibfab store repair` sets it aside"
+
+
+def blob_damage(blob: bytes, crc: int | None, size: int | None = None) -> str | None:
+    """Why a stored zlib blob cannot be trusted, or None: its CRC-32 (when it has one) and its
+    decompression (and length, when known) are checked."""
+    if crc is not None and zlib.crc32(blob) != crc:
+        return "checksum mismatch"
+    try:
+        data = zlib.decompress(blob)
+    except zlib.error as exc:
+        return f"does not decompress: {exc}"
+    if size is not None and len(data) != size:
+        return f"{len(data)} bytes where {size} were stored"
+    return None
 
 
 def _encode(raw: str | bytes) -> bytes:
@@ -105,7 +123,7 @@ class CaptureTables(StoreBase):
             packed = (len(data), compress(data))
         cur = db.execute(
             "INSERT INTO captures (kind, tool, argv, source, taken_at, parser_version, raw_is_text, raw_size,"
-            " raw_zlib) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " raw_zlib, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 capture.kind,
                 capture.tool,
@@ -116,22 +134,29 @@ class CaptureTables(StoreBase):
                 int(is_text),
                 packed[0],
                 packed[1],
+                zlib.crc32(packed[1]),
             ),
         )
         assert cur.lastrowid is not None
         return cur.lastrowid
 
     def load_capture(self, capture_id: int) -> Capture:
-        """The capture with its raw output exactly as saved; an unknown id is a StoreError."""
+        """The capture with its raw output exactly as saved; an unknown or damaged id is a StoreError."""
         with self._read() as db:
             row = db.execute(
                 "SELECT id, kind, tool, argv, source, taken_at, parser_version, raw_is_text, raw_size,"
-                " raw_zlib FROM captures WHERE id = ?",
+                " raw_zlib, crc FROM captures WHERE id = ?",
                 (capture_id,),
             ).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no capture {capture_id}")
-        data = decompress(row[9])
+        damage = "checksum mismatch" if row[10] is not None and zlib.crc32(row[9]) != row[10] else None
+        try:
+            data = decompress(row[9]) if damage is None else b""
+        except zlib.error as exc:
+            damage = f"does not decompress: {exc}"
+        if damage is not None:
+            raise StoreDamaged(f"{self.path}: capture {capture_id} is damaged ({damage}); {REPAIR_HINT}")
         raw: str | bytes = data.decode("utf-8", "surrogateescape") if row[7] else data
         return Capture(
             id=row[0],

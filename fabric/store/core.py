@@ -28,6 +28,10 @@ BUSY_TIMEOUT_SECONDS = 30.0
 RAW_ZLIB_LEVEL = 1
 
 
+class StoreDamaged(StoreError):
+    """Something stored cannot be read back as it was stored (`ibfab store repair` sets it aside)."""
+
+
 def default_db_path() -> Path:
     """``$IBFAB_DATA_DIR/ibfab.db``, else ``$XDG_DATA_HOME/ibfab/ibfab.db``,
     else ``~/.local/share/ibfab/ibfab.db``."""
@@ -85,8 +89,12 @@ class StoreBase:
                 self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
                 mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             except sqlite3.DatabaseError as exc:
-                if "not a database" in str(exc) or "malformed" in str(exc):
+                if "not a database" in str(exc):
                     raise StoreError(f"{self.path}: not an SQLite database ({exc})") from exc
+                if "malformed" in str(exc):
+                    raise StoreError(
+                        f"{self.path}: a damaged SQLite database ({exc}); restore it from a copy"
+                    ) from exc
                 raise
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path}: cannot switch to WAL journal (got {mode})")
@@ -94,6 +102,7 @@ class StoreBase:
             self._db.execute("PRAGMA foreign_keys = ON")
             version = self._stored_version()
             if version == schema.schema_version():
+                self._check_tables()
                 return
             if version is None and not create:
                 raise StoreError(f"{self.path}: empty database, not an ibfab store")
@@ -110,8 +119,21 @@ class StoreBase:
                     if step.to_version > version:
                         for statement in step.statements:
                             db.execute(statement)
+                        if step.run is not None:
+                            step.run(db)
                         version = step.to_version
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+
+    def _check_tables(self) -> None:
+        """Every table of the schema is there (a cheap check at each open; `ibfab store check`
+        reads everything)."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in schema.TABLES if t not in tables]
+        if missing:
+            raise StoreError(
+                f"{self.path}: a damaged ibfab store: table {', '.join(missing)} missing "
+                f"(schema version {schema.schema_version()})"
+            )
 
     def _stored_version(self) -> int | None:
         """The schema version in the file; None for an empty database. Raises on anything not ours."""

@@ -1,46 +1,286 @@
 """Counter snapshots: every port of the fabric read once, stored whole or not at all.
 
-Values are unsigned 64-bit; SQLite INTEGER is signed 64-bit. A value at or above 2**63 is stored
-as ``value - 2**64`` (negative) and restored on load, so :meth:`load_port_counters` gives the exact
-value back. In the pandas counter table (Int64, as fields.py specifies) such a value shows as
-2**63 - 1: no port counts that far (2**63 words is 23 years of 400 Gb/s traffic), so it can only
-be a misread, and clamping keeps deltas non-negative. Negative input values are refused.
+Each snapshot is one columnar block (:mod:`fabric.store.blocks`): mostly the change since the
+previous snapshot of the same ports, a key block every ``KEY_EVERY`` snapshots. Values are exact
+unsigned 64-bit integers (:meth:`load_port_counters` gives them back as stored). In the pandas
+counter table (Int64, as fields.py specifies) a value at or above 2**63 shows as 2**63 - 1: no
+port counts that far (2**63 words is 23 years of 400 Gb/s traffic), so it can only be a misread,
+and clamping keeps deltas non-negative. Negative input values are refused.
+
+Every block and port set carries a CRC-32; a block that fails it (or does not decode) is skipped
+with a warning naming its snapshot, as are the snapshots stored as changes against it, and the
+next snapshot saved starts a new key block: a damaged snapshot never stops collections.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
+import zlib
+from collections import OrderedDict
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, PORT_COUNTER_FIELDS
+import numpy as np
+
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
+from fabric.store import blocks
+from fabric.store.blocks import KEY_EVERY, PortSet, Values
 from fabric.store.captures import CaptureTables, CompressAhead
+from fabric.store.core import StoreDamaged
 from fabric.store.records import CaptureInfo, CounterSnapshotInfo, PortCounterRow, RawCapture
 from topology.errors import StoreError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# The order of a row tuple given to save_counter_snapshot (the table's columns after snapshot_id).
-_FIRST_COUNTER = PORT_COUNTER_FIELDS.index(COUNTER_NAMES[0])
+log = logging.getLogger("fabric.store")
+
 _INT64_MAX = (1 << 63) - 1
-_TWO_64 = 1 << 64
-_INSERT = (
-    f"INSERT INTO port_counters (snapshot_id, {', '.join(PORT_COUNTER_FIELDS)})"
-    f" VALUES ({{snapshot_id}}, {', '.join('?' * len(PORT_COUNTER_FIELDS))})"
-)
-_ANY_NEGATIVE = " OR ".join(f"{name} < 0" for name in COUNTER_NAMES)
 _SNAPSHOT_INFO = "id, taken_at, source, topology_snapshot_id, ports, state"
+# Decoded snapshots kept per store (the base of the next save, the last of the previous piece):
+# each is ~9 MB at 50,000 ports.
+DECODED_KEPT = 4
 
 
-# Page cache for the save (KiB, as PRAGMA cache_size takes a negative number): a 98,304-port
-# snapshot is ~25 MB of table and index pages; SQLite's default 2 MB cache spills pages to the
-# WAL in the middle of the transaction.
-SAVE_CACHE_KIB = 64 * 1024
+class Damaged(Exception):
+    """A stored block or port set that fails its checksum or does not decode."""
+
+
+class BlockCodec:
+    """Reads and writes counter blocks on one connection, keeping a few decoded snapshots."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._values: OrderedDict[int, tuple[int, Values]] = OrderedDict()  # sid -> (crc, values)
+        self._port_sets: dict[int, PortSet] = {}
+        self.damaged: dict[int, str] = {}  # snapshot id -> why it cannot be read
+        self._warned: set[int] = set()
+        self._root: dict[int, int] = {}  # snapshot id -> the damaged snapshot its chain hangs on
+
+    # -- writing ------------------------------------------------------------------------------
+    def append(self, db: sqlite3.Connection, snapshot_id: int, ports: PortSet, values: Values) -> None:
+        """Store ``values`` as the block of ``snapshot_id``: against the newest block of the same
+        port set when its chain is short and it reads back, else as a key block."""
+        port_set_id = self._port_set_id(db, ports)
+        prev = db.execute(
+            "SELECT snapshot_id, chain FROM counter_blocks WHERE port_set_id = ?"
+            " ORDER BY snapshot_id DESC LIMIT 1",
+            (port_set_id,),
+        ).fetchone()
+        base: Values | None = None
+        if prev is not None and prev[1] + 1 < KEY_EVERY:
+            got = next(iter(self.decode(db, [prev[0]], warn=False)), None)
+            base = None if got is None else got[1]  # damaged: start a new chain
+        blob = blocks.encode(values, base)
+        if base is not None and base.exact_time != values.exact_time:
+            base = None
+        crc = blocks.checksum(blob)
+        db.execute(
+            "INSERT INTO counter_blocks (snapshot_id, port_set_id, base_id, chain, data, crc)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                snapshot_id,
+                port_set_id,
+                None if base is None else prev[0],
+                0 if base is None else prev[1] + 1,
+                blob,
+                crc,
+            ),
+        )
+        self._keep(snapshot_id, crc, values)
+
+    def rekey(self, db: sqlite3.Connection, snapshot_id: int) -> None:
+        """Rewrite a block as a key block (before its base is deleted)."""
+        got = list(self.decode(db, [snapshot_id], warn=False))
+        if not got:
+            return
+        blob = blocks.encode(got[0][1], None)
+        crc = blocks.checksum(blob)
+        db.execute(
+            "UPDATE counter_blocks SET base_id = NULL, chain = 0, data = ?, crc = ? WHERE snapshot_id = ?",
+            (blob, crc, snapshot_id),
+        )
+        self._keep(snapshot_id, crc, got[0][1])
+
+    def rebase(self, db: sqlite3.Connection, snapshot_id: int, base_id: int) -> None:
+        """Store a block as the change against ``base_id`` (an older snapshot of the same ports)
+        when that one's chain leaves room; else leave it as it is."""
+        rows = dict(
+            (r[0], r[1:])
+            for r in db.execute(
+                "SELECT snapshot_id, port_set_id, chain FROM counter_blocks WHERE snapshot_id IN (?, ?)",
+                (snapshot_id, base_id),
+            )
+        )
+        if len(rows) != 2 or rows[snapshot_id][0] != rows[base_id][0] or rows[base_id][1] + 1 >= KEY_EVERY:
+            return
+        got = {sid: values for sid, values, _ in self.decode(db, [base_id, snapshot_id], warn=False)}
+        if len(got) != 2 or got[base_id].exact_time != got[snapshot_id].exact_time:
+            return
+        blob = blocks.encode(got[snapshot_id], got[base_id])
+        crc = blocks.checksum(blob)
+        db.execute(
+            "UPDATE counter_blocks SET base_id = ?, chain = ?, data = ?, crc = ? WHERE snapshot_id = ?",
+            (base_id, rows[base_id][1] + 1, blob, crc, snapshot_id),
+        )
+        self._keep(snapshot_id, crc, got[snapshot_id])
+
+    def _port_set_id(self, db: sqlite3.Connection, ports: PortSet) -> int:
+        blob, digest = ports.encode()
+        row = db.execute("SELECT id, crc, data FROM port_sets WHERE digest = ?", (digest,)).fetchone()
+        if row is not None:
+            if row[1] != blocks.checksum(row[2]):  # damaged since: these ports say what it held
+                db.execute(
+                    "UPDATE port_sets SET data = ?, crc = ? WHERE id = ?",
+                    (blob, blocks.checksum(blob), row[0]),
+                )
+                self._port_sets[int(row[0])] = ports
+            return int(row[0])
+        cur = db.execute(
+            "INSERT INTO port_sets (digest, ports, data, crc) VALUES (?, ?, ?, ?)",
+            (digest, len(ports), blob, blocks.checksum(blob)),
+        )
+        assert cur.lastrowid is not None
+        self._port_sets[cur.lastrowid] = ports
+        return cur.lastrowid
+
+    def _keep(self, snapshot_id: int, crc: int, values: Values) -> None:
+        self._values[snapshot_id] = (crc, values)
+        self._values.move_to_end(snapshot_id)
+        while len(self._values) > DECODED_KEPT:
+            self._values.popitem(last=False)
+
+    # -- reading ------------------------------------------------------------------------------
+    def port_set(self, db: sqlite3.Connection, port_set_id: int) -> PortSet:
+        ports = self._port_sets.get(port_set_id)
+        if ports is None:
+            row = db.execute("SELECT data, crc FROM port_sets WHERE id = ?", (port_set_id,)).fetchone()
+            if row is None:
+                raise Damaged(f"port set {port_set_id} is missing")
+            if blocks.checksum(row[0]) != row[1]:
+                raise Damaged(f"port set {port_set_id} fails its checksum")
+            try:
+                ports = PortSet.decode(row[0])
+            except (ValueError, KeyError, TypeError, zlib.error) as exc:
+                raise Damaged(f"port set {port_set_id} does not decode ({exc})") from exc
+            self._port_sets[port_set_id] = ports
+        return ports
+
+    def decode(
+        self, db: sqlite3.Connection, snapshot_ids: Iterable[int], *, warn: bool = True
+    ) -> Iterator[tuple[int, Values, int]]:
+        """(snapshot id, values, port set id) of each readable snapshot of ``snapshot_ids``, by id.
+
+        Each delta block is decoded on top of its base, from the nearest key block or kept
+        snapshot; unreadable ones are left out (and, with ``warn``, named in a warning once)."""
+        targets = sorted(set(snapshot_ids))
+        meta: dict[int, tuple[int | None, int, int]] = {}  # sid -> (base, crc, port set)
+
+        def info(sid: int) -> tuple[int | None, int, int] | None:
+            if sid not in meta:
+                row = db.execute(
+                    "SELECT base_id, crc, port_set_id FROM counter_blocks WHERE snapshot_id = ?", (sid,)
+                ).fetchone()
+                if row is None:
+                    return None
+                meta[sid] = (row[0], row[1], row[2])
+            return meta[sid]
+
+        def kept(sid: int) -> Values | None:
+            got = self._values.get(sid)
+            m = info(sid)
+            return got[1] if got is not None and m is not None and got[0] == m[1] else None
+
+        need: set[int] = set()
+        for target in targets:
+            sid: int | None = target
+            while sid is not None and sid not in need and kept(sid) is None:
+                m = info(sid)
+                if m is None:
+                    break
+                need.add(sid)
+                sid = m[0]
+        users: dict[int, int] = {}
+        for sid in need:
+            base = meta[sid][0]
+            if base is not None:
+                users[base] = users.get(base, 0) + 1
+        wanted = set(targets)
+        live: dict[int, Values] = {}
+        for sid in sorted(need | wanted):
+            m = info(sid)
+            if m is None:
+                continue
+            base = m[0]
+            if sid in need:
+                base_values = None if base is None else (live[base] if base in live else kept(base))
+                values = self._decode_one(db, sid, m, base_values, warn)
+            else:
+                values = kept(sid)
+            if values is not None and sid in need:
+                live[sid] = values
+            if base is not None and base in users:
+                users[base] -= 1
+                if not users[base]:
+                    live.pop(base, None)
+            if values is not None and sid in wanted:
+                yield sid, values, m[2]
+        if live:
+            last = max(live)
+            self._keep(last, meta[last][1], live[last])
+
+    def _decode_one(
+        self,
+        db: sqlite3.Connection,
+        sid: int,
+        m: tuple[int | None, int, int],
+        base: Values | None,
+        warn: bool,
+    ) -> Values | None:
+        base_id, crc, port_set_id = m
+        if base_id is not None and base is None:
+            root = self._root.get(base_id, base_id)
+            self._root[sid] = root
+            why = f"stored as a change against snapshot {base_id}"
+            if root in self.damaged:
+                why += (
+                    f", which hangs on snapshot {root}: {self.damaged[root]}"
+                    if root != base_id
+                    else (f", which is {self.damaged[root]}")
+                )
+            return self._fail(sid, why, warn)
+        row = db.execute("SELECT data FROM counter_blocks WHERE snapshot_id = ?", (sid,)).fetchone()
+        if blocks.checksum(row[0]) != crc:
+            return self._fail(sid, "damaged (checksum mismatch)", warn)
+        try:
+            values = blocks.decode(row[0], base)
+            if values.ports != len(self.port_set(db, port_set_id)):
+                raise ValueError("port count differs from its port set")
+        except Damaged as exc:
+            return self._fail(sid, f"damaged ({exc})", warn)
+        except (ValueError, KeyError, TypeError, zlib.error) as exc:
+            return self._fail(sid, f"damaged (does not decode: {exc})", warn)
+        return values
+
+    def _fail(self, sid: int, why: str, warn: bool) -> Values | None:
+        self.damaged[sid] = why
+        if warn and sid not in self._warned:
+            self._warned.add(sid)
+            log.warning("%s: counter snapshot %d skipped: %s", self.where, sid, why)
+        return None
 
 
 class CounterTables(CaptureTables):
+    @property
+    def _codec(self) -> BlockCodec:
+        codec: BlockCodec | None = getattr(self, "_block_codec", None)
+        if codec is None:
+            codec = BlockCodec(str(self.path))
+            self._block_codec = codec
+        return codec
+
     def save_counter_snapshot(
         self,
         taken_at: float,
@@ -51,78 +291,38 @@ class CounterTables(CaptureTables):
         *,
         ahead: CompressAhead | None = None,
     ) -> int:
-        """Store one snapshot (its raw captures, its port rows, the snapshot row) in ONE transaction.
+        """Store one snapshot (its raw captures, its block, the snapshot row) in ONE transaction.
 
         A row is a :class:`PortCounterRow` or a tuple in :data:`PORT_COUNTER_FIELDS` order
         (counters in COUNTER_NAMES order, None where not read). Readers never see a part of it: it
         is either complete or absent, even if this process is killed half-way. Large raw captures
-        are compressed in a background thread while the rows go in; ``ahead`` may already hold
-        some of them (see :class:`~fabric.store.captures.CompressAhead`).
+        are compressed in a background thread while the rows are packed; ``ahead`` may already
+        hold some of them (see :class:`~fabric.store.captures.CompressAhead`).
         """
         captures = list(raw_captures)
         with CompressAhead() as local:
             pack = ahead if ahead is not None else local
             for capture in captures:
                 pack.add(capture.raw)
-            with self._bigger_cache(), self._write() as db:
+            given = rows if isinstance(rows, list | tuple) else list(rows)
+            ports, values = blocks.from_rows(given, str(self.path))
+            with self._write() as db:
                 cur = db.execute(
                     "INSERT INTO counter_snapshots (taken_at, source, topology_snapshot_id, ports, state)"
-                    " VALUES (?, ?, ?, 0, 'writing')",
-                    (taken_at, source, topology_id),
+                    " VALUES (?, ?, ?, ?, 'writing')",
+                    (taken_at, source, topology_id, len(ports)),
                 )
                 snapshot_id = cur.lastrowid
                 assert snapshot_id is not None
-                ports = self._insert_port_rows(db, snapshot_id, rows)
+                self._codec.append(db, snapshot_id, ports, values)
                 for capture in captures:
                     capture_id = self._insert_capture(db, capture, pack.take(capture.raw))
                     db.execute(
                         "INSERT INTO counter_snapshot_captures (snapshot_id, capture_id) VALUES (?, ?)",
                         (snapshot_id, capture_id),
                     )
-                db.execute(
-                    "UPDATE counter_snapshots SET ports = ?, state = 'complete' WHERE id = ?",
-                    (ports, snapshot_id),
-                )
+                db.execute("UPDATE counter_snapshots SET state = 'complete' WHERE id = ?", (snapshot_id,))
         return snapshot_id
-
-    def _insert_port_rows(
-        self, db: sqlite3.Connection, snapshot_id: int, rows: Iterable[Sequence[Any] | PortCounterRow]
-    ) -> int:
-        # Rows are consumed here, inside the transaction (a generator may be given). The snapshot
-        # id goes into the statement's text, so tuple rows are bound as they come: no per-row copy.
-        given = rows if isinstance(rows, list | tuple) else list(rows)
-        params: Sequence[Sequence[Any]] = (
-            given  # type: ignore[assignment]
-            if all(type(row) is tuple for row in given)
-            else [_params(row) for row in given]
-        )
-        insert = _INSERT.format(snapshot_id=int(snapshot_id))
-        db.execute("SAVEPOINT port_rows")
-        try:
-            db.executemany(insert, params)
-        except OverflowError:
-            # Some value >= 2**63: redo this part with two's-complement storage.
-            db.execute("ROLLBACK TO port_rows")
-            db.executemany(insert, [_wrap_large(p) for p in params])
-        else:
-            bad = db.execute(
-                f"SELECT guid, port FROM port_counters WHERE snapshot_id = ? AND ({_ANY_NEGATIVE}) LIMIT 1",
-                (snapshot_id,),
-            ).fetchone()
-            if bad is not None:
-                raise StoreError(f"{self.path}: negative counter value for {bad[0]} port {bad[1]}")
-        db.execute("RELEASE port_rows")
-        return len(params)
-
-    @contextmanager
-    def _bigger_cache(self) -> Iterator[None]:
-        """SAVE_CACHE_KIB of page cache while a snapshot is written (pages are only taken as used)."""
-        before = self._db.execute("PRAGMA cache_size").fetchone()[0]
-        self._db.execute(f"PRAGMA cache_size = -{SAVE_CACHE_KIB}")
-        try:
-            yield
-        finally:
-            self._db.execute(f"PRAGMA cache_size = {int(before)}")
 
     def list_counter_snapshots(
         self, since: float | None = None, until: float | None = None
@@ -156,29 +356,12 @@ class CounterTables(CaptureTables):
                 is None
             ):
                 raise StoreError(f"{self.path}: no counter snapshot {snapshot_id}")
-            rows = db.execute(
-                f"SELECT {', '.join(PORT_COUNTER_FIELDS)} FROM port_counters WHERE snapshot_id = ?"
-                " ORDER BY guid, port",
-                (snapshot_id,),
-            ).fetchall()
-        return [
-            PortCounterRow(
-                time=r[7],
-                guid=r[0],
-                port=r[1],
-                lid=r[2],
-                peer_guid=r[3],
-                peer_port=r[4],
-                reachable=bool(r[5]),
-                unreachable_reason=r[6],
-                counters={
-                    name: v + _TWO_64 if v < 0 else v
-                    for name, v in zip(COUNTER_NAMES, r[_FIRST_COUNTER:], strict=True)
-                    if v is not None
-                },
-            )
-            for r in rows
-        ]
+            got = list(self._codec.decode(db, [snapshot_id]))
+            if not got:
+                why = self._codec.damaged.get(snapshot_id, "unreadable")
+                raise StoreDamaged(f"{self.path}: counter snapshot {snapshot_id} is {why}")
+            _, values, port_set_id = got[0]
+            return blocks.to_rows(self._codec.port_set(db, port_set_id), values)
 
     def load_counters(
         self,
@@ -190,23 +373,23 @@ class CounterTables(CaptureTables):
         """The counter table (fields.py FRAME_COLUMNS, Int64 counters) of complete snapshots taken in
         [since, until], optionally only some node GUIDs or snapshot ids; sorted by snapshot, guid, port.
 
-        Read column-wise (:func:`_read_columns`): a 16,384-HCA fabric's hour of snapshots (2.9 M
-        rows) loads in about 9 s where row tuples took 43 s.
+        A damaged snapshot (and those stored as changes against it) is left out with a warning.
         """
-        import json
-
-        where, args = _time_filter(since, until, "s.")
-        if guids is not None:
-            where += " AND p.guid IN (SELECT value FROM json_each(?))"
-            args.append(json.dumps(sorted(set(guids))))
+        where, args = _time_filter(since, until)
         if snapshots is not None:
-            where += " AND s.id IN (SELECT value FROM json_each(?))"
+            where += " AND id IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(set(snapshots))))
+        wanted = None if guids is None else set(guids)
         with self._read() as db:
-            frame = _read_columns(db, where, args)
-            if frame is None:  # text the fast path cannot read back exactly: row by row
-                frame = _read_rows(db, where, args)
-        return frame
+            ids = [r[0] for r in db.execute(f"SELECT id FROM counter_snapshots WHERE {where}", args)]
+            parts = []
+            for sid, values, port_set_id in self._codec.decode(db, ids):
+                try:
+                    ports = self._codec.port_set(db, port_set_id)
+                except Damaged:
+                    continue  # decode() already named it
+                parts.append((sid, ports, values))
+        return _frame(parts, wanted)
 
     def load_counter_pieces(
         self, pieces: Sequence[Sequence[int]], since: float | None = None, until: float | None = None
@@ -214,7 +397,7 @@ class CounterTables(CaptureTables):
         """``load_counters(since, until, snapshots=piece)`` for each piece of snapshot ids in turn.
 
         The next piece is read in a background thread, on a connection of its own, while the
-        caller works on the current one (SQLite builds the column texts without holding the GIL),
+        caller works on the current one (zlib and numpy decode the blocks mostly without the GIL),
         so at most two pieces are in memory beside the one the caller still holds. Each piece is
         its own read: a snapshot pruned meanwhile is simply absent from the later pieces.
         """
@@ -233,6 +416,7 @@ class CounterTables(CaptureTables):
 
         def close() -> None:
             for reader in readers:
+                self._codec.damaged.update(reader._codec.damaged)
                 reader.close()
 
         pool = ThreadPoolExecutor(1, thread_name_prefix="ibfab-counters")
@@ -250,56 +434,53 @@ class CounterTables(CaptureTables):
             pool.shutdown(wait=True)
 
     def prune_counters(self, before: float) -> int:
-        """Delete counter snapshots taken before ``before`` (and their raw captures); returns how many."""
+        """Delete counter snapshots taken before ``before`` (and their raw captures); returns how many.
+
+        A kept snapshot stored as a change against a deleted one is first rewritten whole."""
         with self._write() as db:
             doomed = [
                 r[0] for r in db.execute("SELECT id FROM counter_snapshots WHERE taken_at < ?", (before,))
             ]
-            db.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS doomed_captures (id INTEGER PRIMARY KEY)",
-            )
-            db.execute("DELETE FROM doomed_captures")
-            db.execute(
-                "INSERT INTO doomed_captures SELECT c.capture_id FROM counter_snapshot_captures c"
-                " JOIN counter_snapshots s ON s.id = c.snapshot_id WHERE s.taken_at < ?",
-                (before,),
-            )
-            db.execute("DELETE FROM counter_snapshots WHERE taken_at < ?", (before,))
-            db.execute(
-                "DELETE FROM captures WHERE id IN (SELECT id FROM doomed_captures)"
-                " AND id NOT IN (SELECT capture_id FROM counter_snapshot_captures)"
-                " AND id NOT IN (SELECT capture_id FROM topology_snapshots WHERE capture_id IS NOT NULL)"
-                " AND id NOT IN (SELECT capture_id FROM probe_results WHERE capture_id IS NOT NULL)"
-            )
+            self._delete_snapshots(db, doomed)
         return len(doomed)
 
-
-def _params(row: Sequence[Any] | PortCounterRow) -> tuple[Any, ...]:
-    if isinstance(row, PortCounterRow):
-        values = row.counters
-        return (
-            row.guid,
-            row.port,
-            row.lid,
-            row.peer_guid,
-            row.peer_port,
-            row.reachable,
-            row.unreachable_reason,
-            row.time,
-            *[values.get(name) for name in COUNTER_NAMES],
-        )
-    return tuple(row)
-
-
-def _wrap_large(params: Sequence[Any]) -> tuple[Any, ...]:
-    counters = []
-    for v in params[_FIRST_COUNTER:]:
-        if v is not None and (v < 0 or v >= _TWO_64):
-            raise StoreError(
-                f"counter value {v} of {params[0]} port {params[1]} is not an unsigned 64-bit value"
+    def _delete_snapshots(
+        self, db: sqlite3.Connection, doomed: Sequence[int], *, keep_captures: bool = False
+    ) -> None:
+        """Delete these counter snapshots, their blocks and (unless ``keep_captures``) their raw
+        captures, in the caller's transaction."""
+        if not doomed:
+            return
+        ids = json.dumps(sorted(set(doomed)))
+        for (sid,) in db.execute(
+            "SELECT snapshot_id FROM counter_blocks WHERE base_id IN (SELECT value FROM json_each(?))"
+            " AND snapshot_id NOT IN (SELECT value FROM json_each(?)) ORDER BY snapshot_id",
+            (ids, ids),
+        ).fetchall():
+            self._codec.rekey(db, sid)
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS doomed_captures (id INTEGER PRIMARY KEY)")
+        db.execute("DELETE FROM doomed_captures")
+        if not keep_captures:
+            db.execute(
+                "INSERT OR IGNORE INTO doomed_captures SELECT capture_id FROM counter_snapshot_captures"
+                " WHERE snapshot_id IN (SELECT value FROM json_each(?))",
+                (ids,),
             )
-        counters.append(v - _TWO_64 if v is not None and v > _INT64_MAX else v)
-    return (*params[:_FIRST_COUNTER], *counters)
+        # a change against a deleted snapshot that could not be rewritten was unreadable already
+        db.execute(
+            "UPDATE counter_blocks SET base_id = NULL WHERE base_id IN (SELECT value FROM json_each(?))"
+            " AND snapshot_id NOT IN (SELECT value FROM json_each(?))",
+            (ids, ids),
+        )
+        # the blocks go with their snapshots (ON DELETE CASCADE), whole chains in one statement
+        db.execute("DELETE FROM counter_snapshots WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+        db.execute("DELETE FROM port_sets WHERE id NOT IN (SELECT port_set_id FROM counter_blocks)")
+        db.execute(
+            "DELETE FROM captures WHERE id IN (SELECT id FROM doomed_captures)"
+            " AND id NOT IN (SELECT capture_id FROM counter_snapshot_captures)"
+            " AND id NOT IN (SELECT capture_id FROM topology_snapshots WHERE capture_id IS NOT NULL)"
+            " AND id NOT IN (SELECT capture_id FROM probe_results WHERE capture_id IS NOT NULL)"
+        )
 
 
 def _time_filter(since: float | None, until: float | None, prefix: str = "") -> tuple[str, list[Any]]:
@@ -313,142 +494,63 @@ def _time_filter(since: float | None, until: float | None, prefix: str = "") -> 
     return " AND ".join(where), args
 
 
-# -- reading the counter table ------------------------------------------------------------------
-# Python's sqlite3 makes an object per value: 2.9 M rows x 25 columns cost ~20 s to fetch and as
-# much again to turn into a frame. Instead SQLite joins each column into one text (group_concat)
-# and numpy parses it; error counters, zero on almost every row, travel only for the rows where
-# one of them is not zero. Every value comes back exact: integers as decimal text, times scaled by
-# 2**22 to integers (exact for epoch seconds; checked in the same query, else fetched as floats).
-_FROM = "FROM counter_snapshots s JOIN port_counters p ON p.snapshot_id = s.id"
-_SPARSE = COUNTER_NAMES[:12]  # the error counters (fields.ERROR_COUNTERS)
-_DENSE = COUNTER_NAMES[12:]  # xmit_wait and the data counters move on every port
-_NA = -(1 << 63)  # INTEGER NULL in the texts (never a stored counter, LID or port)
-_TIME_SCALE = 1 << 22  # a double below 2**31 has no bit finer than 2**-22
-_GUID_SEP, _NO_GUID = "\x1f", "\x1e"
+# -- the counter table -----------------------------------------------------------------------------
+def _frame(parts: Sequence[tuple[int, PortSet, Values]], guids: set[str] | None) -> pd.DataFrame:
+    """The counter table of decoded snapshots (in the order given), optionally only some GUIDs.
 
-
-def _stored(name: str) -> str:
-    return f"CASE WHEN p.{name} < 0 THEN {_INT64_MAX} ELSE p.{name} END"
-
-
-_INT_COLUMNS = (
-    "p.rowid",
-    "p.snapshot_id",
-    "p.port",
-    f"ifnull(p.lid, {_NA})",
-    f"ifnull(p.peer_port, {_NA})",
-    "p.reachable != 0",
-    *(f"ifnull({_stored(n)}, {_NA})" for n in _DENSE),
-)
-_ANY_ERROR = f"ifnull({' | '.join(f'p.{n}' for n in _SPARSE)}, 1) != 0"
-_SPARSE_ROW = " || ',' || ".join(["p.rowid", *(f"ifnull({_stored(n)}, {_NA})" for n in _SPARSE)])
-_COLUMNS_SQL = (
-    "SELECT count(*), "
-    + ", ".join(f"group_concat({c})" for c in _INT_COLUMNS)
-    + f", group_concat(CAST(p.time * {_TIME_SCALE} AS INTEGER))"
-    + f", sum(p.time * {_TIME_SCALE} != CAST(p.time * {_TIME_SCALE} AS INTEGER))"
-    + ", group_concat(p.guid, char(31)), group_concat(ifnull(p.peer_guid, char(30)), char(31))"
-    + f", group_concat(CASE WHEN {_ANY_ERROR} THEN {_SPARSE_ROW} END)"
-    + f" {_FROM} WHERE {{where}}"
-)
-
-
-def _ints(text: str | None, n: int) -> Any:
-    import numpy as np
-
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    try:
-        values = np.fromstring(text or "", dtype=np.int64, sep=",")
-    except ValueError:  # a value stored as REAL or TEXT
-        return None
-    return values if values.size == n else None
-
-
-def _read_columns(db: Any, where: str, args: list[Any]) -> pd.DataFrame | None:
-    """The counter table from one aggregate query; None if some stored value does not read back exactly."""
-    import numpy as np
+    Every column is allocated once at its full length and filled snapshot by snapshot."""
     import pandas as pd
 
-    row = db.execute(_COLUMNS_SQL.format(where=where), args).fetchone()
-    n = int(row[0])
-    k = len(_INT_COLUMNS)
-    ints = [_ints(text, n) for text in row[1 : k + 2]]
-    if any(v is None for v in ints):
-        return None
-    rowid, snapshot, port, lid, peer_port, reachable, *dense = ints[:-1]
-    if row[k + 2]:  # some time is not a multiple of 2**-22 (or too large): fetch those as floats
-        times = dict(db.execute(f"SELECT p.rowid, p.time {_FROM} WHERE {where}", args).fetchall())
-        time = np.array([times[r] for r in rowid.tolist()], dtype=np.float64)
-    else:
-        time = ints[-1].astype(np.float64) / _TIME_SCALE
-    guid = (row[k + 3] or "").split(_GUID_SEP) if n else []
-    peer = (row[k + 4] or "").split(_GUID_SEP) if n else []
-    if len(guid) != n or len(peer) != n:
-        return None
-    errors = np.zeros((len(_SPARSE), n), dtype=np.int64)  # one contiguous row per counter
-    sparse = _ints(row[k + 5], 0 if not row[k + 5] else row[k + 5].count(",") + 1)
-    if sparse is None or sparse.size % (len(_SPARSE) + 1):
-        return None
-    if sparse.size:
-        sparse = sparse.reshape(-1, len(_SPARSE) + 1)
-        by_rowid = np.argsort(rowid, kind="stable")
-        errors[:, by_rowid[np.searchsorted(rowid, sparse[:, 0], sorter=by_rowid)]] = sparse[:, 1:].T
-    guid_arr = np.array(guid, dtype=object)
-    peer_arr = np.array(peer, dtype=object)
-    peer_arr[peer_arr == _NO_GUID] = None
-    codes, _ = pd.factorize(guid_arr, sort=True)  # code order = SQLite's text order (UTF-8 bytes)
-    # SQLite walks the primary key index, so the rows usually come sorted already
-    order = None if _sorted(snapshot, codes, port) else np.lexsort((port, codes, snapshot))
+    picks: list[Any] = []
+    for _, ports, _ in parts:
+        if guids is None:
+            picks.append(None)
+        else:
+            index = [i for i, name in enumerate(ports.names) if name in guids]
+            picks.append(np.flatnonzero(np.isin(ports.guid, index)))
+    sizes = [
+        len(ports) if pick is None else len(pick) for (_, ports, _), pick in zip(parts, picks, strict=True)
+    ]
+    total = sum(sizes)
+    nullable = ("lid", "peer_port", *COUNTER_NAMES)
+    ints = {name: np.empty(total, dtype=np.int64) for name in ("snapshot", "port", *nullable)}
+    na = {name: np.empty(total, dtype=bool) for name in nullable}
+    time = np.empty(total, dtype=np.float64)
+    reachable = np.empty(total, dtype=bool)
+    guid = np.empty(total, dtype=object)
+    peer = np.empty(total, dtype=object)
+    clamp = np.uint64(_INT64_MAX)
+    at = 0
+    for (sid, ports, values), pick, size in zip(parts, picks, sizes, strict=True):
+        part = slice(at, at + size)
+        at += size
 
-    def put(values: Any) -> Any:
-        return values if order is None else values[order]
+        def take(row: Any, pick: Any = pick) -> Any:
+            return row if pick is None else row[pick]
 
-    def nullable(values: Any) -> Any:
-        values = put(values)
-        missing = values == _NA
-        if missing.any():
-            values = np.where(missing, 0, values)
-        return pd.arrays.IntegerArray(values, missing)
-
-    columns: dict[str, Any] = {
-        "snapshot": put(snapshot),
-        "time": put(time),
-        "guid": pd.Series(put(guid_arr), dtype=object, copy=False),
-        "port": put(port),
-        "lid": nullable(lid),
-        "peer_guid": pd.Series(put(peer_arr), dtype=object, copy=False),
-        "peer_port": nullable(peer_port),
-        "reachable": put(reachable).astype(bool),
+        names = ports.name_objects()
+        ints["snapshot"][part] = sid
+        ints["port"][part] = take(ports.port)
+        time[part] = take(values.times())
+        guid[part] = names[take(ports.guid)]
+        peer[part] = names[take(values.signed("peer"))]
+        reachable[part] = take(values.row("reachable")) != 0
+        for name in ("lid", "peer_port"):
+            ints[name][part] = take(values.signed(name))
+        for name in COUNTER_NAMES:
+            np.minimum(take(values.row(name)), clamp, out=ints[name][part].view(np.uint64))
+        for name in nullable:
+            na[name][part] = take(values.na(name))
+    out: dict[str, Any] = {
+        "snapshot": ints["snapshot"],
+        "time": time,
+        "guid": pd.Series(guid, dtype=object, copy=False),
+        "port": ints["port"],
+        "lid": pd.arrays.IntegerArray(ints["lid"], na["lid"]),
+        "peer_guid": pd.Series(peer, dtype=object, copy=False),
+        "peer_port": pd.arrays.IntegerArray(ints["peer_port"], na["peer_port"]),
+        "reachable": reachable,
     }
-    for i, name in enumerate(_SPARSE):
-        columns[name] = nullable(errors[i])
-    for name, values in zip(_DENSE, dense, strict=True):
-        columns[name] = nullable(values)
-    return pd.DataFrame(columns, columns=list(FRAME_COLUMNS), copy=False)
-
-
-def _sorted(snapshot: Any, guid_code: Any, port: Any) -> bool:
-    """Whether rows are in strictly increasing (snapshot, guid, port) order."""
-    import numpy as np
-
-    ds, dg, dp = np.diff(snapshot), np.diff(guid_code), np.diff(port)
-    return bool(np.all((ds > 0) | ((ds == 0) & ((dg > 0) | ((dg == 0) & (dp > 0))))))
-
-
-def _read_rows(db: Any, where: str, args: list[Any]) -> pd.DataFrame:
-    """The counter table from row tuples (slow; for stores whose values the column path cannot read)."""
-    import pandas as pd
-
-    counters = ", ".join(_stored(n) for n in COUNTER_NAMES)
-    sql = (
-        "SELECT p.snapshot_id, p.time, p.guid, p.port, p.lid, p.peer_guid, p.peer_port, p.reachable, "
-        f"{counters} {_FROM} WHERE {where} ORDER BY p.snapshot_id, p.guid, p.port"
-    )
-    rows = db.execute(sql, args).fetchall()
-    frame = pd.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS))
-    frame = frame.astype({"snapshot": "int64", "time": "float64", "port": "int64", "reachable": "bool"})
-    frame = frame.astype({name: "Int64" for name in ("lid", "peer_port", *COUNTER_NAMES)})
-    frame["guid"] = frame["guid"].astype(object)
-    frame["peer_guid"] = frame["peer_guid"].astype(object)
-    return frame
+    for name in COUNTER_NAMES:
+        out[name] = pd.arrays.IntegerArray(ints[name], na[name])
+    return pd.DataFrame(out, columns=list(FRAME_COLUMNS), copy=False)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fabric.store.retention import Retention
 
 from topology.model import Fabric
 
@@ -189,3 +192,91 @@ class Run:
     finished: float | None
     ok: bool | None
     error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Something in the store that cannot be read back as it was stored."""
+
+    kind: str  # "counter snapshot", "port set", "topology", "capture", or "file" (SQLite's pages)
+    ref: int | None  # its id (None for the file)
+    taken_at: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """A damaged row `ibfab store repair` set aside (its blob is kept in the quarantine table)."""
+
+    id: int
+    time: float  # when it was set aside
+    kind: str
+    ref: int  # its id where it was
+    taken_at: float | None
+    reason: str
+    size: int | None  # bytes of its blob as stored
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """What one compaction did (``ibfab store compact``, or the daemon after a collection)."""
+
+    hours: int  # hours of raw snapshots turned into hourly points
+    points: int  # hourly points made
+    snapshots_deleted: int  # raw snapshots folded into points, and snapshots past every span
+    captures_deleted: int
+    link_events_deleted: int
+    findings_deleted: int
+    runs_deleted: int
+    done: bool  # False: stopped at its time budget, the next compaction goes on
+
+
+@dataclass(frozen=True, slots=True)
+class HourlyCounters:
+    """What an hourly point keeps about its hour beyond its own values, per port (``ports`` order)."""
+
+    snapshot_id: int
+    hour: float  # start of the hour
+    samples: int  # snapshots the hour had
+    first_taken: float
+    ports: tuple[tuple[str, int], ...]
+    sums: Mapping[str, list[int]]  # increments summed, a reset counting from zero (not of 64-bit counters)
+    maxima: Mapping[str, list[int]]  # the largest increment between two snapshots
+    resets: list[int]  # counters that went down
+    intervals: list[int]  # intervals with a reading
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A kind of counter history: how many snapshots, from when to when, how many bytes."""
+
+    count: int
+    oldest: float | None
+    newest: float | None
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreInfo:
+    """What the store holds and what it will weigh (`ibfab store info`)."""
+
+    path: str
+    file_bytes: int  # the file and its WAL
+    free_bytes: int  # pages free inside the file (reused before it grows)
+    policy: Retention
+    raw: Span
+    hourly: Span
+    capture_count: int
+    capture_bytes: int
+    port_set_bytes: int
+    topologies: int
+    topology_bytes: int
+    findings: int
+    findings_days: tuple[str | None, str | None]
+    link_events: int
+    quarantined: int
+    snapshots_per_day: float  # the collection rate of the raw snapshots
+    bytes_per_snapshot: float  # its block and raw captures
+    horizon_s: float
+    projected_horizon_bytes: float  # the store after horizon_s more of collecting at this rate
+    projected_steady_bytes: float  # once every span is full

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import time
+import zlib
 from collections.abc import Sequence
 
-from fabric.store.captures import CaptureTables
-from fabric.store.core import compress, decompress
+from fabric.store.captures import REPAIR_HINT, CaptureTables
+from fabric.store.core import StoreDamaged, compress, decompress
 from fabric.store.records import RawCapture, StoredTopology, TopologySummary
-from topology.errors import StoreError
+from topology.errors import IbfabError, StoreError
 from topology.model import Fabric, NodeKind
 from topology.serialize import fabric_from_json, fabric_to_json
 
 _SUMMARY_COLUMNS = "id, capture_id, taken_at, source, label, nodes, switches, hcas, links"
+log = logging.getLogger("fabric.store")
 
 
 class TopologyTables(CaptureTables):
@@ -38,7 +41,7 @@ class TopologyTables(CaptureTables):
             )
             cur = db.execute(
                 "INSERT INTO topology_snapshots (capture_id, taken_at, source, label, nodes, switches, hcas,"
-                " links, fabric_json_zlib) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " links, fabric_json_zlib, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     capture_id,
                     when,
@@ -49,6 +52,7 @@ class TopologyTables(CaptureTables):
                     len(fabric.nodes) - switches,
                     len(fabric.links),
                     blob,
+                    zlib.crc32(blob),
                 ),
             )
             assert cur.lastrowid is not None
@@ -71,14 +75,47 @@ class TopologyTables(CaptureTables):
         return int(row[0])
 
     def load_topology(self, ref: int | str = "latest") -> StoredTopology:
+        """The topology snapshot ``ref`` names. A damaged one is a StoreError, except for
+        ``latest``: then the newest readable one, with a warning naming those skipped."""
         snapshot_id = self.resolve_topology(ref)
+        skipped: list[TopologyDamaged] = []
+        while True:
+            try:
+                stored = self._load_topology(snapshot_id)
+            except TopologyDamaged as exc:
+                if ref != "latest":
+                    raise StoreDamaged(f"{exc}; {REPAIR_HINT}") from None
+                skipped.append(exc)
+                with self._read() as db:
+                    row = db.execute(
+                        "SELECT max(id) FROM topology_snapshots WHERE id < ?", (snapshot_id,)
+                    ).fetchone()
+                if row is None or row[0] is None:
+                    raise StoreDamaged(f"{skipped[0]}, and no older one reads; {REPAIR_HINT}") from None
+                snapshot_id = int(row[0])
+                continue
+            for damaged in skipped:
+                log.warning("%s; using topology snapshot %d", damaged, snapshot_id)
+            return stored
+
+    def _load_topology(self, snapshot_id: int) -> StoredTopology:
         with self._read() as db:
             row = db.execute(
-                f"SELECT {_SUMMARY_COLUMNS}, fabric_json_zlib FROM topology_snapshots WHERE id = ?",
+                f"SELECT {_SUMMARY_COLUMNS}, fabric_json_zlib, crc FROM topology_snapshots WHERE id = ?",
                 (snapshot_id,),
             ).fetchone()
         summary = TopologySummary(*row[:9])
-        fabric = fabric_from_json(decompress(row[9]), f"{self.path} topology {snapshot_id}")
+        where = f"{self.path}: topology snapshot {snapshot_id}"
+        if row[10] is not None and zlib.crc32(row[9]) != row[10]:
+            raise TopologyDamaged(where, "checksum mismatch")
+        try:
+            text = decompress(row[9])
+        except zlib.error as exc:
+            raise TopologyDamaged(where, f"does not decompress: {exc}") from exc
+        try:
+            fabric = fabric_from_json(text, f"{self.path} topology {snapshot_id}")
+        except (IbfabError, ValueError, KeyError, TypeError) as exc:
+            raise TopologyDamaged(where, f"does not read back: {exc}") from exc
         return StoredTopology(summary, fabric)
 
     def list_topologies(self) -> list[TopologySummary]:
@@ -86,3 +123,11 @@ class TopologyTables(CaptureTables):
         with self._read() as db:
             rows = db.execute(f"SELECT {_SUMMARY_COLUMNS} FROM topology_snapshots ORDER BY id").fetchall()
         return [TopologySummary(*row) for row in rows]
+
+
+class TopologyDamaged(Exception):
+    """A stored topology that fails its checksum or does not read back."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where} is damaged ({reason})")
+        self.reason = reason

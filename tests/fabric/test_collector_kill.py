@@ -87,7 +87,7 @@ def test_sigkill_at_random_moments_leaves_only_complete_snapshots(lab_name: str,
             con.execute("SELECT count(*) FROM counter_snapshots WHERE state != 'complete'").fetchone()[0] == 0
         )
         orphans = con.execute(
-            "SELECT count(*) FROM port_counters WHERE snapshot_id NOT IN (SELECT id FROM counter_snapshots)"
+            "SELECT count(*) FROM counter_blocks WHERE snapshot_id NOT IN (SELECT id FROM counter_snapshots)"
         ).fetchone()[0]
         assert orphans == 0
     finally:

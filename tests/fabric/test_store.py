@@ -126,23 +126,24 @@ def test_migration_steps_upgrade_an_old_store_in_one_transaction(
     path = tmp_path / "ibfab.db"
     with Store.open(path) as s:
         aid = s.audit("root", "isolate", "0x1/1", "ibportstate 1 1 disable", "ok", when=5.0)
-    broken = Migration(2, ("ALTER TABLE audit_log ADD COLUMN ticket TEXT", "THIS IS NOT SQL"))
-    monkeypatch.setattr(schema, "MIGRATIONS", (broken,))
+    now = schema.schema_version()
+    broken = Migration(now + 1, ("ALTER TABLE audit_log ADD COLUMN ticket TEXT", "THIS IS NOT SQL"))
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, broken))
     with pytest.raises(StoreError, match="syntax error"):
         Store.open(path)
-    # the failed upgrade left the store as it was: version 1, no half-added column
+    # the failed upgrade left the store as it was: its version, no half-added column
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("1",)
+        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(now),)
         assert "ticket" not in [r[1] for r in db.execute("PRAGMA table_info(audit_log)")]
-    good = Migration(2, ("ALTER TABLE audit_log ADD COLUMN ticket TEXT",))
-    monkeypatch.setattr(schema, "MIGRATIONS", (good,))
+    good = Migration(now + 1, ("ALTER TABLE audit_log ADD COLUMN ticket TEXT",))
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS[:-1], good))
     with Store.open(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == now + 1
         assert [e.id for e in s.audit_log()] == [aid]
         assert "ticket" in [r[1] for r in s._db.execute("PRAGMA table_info(audit_log)")]
     # a fresh store gets the same schema through the same steps
     with Store.open(tmp_path / "fresh.db") as fresh:
-        assert fresh.schema_version == 2
+        assert fresh.schema_version == now + 1
         assert "ticket" in [r[1] for r in fresh._db.execute("PRAGMA table_info(audit_log)")]
 
 
@@ -299,12 +300,12 @@ def test_out_of_range_values_leave_nothing_behind(store: Store, bad: int) -> Non
             1.0, "d", None, [_row(1, 1, 1.0), PortCounterRow(1.0, "0x02", 1, counters={"rcv_data": bad})]
         )
     assert store.list_counter_snapshots() == [] and store.load_counters().empty
-    assert store._db.execute("SELECT count(*) FROM port_counters").fetchone() == (0,)
+    assert store._db.execute("SELECT count(*) FROM counter_blocks").fetchone() == (0,)
 
 
 def test_duplicate_port_in_a_snapshot_rolls_back_everything(store: Store) -> None:
     raw = RawCapture("counters", "perfquery", "x", 1.0)
-    with pytest.raises(StoreError, match="UNIQUE"):
+    with pytest.raises(StoreError, match="0x0000000000000001 1 appears twice"):
         store.save_counter_snapshot(1.0, "d", None, [_row(1, 1, 1.0), _row(1, 1, 1.0)], [raw])
     assert store.list_counter_snapshots() == [] and store.list_captures() == []
 
@@ -314,14 +315,23 @@ def test_prune_counters_drops_old_snapshots_and_their_captures(store: Store) -> 
         1.0, "d", None, [_row(1, 1, 1.0)], [RawCapture("counters", "perfquery", "old", 1.0)]
     )
     new = store.save_counter_snapshot(
-        9.0, "d", None, [_row(1, 1, 9.0)], [RawCapture("counters", "perfquery", "new", 9.0)]
+        9.0, "d", None, [_row(1, 1, 9.0, base=7)], [RawCapture("counters", "perfquery", "new", 9.0)]
     )
+    # the newer snapshot was stored as a change against the older one
+    assert store._db.execute(
+        "SELECT base_id FROM counter_blocks WHERE snapshot_id = ?", (new,)
+    ).fetchone() == (old,)
     assert store.prune_counters(before=5.0) == 1
     assert [s.id for s in store.list_counter_snapshots()] == [new]
     assert [store.load_capture(c.id).raw for c in store.list_captures()] == ["new"]
     assert store._db.execute(
-        "SELECT count(*) FROM port_counters WHERE snapshot_id = ?", (old,)
+        "SELECT count(*) FROM counter_blocks WHERE snapshot_id = ?", (old,)
     ).fetchone() == (0,)
+    # ... and was rewritten whole before its base went: its values are intact, in a fresh reader too
+    expected = _row(1, 1, 9.0, base=7)
+    with Store.open(store.path) as fresh:
+        (row,) = fresh.load_port_counters(new)
+    assert [row.counters[name] for name in COUNTER_NAMES] == list(expected[8:])
 
 
 # -- events, findings, sweeps, audit, schedules, runs ----------------------------------------
@@ -456,15 +466,11 @@ _WRITER = textwrap.dedent(
 
 def _fingerprint(store: Store) -> dict[int, tuple[int, int, int]]:
     """snapshot id -> (ports it claims, rows it has, sum of one counter) for every visible snapshot."""
-    return {
-        s.id: (
-            s.ports,
-            *store._db.execute(
-                "SELECT count(*), total(symbol_errors) FROM port_counters WHERE snapshot_id = ?", (s.id,)
-            ).fetchone(),
-        )
-        for s in store.list_counter_snapshots()
-    }
+    out = {}
+    for s in store.list_counter_snapshots():
+        frame = store.load_counters(snapshots=[s.id])
+        out[s.id] = (s.ports, len(frame), int(frame["symbol_errors"].sum()))
+    return out
 
 
 @pytest.mark.slow
@@ -505,7 +511,7 @@ def test_sigkill_mid_snapshot_leaves_all_or_nothing(tmp_path: Path) -> None:
                 assert len(s.snapshot_captures(new[0])) == 1
             kept.append(bool(new))
             orphans = s._db.execute(
-                "SELECT count(*) FROM port_counters WHERE snapshot_id NOT IN (SELECT id FROM counter_snapshots)"
+                "SELECT count(*) FROM counter_blocks WHERE snapshot_id NOT IN (SELECT id FROM counter_snapshots)"
             ).fetchone()[0]
             assert orphans == 0
             assert s._db.execute(

@@ -1,17 +1,17 @@
-"""The column-wise counter load (what makes the TUI's health fast) gives exactly the frame that
-row-by-row reading gives: NULLs, values at and above 2**63, unreachable ports, times that are and
-are not multiples of 2**-22, snapshots written out of order, GUID and port filters."""
+"""The counter load from the store's blocks (what makes the TUI's health fast) gives exactly the
+frame of the rows saved: NULLs, values at and above 2**63, unreachable ports, times that are and
+are not multiples of 2**-22, snapshots written out of order, GUID and snapshot filters."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from fabric.core.fields import COUNTER_NAMES
+from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
 from fabric.store import Store
-from fabric.store.counters import _read_columns, _read_rows, _time_filter
 
 T0 = 1_800_000_000.0
 
@@ -32,8 +32,43 @@ def _row(guid: str, port: int, when: float, **counters: int | None) -> tuple[obj
     )
 
 
+def _expected(saved: list[tuple[int, list[tuple[object, ...]]]]) -> pd.DataFrame:
+    """The counter table of (snapshot id, rows) as fields.py defines it, built row by row here."""
+    records = [
+        (sid, *r)
+        for sid, rows in sorted(saved)
+        for r in sorted(rows, key=lambda r: (str(r[0]), int(str(r[1]))))
+    ]
+    columns = list(zip(*records, strict=True))
+
+    def ints(values: tuple[object, ...], clamp: bool = False) -> object:
+        cells: list[Any] = [
+            None if v is None else min(int(str(v)), 2**63 - 1) if clamp else v for v in values
+        ]
+        return pd.array(cells, dtype="Int64")
+
+    sid, guid, port, lid, peer, peer_port, up, _, when, *counters = columns
+    table = {
+        "snapshot": pd.array(sid, dtype="int64"),
+        "time": pd.array(when, dtype="float64"),
+        "guid": pd.Series(guid, dtype=object),
+        "port": pd.array(port, dtype="int64"),
+        "lid": ints(lid),
+        "peer_guid": pd.Series(peer, dtype=object),
+        "peer_port": ints(peer_port),
+        "reachable": pd.array(up, dtype="bool"),
+        **{name: ints(values, clamp=True) for name, values in zip(COUNTER_NAMES, counters, strict=True)},
+    }
+    return pd.DataFrame(table, columns=list(FRAME_COLUMNS))
+
+
+SAVED: list[tuple[int, list[tuple[object, ...]]]] = []
+
+
 def _store(path: Path, time_offset: float, huge: bool = False) -> Path:
-    """Three snapshots of five ports; ``huge``: two counters at or above 2**63 (beside NULLs)."""
+    """Three snapshots of five ports; ``huge``: two counters at or above 2**63 (beside NULLs).
+    What was saved is left in SAVED."""
+    SAVED.clear()
     with Store.open(path) as store:
         for s in (2, 0, 1):  # written out of time order
             when = T0 + s * 60.0 + time_offset
@@ -45,22 +80,20 @@ def _store(path: Path, time_offset: float, huge: bool = False) -> Path:
                 _row("0x0000000000000c00", 9, when, xmit_data=2**63 + s if huge else s),  # no peer
             ]
             rows[3] = (*rows[3][:8], *([None] * len(COUNTER_NAMES)))
-            store.save_counter_snapshot(when, "test", None, rows)
+            SAVED.append((store.save_counter_snapshot(when, "test", None, rows), rows))
     return path
 
 
 @pytest.mark.parametrize("offset", [0.0, 0.123456789, 1e-7])
-def test_column_load_equals_row_load(tmp_path: Path, offset: float) -> None:
+def test_load_gives_the_rows_saved(tmp_path: Path, offset: float) -> None:
     path = _store(tmp_path / "c.db", offset)
     with Store.open(path) as store:
         frame = store.load_counters()
-        for where_extra, extra in (("", []), (" AND p.guid = ?", ["0x0000000000000a01"])):
-            where, args = _time_filter(None, None, "s.")
-            with store._read() as db:
-                fast = _read_columns(db, where + where_extra, [*args, *extra])
-                slow = _read_rows(db, where + where_extra, [*args, *extra])
-            assert fast is not None
-            pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+        pd.testing.assert_frame_equal(frame, _expected(SAVED), check_exact=True)
+        only = store.load_counters(guids=["0x0000000000000a01"])
+        want = _expected(SAVED)
+        want = want[want["guid"] == "0x0000000000000a01"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(only, want, check_exact=True)
         assert len(frame) == 15 and frame["snapshot"].tolist() == sorted(frame["snapshot"].tolist())
         first = frame[frame["snapshot"] == 2]  # written second, taken first
         assert first["guid"].tolist()[:3] == ["0x0000000000000a01"] * 3 and first["port"].tolist()[:3] == [
@@ -76,42 +109,35 @@ def test_column_load_equals_row_load(tmp_path: Path, offset: float) -> None:
         assert since["symbol_errors"].tolist() == [20, 10]  # by snapshot id, as written
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 def test_values_above_int64_beside_nulls_load_clamped(tmp_path: Path) -> None:
-    # reading rows, pandas made such a column float64 and then refused to cast 2**63 to Int64
     path = _store(tmp_path / "c.db", 0.0, huge=True)
     with Store.open(path) as store:
-        where, args = _time_filter(None, None, "s.")
-        with store._read() as db, pytest.raises(TypeError):
-            _read_rows(db, where, args)
         frame = store.load_counters()
+        exact = store.load_port_counters(SAVED[0][0])
     assert frame["rcv_pkts"].tolist()[1::5] == [2**63 - 1] * 3
     assert frame["xmit_data"].tolist()[4::5] == [2**63 - 1] * 3
     assert frame["xmit_data"].isna().tolist()[2::5] == [True] * 3
+    pd.testing.assert_frame_equal(frame, _expected(SAVED), check_exact=True)
+    assert exact[1].counters["rcv_pkts"] == 2**64 - 1 and exact[4].counters["xmit_data"] == 2**63 + 2
 
 
 def test_empty_window_gives_an_empty_frame_of_the_same_shape(tmp_path: Path) -> None:
     path = _store(tmp_path / "c.db", 0.0)
     with Store.open(path) as store:
         empty = store.load_counters(since=T0 + 10_000)
-        where, args = _time_filter(T0 + 10_000, None, "s.")
-        with store._read() as db:
-            slow = _read_rows(db, where, args)
+        full = store.load_counters()
     assert empty.empty
-    assert list(empty.columns) == list(slow.columns)
-    assert empty.dtypes.to_dict() == slow.dtypes.to_dict()
+    assert list(empty.columns) == list(full.columns)
+    assert empty.dtypes.to_dict() == full.dtypes.to_dict()
 
 
-def test_text_the_columns_cannot_carry_falls_back_to_rows(tmp_path: Path) -> None:
-    path = _store(tmp_path / "c.db", 0.0)
-    with Store.open(path) as store:
-        with store._write() as db:  # a GUID with the column separator in it (a foreign store)
-            db.execute("UPDATE port_counters SET guid = 'odd\x1fguid' WHERE port = 9")
-        where, args = _time_filter(None, None, "s.")
-        with store._read() as db:
-            assert _read_columns(db, where, args) is None
+def test_any_guid_text_comes_back_as_saved(tmp_path: Path) -> None:
+    rows = [_row("0x0000000000000a01", 1, T0), ("odd\x1fguid \u00e9", *_row("0x0000000000000a01", 2, T0)[1:])]
+    with Store.open(tmp_path / "c.db") as store:
+        sid = store.save_counter_snapshot(T0, "test", None, rows)
         frame = store.load_counters()
-    assert len(frame) == 15 and frame["guid"].tolist()[-1] == "odd\x1fguid"
+    assert frame["guid"].tolist() == ["0x0000000000000a01", "odd\x1fguid \u00e9"]
+    pd.testing.assert_frame_equal(frame, _expected([(sid, rows)]), check_exact=True)
 
 
 def _reader_threads() -> list[str]:
