@@ -12,7 +12,6 @@ transport it returns.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +19,9 @@ from pathlib import Path
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
-from topology.errors import LabError, ParseError, UsageError
+from topology.errors import LabError, UsageError
 from topology.ibnetdiscover import decode_capture
+from topology.textfile import read_input_bytes
 
 # Sources whose text the caller hands in (nothing runs for them).
 TEXT_KINDS = ("file", "stdin")
@@ -158,13 +158,11 @@ def read_source(
     if ibdiagnet:
         return Source("ibdiagnet", ibdiagnet), None
     # Bytes, decoded by the parser's rule: line ends as saved (a terminal log's CR CR LF), UTF-16.
+    # Bounded: a device or a wrong file is refused (size, line length) before it is read whole.
     if input_path == "-":
-        return Source("stdin"), decode_capture(sys.stdin.buffer.read())
+        return Source("stdin"), decode_capture(read_input_bytes("-", "ibnetdiscover"))
     if input_path:
-        try:
-            return Source("file", input_path), decode_capture(Path(input_path).read_bytes())
-        except OSError as exc:
-            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
+        return Source("file", input_path), decode_capture(read_input_bytes(input_path, "ibnetdiscover"))
     if ssh:
         return Source("ssh", ssh), None
     if lab:
