@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from fabric.app.ibdiagnet import ibdiagnet_files
+from fabric.app.ibdiag_files import ibdiagnet_files
 from topology.cables import CableInfo, by_node, parse_cables
 from topology.errors import ParseError, UsageError
 from topology.ibdiag_csv import node_of_port_guid, read_db_csv, run_time

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabric.app.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
+from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
 from topology.wiring import Anomaly, find_anomalies
@@ -71,8 +74,6 @@ def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None
     if src.kind == "snapshot":
         return discover_stored(src.target, src.db)
     if src.kind == "ibdiagnet":
-        from fabric.app.ibdiagnet import discover_ibdiagnet
-
         return discover_ibdiagnet(src.target)
     raw, warnings = fetch_ibnetdiscover(src, text, ssh)
     if src.runs_tools and not raw.strip():
@@ -196,3 +197,11 @@ def _by_name(tiers: Counter[tuple[int, int, str]]) -> dict[str, int]:
     for (_, _, name), n in sorted(tiers.items(), key=lambda kv: (kv[0][1] == 99, kv[0])):
         out[name] = out.get(name, 0) + n
     return out
+
+
+def discover_ibdiagnet(path: str | Path) -> Discovery:
+    """Discovery (classification, anomalies) of the fabric an ibdiagnet run saw."""
+    files = ibdiagnet_files(path)
+    text = read_db_csv(files.db_csv)
+    source = str(files.db_csv)
+    return analyse(parse_db_csv_fabric(text, source), text, source)

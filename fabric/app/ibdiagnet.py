@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.app.discover import Discovery, analyse
+from fabric.app.ibdiag_files import IbdiagFiles, ibdiagnet_files
 from topology.diff import diff_fabrics
 from topology.errors import ParseError, UsageError
 from topology.ibdiag_csv import db_csv_sections, parse_db_csv_fabric, read_db_csv, run_time
@@ -23,50 +23,6 @@ if TYPE_CHECKING:
 
 # Names the parser that read a stored ibdiagnet counter capture (a parser fix can find them).
 COUNTERS_PARSER_VERSION = "ibdiagnet-pm/1"
-
-
-@dataclass(frozen=True)
-class IbdiagFiles:
-    db_csv: Path
-    cables: Path | None
-    pm: Path | None
-
-
-def _one(folder: Path, suffix: str) -> Path | None:
-    exact = folder / f"ibdiagnet2{suffix}"
-    if exact.is_file():
-        return exact
-    hits = sorted(p for p in folder.glob(f"*ibdiagnet2{suffix}") if p.is_file())
-    if len(hits) > 1:
-        raise UsageError(
-            f"{folder}: several *ibdiagnet2{suffix} files ({', '.join(p.name for p in hits)}); give one"
-        )
-    return hits[0] if hits else None
-
-
-def ibdiagnet_files(path: str | Path) -> IbdiagFiles:
-    """The files of one ibdiagnet run in ``path`` (a directory, or its db_csv file)."""
-    p = Path(path)
-    if p.is_file():
-        stem = p.name[: -len(".db_csv")] if p.name.endswith(".db_csv") else None
-        if stem is None:
-            raise UsageError(f"{p}: not an ibdiagnet2.db_csv file")
-        sibling = {s: p.with_name(stem + s) for s in (".cables", ".pm")}
-        return IbdiagFiles(p, *(q if q.is_file() else None for q in sibling.values()))
-    if not p.is_dir():
-        raise UsageError(f"{p}: no such ibdiagnet output directory")
-    db_csv = _one(p, ".db_csv")
-    if db_csv is None:
-        raise UsageError(f"{p}: no ibdiagnet2.db_csv (run ibdiagnet, or give its output directory)")
-    return IbdiagFiles(db_csv, _one(p, ".cables"), _one(p, ".pm"))
-
-
-def discover_ibdiagnet(path: str | Path) -> Discovery:
-    """Discovery (classification, anomalies) of the fabric an ibdiagnet run saw."""
-    files = ibdiagnet_files(path)
-    text = read_db_csv(files.db_csv)
-    source = str(files.db_csv)
-    return analyse(parse_db_csv_fabric(text, source), text, source)
 
 
 def ibdiagnet_state(path: str | Path) -> tuple[IbdiagState, str]:
