@@ -36,8 +36,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from topology.errors import UsageError
+from topology.errors import UsageError, excerpt
 
+# An InfiniBand subnet has at most 49,151 unicast LIDs: no range of its hosts is longer than this.
+MAX_HOSTS = 100_000
+MAX_NAME_CHARS = 1024  # one name or one bracketed name pattern (a DNS name is at most 253)
 HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
@@ -90,19 +93,68 @@ def host_sort_key(name: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _NUMBER_RUN.split(name) if part)
 
 
+def range_size(pattern: str, source: str = "host range") -> int:
+    """How many names ``pattern`` can name at most, counted without expanding it (one pass):
+    ``n[1-50000000]`` is 50,000,000 before it is 50,000,000 strings. An element (between commas
+    outside brackets) longer than MAX_NAME_CHARS is a UsageError. A part this count does not
+    understand counts as one name: ClusterShell judges it.
+
+    >>> range_size("dgx-[01-04,07],login[1-2]-ib[0-1]"), range_size("n[1-50000000]")
+    (9, 50000000)
+    """
+    total = 0
+    element_start = 0
+    product = 1
+    depth_start = -1  # where the open bracket's contents begin
+    for i, ch in enumerate(pattern + ","):
+        if ch == "[" and depth_start < 0:
+            depth_start = i + 1
+        elif ch == "]" and depth_start >= 0:
+            product *= _bracket_size(pattern[depth_start:i])
+            depth_start = -1
+        elif depth_start < 0 and ch in ",!&^ ":
+            if i - element_start > MAX_NAME_CHARS:
+                element = excerpt(pattern[element_start:i])
+                raise UsageError(f"{source}: host name {element} is longer than {MAX_NAME_CHARS} characters")
+            if i > element_start:
+                total += product
+            element_start, product = i + 1, 1
+    return total
+
+
+def _bracket_size(inner: str) -> int:
+    """Names in one ``[a-b,c,d-e/2]``: 1 for what is not that shape (ClusterShell says why)."""
+    size = 0
+    for item in inner.split(","):
+        bounds, _, step_text = item.partition("/")
+        low, dash, high = (part.strip() for part in bounds.partition("-"))
+        if not low.isdigit() or (dash and not high.isdigit()):
+            return 1
+        if max(len(low), len(high), len(step_text)) > 18:
+            return 10**18  # numbers of 19 digits and more: more names than anything can hold
+        step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else 1
+        size += (int(high) - int(low)) // step + 1 if dash and int(high) >= int(low) else 1
+    return size
+
+
 def expand_hosts(pattern: str, source: str = "host range") -> list[str]:
     """``dgx-[01-03]`` -> ``['dgx-01', 'dgx-02', 'dgx-03']`` (ClusterShell syntax), sorted."""
     from ClusterShell.NodeSet import NodeSet, NodeSetException
     from ClusterShell.NodeUtils import GroupResolverError
 
+    shown = excerpt(pattern)
     if "@" in pattern:  # ClusterShell node groups: resolved from files outside the inventory
-        raise UsageError(f"{source}: bad host range {pattern!r}: node groups (@name) are not supported")
+        raise UsageError(f"{source}: bad host range {shown}: node groups (@name) are not supported")
+    count = range_size(pattern, source)
+    if count > MAX_HOSTS:
+        many = f"{count}" if count < 10**18 else "more than 10^18"
+        raise UsageError(f"{source}: host range {shown} names {many} hosts; at most {MAX_HOSTS} in one range")
     try:
         names = [str(n) for n in NodeSet(pattern)]
     except (NodeSetException, GroupResolverError, ValueError, TypeError) as exc:
-        raise UsageError(f"{source}: bad host range {pattern!r}: {exc}") from exc
+        raise UsageError(f"{source}: bad host range {shown}: {excerpt(str(exc))}") from exc
     if not names:
-        raise UsageError(f"{source}: empty host range {pattern!r}")
+        raise UsageError(f"{source}: empty host range {shown}")
     return sorted(names, key=host_sort_key)
 
 

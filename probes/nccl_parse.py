@@ -22,6 +22,9 @@ WC_STATUS = (
     "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR", "GENERAL_ERR",
 )  # fmt: skip
 
+# Linear patterns only: a free-text tail is taken whole and stripped in code ("(.*?)\s*$" retries
+# its lazy group at every space of a long run: 4 s on a 32 KB line), and unanchored searches start
+# only where a match can (at a word's start, at the one literal that opens it).
 _VERSION_RE = re.compile(r"^#\s*nccl-tests version (?P<v>\S+)")
 _STARTING_RE = re.compile(r"^#\s*Collective test (?P<what>starting|concluded): (?P<name>\S+)")
 _PARAMS_RE = re.compile(r"^#\s*nThread\s")
@@ -29,29 +32,34 @@ _NCCL_VERSION_RE = re.compile(r"^#?\s*NCCL version (?P<v>\S+)")
 _RCCL_VERSION_RE = re.compile(r"^\s*rccl-tests: Version (?P<v>\S+)")
 _RANK_RE = re.compile(
     r"^#\s+Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+"
-    r"(?P<host>\S+)\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*?)\s*$"
+    r"(?P<host>\S+)\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$"
 )
 _OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<status>OK|FAILED)?")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)\s*(?P<status>OK|FAILED)?")
 _LOG_RE = re.compile(
     r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<loc>\S+) )?"
-    r"NCCL (?P<level>WARN|INFO|TRACE|ABORT) ?(?P<msg>.*?)\s*$"
+    r"NCCL (?P<level>WARN|INFO|TRACE|ABORT) ?(?P<msg>.*)$"
 )
 _COMPLETION_RE = re.compile(
     r"Got completion from peer (?P<peer>\S+?)(?:<(?P<port>\d+)>)? with (?:error |status=)(?P<status>\d+),?"
     r" opcode[= ](?P<opcode>\d+),? len[= ](?P<len>\d+),? vendor err (?P<vendor>\d+)(?: \((?P<dir>\w+)\))?"
     r"(?:.*?localGid (?P<lgid>\S+))?(?:.*?remoteGids?\s*(?P<rgid>\S+))?(?:.*?hca (?P<hca>\S+))?"
 )
-_CUDA_FAIL_RE = re.compile(r"^(?P<host>\S+): Test (?P<kind>CUDA|NCCL) failure (?P<loc>\S+) (?P<msg>.*?)\s*$")
+_CUDA_FAIL_RE = re.compile(r"^(?P<host>\S+): Test (?P<kind>CUDA|NCCL) failure (?P<loc>\S+) (?P<msg>.*)$")
 _TIMEOUT_RE = re.compile(r"^(?P<host>\S+): Test timeout \((?P<secs>\d+)s\) (?P<loc>\S+)")
 _TEST_FAIL_RE = re.compile(r"^\s*\.\.\s+(?P<host>\S+) pid (?P<pid>\d+): Test failure (?P<loc>\S+)")
 _DASH_BANNER_RE = re.compile(r"^-{20,}\s*$")
 _SLOTS_RE = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\s+slots")
 # Other launcher failures, reported as they are printed.
 _LAUNCH_RE = re.compile(
-    r"mpirun noticed that process rank \d+ .* exited on signal .*|^(?:mpirun|ORTE|PRTE) was "
-    r"unable to .*|^srun: error: .*|^.*mpirun: (?:command )?not found"
+    r"^(?:(?:mpirun|ORTE|PRTE) was unable to .*|srun: error: .*|.*mpirun: (?:command )?not found)"
 )
+_NOTICED = "mpirun noticed that process rank "
+_NOTICED_RE = re.compile(r"mpirun noticed that process rank \d++ .* exited on signal .*")
+_PARAM_RE = re.compile(r"\b(\w++(?: iters)?+):?\s++(\d++(?:\(\w++\))?+)")
+_SIZE_WORD = re.compile(r"\bsize\b")
+_COUNT_WORD = re.compile(r"\bcount\b")
+_TIME_WORD = re.compile(r"\b(?:cpu)?time\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +282,23 @@ def _error_line(
     return None if rows else "no results table (the test stopped before printing results)"
 
 
+def _launch_failure(line: str) -> str | None:
+    """The launcher's failure said on ``line`` (the part of it to report), if it says one."""
+    if m := _LAUNCH_RE.match(line):
+        return m.group(0)
+    at = line.find(_NOTICED)
+    if at >= 0 and (m := _NOTICED_RE.match(line, at)):
+        return m.group(0)  # from the first mention: a later one could match no more than it
+    return None
+
+
+def _table_header(line: str) -> bool:
+    """The results header: the words size, count and (cpu)time in that order."""
+    size = _SIZE_WORD.search(line)
+    count = _COUNT_WORD.search(line, size.end()) if size else None
+    return count is not None and _TIME_WORD.search(line, count.end()) is not None
+
+
 def parse_nccl_tests(
     text: str | Iterable[str], source: str = "<nccl-tests>", binary: str | None = None
 ) -> NcclTestResult:
@@ -308,8 +333,8 @@ def parse_nccl_tests(
             continue
         if m := _SLOTS_RE.search(" ".join(lines[lineno - 1 : lineno + 1])):
             launch_error = f"Open MPI: not enough slots for {m['n']} processes (check the hostfile's slots)"
-        elif m := _LAUNCH_RE.search(stripped):
-            launch_error = launch_error or m.group(0)
+        elif launched := _launch_failure(stripped):
+            launch_error = launch_error or launched
         elif in_banner:
             continue
         elif m := _VERSION_RE.match(line):
@@ -317,7 +342,7 @@ def parse_nccl_tests(
         elif m := _STARTING_RE.match(line):
             collective = m["name"].rsplit("/", 1)[-1]
         elif _PARAMS_RE.match(line):
-            params.update(re.findall(r"(\w+(?: iters)?):?\s+(\d+(?:\(\w+\))?)", line.lstrip("# ")))
+            params.update(_PARAM_RE.findall(line.lstrip("# ")))
         elif m := _NCCL_VERSION_RE.match(line):
             nccl_version = m["v"]
         elif m := _RCCL_VERSION_RE.match(line):
@@ -325,9 +350,17 @@ def parse_nccl_tests(
         elif m := _RANK_RE.match(line):
             group = int(m["group"]) if m["group"] else None
             ranks.append(
-                NcclRank(int(m["rank"]), group, int(m["pid"]), m["host"], int(m["dev"]), m["bus"], m["gpu"])
+                NcclRank(
+                    int(m["rank"]),
+                    group,
+                    int(m["pid"]),
+                    m["host"],
+                    int(m["dev"]),
+                    m["bus"],
+                    m["gpu"].rstrip(),
+                )
             )
-        elif line.startswith("#") and re.search(r"\bsize\b.*\bcount\b.*\b(?:cpu)?time\b", line):
+        elif line.startswith("#") and _table_header(line):
             columns = line.lstrip("#").split()
         elif m := _OOB_RE.match(line):
             oob = int(m["n"])
@@ -343,12 +376,11 @@ def parse_nccl_tests(
             pass  # '# Using devices', '#', the out-of-place/in-place and unit lines
         elif m := _LOG_RE.match(line):
             if m["level"] in ("WARN", "ABORT"):
-                warn = NcclWarn(
-                    m["host"], int(m["pid"]), int(m["dev"]), m["loc"], m["msg"], _completion(m["msg"])
-                )
+                msg = m["msg"].rstrip()
+                warn = NcclWarn(m["host"], int(m["pid"]), int(m["dev"]), m["loc"], msg, _completion(msg))
                 warns.append(warn)
         elif m := _CUDA_FAIL_RE.match(line):
-            failures.append(NcclFailure(m["host"], m["kind"], m["loc"], m["msg"]))
+            failures.append(NcclFailure(m["host"], m["kind"], m["loc"], m["msg"].rstrip()))
         elif m := _TIMEOUT_RE.match(line):
             failures.append(NcclFailure(m["host"], "timeout", m["loc"], f"after {m['secs']} s"))
         elif m := _TEST_FAIL_RE.match(line):

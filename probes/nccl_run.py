@@ -109,6 +109,8 @@ def plan_nccl(
     mpirun: str = "mpirun",
     allow_run_as_root: bool = False,
     hostfile_path: str | None = None,
+    mpi: str | None = "pmix",
+    request_gpus: bool = True,
 ) -> NcclPlan:
     """The launches for one request (see the module docstring)."""
     if launcher not in LAUNCHERS:
@@ -129,7 +131,9 @@ def plan_nccl(
 
     def argv(o: NcclTestOptions, per_node: int) -> tuple[str, ...]:
         if launcher == "srun":
-            return tuple(srun_argv(o, hosts, per_node, gpus_per_node=gpus_per_node))
+            # GPUs are a generic resource in Slurm; a cluster without GPU GRES refuses the request.
+            gpus = gpus_per_node if request_gpus else None
+            return tuple(srun_argv(o, hosts, per_node, mpi=mpi, gpus_per_node=gpus))
         assert path is not None
         return tuple(
             mpirun_argv(
@@ -165,15 +169,23 @@ def _last_line(text: str) -> str:
     return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
 
 
+_STEPD_ERROR = re.compile(r"^slurmstepd(?:-\S+)?: error: .+$", re.M)
+_SRUN_TASK_EXIT = re.compile(r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code \d+")
+
+
 def _explain(r: CommandResult) -> str:
     """Why a launch printed no results: the first line of an Open MPI banner (it says what it
-    refused or could not do), else the last line on stderr or stdout, else the exit code."""
+    refused or could not do), else what slurmstepd said on a node (srun's own last line is only
+    "task N: Exited with exit code 2"), else the last line on stderr or stdout, else the exit code."""
     lines = f"{r.stdout}\n{r.stderr}".splitlines()
     for i, line in enumerate(lines):
         if _DASHES.match(line):
             first = next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), "")
             if first and not _DASHES.match(first):
                 return first
+    stepd = _STEPD_ERROR.search(r.stderr)
+    if stepd:
+        return stepd.group(0).strip()
     return _last_line(r.stderr) or _last_line(r.stdout) or f"exit {r.exit_code} with no output"
 
 
@@ -211,6 +223,9 @@ def judge(job: NcclJob, r: CommandResult, binary: str, started: float) -> NcclRu
             error = f"exit {r.exit_code} after the results table: {_last_line(r.stderr) or 'no message'}"
     if error is not None and result is not None and error == result.launch_error:
         error = _whole_sentence(error, f"{r.stdout}\n{r.stderr}")
+        stepd = _STEPD_ERROR.search(r.stderr)
+        if stepd and _SRUN_TASK_EXIT.match(error):  # srun says only that a task ended; slurmstepd says why
+            error = stepd.group(0).strip()
     if error is not None:
         # mpirun's own line hides the reason ssh gave for not reaching a node
         hint = next((ln.strip() for ln in r.stderr.splitlines() if ln.startswith("ssh: ")), None)

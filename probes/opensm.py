@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
-_SMINFO = re.compile(r"sm lid (\d+) sm guid (0x[0-9a-fA-F]+).*?state \d+ (\S+)")
-_OSM_VERSION = re.compile(r"-> OpenSM (\S+(?: \S+)?)\s*$", re.MULTILINE)
-_ENGINE_USED = re.compile(r"(\S+) tables configured on all switches")
-_CONF_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(.*?)\s*$")
+# Possessive and atomic: each pattern reads a line once (a plain "(\S+) tables" retried from every
+# character of a long word, "(.*?)\s*$" from every space of a long run: quadratic in the line).
+_SMINFO = re.compile(r"sm lid (\d++) sm guid (0x[0-9a-fA-F]++)[^\n]*?state \d++ (\S++)")
+_OSM_VERSION = re.compile(r"-> OpenSM (\S++(?: \S++)?+)[ \t\r\f\v]*+$", re.MULTILINE)
+_ENGINE_USED = " tables configured on all switches"
+_CONF_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 
 
 def parse_sminfo(text: str) -> tuple[int, str, str] | None:
@@ -24,15 +26,21 @@ def parse_sminfo(text: str) -> tuple[int, str, str] | None:
 def parse_opensm_log(text: str) -> tuple[str | None, str | None]:
     """(version, engine used last) from an OpenSM log; None where the log does not say."""
     versions = _OSM_VERSION.findall(text)
-    engines = _ENGINE_USED.findall(text)
-    return (versions[-1].strip() if versions else None, engines[-1] if engines else None)
+    engine = None
+    for line in text.splitlines():
+        at = line.rfind(_ENGINE_USED)
+        before = line[:at].split() if at > 0 and not line[at - 1].isspace() else []
+        if before:
+            engine = before[-1]
+    return (versions[-1].strip() if versions else None, engine)
 
 
 def parse_opensm_conf(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
-        line = line.split("#", 1)[0]
-        m = _CONF_LINE.match(line)
-        if m and m.group(2):
-            out[m.group(1)] = m.group(2)
+        words = line.split("#", 1)[0].strip()
+        gap = next((i for i, c in enumerate(words) if c.isspace()), len(words))
+        key, value = words[:gap], words[gap:].strip()
+        if value and _CONF_KEY.fullmatch(key):
+            out[key] = value
     return out

@@ -48,7 +48,9 @@ class Probe:
 class PairResult:
     """What one probe measured, whichever backend ran it (``ssh`` or ``lab-simulated``).
 
-    ``attempt`` is 0 for the sweep itself and 1, 2, ... for re-tests of outliers.
+    ``attempt`` is 0 for the sweep itself and 1, 2, ... for re-tests of outliers and follow-ups.
+    ``expected_gbps`` is what its route should give in its round (:mod:`probes.expect`); a pair
+    measured below it is stored with ``ok`` false and says so in ``error``.
     """
 
     client: Endpoint
@@ -60,6 +62,7 @@ class PairResult:
     error: str | None = None
     backend: str = "ssh"
     attempt: int = 0
+    expected_gbps: float | None = None
 
     @property
     def key(self) -> tuple[Guid, Guid]:

@@ -47,7 +47,8 @@ _DASHES_RE = re.compile(r"^\s*-{20,}\s*$")
 _STARS_RE = re.compile(r"^\s*\*.*\*\s*$")
 _ADDRESS_RE = re.compile(r"^\s*(?P<side>local|remote) address:\s*(?P<rest>.*)$")
 _GID_RE = re.compile(r"^\s*GID:\s*(?P<gid>\S+)\s*$")
-_KEYVAL_RE = re.compile(r"(?P<key>[A-Za-z][A-Za-z0-9_.*/ -]*?)\s*:\s*(?P<value>\S+)")
+# Header fields "Key : value" (several per line): see key_values. The characters a key is made of:
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.*/ -")
 _COMMAND_RE = re.compile(r"^\s*[#$]\s*(?P<tool>ib_\w+)(?:\s|$)")
 _CPUFREQ_RE = re.compile(r"Conflicting CPU frequency values detected|CPU Frequency is not max|cpufreq")
 _WARNING_RE = re.compile(r"^\s*WARNING:\s*(?P<msg>.*)$")
@@ -355,6 +356,47 @@ def _row(columns: list[str], tokens: list[str]) -> PerftestRow:
     )
 
 
+def key_values(line: str) -> list[tuple[str, str]]:
+    """The ``Key : value`` pairs of a header line, in one pass over it.
+
+    >>> key_values(" Number of qps   : 1\t\tTransport type : IB")
+    [('Number of qps', '1'), ('Transport type', 'IB')]
+
+    What ``re.findall(r"([A-Za-z][A-Za-z0-9_.*/ -]*?)\\s*:\\s*(\\S+)", line)`` finds (keys
+    stripped), without its cost: that pattern retries its lazy key from every letter of a long run
+    of key characters (2.8 s on a 16 KB line). Here each colon is looked at once: its key runs back
+    over whitespace and key characters (never past the previous colon, which is not one) and starts
+    at the first letter; its value is the word after it.
+    """
+    out: list[tuple[str, str]] = []
+    end = len(line)
+    pos = 0  # a key starts here or later: the end of the previous pair
+    while (colon := line.find(":", pos)) >= 0:
+        k = colon
+        while k > pos and line[k - 1].isspace():
+            k -= 1
+        start = k
+        while start > pos and line[start - 1] in _KEY_CHARS:
+            start -= 1
+        first = start
+        while first < k and not (line[first].isascii() and line[first].isalpha()):
+            first += 1
+        if first == k:
+            pos = colon + 1  # no key before this colon: the next pair starts after it
+            continue
+        v = colon + 1
+        while v < end and line[v].isspace():
+            v += 1
+        w = v
+        while w < end and not line[w].isspace():
+            w += 1
+        if w == v:
+            break  # nothing but whitespace after the colon: no value, and no later colon
+        out.append((line[first:k].strip(), line[v:w]))
+        pos = w
+    return out
+
+
 def parse_perftest(
     text: str | Iterable[str], source: str = "<perftest>", tool: str | None = None
 ) -> PerftestResult:
@@ -439,9 +481,9 @@ def parse_perftest(
             continue
         # Header fields sit between the title and the table; with two interleaved outputs one side's
         # header can continue after the other side's dashed line, so any field before the table counts.
-        if (in_header or columns is None) and (pairs := _KEYVAL_RE.findall(line)):
-            for key, value in pairs:
-                header.setdefault(key.strip(), value)
+        if (in_header or columns is None) and (pairs := key_values(line)):
+            for name, value in pairs:
+                header.setdefault(name, value)
             if not in_header and first_other is None:
                 first_other = (lineno, line)
             continue

@@ -23,6 +23,9 @@ and for ``rail-pairs`` also ``ceil(uplinks / HCAs)`` of the worst leaf (a probe 
 of each end's leaf). Coverage: the leaf-spine cables and rails crossed, per round and in all; from
 the routes when given, else every cable on a shortest up/down path of a probe is counted as
 *possibly* crossed (and leaves with fewer probe ends than uplinks are listed as short).
+
+The plan also keeps the design rate of every cable that trains below its peers
+(``design_gbps``): a pair is judged against what its route *should* give (:mod:`probes.expect`).
 """
 
 from __future__ import annotations
@@ -36,14 +39,13 @@ from typing import Any
 from probes.pairs import Endpoint, PairResult, Probe, parse_pair_file, rail_key
 from topology.classify import Classification, Role
 from topology.errors import UsageError
-from topology.model import Fabric, Guid, Link
+from topology.model import Fabric, Guid, Link, LinkKey
 from topology.routes import ForwardingTables, RouteError, UpDown, all_paths
+from topology.wiring import links_below_peers
 
 PATTERNS = ("rail-pairs", "pairwise", "leaf-pairs", "custom")
-BAD_BANDWIDTH_RATIO = 0.93  # ClusterKit: below 93 % of the best pair is bad
 
 __all__ = [
-    "BAD_BANDWIDTH_RATIO",
     "PATTERNS",
     "Coverage",
     "Endpoint",
@@ -94,6 +96,8 @@ class SweepPlan:
     coverage: Coverage
     notes: tuple[str, ...] = ()
     paths: Mapping[tuple[Guid, Guid], tuple[Link, ...]] = field(default_factory=dict)
+    # cables trained below their peers -> the rate their peers give (what they should give)
+    design_gbps: Mapping[LinkKey, float] = field(default_factory=dict)
 
     def round_probes(self, index: int) -> list[Probe]:
         return [p for p in self.probes if p.round == index]
@@ -353,7 +357,10 @@ def plan_sweep(
     if coverage_bound[0] and coverage_bound[0] >= bound:
         bound, reason = coverage_bound
     rounds = max((p.round for p in probes), default=-1) + 1
-    return SweepPlan(pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths)
+    design = {d.link.key: d.gbps for d in links_below_peers(fabric, cls)}
+    return SweepPlan(
+        pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths, design
+    )
 
 
 def _leaf_spine_cables(cls: Classification, fabric: Fabric) -> set[Link]:
@@ -433,47 +440,32 @@ class RetestPlan:
 
     probes: tuple[Probe, ...]
     concurrency: int  # probes at once in this pass
-    reference_gbps: float  # the best pair's bandwidth: the 93 % bar is taken from it
     outliers: tuple[PairResult, ...]
 
 
-def outliers(results: Sequence[PairResult], reference_gbps: float | None = None) -> list[PairResult]:
-    """Failed pairs and pairs below 93 % of the best (ClusterKit's bar)."""
-    best = (
-        reference_gbps
-        if reference_gbps is not None
-        else max((r.gbps for r in results if r.ok and r.gbps is not None), default=0.0)
-    )
-    return [r for r in results if not r.ok or r.gbps is None or r.gbps < BAD_BANDWIDTH_RATIO * best]
+def outliers(results: Sequence[PairResult]) -> list[PairResult]:
+    """Failed pairs and pairs judged slow against their route (:func:`probes.expect.judge`)."""
+    return [r for r in results if not r.ok]
 
 
-def retest_plan(
-    results: Sequence[PairResult], concurrency: int, reference_gbps: float | None = None
-) -> RetestPlan:
+def retest_plan(results: Sequence[PairResult], concurrency: int) -> RetestPlan:
     """ClusterKit-style re-test: the outliers of ``results`` again, at most ``concurrency // 2`` at once.
 
     ``concurrency`` is how many probes ran at once in the pass that produced ``results``; halving
-    it each pass tells a link that is slow by itself from one slowed by its neighbours. A pass with
-    concurrency 1 is the last: what is still slow then is definitively bad.
+    it each pass tells a link that is slow by itself from one slowed by its neighbours. A pass
+    with one probe at a time is the last: what is still slow then is slow on its own.
     """
-    best = (
-        reference_gbps
-        if reference_gbps is not None
-        else max((r.gbps for r in results if r.ok and r.gbps is not None), default=0.0)
-    )
-    bad = outliers(results, best)
+    bad = outliers(results)
     limit = max(1, concurrency // 2)
-    pending = [(0, r.client, r.server) for r in bad]
-    probes = _schedule(pending, per_host=False)
-    # Spread over rounds of at most ``limit`` probes, keeping the no-HCA-twice rule.
+    # Spread over rounds of at most ``limit`` probes, no HCA twice in a round.
     placed: list[Probe] = []
     load: dict[int, int] = defaultdict(int)
     used: dict[int, set[Guid]] = defaultdict(set)
-    for p in sorted(probes, key=lambda p: (p.round, p.client)):
+    for res in sorted(bad, key=lambda r: (r.client, r.server)):
         r = 0
-        while load[r] >= limit or p.client.guid in used[r] or p.server.guid in used[r]:
+        while load[r] >= limit or res.client.guid in used[r] or res.server.guid in used[r]:
             r += 1
         load[r] += 1
-        used[r] |= {p.client.guid, p.server.guid}
-        placed.append(Probe(p.client, p.server, r))
-    return RetestPlan(tuple(placed), limit, best, tuple(bad))
+        used[r] |= {res.client.guid, res.server.guid}
+        placed.append(Probe(res.client, res.server, r))
+    return RetestPlan(tuple(placed), limit, tuple(bad))

@@ -60,7 +60,8 @@ end
 """
 
 _PORT_FIELDS = ("state", "phys_state", "rate", "link_layer", "lid")
-_RATE_RE = re.compile(r"([\d.]+)\s*Gb/sec")
+# From the start of a number only: a search from every digit of a long run is quadratic in it.
+_RATE_RE = re.compile(r"(?<![\d.])([\d.]++)\s*+Gb/sec")
 # ibv_port_state / phys state / link speed and width enums, as sysfs spells them.
 _STATE = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 _PHYS = {

@@ -2,17 +2,22 @@
 transport for this machine (:class:`LocalTransport`).
 
 Every failure becomes :class:`CommandFailed` carrying argv, exit code and stderr, so the CLI can
-print one line. A missing binary is reported as such (exit code ``None``).
+print one line. A missing binary is reported as such (exit code ``None``). Every command runs in
+a process group of its own, with its output and its time bounded (:func:`run`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import selectors
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from probes.transport import CommandResult, FailureKind, exit_code_error
+from probes.transport import MAX_OUTPUT_BYTES, CommandResult, FailureKind, OutputCap, exit_code_error
 from topology.errors import CommandFailed
 
 
@@ -26,35 +31,149 @@ def run(
     ok_codes: Sequence[int] = (0,),
     where: str = "local",
     stdin: str | None = None,
+    max_output: int = MAX_OUTPUT_BYTES,
 ) -> CommandResult:
-    """Run ``argv`` (never through a shell); ``env`` is added to the current environment."""
+    """Run ``argv`` (never through a shell); ``env`` is added to the current environment.
+
+    The command runs in a session (process group) of its own: a timeout, an interrupt or
+    :func:`stop_all` ends it with everything it started. ``timeout`` bounds the whole run,
+    reading included; each of stdout and stderr keeps at most ``max_output`` bytes (its head and
+    tail, with a line saying where and how much was cut: ``CommandResult.cut``).
+    """
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             list(argv),
             env=full_env,
             cwd=cwd,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except FileNotFoundError as exc:
         raise CommandFailed(argv, None, f"{argv[0]}: command not found", where) from exc
-    except subprocess.TimeoutExpired as exc:
-        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise CommandFailed(argv, -9, (err + f"\ntimed out after {timeout:g} s").strip(), where) from exc
+    except PermissionError as exc:
+        raise CommandFailed(argv, None, f"{argv[0]}: permission denied", where) from exc
+    with _LOCK:
+        _RUNNING[proc.pid] = proc
+    out, err = OutputCap(max_output), OutputCap(max_output)
+    try:
+        finished = _pump(proc, None if stdin is None else stdin.encode(), out, err, deadline)
+        if not finished:
+            _kill_group(proc)
+            message = f"timed out after {timeout:g} s"
+            raise CommandFailed(argv, -9, (_text(err.data()) + "\n" + message).strip(), where)
+        returncode = proc.wait()
+    except BaseException:
+        _kill_group(proc)  # an interrupt or a bug here must not leave the tool running
+        raise
+    finally:
+        with _LOCK:
+            _RUNNING.pop(proc.pid, None)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     result = CommandResult(
-        where, tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+        where,
+        tuple(argv),
+        returncode,
+        _text(out.data()),
+        _text(err.data()),
+        time.monotonic() - start,
+        cut=out.cut + err.cut,
     )
-    if check and proc.returncode not in ok_codes:
-        raise CommandFailed(argv, proc.returncode, proc.stderr, where)
+    if check and returncode not in ok_codes:
+        raise CommandFailed(argv, returncode, result.stderr, where)
     return result
+
+
+def stop_all(grace: float = 2.0) -> int:
+    """End every command :func:`run` has running (each with its whole process group): SIGTERM,
+    then SIGKILL to what is left after ``grace`` seconds. Returns how many there were. The daemon
+    calls it when it stops, so no tool outlives it."""
+    with _LOCK:
+        procs = list(_RUNNING.values())
+    for proc in procs:
+        _signal_group(proc, signal.SIGTERM)
+    until = time.monotonic() + grace
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(max(0.0, until - time.monotonic()))
+        _signal_group(proc, signal.SIGKILL)  # children that outlived their parent too
+    return len(procs)
+
+
+_LOCK = threading.Lock()
+_RUNNING: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    stdin: bytes | None,
+    out: OutputCap,
+    err: OutputCap,
+    deadline: float | None,
+) -> bool:
+    """Feed stdin and read stdout/stderr until both end (True) or the deadline passes (False)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        pending = memoryview(stdin or b"")
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if pending:
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        readers = 2
+        while readers:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                return False
+            for key, _ in sel.select(wait):
+                if key.fileobj is proc.stdin:
+                    try:
+                        pending = pending[os.write(proc.stdin.fileno(), pending[:65536]) :]
+                    except BrokenPipeError:
+                        pending = pending[:0]  # the tool does not read its input: fine
+                    if not pending:
+                        sel.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                fileobj = key.fileobj
+                assert hasattr(fileobj, "fileno")
+                chunk = os.read(fileobj.fileno(), 65536)
+                if chunk:
+                    key.data.feed(chunk)
+                else:
+                    sel.unregister(fileobj)
+                    readers -= 1
+        return True
+    finally:
+        sel.close()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)  # the tool's own session: its pid is the group id
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    _signal_group(proc, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL is not refused: seldom waits
+        proc.wait(5.0)
+
+
+def _text(data: bytes) -> str:
+    """As text mode read it before: UTF-8 with replacement, universal newlines."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 class LocalTransport:

@@ -9,13 +9,16 @@ name operators recognise: ``ibfab-sweep``) and runs each probe side as a job ste
 (``srun --jobid J -w HOST -N1 -n1 --overlap``). :meth:`Slurm.allocation` releases it
 (``scancel``) on every way out: the sweep ends, fails, Ctrl-C, or SIGTERM/SIGHUP of the sweeping
 process (see :func:`exit_on_signals`); the time limit ends it even if the process is killed
-outright. Hosts Slurm will not give (drained, down, reserved, busy, not Slurm nodes) are reported
+outright. Each salloc carries a request token in its ``--comment`` (``ibfab-request:<hex>``): a
+job granted (or left pending) while the process is being stopped, before its id was ever seen,
+is found by that token and cancelled too. Hosts Slurm will not give (drained, down, reserved, busy, not Slurm nodes) are reported
 with their state and reason instead of being waited for: salloc asks with ``--immediate``.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 import signal
 import threading
 import time
@@ -29,6 +32,7 @@ from probes import runner
 from probes.inventory import expand_hosts, fold_names, host_sort_key
 from probes.slurm_parse import (
     SINFO_REASONS,
+    SQUEUE_COMMENT,
     SQUEUE_JOB,
     SQUEUE_STEPS,
     Drain,
@@ -36,6 +40,7 @@ from probes.slurm_parse import (
     Reservation,
     SlurmNode,
     StepInfo,
+    parse_comments,
     parse_granted,
     parse_jobs,
     parse_nodes,
@@ -50,6 +55,7 @@ from topology.errors import CommandFailed, IbfabError, UsageError
 
 JOB_NAME = "ibfab-sweep"
 DRAIN_PREFIX = "ibfab: "
+REQUEST_PREFIX = "ibfab-request:"
 Run = Callable[..., CommandResult]
 
 
@@ -85,6 +91,7 @@ class AllocationRequest:
     time_limit_minutes: int = 60
     job_name: str = JOB_NAME
     immediate: int = 30  # seconds salloc may wait for the nodes before giving up
+    gpus_per_node: int | None = None  # GPUs are a generic resource: --exclusive alone gives none
 
     def __post_init__(self) -> None:
         if bool(self.hosts) == (self.count is not None):
@@ -208,19 +215,27 @@ class Slurm:
     # -- drains ----------------------------------------------------------------------------------
     def drain(self, host: str, finding: str) -> None:
         """Take ``host`` out of service with ``Reason="ibfab: <finding>"`` (running jobs finish)."""
-        reason = " ".join(finding.split())
-        if not reason:
-            raise UsageError("a drain needs a reason")
-        self.command(
-            ["scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={DRAIN_PREFIX}{reason}"]
-        )
+        self.command(drain_argv(host, finding))
 
     def resume(self, host: str) -> None:
-        self.command(["scontrol", "update", f"NodeName={host}", "State=RESUME"])
+        self.command(resume_argv(host))
 
     # -- allocations -----------------------------------------------------------------------------
-    def allocate(self, req: AllocationRequest) -> Allocation:
-        """Get the nodes or raise :class:`SlurmUnavailable` within ``req.immediate`` seconds."""
+    def allocate(self, req: AllocationRequest, token: str | None = None) -> Allocation:
+        """Get the nodes or raise :class:`SlurmUnavailable` within ``req.immediate`` seconds.
+
+        Whatever ends this call early (a signal while salloc waits, an error reading the job
+        back) cancels the job salloc asked for under ``token``, granted or still pending.
+        """
+        token = token or new_token()
+        try:
+            return self._allocate(req, token)
+        except BaseException:
+            with ignoring_signals():
+                self.release_requested(token, req.job_name)
+            raise
+
+    def _allocate(self, req: AllocationRequest, token: str) -> Allocation:
         refused: list[Unavailable] = []
         hosts: list[str] = list(req.hosts)
         if req.hosts:
@@ -237,11 +252,14 @@ class Slurm:
             f"--job-name={req.job_name}",
             f"--time={req.time_limit_minutes}",
             f"--immediate={req.immediate}",
+            f"--comment={REQUEST_PREFIX}{token}",
         ]
         if req.partition:
             argv.append(f"--partition={req.partition}")
         if req.reservation:
             argv.append(f"--reservation={req.reservation}")
+        if req.gpus_per_node:
+            argv.append(f"--gpus-per-node={req.gpus_per_node}")
         if hosts:
             argv += [f"--nodes={len(hosts)}", f"--nodelist={','.join(hosts)}"]
         else:
@@ -270,16 +288,30 @@ class Slurm:
             time.sleep(0.2)
         return False
 
+    def release_requested(self, token: str, job_name: str = JOB_NAME, wait: float = 30.0) -> list[str]:
+        """Cancel every job asked for under ``token`` (pending or granted); returns their ids."""
+        res = self.command(["squeue", "-h", "-n", job_name, "-o", SQUEUE_COMMENT], check=False)
+        mine = f"{REQUEST_PREFIX}{token}"
+        ids = [j for j, c in parse_comments(res.stdout).items() if c == mine] if res.exit_code == 0 else []
+        for job in ids:
+            self.release(job, wait)
+        return ids
+
     @contextmanager
     def allocation(self, req: AllocationRequest) -> Iterator[Allocation]:
         """Hold an allocation for the ``with`` block; released however the block ends."""
+        token = new_token()
         with exit_on_signals():
-            alloc = self.allocate(req)
+            alloc: Allocation | None = None
             try:
+                alloc = self.allocate(req, token)
                 yield alloc
             finally:
                 with ignoring_signals():
-                    self.release(alloc.job_id)
+                    if alloc is not None:
+                        self.release(alloc.job_id)
+                    else:  # a signal between salloc's grant and this frame seeing it
+                        self.release_requested(token, req.job_name)
 
     # -- steps -----------------------------------------------------------------------------------
     def step_argv(
@@ -337,6 +369,23 @@ class Slurm:
         if ids:
             self.command(["scancel", *ids], check=False)
         return ids
+
+
+def drain_argv(host: str, finding: str) -> list[str]:
+    """``scontrol update NodeName=HOST State=DRAIN Reason="ibfab: <finding>"`` (whitespace folded)."""
+    reason = " ".join(finding.split())
+    if not reason:
+        raise UsageError("a drain needs a reason")
+    return ["scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={DRAIN_PREFIX}{reason}"]
+
+
+def resume_argv(host: str) -> list[str]:
+    return ["scontrol", "update", f"NodeName={host}", "State=RESUME"]
+
+
+def new_token() -> str:
+    """A request token no other salloc of this cluster carries."""
+    return secrets.token_hex(8)
 
 
 # -- signals -------------------------------------------------------------------------------------

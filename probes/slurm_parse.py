@@ -25,12 +25,12 @@ from topology.errors import ParseError
 SINFO_REASONS = "%N|%T|%u|%H|%E"
 SQUEUE_JOB = "%i|%j|%T|%N|%r"
 SQUEUE_STEPS = "%i|%j|%N"
+SQUEUE_COMMENT = "%i|%k"
 
 # A key of scontrol's one-line records: a capitalised word (``CPUAlloc``, ``MCS_label``, ``Socks/Node``)
 # then ``=``, at the start or after a space. Values may hold spaces (``OS=Linux 6.1 #1 SMP``).
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_/:]*)=")
-# The reason is free text the operator wrote, followed by who set it and when.
-_REASON = re.compile(r"\sReason=(.*?)(?:\s\[([^\]@]*)@([^\]]*)\])?\s*$")
+# The reason is free text the operator wrote, followed by who set it and when: see _reason.
 
 # Node states that mean "will not run a new job"; flags are the ``+WORD`` parts.
 UNUSABLE_STATES = frozenset({"DOWN", "FUTURE", "UNKNOWN", "ERROR"})
@@ -121,6 +121,35 @@ def _fields(line: str) -> dict[str, str]:
     return out
 
 
+def _reason(line: str) -> tuple[int, str, str | None, str | None] | None:
+    """(where `` Reason=`` starts, the reason, who set it, when) of a one-line node record.
+
+    What ``\\sReason=(.*?)(?:\\s\\[([^\\]@]*)@([^\\]]*)\\])?\\s*$`` finds, in one pass: that
+    pattern retries its lazy reason at every character, each time scanning the whitespace or the
+    bracket after it (quadratic in a long reason). The ``[user@time]`` suffix is the earliest
+    `` [`` after the last ``]`` but one whose bracket holds an ``@`` and closes the line.
+    """
+    at = -1
+    while (at := line.find("Reason=", at + 1)) >= 0:
+        if at > 0 and line[at - 1].isspace():
+            break
+    else:
+        return None
+    rest = line[at + len("Reason=") :]
+    text = rest.rstrip()
+    if text.endswith("]"):
+        inner_from = text.rfind("]", 0, len(text) - 1) + 1
+        p = inner_from
+        while (p := text.find("[", p)) >= 0 and p < len(text) - 1:
+            if p > 0 and text[p - 1].isspace():
+                user, marker, when = text[p + 1 : -1].partition("@")
+                if marker:
+                    return at - 1, rest[: p - 1].strip(), user, when
+                break  # a later '[' holds less: no '@' there either
+            p += 1
+    return at - 1, text.strip(), None, None
+
+
 def _null(value: str | None) -> str | None:
     return None if value in (None, "", "(null)", "N/A", "None") else value
 
@@ -138,10 +167,10 @@ def parse_nodes(text: str, source: str = "scontrol show node") -> list[SlurmNode
                 "scontrol", source, lineno, line, "expected NodeName=... (scontrol -o show node)"
             )
         reason = reason_user = reason_time = None
-        m = _REASON.search(line)
-        if m:
-            reason, reason_user, reason_time = m.group(1).strip(), m.group(2), m.group(3)
-            line = line[: m.start()]
+        found = _reason(line)
+        if found:
+            start, reason, reason_user, reason_time = found
+            line = line[:start]
         f = _fields(line)
         if "State" not in f:
             raise ParseError("scontrol", source, lineno, line, "node without State=")
@@ -218,6 +247,19 @@ def parse_steps(text: str, source: str = "squeue -s") -> list[StepInfo]:
         if len(parts) != 3 or "." not in parts[0]:
             raise ParseError("squeue", source, lineno, line, f"expected {SQUEUE_STEPS}")
         out.append(StepInfo(*(p.strip() for p in parts)))
+    return out
+
+
+def parse_comments(text: str, source: str = "squeue") -> dict[str, str]:
+    """``squeue -h -o`` :data:`SQUEUE_COMMENT`: job id -> its comment (the rest of the line)."""
+    out = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        job, sep, comment = line.partition("|")
+        if not sep or not job.strip().isdigit():
+            raise ParseError("squeue", source, lineno, line, f"expected {SQUEUE_COMMENT}")
+        out[job.strip()] = comment.strip()
     return out
 
 

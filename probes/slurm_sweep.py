@@ -350,6 +350,12 @@ class SlurmSweep:
     unmeasured: tuple[Unmeasured, ...]
 
 
+def time_limit_minutes(plan: SweepPlan, timeout: float) -> int:
+    """The allocation's time limit: each round three times over (first pass, re-tests, follow-ups),
+    each pair at most ``timeout``; Slurm ends the job by itself after that even if ibfab is killed."""
+    return min(7 * 24 * 60, max(5, 3 * plan.rounds * max(1, int(timeout // 60) + 1)))
+
+
 def run_slurm_sweep(
     plan: SweepPlan,
     slurm: Slurm,
@@ -382,8 +388,7 @@ def run_slurm_sweep(
     if not hosts:
         raise UsageError("sweep cannot start: the plan has no hosts")
     if request is None:
-        minutes = max(5, 3 * plan.rounds * max(1, int(timeout // 60) + 1))
-        request = AllocationRequest(hosts=tuple(hosts), time_limit_minutes=minutes)
+        request = AllocationRequest(hosts=tuple(hosts), time_limit_minutes=time_limit_minutes(plan, timeout))
     with locks.hold(plan_hosts) if locks is not None else nullcontext(), slurm.allocation(request) as alloc:
         if on_allocated is not None:
             on_allocated(alloc)
@@ -429,4 +434,5 @@ __all__ = [
     "StepKind",
     "Unmeasured",
     "run_slurm_sweep",
+    "time_limit_minutes",
 ]

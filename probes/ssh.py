@@ -31,7 +31,7 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from probes.inventory import HostEntry, check_address, check_user, parse_host_spec
-from probes.transport import CommandResult, FailureKind, HostError, exit_code_error
+from probes.transport import CommandResult, FailureKind, HostError, OutputCap, exit_code_error
 from topology.errors import UsageError
 
 # paramiko logs handshake failures from its own thread; we report them as records instead.
@@ -295,22 +295,22 @@ class SshTransport:
                     self.host,
                     args,
                     None,
-                    _text(out),
-                    _text(err),
+                    _text(out.data()),
+                    _text(err.data()),
                     time.monotonic() - start,
                     FailureKind.COMMAND_TIMEOUT,
                     f"command timed out after {timeout:g} s and was {what}",
+                    out.cut + err.cut,
                 )
             status = chan.recv_exit_status()
         finally:
             chan.close()
         duration = time.monotonic() - start
+        stdout, stderr, cut = _text(out.data()), _text(err.data()), out.cut + err.cut
         if status < 0:
             msg = "command ended without an exit status (killed by a signal?)"
-            return CommandResult(
-                self.host, args, None, _text(out), _text(err), duration, FailureKind.ERROR, msg
-            )
-        return CommandResult(self.host, args, status, _text(out), _text(err), duration)
+            return CommandResult(self.host, args, None, stdout, stderr, duration, FailureKind.ERROR, msg, cut)
+        return CommandResult(self.host, args, status, stdout, stderr, duration, cut=cut)
 
     def _kill_session(self, pid: int | None) -> bool:
         if pid is None or self._client is None:
@@ -357,28 +357,48 @@ def ssh_transport_factory(
     return make
 
 
-def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytearray, bytearray, int | None, bool]:
-    """Read stdout/stderr until exit status and EOF, or the deadline. Strips the PID line."""
-    out, err = bytearray(), bytearray()
+def _collect(chan: paramiko.Channel, deadline: float) -> tuple[OutputCap, OutputCap, int | None, bool]:
+    """Read stdout/stderr until exit status and EOF, or the deadline (checked between every
+    read: a command that never stops writing is still cut at its timeout). Each stream keeps at
+    most MAX_OUTPUT_BYTES (:class:`OutputCap`). Strips the PID line."""
+    out, err = OutputCap(), OutputCap()
+    first = bytearray()  # stdout until the PID line is complete
     pid: int | None = None
     have_mark = False
     while True:
-        while chan.recv_ready():
-            out += chan.recv(65536)
-        while chan.recv_stderr_ready():
-            err += chan.recv_stderr(65536)
-        if not have_mark and b"\n" in out:
-            first, _, rest = bytes(out).partition(b"\n")
-            if first.startswith(_PID_MARK) and first[len(_PID_MARK) :].isdigit():
-                pid = int(first[len(_PID_MARK) :])
-                out = bytearray(rest)
-            have_mark = True
+        if time.monotonic() >= deadline:
+            if not have_mark:
+                out.feed(bytes(first))
+            return out, err, pid, False
+        got = False
+        if chan.recv_ready():
+            data = chan.recv(65536)
+            got = True
+            if have_mark:
+                out.feed(data)
+            else:
+                first += data
+                if b"\n" in first or len(first) > 64:
+                    line, newline, rest = bytes(first).partition(b"\n")
+                    if newline and line.startswith(_PID_MARK) and line[len(_PID_MARK) :].isdigit():
+                        pid = int(line[len(_PID_MARK) :])
+                        out.feed(rest)
+                    else:
+                        out.feed(bytes(first))
+                    have_mark = True
+        if chan.recv_stderr_ready():
+            err.feed(chan.recv_stderr(65536))
+            got = True
+        if got:
+            continue
         eof = chan.eof_received or chan.closed
         if eof and chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+            if not have_mark:
+                out.feed(bytes(first))
             return out, err, pid, True
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return out, err, pid, False
+            continue  # the check at the top returns
         if eof:
             chan.status_event.wait(min(remaining, 0.5))
         else:

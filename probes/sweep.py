@@ -1,4 +1,5 @@
-"""The sweep runner: run a plan round by round on a backend, re-test outliers, localize.
+"""The sweep runner: run a plan round by round on a backend, judge every pair against what its
+route should give (:mod:`probes.expect`), re-test slow pairs, localize.
 
 Backends (both yield :class:`~probes.pairs.PairResult` records):
 
@@ -22,12 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from probes.expect import RouteRate, efficiency, judge, route_rates, with_route
 from probes.inventory import HostEntry
 from probes.labtraffic import Paths, PortKey, simulate_round
-from probes.localize import Suspect, followup_probes, rank, tied
+from probes.localize import Suspect, final_results, followup_probes, rank, tied, tied_groups, unexplained
 from probes.pairs import Endpoint, PairResult, Probe
 from probes.perftest import PerftestOptions, client_argv, parse_perftest, server_argv
-from probes.plan import SweepPlan, outliers, retest_plan
+from probes.plan import SweepPlan, retest_plan
 from probes.transport import CommandResult, Transport
 from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link
@@ -245,6 +247,80 @@ class SweepOutcome:
     seconds: float = 0.0
     # ssh only: (client GUID, server GUID, attempt) -> (client output, server output)
     raw_outputs: Mapping[tuple[Guid, Guid, int], tuple[str, str]] = field(default_factory=dict)
+    efficiency: float | None = None  # what pairs reach of their route's rate (probes.expect)
+
+    @property
+    def tie(self) -> list[Suspect]:
+        """The top suspects the follow-ups could not tell apart (empty: one leads, or none)."""
+        return tied(self.suspects)
+
+    @property
+    def unexplained(self) -> list[PairResult]:
+        """Slow or failed pairs that no suspect link explains."""
+        return unexplained(self.results, self.paths, self.suspects)
+
+
+class _Runner:
+    """Runs probes round by round on a backend and judges each result against its route."""
+
+    def __init__(
+        self,
+        plan: SweepPlan,
+        backend: Backend,
+        names: Mapping[Guid, str],
+    ) -> None:
+        self.backend = backend
+        self.design = plan.design_gbps
+        self.paths: dict[tuple[Guid, Guid], Sequence[Link]] = dict(plan.paths)
+        self.names = names
+        self.rates: dict[tuple[Guid, Guid, int], RouteRate] = {}
+        self.efficiency: float | None = None
+
+    def describe(self, lk: Link) -> str:
+        n = self.names
+        return f"{n.get(lk.a.guid, lk.a.guid)}/{lk.a.port}-{n.get(lk.b.guid, lk.b.guid)}/{lk.b.port}"
+
+    def round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
+        """One round, each result with its route rate under the round's sharing (not yet judged)."""
+        rates = route_rates(probes, self.paths, self.design)
+        out = []
+        for r in self.backend.run_round(probes, attempt):
+            rate = rates.get(r.key)
+            if rate is not None:
+                self.rates[(*r.key, attempt)] = rate
+            out.append(with_route(r, rate))
+        return out
+
+    def judge(self, results: Sequence[PairResult]) -> list[PairResult]:
+        return judge(results, self.efficiency, self.rates, self.describe)
+
+    def run(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
+        """Every round of ``probes``, judged."""
+        got: list[PairResult] = []
+        for r in sorted({p.round for p in probes}):
+            got += self.round([p for p in probes if p.round == r], attempt)
+        return self.judge(got)
+
+    def retest(
+        self, results: list[PairResult], concurrency: int, attempt: int, max_passes: int | None
+    ) -> tuple[list[PairResult], int]:
+        """Re-test the slow pairs of ``results``, halving concurrency, until one probe at a time.
+
+        Returns every re-test result and the passes run (attempts ``attempt``, ``attempt + 1``, ...).
+        """
+        latest, out, passes = results, [], 0
+        while concurrency > 1 and (max_passes is None or passes < max_passes):
+            again = retest_plan(latest, concurrency)
+            if not again.probes:
+                break
+            latest = self.run(again.probes, attempt + passes)
+            out += latest
+            passes += 1
+            per_round = max(
+                sum(1 for p in again.probes if p.round == r) for r in {p.round for p in again.probes}
+            )
+            concurrency = min(again.concurrency, per_round)
+        return out, passes
 
 
 def run_sweep(
@@ -252,68 +328,80 @@ def run_sweep(
     backend: Backend,
     *,
     retest: bool = True,
-    max_retest_passes: int = 4,
+    max_retest_passes: int | None = None,
+    max_followups: int = 3,
     progress: Progress | None = None,
     fabric: Fabric | None = None,
     tables: ForwardingTables | None = None,
     candidates: Sequence[Endpoint] = (),
     names: Mapping[Guid, str] | None = None,
 ) -> SweepOutcome:
-    """Run every round, re-test outliers with halving concurrency, then rank suspect links.
+    """Run every round, judge each pair against its route, re-test slow pairs with halving
+    concurrency down to one probe at a time, then rank suspect links.
 
     With ``fabric`` and ``tables`` (routes known), tied suspects get follow-up probes among
-    ``candidates`` that cross one of them at a time, and are ranked again.
+    ``candidates`` that cross one of them at a time (slow follow-ups re-tested the same way), and
+    are ranked again; up to ``max_followups`` times while a tie remains and new probes exist.
     """
     start = time.monotonic()
-    paths: dict[tuple[Guid, Guid], Sequence[Link]] = dict(plan.paths)
-    results: list[PairResult] = []
+    runner = _Runner(plan, backend, names or {})
+    first: list[PairResult] = []
     total, failed = len(plan.probes), 0
     for r in range(plan.rounds):
-        probes = plan.round_probes(r)
-        got = backend.run_round(probes, 0)
-        results += got
+        got = runner.round(plan.round_probes(r), 0)
+        first += got
         if progress:
-            slow = sum(1 for x in got if not x.ok)
-            failed += slow
-            note = f"round {r + 1}/{plan.rounds}: {len(got)} pairs, {slow} failed"
-            progress(SweepStep(r + 1, plan.rounds, len(results), total, failed, note))
-    reference = max((x.gbps for x in results if x.ok and x.gbps is not None), default=None)
-    passes = 0
+            bad = sum(1 for x in got if not x.ok)
+            failed += bad
+            note = f"round {r + 1}/{plan.rounds}: {len(got)} pairs, {bad} failed"
+            progress(SweepStep(r + 1, plan.rounds, len(first), total, failed, note))
+    runner.efficiency = efficiency(first)
+    results = runner.judge(first)
+    slow = sum(1 for x in results if not x.ok)
+    if progress and slow:
+        eff = f"{runner.efficiency:.0%}" if runner.efficiency is not None else "unknown"
+        note = f"{slow} pair(s) slow or failed against their route (efficiency {eff})"
+        progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
     concurrency = max((len(plan.round_probes(r)) for r in range(plan.rounds)), default=1)
-    latest = results
-    while retest and passes < max_retest_passes and concurrency > 1:
-        again = retest_plan(latest, concurrency, reference)
-        if not again.probes:
-            break
-        passes += 1
-        concurrency = again.concurrency
-        rounds = max(p.round for p in again.probes) + 1
-        latest = []
-        for r in range(rounds):
-            latest += backend.run_round([p for p in again.probes if p.round == r], passes)
-        results += latest
-        if progress:
-            note = (
-                f"re-test {passes}: {len(again.probes)} outliers, {concurrency} at a time, "
-                f"{len(outliers(latest, reference))} still slow"
-            )
+    passes = 0
+    if retest:
+        again, passes = runner.retest(results, concurrency, 1, max_retest_passes)
+        results += again
+        if progress and passes:
+            still = sum(1 for x in final_results(results) if not x.ok)
+            note = f"re-test: {passes} pass(es) down to one probe at a time, {still} still slow or failed"
             progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
-    suspects = rank(results, paths, reference, names)
+    attempt = passes + 1
+    suspects = rank(results, runner.paths, names, design=plan.design_gbps, efficiency=runner.efficiency)
     extra = 0
-    if fabric is not None and tables is not None and tied(suspects):
-        probes, new_paths = followup_probes(suspects, candidates, paths, fabric=fabric, tables=tables)
-        if probes:
-            paths.update(new_paths)
-            if isinstance(backend, RoutedBackend):  # it computes from routes: give it the new ones
-                backend.paths.update(new_paths)
-            attempt = passes + 1
-            for r in range(max(p.round for p in probes) + 1):
-                results += backend.run_round([p for p in probes if p.round == r], attempt)
-            extra = len(probes)
-            suspects = rank(results, paths, reference, names)
-            if progress:
-                note = f"follow-up: {extra} probes to separate tied links"
-                progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
+    rounds_done = 0
+    while fabric is not None and tables is not None and tied_groups(suspects) and rounds_done < max_followups:
+        probes, new_paths = followup_probes(suspects, candidates, runner.paths, fabric=fabric, tables=tables)
+        done = {r.key for r in results}
+        probes = [p for p in probes if (p.client.guid, p.server.guid) not in done]
+        if not probes:
+            break
+        runner.paths.update(new_paths)
+        if isinstance(backend, RoutedBackend):  # it computes from routes: give it the new ones
+            backend.paths.update(new_paths)
+        got = runner.run(probes, attempt)
+        more, n = runner.retest(got, len(probes), attempt + 1, None) if retest else ([], 0)
+        results += got + more
+        attempt += 1 + n
+        extra += len(probes)
+        rounds_done += 1
+        suspects = rank(results, runner.paths, names, design=plan.design_gbps, efficiency=runner.efficiency)
+        if progress:
+            note = f"follow-up: {len(probes)} probes to separate tied links"
+            progress(SweepStep(plan.rounds, plan.rounds, total, total, failed, note))
     return SweepOutcome(
-        plan, backend.name, tuple(results), tuple(suspects), paths, passes, extra, time.monotonic() - start
+        plan,
+        backend.name,
+        tuple(results),
+        tuple(suspects),
+        runner.paths,
+        passes,
+        extra,
+        time.monotonic() - start,
+        efficiency=runner.efficiency,
     )

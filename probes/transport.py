@@ -46,10 +46,69 @@ class CommandResult:
     duration: float
     failure: FailureKind | None = None
     message: str = ""
+    cut: int = 0  # bytes of output left out over MAX_OUTPUT_BYTES (the text says where)
 
     @property
     def ok(self) -> bool:
         return self.failure is None and self.exit_code == 0
+
+
+# Per stream (stdout, stderr) of one command on one host. ``ibqueryerrors --counters`` on a
+# 50,000-port fabric or ibnetdiscover on a 16,000-HCA one is 10-30 MB; `cat /dev/zero` is not.
+MAX_OUTPUT_BYTES = 64 * 2**20
+_TAIL_SHARE = 4  # a quarter of the limit keeps the end of the output (where errors are said)
+
+
+class OutputCap:
+    """One stream of a command's output, kept whole up to ``limit`` bytes; past it, the first
+    three quarters and the last quarter, with a line where the middle was cut.
+
+    >>> cap = OutputCap(8); cap.feed(b"0123456789abcdef"); cap.cut, cap.data()[:6], cap.data()[-2:]
+    (8, b'012345', b'ef')
+    """
+
+    def __init__(self, limit: int = MAX_OUTPUT_BYTES) -> None:
+        self.limit = limit
+        self._tail_limit = max(1, limit // _TAIL_SHARE)
+        self._head_limit = limit - self._tail_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.cut = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail += data
+        over = len(self._tail) - self._tail_limit
+        if over > 0:
+            del self._tail[:over]  # CPython drops a bytearray's front without moving the rest
+            self.cut += over
+
+    def data(self) -> bytes:
+        if not self.cut:
+            return bytes(self._head + self._tail)
+        note = (
+            f"\n[ibfab: {self.cut} bytes cut here: the output passed the {self.limit} byte limit;"
+            f" its first {len(self._head)} and last {len(self._tail)} bytes are kept]\n"
+        )
+        return bytes(self._head) + note.encode() + bytes(self._tail)
+
+
+def output_cut_error(result: CommandResult) -> CommandFailed | None:
+    """The error owed to a caller that parses ``result``'s output when some of it was cut: a
+    table or a topology with its middle missing would look like a fabric with parts gone."""
+    if not result.cut:
+        return None
+    return CommandFailed(
+        result.argv,
+        result.exit_code,
+        f"output too large: {result.cut} bytes over the {MAX_OUTPUT_BYTES // 2**20} MiB limit were cut",
+        result.host,
+    )
 
 
 class HostError(TransportError):
@@ -71,10 +130,10 @@ def exit_code_error(
     result: CommandResult, ok_codes: Sequence[int] = (0,), where: str | None = None
 ) -> IbfabError | None:
     """CommandFailed (at ``where``, default the result's host) when the command finished with an
-    exit code outside ``ok_codes``."""
+    exit code outside ``ok_codes``, or when its output was cut (:func:`output_cut_error`)."""
     if result.exit_code is not None and result.exit_code not in ok_codes:
         return CommandFailed(result.argv, result.exit_code, result.stderr, where or result.host)
-    return None
+    return output_cut_error(result)
 
 
 class Transport(Protocol):

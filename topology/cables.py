@@ -29,7 +29,6 @@ _HEADER = re.compile(
     r"^Port=(?P<port>\d+)\s+Lid=(?P<lid>0x[0-9a-fA-F]+|\d+)\s+GUID=(?P<guid>0x[0-9a-fA-F]+)"
     r"(?:\s+Port Name=(?P<name>.*))?$"
 )
-_FIELD = re.compile(r"^(?P<key>[^:]+?)\s*:\s*(?P<value>.*)$")
 _LANE = re.compile(r"^(RX|TX)(\d+) (Power|Bias)$")
 _POWER = re.compile(
     r"^(?P<mw>-?(?:\d+(?:\.\d+)?|inf|nan))\s*mW(?:,\s*(?P<dbm>-?(?:\d+(?:\.\d+)?|inf|nan))\s*dBm)?$", re.I
@@ -135,11 +134,17 @@ def parse_cables(text: str, source: str = "<cables>") -> Mapping[PortRef, CableI
                 out[record.ref] = record
             head, fields = m, {}
             continue
-        f = _FIELD.match(line)
-        if f is None or head is None:
-            problem = "field before any 'Port=N Lid=.. GUID=..' line" if f else "not a 'Key: value' line"
+        # "Key: value" split at the first colon (a lazy key pattern retried every position of
+        # a long run of spaces before the colon: quadratic in the line)
+        key, colon, value = line.partition(":")
+        if not colon or not key or head is None:
+            problem = (
+                "field before any 'Port=N Lid=.. GUID=..' line"
+                if colon and key
+                else "not a 'Key: value' line"
+            )
             raise ParseError(TOOL, source, lineno, raw, problem)
-        fields.setdefault(f.group("key").strip(), f.group("value").strip())
+        fields.setdefault(key.strip(), value.strip())
     if head is not None:
         record = _record(head, fields)
         out[record.ref] = record

@@ -62,7 +62,17 @@ __all__ = [
     "switch_name",
 ]
 
-_SWITCH_DESC = re.compile(r"^MF0;|;.*:[A-Z]+\d+|\bswitch\b", re.IGNORECASE)
+_SWITCH_DESC = re.compile(r"^MF0;|\bswitch\b", re.IGNORECASE)
+# ";...:<model code>" (MF0;leaf-01:MQM9700/U1): looked for after the first ';' only (one pass; a
+# ';.*:' pattern is retried from every ';' to the end of the text).
+_MODEL_CODE = re.compile(r":[A-Z]++\d", re.IGNORECASE)
+
+
+def _switch_like(desc: str) -> bool:
+    if _SWITCH_DESC.search(desc):
+        return True
+    semi = desc.find(";")
+    return semi >= 0 and _MODEL_CODE.search(desc, semi + 1) is not None
 
 
 class Role(StrEnum):
@@ -129,7 +139,7 @@ def _hca_role(node: Node) -> tuple[Role, str | None, str | None, int | None]:
         return Role.ROUTER, None, None, None
     if (
         (";" in desc or "witch" in desc)
-        and _SWITCH_DESC.search(desc)
+        and _switch_like(desc)
         and adapter_index(desc.split()[-1] if desc.split() else "") is None
     ):
         return Role.SWITCH_MGMT, None, None, None

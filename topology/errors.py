@@ -9,6 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# An error is read by a person: whatever text it quotes (a 10 MB line, a long host range) is cut.
+MAX_ERROR_CHARS = 400
+MAX_QUOTED_CHARS = 80
+
+
+def excerpt(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``repr`` of ``text``, cut to about ``limit`` characters with how much was left out.
+
+    >>> excerpt("n" * 1000, 20)
+    "'nnnnnnnnnnnnnnnnn...' (1000 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    shown = repr(text[: max(1, limit - 3)])
+    return f"{shown[:-1]}...{shown[-1]} ({len(text)} characters)"
+
 
 class IbfabError(Exception):
     """Root of every error ibfab raises on purpose."""
@@ -16,7 +32,12 @@ class IbfabError(Exception):
     exit_code = 1
 
     def one_line(self) -> str:
-        return " ".join(str(self).split())
+        """The message on one line, at most MAX_ERROR_CHARS (its head and tail kept)."""
+        line = " ".join(str(self).split())
+        if len(line) <= MAX_ERROR_CHARS:
+            return line
+        keep = MAX_ERROR_CHARS // 2 - 10
+        return f"{line[:keep]} [... {len(line) - 2 * keep} characters ...] {line[-keep:]}"
 
 
 class UsageError(IbfabError):

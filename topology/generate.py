@@ -38,18 +38,26 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from topology.errors import ParseError, UsageError
-from topology.model import SPEED_ORDER, Guid, Link, PortRef
-
-KINDS = ("leafspine", "rail")
-# Switch model by radix: (model, PCI device id, default speed).
-SWITCH_MODELS: Mapping[int, tuple[str, int, str]] = MappingProxyType(
-    {36: ("MSB7800", 0xCB84, "EDR"), 40: ("MQM8700", 0xCF08, "HDR"), 64: ("MQM9700", 0xD2F0, "NDR")}
+from topology.design import (
+    FABRIC_SPEEDS,
+    HCA_DEVIDS,
+    KINDS,
+    SPEC_KEYS,
+    SWITCH_MODELS,
+    VENDOR_ID,
+    Design,
+    DesignHca,
+    DesignSwitch,
+    FabricSpec,
+    FaultSpec,
+    PlantedFault,
+    lower_speed,
 )
-# HCA device id by fabric speed (ConnectX-5 / -6 / -7).
-HCA_DEVIDS: Mapping[str, int] = MappingProxyType({"EDR": 0x1017, "HDR": 0x101B, "NDR": 0x1021})
-VENDOR_ID = 0x2C9
-FABRIC_SPEEDS = ("EDR", "HDR", "NDR")
+from topology.errors import ParseError, UsageError
+from topology.generate_faults import plant
+from topology.generate_text import ibsim_limits, to_ibnetdiscover, to_ibsim_net
+from topology.model import Guid, Link, PortRef
+
 _LEAF_GUID, _SPINE_GUID, _CORE_GUID = 0x0C42A10300A00000, 0x0C42A10300A10000, 0x0C42A10300A20000
 _SIDE_LEAF_GUID, _SIDE_SPINE_GUID = 0x0C42A10300A30000, 0x0C42A10300A40000
 _HCA_GUID = 0x1070FD0300100000
@@ -65,128 +73,6 @@ PRESETS: Mapping[str, str] = MappingProxyType(
     }
 )
 DEFAULT_PRESET = "rail-small"
-_KEYS = {
-    "leafspine": (
-        "leaves",
-        "spines",
-        "hosts",
-        "radix",
-        "speed",
-        "cables",
-        "side",
-        "side_hosts",
-        "side_spines",
-    ),
-    "rail": (
-        "units",
-        "nodes",
-        "hcas",
-        "spines",
-        "core",
-        "radix",
-        "speed",
-        "cables",
-        "side",
-        "side_hosts",
-        "side_spines",
-    ),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class FabricSpec:
-    """What to build. ``cables`` is the number of cables from each leaf to each spine (0 = auto)."""
-
-    kind: str
-    spines: int
-    radix: int
-    speed: str
-    leaves: int = 0  # leafspine
-    hosts: int = 0  # leafspine: hosts per leaf
-    units: int = 0  # rail: scalable units
-    nodes: int = 0  # rail: nodes per unit
-    hcas: int = 0  # rail: HCAs (= rails) per node
-    core: int = 0  # rail: core switches (0 = two tiers)
-    cables: int = 0
-    side: int = 0  # leaves of a management side group (0: none)
-    side_hosts: int = 0  # hosts per side leaf
-    side_spines: int = 0  # spines of the side group
-
-    def text(self) -> str:
-        """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines")
-        vals = {k: getattr(self, k) for k in _KEYS[self.kind] if k not in optional or getattr(self, k)}
-        return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
-
-
-@dataclass(frozen=True, slots=True)
-class DesignSwitch:
-    guid: Guid
-    name: str  # the short node id (ibsim console, net file)
-    description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
-    role: str  # leaf | spine | core
-    unit: int | None
-    rail: int | None
-    nports: int
-    devid: int
-
-
-@dataclass(frozen=True, slots=True)
-class DesignHca:
-    guid: Guid
-    port_guid: Guid
-    host: str
-    index: int  # the N of mlx5_N, which is also the rail on rail fabrics
-    unit: int
-    devid: int
-    present: bool = True
-
-    @property
-    def description(self) -> str:
-        return f"{self.host} mlx5_{self.index}"
-
-
-@dataclass(frozen=True, slots=True)
-class PlantedFault:
-    """An anomaly planted on purpose, as discovery should report it."""
-
-    kind: str  # rail_miswire | missing_link | degraded_link
-    fault: str  # the fault spec that planted it
-    guids: tuple[Guid, ...]
-    ports: tuple[PortRef, ...]
-    description: str
-
-
-@dataclass(frozen=True, slots=True)
-class Design:
-    spec: FabricSpec
-    faults: tuple[str, ...]
-    switches: tuple[DesignSwitch, ...]
-    hcas: tuple[DesignHca, ...]
-    cables: tuple[Link, ...]  # as intended
-    built: tuple[Link, ...]  # as built: faults applied
-    planted: tuple[PlantedFault, ...]
-
-    @property
-    def speed(self) -> str:
-        return self.spec.speed
-
-    def present_hcas(self) -> list[DesignHca]:
-        return [h for h in self.hcas if h.present]
-
-    def switch(self, name: str) -> DesignSwitch:
-        for s in self.switches:
-            if s.name == name:
-                return s
-        raise KeyError(name)
-
-
-@dataclass(frozen=True, slots=True)
-class FaultSpec:
-    kind: str  # miswire | missing-link | missing-hca | degraded-width | degraded-speed
-    target: str  # host or switch name
-    args: tuple[str, ...]
-    text: str
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -205,8 +91,10 @@ def parse_fabric_spec(text: str) -> FabricSpec:
         raise UsageError(f"fabric spec {raw!r}: unknown kind or preset {base!r} (known: {known})")
     values.update(_pairs(rest, raw))
     for key in values:
-        if key not in _KEYS[kind]:
-            raise UsageError(f"fabric spec {raw!r}: {kind} has no {key!r} (keys: {', '.join(_KEYS[kind])})")
+        if key not in SPEC_KEYS[kind]:
+            raise UsageError(
+                f"fabric spec {raw!r}: {kind} has no {key!r} (keys: {', '.join(SPEC_KEYS[kind])})"
+            )
     ints: dict[str, int] = {}
     for key, val in values.items():
         if key == "speed":
@@ -394,8 +282,6 @@ def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> De
     if spec.side:
         _side_group(spec, switches, hcas, cables, switch, cable)
     design = Design(spec, (), tuple(switches), tuple(hcas), tuple(cables), tuple(cables), ())
-    from topology.generate_faults import plant
-
     return plant(design, [f if isinstance(f, FaultSpec) else parse_fault(f) for f in faults])
 
 
@@ -506,29 +392,28 @@ def design_from_dict(data: Mapping[str, Any], source: str = "design.json") -> De
         raise ParseError("design", source, 0, "", f"not an ibfab design: {exc}") from exc
 
 
-def lower_speed(speed: str) -> str:
-    """The next slower speed token: ``lower_speed('HDR') == 'EDR'``."""
-    i = SPEED_ORDER.index(speed)
-    return SPEED_ORDER[max(0, i - 1 if SPEED_ORDER[i - 1] != "FDR10" else i - 2)]
-
-
-# -- writers (kept in topology.generate_text; re-exported here for one import site) -----------
-def to_ibsim_net(design: Design) -> str:
-    """The ibsim net file for ``design`` (see :func:`topology.generate_text.to_ibsim_net`)."""
-    from topology.generate_text import to_ibsim_net as write
-
-    return write(design)
-
-
-def ibsim_limits(design: Design) -> list[str]:
-    """The ``-N/-S/-P/-L`` options ibsim needs for ``design`` (empty for small fabrics)."""
-    from topology.generate_text import ibsim_limits as limits
-
-    return limits(design)
-
-
-def to_ibnetdiscover(design: Design, generated_on: str = "Mon Jan  1 00:00:00 2024") -> str:
-    """``design`` as real ibnetdiscover topology output (see :mod:`topology.generate_text`)."""
-    from topology.generate_text import to_ibnetdiscover as write
-
-    return write(design, generated_on)
+__all__ = [
+    "DEFAULT_PRESET",
+    "FABRIC_SPEEDS",
+    "HCA_DEVIDS",
+    "KINDS",
+    "PRESETS",
+    "SWITCH_MODELS",
+    "VENDOR_ID",
+    "Design",
+    "DesignHca",
+    "DesignSwitch",
+    "FabricSpec",
+    "FaultSpec",
+    "PlantedFault",
+    "build_design",
+    "design_from_dict",
+    "design_to_dict",
+    "generate",
+    "ibsim_limits",
+    "lower_speed",
+    "parse_fabric_spec",
+    "parse_fault",
+    "to_ibnetdiscover",
+    "to_ibsim_net",
+]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from topology.design import Design, DesignHca, DesignSwitch, FaultSpec, PlantedFault, lower_speed
 from topology.errors import UsageError
-from topology.generate import Design, DesignHca, DesignSwitch, FaultSpec, PlantedFault, lower_speed
 from topology.model import SPEED_ORDER, Guid, Link, PortRef
 
 # Speeds ibsim 0.10 can train a link at (NDR runs as HDR in the simulator).

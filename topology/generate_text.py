@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from topology.generate import VENDOR_ID, Design, DesignHca, DesignSwitch
+from topology.design import VENDOR_ID, Design, DesignHca, DesignSwitch
 from topology.model import Guid, Link
 
 # ibsim 0.10 built-in limits and the options that raise them.

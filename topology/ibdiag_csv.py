@@ -13,8 +13,10 @@ what differs by nature is said in its docstring.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType
 
@@ -248,3 +250,33 @@ def node_of_port_guid(text: str, source: str = "<db_csv>") -> dict[Guid, Guid]:
         except ValueError:
             continue
     return out
+
+
+_RUN_DATE = re.compile(
+    r"^(?P<when>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\s+(?P<zone>[A-Za-z]+))?(?:\s*(?P<offset>[+-]\d\d:?\d\d))?$"
+)
+
+
+def run_time(text: str, source: str = "<db_csv>") -> float | None:
+    """When the run started, from RUN_INFO's ``Date`` (``2025-03-31 23:43:18 UTC +0000``), as a
+    Unix time. None when the file does not say, or says it without a time zone (a local time of
+    an unknown place is not a time).
+
+    >>> run_time("START_RUN_INFO\\nDate\\n2025-03-31 23:43:18 UTC +0000\\nEND_RUN_INFO\\n")
+    1743464598.0
+    """
+    section = db_csv_sections(text, source).get("RUN_INFO")
+    date = section.rows[0].get("Date", "") if section and section.rows else ""
+    m = _RUN_DATE.match(date.strip())
+    if m is None:
+        return None
+    when = datetime.fromisoformat(m["when"].replace(" ", "T"))
+    if m["offset"]:
+        offset = m["offset"].replace(":", "")
+        sign = -1 if offset[0] == "-" else 1
+        zone = timezone(sign * timedelta(hours=int(offset[1:3]), minutes=int(offset[3:5])))
+    elif (m["zone"] or "").upper() in ("UTC", "GMT", "Z"):
+        zone = UTC
+    else:
+        return None
+    return when.replace(tzinfo=zone).timestamp()

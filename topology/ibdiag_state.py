@@ -1,5 +1,5 @@
 """Switch and port state from ``ibdiagnet2.db_csv``: adaptive routing (AR_INFO), the FEC mode
-each port runs (FEC_MODE) and temperatures (TEMP_SENSING).
+each port runs (FEC_MODE), temperatures (TEMP_SENSING) and the subnet managers (SM_INFO).
 
 Only what the run reported is kept: a switch missing from AR_INFO has *unknown* AR state (a run
 with no AR rows says nothing about AR), never "off". Values the tool could not read (``N/A``)
@@ -58,12 +58,33 @@ class PortFec:
     mode: str | None  # FEC_NAMES, "code N" for one not listed, None when N/A
 
 
+# SMInfo SMState codes (IBA 14.2.5.13).
+SM_STATES: Mapping[int, str] = MappingProxyType(
+    {0: "not active", 1: "discovering", 2: "standby", 3: "master"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SmPort:
+    """One subnet manager the run found (SM_INFO)."""
+
+    node: Guid
+    port_guid: Guid
+    state: str | None  # SM_STATES, None when unreadable
+    priority: int | None
+
+
 @dataclass(frozen=True)
 class IbdiagState:
     ar: Mapping[Guid, ArState]  # switches AR_INFO reported; others unknown
     fec: Mapping[PortRef, PortFec]
     temperature: Mapping[Guid, int]  # node -> degrees C (TEMP_SENSING), read values only
     ar_section_present: bool  # AR_INFO was in the run (possibly empty)
+    sms: tuple[SmPort, ...] = ()  # SM_INFO rows, in file order
+
+    @property
+    def master_sm(self) -> SmPort | None:
+        return next((sm for sm in self.sms if sm.state == "master"), None)
 
 
 def _flag(row: Mapping[str, str], key: str) -> bool | None:
@@ -123,6 +144,20 @@ def _temperatures(section: Section | None) -> dict[Guid, int]:
     return out
 
 
+def _sms(section: Section | None) -> tuple[SmPort, ...]:
+    out = []
+    for row in section.rows if section else ():
+        try:
+            node = normalise_guid(row.get("NodeGUID", ""))
+            port = normalise_guid(row.get("PortGUID", "") or row.get("GUID", ""))
+        except ValueError:
+            continue
+        code = optional_int(row.get("SmState"))
+        state = None if code is None else SM_STATES.get(code, f"state {code}")
+        out.append(SmPort(node, port, state, optional_int(row.get("Priority"))))
+    return tuple(out)
+
+
 def parse_db_csv_state(text: str, source: str = "<db_csv>") -> IbdiagState:
     sections = db_csv_sections(text, source)
     return IbdiagState(
@@ -130,4 +165,5 @@ def parse_db_csv_state(text: str, source: str = "<db_csv>") -> IbdiagState:
         MappingProxyType(_fec(sections.get("FEC_MODE"))),
         MappingProxyType(_temperatures(sections.get("TEMP_SENSING"))),
         "AR_INFO" in sections,
+        _sms(sections.get("SM_INFO")),
     )

@@ -84,12 +84,13 @@ _TOOL_LIKE = re.compile(
 # Terminal escape sequences: CSI (colours, cursor), OSC (window titles), and two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # One line break: CRLF, a doubled CR before LF (terminal logs), or LF.
-_LINE_END = re.compile(r"\r+\n")
+_LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear in a run of CRs
 _SKIPPED_SHOWN = 5
 _PORTS_REPORT = re.compile(
     r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\d+)x\s*(\S+)"
-    r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)"
-    r"|\s+'(.*?)')\s*$"
+    # atomic first description: the line's end is checked once, not once per "' - '" in it
+    r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*(?>'(.*?)'\s+-\s+')(.*)'\s*\)"
+    r"|\s+'(.*)')\s*$"
 )
 
 
@@ -349,7 +350,9 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
         first = stripped[0]
         if first == "[" and current is not None:
             # The hot path: a port line inside a record (inlined; ~100k per 16k-HCA fabric).
-            fm = strict_match(stripped) or fast_match(stripped)
+            # (the fast pattern's '.*"(.*)"' backtracks over every pair of quotes: a line with
+            # many is left to the general parser, which reads it the same way)
+            fm = strict_match(stripped) or (fast_match(stripped) if stripped.count('"') <= 8 else None)
             if fm is not None:
                 port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
                 pnum = int(port)

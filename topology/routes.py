@@ -46,7 +46,9 @@ _MAX_HOPS = 64
 # ibroute / dump_fts:  Unicast lids [0x0-0x54] of switch Lid 2 guid 0x0c42... (MF0;leaf:MQM9700/U1):
 # dump_fts by DR:      ... of switch DR path slid 0; dlid 0; 0,1,5,16 guid 0x0c42... (...):
 # opensm-lfts.dump:    Unicast lids [0-84] of switch Lid 2 guid 0x0c42... ('MF0;leaf:MQM9700/U1'):
-_HEADER = re.compile(r"^Unicast lids \[[^\]]*\] of switch .*?\bguid (0x[0-9A-Fa-f]+)\b.*:\s*$")
+# The first "guid 0x..." is the switch's (atomic: a header that does not end in ':' is not retried
+# from every later "guid", which made a long line quadratic).
+_HEADER = re.compile(r"^Unicast lids \[[^\]]*\] of switch (?>.*?\bguid (0x[0-9A-Fa-f]+)\b).*:\s*$")
 # opensm.fdbs:         dump_ucast_routes: Switch 0x0c42a10300a00000
 _FDBS_HEADER = re.compile(r"^dump_ucast_routes: Switch (0x[0-9A-Fa-f]+)\s*$")
 # 0x0001 001 : (...)   |   0x0001 001 # ...   |   0x0001 : 001  : 01   : yes

@@ -20,7 +20,7 @@ from operator import attrgetter, itemgetter
 
 from topology._speed import gc_paused
 from topology.classify import Classification, NodeClass, Role, far_guids
-from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
+from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef, link_gbps
 from topology.unnamed import likely_hosts
 
 
@@ -390,8 +390,42 @@ _PORT = itemgetter(0)
 # -- link width and speed -------------------------------------------------------------------------
 
 
-def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
-    """Cables slower than their peers.
+@dataclass(frozen=True, slots=True)
+class BelowPeers:
+    """A cable trained narrower or slower than its peers, and what its peers train at.
+
+    ``width``/``speed`` are the peers' usual values where the cable is below them, else the
+    cable's own, so :attr:`gbps` is the rate the cable should give.
+    """
+
+    link: Link
+    width: int
+    speed: str
+
+    @property
+    def narrow(self) -> bool:
+        return 0 < self.link.width < self.width
+
+    @property
+    def slow(self) -> bool:
+        return self.speed != self.link.speed
+
+    @property
+    def gbps(self) -> float:
+        return link_gbps(self.width, self.speed)
+
+    def problems(self) -> str:
+        """``1x where its peers run 4x`` and/or ``EDR where its peers run HDR``."""
+        out = []
+        if self.narrow:
+            out.append(f"{self.link.width}x where its peers run {self.width}x")
+        if self.slow:
+            out.append(f"{self.link.speed} where its peers run {self.speed}")
+        return " and ".join(out)
+
+
+def links_below_peers(fabric: Fabric, cls: Classification) -> list[BelowPeers]:
+    """Cables slower than their peers (fabric order), with the rate their peers train at.
 
     Width is compared across all cables of one tier pair. Speed is compared among cables that
     should run at one speed: a host's HCA cables to one leaf model, single-HCA hosts of one model
@@ -453,33 +487,35 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         for lk in (fabric.links if suspect else ())
         if lk.a.guid != lk.b.guid and (tk := classes(lk)) in suspect
     ]
-    out: list[Anomaly] = []
+    out: list[BelowPeers] = []
     for lk, tp, key in entries:
         wm = width_mode.get(tp)
         sm = speed_mode.get(key)
         rank = SPEED_RANK.get(lk.speed)
         narrow = wm is not None and 0 < lk.width < wm
         slow = sm is not None and rank is not None and rank < sm
-        if not (narrow or slow):
-            continue
-        problems = []
-        if narrow:
-            problems.append(f"{lk.width}x where its peers run {wm}x")
-        if slow and sm is not None:
-            problems.append(f"{lk.speed} where its peers run {SPEED_ORDER[sm]}")
-        out.append(
-            Anomaly(
-                "degraded_link",
-                Severity.ERROR if narrow else Severity.WARNING,
-                (lk.a.guid, lk.b.guid),
-                (lk.a, lk.b),
-                f"cable {_label(cls, lk.a.guid)} port {lk.a.port} <-> {_label(cls, lk.b.guid)} "
-                f"port {lk.b.port} trains at {lk.width}x{lk.speed} ({lk.gbps:g} Gb/s): "
-                + " and ".join(problems)
-                + "; reseat or replace the cable/transceiver",
-            )
-        )
+        if narrow or slow:
+            width = wm if narrow and wm is not None else lk.width
+            speed = SPEED_ORDER[sm] if slow and sm is not None else lk.speed
+            out.append(BelowPeers(lk, width, speed))
     return out
+
+
+def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    """A ``degraded_link`` anomaly for every cable below its peers (see :func:`links_below_peers`)."""
+    return [
+        Anomaly(
+            "degraded_link",
+            Severity.ERROR if d.narrow else Severity.WARNING,
+            (d.link.a.guid, d.link.b.guid),
+            (d.link.a, d.link.b),
+            f"cable {_label(cls, d.link.a.guid)} port {d.link.a.port} <-> {_label(cls, d.link.b.guid)} "
+            f"port {d.link.b.port} trains at {d.link.width}x{d.link.speed} ({d.link.gbps:g} Gb/s): "
+            + d.problems()
+            + "; reseat or replace the cable/transceiver",
+        )
+        for d in links_below_peers(fabric, cls)
+    ]
 
 
 _A_GUID, _B_GUID = attrgetter("a.guid"), attrgetter("b.guid")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -22,6 +23,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
 from fabric.app.health_window import HealthProcess, HealthWindow
@@ -33,22 +35,40 @@ from tui.messages import (
     ActionApplied,
     HealthLoaded,
     LoadFailed,
+    OpenAccusers,
     OpenDetail,
+    OpenScreen,
     StateLoaded,
     StoreChanged,
     SweepFinished,
     ViewLoaded,
 )
+from tui.screens.anomalies import AnomaliesScreen
+from tui.screens.base import DataScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.fabric_map import FabricMapScreen
 from tui.screens.help import HelpScreen
 from tui.screens.links import LinksScreen
+from tui.screens.operations import OperationsScreen
 from tui.screens.overview import OverviewScreen
+from tui.screens.pairs import AccusersScreen
 from tui.screens.probes import ProbesScreen
 from tui.screens.recommendations import RecommendationsScreen
 
 POLL_SECONDS = 5.0
+# Screen history deeper than this starts again from the overview (each screen holds its tables).
+MAX_HISTORY = 24
 T = TypeVar("T")
+# The screens a key opens, by the name OpenScreen carries.
+SCREENS: dict[str, type[DataScreen]] = {
+    "overview": OverviewScreen,
+    "anomalies": AnomaliesScreen,
+    "links": LinksScreen,
+    "map": FabricMapScreen,
+    "probes": ProbesScreen,
+    "recommendations": RecommendationsScreen,
+    "operations": OperationsScreen,
+}
 
 
 def built_without_gc_pauses(build: Callable[[], T]) -> T:
@@ -76,28 +96,35 @@ class IbfabApp(App[None]):
     .note { color: $text-muted; }
     #status-line { height: 1; background: $boost; }
     """
-    MODES: ClassVar[dict[str, type]] = {  # type: ignore[assignment]
-        "overview": OverviewScreen,
-        "links": LinksScreen,
-        "map": FabricMapScreen,
-        "probes": ProbesScreen,
-        "recommendations": RecommendationsScreen,
-    }
-    DEFAULT_MODE = "overview"
+    # Every screen key opens a fresh screen on top of the history; escape goes back one step.
+    # Priority: a screen key acts as it arrives, so the keys queued behind it (a burst, a paste)
+    # reach the new screen, never the old one. A text box with focus still takes every printable
+    # key (Textual drops the bindings of keys it consumes), and under a modal they do nothing.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o,1", "switch_mode('overview')", "overview"),
-        Binding("l,2", "switch_mode('links')", "links"),
-        Binding("m,3", "switch_mode('map')", "map"),
-        Binding("p,4", "switch_mode('probes')", "probes"),
-        Binding("r,5", "switch_mode('recommendations')", "advice"),
-        Binding("g", "reload", "reload", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
+        Binding("o,1", "open('overview')", "overview", priority=True),
+        Binding("e,2", "open('anomalies')", "anomalies", priority=True),
+        Binding("l,3", "open('links')", "links", priority=True),
+        Binding("m,4", "open('map')", "map", priority=True),
+        Binding("p,5", "open('probes')", "probes", priority=True),
+        Binding("r,6", "open('recommendations')", "advice", priority=True),
+        Binding("c,7", "open('operations')", "changes", priority=True),
+        Binding("escape", "go_back", "back"),
+        Binding("g", "reload", "reload from the store", show=False, priority=True),
+        Binding("question_mark", "help", "help", priority=True),
+        Binding("q", "quit", "quit", priority=True),
     ]
+    MODAL_BLOCKED: ClassVar[frozenset[str]] = frozenset({"open", "reload", "help", "quit"})
 
-    def __init__(self, service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        service: FabricService,
+        *,
+        poll_seconds: float | None = POLL_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
         self.service = service
+        self.clock = clock
         self.poll_seconds = poll_seconds
         self.state: StoreState | None = None
         self.view: FabricView | None = None
@@ -107,12 +134,15 @@ class IbfabApp(App[None]):
         self.loading = {"state": True, "topology": True, "health": True}
         self.errors: dict[str, str] = {}
         self.messages_seen: list[Message] = []  # our messages, in order (tests read this)
-        self.data_screens: set[object] = set()
+        self.generation = 0  # bumped whenever the data changes; a screen redraws when behind
         self._seen_ids: tuple[int | None, int | None] | None = None
         self._health_job: HealthProcess | None = None
         self._health_lock = threading.Lock()
 
     # -- life cycle ---------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen[None]:
+        return OverviewScreen()  # the bottom of the history: escape stops here
+
     def on_mount(self) -> None:
         self.sub_title = self.service.db.name if self.service.db else "default store"
         self.load(topology=True)
@@ -123,7 +153,35 @@ class IbfabApp(App[None]):
         self.load(topology=True)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.screen))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No screen key under a modal (a plan window, the help): priority bindings are checked
+        past the modal, and a key for the window must not open a screen over it."""
+        return not (action in self.MODAL_BLOCKED and isinstance(self.screen, ModalScreen))
+
+    # -- navigation: one history stack ----------------------------------------------------------
+    def action_open(self, name: str) -> None:
+        self.open_screen(SCREENS[name]())
+
+    def open_screen(self, screen: Screen[None]) -> None:
+        """Push ``screen`` on the history; a history grown past MAX_HISTORY restarts at the overview."""
+        if len(self.screen_stack) >= MAX_HISTORY:
+            while len(self.screen_stack) > 1:
+                self.pop_screen()
+        self.push_screen(screen)
+
+    def action_go_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def on_open_screen(self, msg: OpenScreen) -> None:
+        self.messages_seen.append(msg)
+        self.action_open(msg.name)
+
+    def on_open_accusers(self, msg: OpenAccusers) -> None:
+        self.messages_seen.append(msg)
+        self.open_screen(AccusersScreen(msg))
 
     def on_unmount(self) -> None:
         self.stop_health()
@@ -215,14 +273,16 @@ class IbfabApp(App[None]):
     def on_open_detail(self, msg: OpenDetail) -> None:
         self.messages_seen.append(msg)
         if self.view is not None:
-            self.push_screen(DetailScreen(guid=msg.guid, link=msg.link))
+            self.open_screen(DetailScreen(guid=msg.guid, link=msg.link))
 
     def on_sweep_finished(self, msg: SweepFinished) -> None:
         self.messages_seen.append(msg)
 
     def on_action_applied(self, msg: ActionApplied) -> None:
         self.messages_seen.append(msg)
-        self.notify(msg.result, title=msg.target, severity="information" if msg.ok else "error")
+        self.notify(msg.result, title=msg.target, severity="information" if msg.ok else "error", markup=False)
+        if msg.ok:
+            self.refresh_screens()  # the open changes and the audit log moved
 
     def _set_rows(self) -> None:
         self.rows = with_health(self.view.links, self.health) if self.view is not None else ()
@@ -230,8 +290,16 @@ class IbfabApp(App[None]):
         self.refresh_screens()
 
     def refresh_screens(self) -> None:
-        for screen in list(self.data_screens):
-            screen.refresh_data()  # type: ignore[attr-defined]
+        """Redraw the screen on top; the ones below redraw when they come back (on resume)."""
+        self.generation += 1
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, DataScreen):
+                if screen.is_mounted:
+                    screen.refresh_data()
+                return
+
+    def now(self) -> float:
+        return self.clock()
 
     def status_line(self) -> str:
         """What is loaded, in words (shown at the top of every screen)."""
@@ -262,6 +330,12 @@ def _index(view: FabricView | None, health: HealthWindow | None) -> LinkIndex:
     return index
 
 
-def build_app(service: FabricService, *, poll_seconds: float | None = POLL_SECONDS) -> IbfabApp:
-    """The app for ``ibfab tui`` and for tests (``poll_seconds=None``: no live refresh)."""
-    return IbfabApp(service, poll_seconds=poll_seconds)
+def build_app(
+    service: FabricService,
+    *,
+    poll_seconds: float | None = POLL_SECONDS,
+    clock: Callable[[], float] = time.time,
+) -> IbfabApp:
+    """The app for ``ibfab tui`` and for tests (``poll_seconds=None``: no live refresh; ``clock``:
+    the time ages are counted against)."""
+    return IbfabApp(service, poll_seconds=poll_seconds, clock=clock)

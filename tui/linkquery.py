@@ -14,22 +14,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.views import NO_DATA, LinkRow, status_order
+from fabric.app.views import NO_DATA, STATUSES, LinkRow, RowStatus, status_order
 
 SORT_KEYS = ("score", "ber", "flaps", "name")
-_STATUS_WORDS = {
-    "ok": "ok",
-    "watch": "watch",
-    "warn": "warn",
-    "crit": "critical",
-    "critical": "critical",
+_STATUS_WORDS: dict[str, RowStatus] = {
+    **{s.value: s for s in STATUSES if s is not NO_DATA},
+    "crit": STATUSES[0],
     "nodata": NO_DATA,
 }
+# What a bare tier pair may be made of (LinkRow.tiers: tier names, spaces as underscores).
+_TIER_WORDS = ("hca", "leaf", "spine", "core", "hostless", "side_leaf", "side_spine", "side_core")
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    statuses: tuple[str, ...] = ()
+    statuses: tuple[RowStatus | str, ...] = ()  # a str: a status word that is none (matches nothing)
     tiers: tuple[str, ...] = ()
     rails: tuple[int, ...] = ()
     groups: tuple[int, ...] = ()
@@ -41,7 +40,7 @@ class Query:
 
 
 def parse_query(text: str) -> Query:
-    statuses: list[str] = []
+    statuses: list[RowStatus | str] = []
     tiers: list[str] = []
     rails: list[int] = []
     groups: list[int] = []
@@ -56,9 +55,7 @@ def parse_query(text: str) -> Query:
             (rails if key == "rail" else groups).append(int(value))
         elif word in _STATUS_WORDS:
             statuses.append(_STATUS_WORDS[word])
-        elif "-" in word and all(
-            part in ("hca", "leaf", "spine", "core", "switch") for part in word.split("-")
-        ):
+        elif "-" in word and all(part in _TIER_WORDS for part in word.split("-")):
             tiers.append(word)
         else:
             words.append(word)

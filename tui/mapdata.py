@@ -1,5 +1,6 @@
-"""The fabric map's grids: leaf x spine (cables between them) and rail x unit (each leaf's uplinks),
-by health; and leaf x spine by the bandwidth the latest sweep measured on each cable.
+"""The fabric map's grids: one per pair of switch tiers the fabric has (leaf x spine, spine x core,
+a side group's side_leaf x side_spine...: the cables between them) and rail x unit (each leaf's
+uplinks), by health; and leaf x spine by the bandwidth the latest sweep measured on each cable.
 
 A cell holds the cables it stands for and their worst status; :data:`SHADES` draws a status as a
 shade that reads without colour (legend on screen). Bandwidth borrows the status shades: at least
@@ -13,15 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fabric.app.bandwidth import SweepBandwidth
-from fabric.app.views import NO_DATA, FabricView, LinkRow, status_order
+from fabric.app.views import NO_DATA, FabricView, LinkRow, RowStatus, status_order
 
-SHADES = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
+SHADES: dict[RowStatus | str, str] = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
+# Tier words in the order a map reads them: compute tiers up, then side groups', hostless last.
+TIER_ORDER = ("leaf", "spine", "core", "side_leaf", "side_spine", "side_core", "hostless")
+RAIL_UNIT = "rail-unit"
 LEGEND = "░ ok   ▒ watch   ▓ warn   █ critical   · no data   (blank: no cable)"
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    status: str
+    status: RowStatus | str
     links: tuple[int, ...]  # LinkRow indexes, worst first
 
 
@@ -32,6 +36,8 @@ class MapGrid:
     col_labels: tuple[str, ...]
     cells: dict[tuple[int, int], Cell]
     note: str = ""
+    row_axis: str = ""  # what the rows are (leaf, rail) and the columns (spine, unit)
+    col_axis: str = ""
 
 
 def _cell(rows: Sequence[LinkRow], indexes: list[int]) -> Cell:
@@ -41,26 +47,52 @@ def _cell(rows: Sequence[LinkRow], indexes: list[int]) -> Cell:
     return Cell(rows[indexes[0]].status, tuple(indexes))
 
 
+def tier_pairs(rows: Sequence[LinkRow]) -> list[str]:
+    """The switch-to-switch tier pairs the fabric has cables on (``leaf-spine``, ``spine-core``...),
+    lower tiers first."""
+    pairs = {r.tiers for r in rows if not r.tiers.startswith("hca-")}
+
+    def rank(pair: str) -> tuple[int, ...]:
+        return tuple(TIER_ORDER.index(t) if t in TIER_ORDER else len(TIER_ORDER) for t in pair.split("-", 1))
+
+    return sorted(pairs, key=lambda p: (rank(p), p))
+
+
+def map_views(view: FabricView, rows: Sequence[LinkRow]) -> list[str]:
+    """Every map the fabric has: each tier pair, then rail x unit on a rail-optimized fabric."""
+    views = tier_pairs(rows)
+    if view.discovery.classification.rail_optimized:
+        views.append(RAIL_UNIT)
+    return views or ["leaf-spine"]
+
+
+def tier_pair_grid(rows: Sequence[LinkRow], pair: str = "leaf-spine") -> MapGrid:
+    """Rows: the lower tier's switches by name; columns: the upper tier's; a cell: the cables
+    between them (``pair`` as in LinkRow.tiers, e.g. ``spine-core``)."""
+    lower, _, upper = pair.partition("-")
+    cables, los, his = _pair_cables(rows, pair)
+    cells = {(los[a], his[b]): _cell(rows, ix) for (a, b), ix in cables.items()}
+    note = "" if cells else f"no {lower}-to-{upper} cables in this fabric"
+    return MapGrid(f"{lower} x {upper}: cable health", tuple(los), tuple(his), cells, note, lower, upper)
+
+
 def leaf_spine_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
     """Rows: leaves by name; columns: spines by name; a cell: the cables between them."""
-    cables, leaves, spines = _leaf_spine_cables(rows)
-    cells = {(leaves[a], spines[b]): _cell(rows, ix) for (a, b), ix in cables.items()}
-    note = "" if cells else "no leaf-to-spine cables in this fabric"
-    return MapGrid("leaf x spine: uplink health", tuple(leaves), tuple(spines), cells, note)
+    return tier_pair_grid(rows, "leaf-spine")
 
 
-def _leaf_spine_cables(
-    rows: Sequence[LinkRow],
+def _pair_cables(
+    rows: Sequence[LinkRow], pair: str = "leaf-spine"
 ) -> tuple[dict[tuple[str, str], list[int]], dict[str, int], dict[str, int]]:
-    """The leaf-spine rows' indexes per (leaf, spine), and each leaf's and spine's position
-    (by name): the axes of both leaf x spine grids."""
+    """The rows' indexes of one tier pair per (lower, upper) switch, and each switch's position
+    (by name): the axes of the grids."""
     cables: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in rows:
-        if r.tiers == "leaf-spine":
+        if r.tiers == pair:
             cables[(r.a_name, r.b_name)].append(r.index)
-    leaves = sorted({a for a, _ in cables})
-    spines = sorted({b for _, b in cables})
-    return cables, {n: i for i, n in enumerate(leaves)}, {n: i for i, n in enumerate(spines)}
+    los = sorted({a for a, _ in cables})
+    his = sorted({b for _, b in cables})
+    return cables, {n: i for i, n in enumerate(los)}, {n: i for i, n in enumerate(his)}
 
 
 def rail_unit_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
@@ -86,6 +118,8 @@ def rail_unit_grid(view: FabricView, rows: Sequence[LinkRow]) -> MapGrid:
         tuple(f"su{u}" for u in units),
         cells,
         note,
+        "rail",
+        "unit",
     )
 
 
@@ -98,7 +132,7 @@ BANDWIDTH_LEGEND = (
 _SHARE_STEPS = ((0.9, "ok"), (0.75, "watch"), (0.5, "warn"))
 
 
-def share_status(share: float | None) -> str:
+def share_status(share: float | None) -> RowStatus | str:
     if share is None:
         return NO_DATA
     return next((status for floor, status in _SHARE_STEPS if share >= floor), "critical")
@@ -106,7 +140,7 @@ def share_status(share: float | None) -> str:
 
 def bandwidth_grid(rows: Sequence[LinkRow], bandwidth: SweepBandwidth | None) -> MapGrid:
     """Leaf x spine; a cell's shade is its slowest cable's median share of line rate."""
-    cables, leaves, spines = _leaf_spine_cables(rows)
+    cables, leaves, spines = _pair_cables(rows)
     figures = bandwidth.cables if bandwidth is not None else {}
 
     def share(i: int) -> float:
@@ -129,7 +163,7 @@ def bandwidth_grid(rows: Sequence[LinkRow], bandwidth: SweepBandwidth | None) ->
         if bandwidth is not None
         else "leaf x spine: measured bandwidth"
     )
-    return MapGrid(title, tuple(leaves), tuple(spines), cells, note)
+    return MapGrid(title, tuple(leaves), tuple(spines), cells, note, "leaf", "spine")
 
 
 def cable_figure(row: LinkRow, bandwidth: SweepBandwidth | None) -> str:

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from fabric.app.health_window import HealthWindow
+from fabric.app.operations import PairHistory
 from fabric.app.views import FabricView, StoreState
+from topology.model import LinkKey
 
 if TYPE_CHECKING:
     from tui.linkquery import LinkIndex
@@ -75,6 +77,34 @@ class OpenDetail(Message):
         self.link = link
 
 
+class OpenScreen(Message):
+    """Open a fresh screen by name (``overview``, ``anomalies``, ``links``...) on top of the history."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class OpenAccusers(Message):
+    """Open the pairs of a sweep that accuse a suspect cable (slow pairs crossing it, and the fast
+    ones that partly clear it)."""
+
+    def __init__(
+        self,
+        sweep_id: int,
+        cable: str,
+        link: LinkKey | None,
+        slow: tuple[PairHistory, ...],
+        fast: tuple[PairHistory, ...],
+    ) -> None:
+        super().__init__()
+        self.sweep_id = sweep_id
+        self.cable = cable
+        self.link = link
+        self.slow = slow
+        self.fast = fast
+
+
 class SweepProgressed(Message):
     """Coalesced: at most one is in the queue; the handler takes the latest fabric.app.readmodel.SweepStep."""
 
@@ -88,7 +118,7 @@ class SweepFinished(Message):
 
 
 class ActionApplied(Message):
-    """An isolation was applied (or refused) through the isolation service."""
+    """A change (an isolation, an undo) was applied, refused or not confirmed."""
 
     def __init__(self, target: str, result: str, ok: bool) -> None:
         super().__init__()

@@ -25,6 +25,7 @@ class ActionKind(StrEnum):
     ISOLATE_PORT = "isolate_port"
     DRAIN_NODE = "drain_node"
     REPLACE_CABLE = "replace_cable"
+    SWAP_CABLES = "swap_cables"
     ENABLE_AR = "enable_ar"
     DISABLE_AR = "disable_ar"
     SET_ROUTING_ENGINE = "set_routing_engine"
@@ -102,6 +103,26 @@ def ufm_curl(refs: list[PortRef], healthy: bool = False, host: str = "<ufm-host>
     )
 
 
+def resweep_command(sm_guid: str | None = None) -> str:
+    """Ask the SM for a heavy sweep by its service name or PID file, never by process name: a
+    second OpenSM on the host (a standby, another subnet's SM) must not be signalled too."""
+    debian = f"opensm@{sm_guid}" if sm_guid else "opensm@<SM port GUID>"
+    return (
+        "systemctl kill --signal=HUP opensm   # resweep now: the unit that runs the master SM "
+        f'(Debian: {debian}; without systemd: kill -HUP "$(cat /var/run/opensm.pid)")'
+    )
+
+
+def restart_sm_command(sm_guid: str | None = None) -> str:
+    """Restart the SM by its service name so it reads opensm.conf again (a HUP only resweeps;
+    the switches keep forwarding on their tables meanwhile, and a standby SM may take over)."""
+    debian = f"opensm@{sm_guid}" if sm_guid else "opensm@<SM port GUID>"
+    return (
+        "systemctl restart opensm   # opensm.conf is read at start: the unit that runs the master SM "
+        f"(Debian: {debian}; UFM: change it in UFM's SM configuration instead)"
+    )
+
+
 def slurm_drain(host: str, reason: str) -> str:
     clean = reason.replace('"', "'")
     return f'scontrol update NodeName={host} State=DRAIN Reason="ibfab: {clean}"'
@@ -131,7 +152,7 @@ def isolate_port(
         impact,
         (
             Command("opensm", "apply", shlex.join(argv)),
-            Command("opensm", "apply", "pkill -HUP opensm  # resweep so routes avoid the port now"),
+            Command("opensm", "apply", resweep_command()),
             Command("opensm", "undo", shlex.join(undo)),
             Command("ufm", "apply", ufm_curl([ref])),
             Command("ufm", "undo", ufm_curl([ref], healthy=True)),
@@ -151,7 +172,16 @@ def drain_node(host: str, reason: str, evidence: tuple[str, ...] = (), impact: s
     )
 
 
-def replace_cable(target: str, a: PortRef, b: PortRef, reason: str, evidence: tuple[str, ...] = ()) -> Action:
+def replace_cable(
+    target: str,
+    a: PortRef,
+    b: PortRef,
+    reason: str,
+    evidence: tuple[str, ...] = (),
+    names: tuple[str, str] | None = None,
+) -> Action:
+    """Reseat, then replace: ``names`` are the two ends as people call them (``leaf-01 port 9``)."""
+    first, second = names or (str(a), str(b))
     return Action(
         ActionKind.REPLACE_CABLE,
         target,
@@ -162,8 +192,8 @@ def replace_cable(target: str, a: PortRef, b: PortRef, reason: str, evidence: tu
             Command(
                 "operator",
                 "apply",
-                f"reseat/clean, then swap the transceivers and the cable between {a} and {b}; "
-                "watch the link for 30 min before returning it to service",
+                f"reseat and clean both ends ({first} and {second}); if it recurs, replace the cable "
+                "and its transceivers; watch the link for 30 min before returning it to service",
             ),
         ),
         a,
@@ -191,13 +221,14 @@ def routing_action(
     evidence: tuple[str, ...] = (),
     files: Mapping[str, str] | None = None,
     impact: str = "",
+    sm_guid: str | None = None,
 ) -> Action:
-    """An opensm.conf change: the lines to set, files to write, then a resweep."""
+    """An opensm.conf change: the lines to set, files to write, then a restart of the SM."""
     cmds = [Command("opensm", "apply", f"{k} {v}  # in opensm.conf") for k, v in conf_lines.items()]
     for path, content in (files or {}).items():
         body = content if content.endswith("\n") else content + "\n"
         cmds.append(Command("opensm", "apply", f"cat > {path} <<'EOF'\n{body}EOF"))
-    cmds.append(Command("opensm", "apply", "pkill -HUP opensm"))
+    cmds.append(Command("opensm", "apply", restart_sm_command(sm_guid)))
     return Action(kind, target, reason, evidence, impact, tuple(cmds))
 
 

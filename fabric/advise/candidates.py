@@ -41,6 +41,7 @@ class LinkFinding:
     score: int = 100
     congestion: float | None = None  # the busier end's XmitWait share of time
     repeat_offender: bool = False
+    downs: int = 0  # link-downs in the health window (both ends merged)
 
     def __post_init__(self) -> None:
         if not is_status(self.status):
@@ -59,6 +60,8 @@ class LinkFinding:
         facts = [f"health {self.status} (score {self.score})"]
         if self.ber is not None:
             facts.append(f"BER {self.ber:.2e}")
+        if self.downs:
+            facts.append(f"{self.downs} link-down(s) in the window")
         if self.flaps_per_hour:
             facts.append(f"{self.flaps_per_hour:.2f} link-downs/hour")
         if self.repeat_offender_days:
@@ -118,6 +121,7 @@ def findings_from_dict(data: Mapping[str, Any], source: str = "health.json") -> 
                     score=int(row.get("score", 100)),
                     congestion=None if row.get("congestion") is None else float(row["congestion"]),
                     repeat_offender=bool(row.get("repeat_offender", days >= REPEAT_OFFENDER_DAYS)),
+                    downs=int(row.get("downs") or 0),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -153,6 +157,7 @@ def findings_from_report(report: Any) -> list[LinkFinding]:
             score=lk.score,
             congestion=lk.congestion,
             repeat_offender=lk.repeat_offender,
+            downs=lk.downs,
         )
         for lk in report.links
     ]

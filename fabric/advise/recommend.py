@@ -5,16 +5,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fabric.advise.actions import Action, drain_node, isolate_port, replace_cable
+from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
 from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
-from fabric.advise.routing_advice import RoutingAdvice, SubnetManager, advise_routing
-from fabric.advise.safety import Rule, SafetyPolicy, SafetyReport, check_isolations
+from fabric.advise.repairs import (
+    degraded_cable_actions,
+    flapping_cable_actions,
+    merge_actions,
+    miswire_actions,
+)
+from fabric.advise.routing_advice import RoutingAdvice, advise_routing
+from fabric.advise.safety import (
+    DesignedUplinks,
+    Rule,
+    SafetyPolicy,
+    SafetyReport,
+    Verdict,
+    check_isolations,
+)
+from fabric.advise.subnet_manager import SubnetManager
 from topology.classify import Classification
-from topology.model import Fabric
+from topology.model import Fabric, Guid
 from topology.routes import dr_path
+from topology.wiring import Anomaly
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +59,24 @@ def recommend(
     *,
     min_status: str = "warn",
     already_isolated: int = 0,
+    anomalies: Sequence[Anomaly] = (),
+    designed: Mapping[Guid, DesignedUplinks] | None = None,
 ) -> Recommendations:
+    """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
+    one action per target) and the routing settings the evidence supports.
+
+    ``anomalies`` are discovery's: degraded cables and rail miswires get their repair from them;
+    ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations)."""
     cands = isolation_candidates(fabric, cls, findings, min_status)
-    report = check_isolations(fabric, cls, cands, policy, already_isolated)
+    report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
     notes: list[str] = []
+    drains: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
         c = v.candidate
-        name = f"{node_label(fabric, cls, c.port.guid)}:{c.port.port}"
-        far = f"{node_label(fabric, cls, c.far.guid)}:{c.far.port}"
+        near_node, far_node = node_label(fabric, cls, c.port.guid), node_label(fabric, cls, c.far.guid)
+        name = f"{near_node}:{c.port.port}"
+        far = f"{far_node}:{c.far.port}"
         target = f"{name} <-> {far}"
         evidence = c.finding.evidence()
         if c.finding.repeat_offender:
@@ -64,6 +88,7 @@ def recommend(
                     f"repeat offender: findings on {c.finding.repeat_offender_days} days; "
                     "do not return it to service on the same parts",
                     evidence,
+                    (f"{near_node} port {c.port.port}", f"{far_node} port {c.far.port}"),
                 )
             )
         if v.accepted:
@@ -82,9 +107,38 @@ def recommend(
                 )
             )
         elif v.rule is Rule.DISCONNECTS_HCA and v.drain_host:
-            actions.append(drain_node(v.drain_host, f"{target} is {c.finding.status}; {v.reason}", evidence))
+            if v.drain_host not in drains:
+                actions.append(drain_node(v.drain_host, ""))  # its place; filled in below
+            drains.setdefault(v.drain_host, []).append(v)
         else:
             notes.append(f"not isolating {target}: {v.reason} [{v.rule.value if v.rule else '?'}]")
+    actions = [
+        _drain(fabric, cls, a.target, drains[a.target])
+        if a.kind is ActionKind.DRAIN_NODE and a.target in drains
+        else a
+        for a in actions
+    ]
+    actions += flapping_cable_actions(fabric, cls, findings)
+    actions += degraded_cable_actions(fabric, cls, anomalies)
+    actions += miswire_actions(fabric, cls, anomalies)
+    actions = merge_actions(actions)
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions
     return Recommendations(tuple(actions), report, routing, len(findings), tuple(notes))
+
+
+def _drain(fabric: Fabric, cls: Classification, host: str, verdicts: list[Verdict]) -> Action:
+    """One drain for a host however many of its only cables are bad (each HCA's cable named)."""
+    worst = max((v.candidate.finding for v in verdicts), key=lambda f: f.rank).status
+    cables = [
+        f"{node_label(fabric, cls, v.candidate.port.guid)}:{v.candidate.port.port} <-> "
+        f"{node_label(fabric, cls, v.candidate.far.guid)}:{v.candidate.far.port}"
+        for v in verdicts
+    ]
+    what = "its only cable" if len(cables) == 1 else f"{len(cables)} HCAs' only cables"
+    reason = f"{what} to the fabric {'is' if len(cables) == 1 else 'are'} {worst}: {', '.join(cables)}"
+    evidence = tuple(
+        f"{cable}: " + "; ".join(v.candidate.finding.evidence())
+        for cable, v in zip(cables, verdicts, strict=True)
+    ) + tuple(dict.fromkeys(v.reason for v in verdicts))
+    return drain_node(host, reason, evidence)

@@ -1,90 +1,51 @@
-"""Adaptive routing and NCCL advice from what the fabric offers and what the subnet manager runs.
+"""Adaptive routing and NCCL advice from what the fabric offers and what is known to run on it.
 
 * **Path diversity** between leaves: the number of equal-cost (min-hop) switch paths, parallel
   cables counted (two leaves under the same 4 spines with 2 cables each: 8 paths).
-* **Subnet manager**: ``sminfo`` (who is master), the OpenSM log (``OpenSM <version>`` and the
-  last ``<engine> tables configured on all switches`` line) and opensm.conf when readable.
-  NVIDIA's OpenSM (MLNX/UFM builds) has AR engines ``ar_updn``/``ar_ftree``; upstream OpenSM has
-  no adaptive routing at all, so the advice there is the best static engine with a root GUID file.
-* **NCCL**: ``NCCL_IB_ADAPTIVE_ROUTING`` (2.16+, default 1 on IB), ``NCCL_IB_SL`` (must be an SL
-  that AR is enabled for), ``NCCL_IB_QPS_PER_CONNECTION`` (2.10+; more QPs = more routing entropy
-  on static multi-level fabrics), ``NCCL_CROSS_NIC=0`` on strictly rail-optimized fabrics and
-  ``NCCL_IB_HCA`` listing the adapters in rail order.
+* **What runs**: :mod:`fabric.advise.subnet_manager` says whether AR is on, off, mixed or unknown
+  and from which source (ibdiagnet AR_INFO, the OpenSM log, sminfo, opensm.conf).
+* **Advice only on evidence.** A setting that would cost bandwidth if the guess were wrong is given
+  only when the state it assumes is known: ``NCCL_IB_ADAPTIVE_ROUTING=0`` and more queue pairs only
+  when AR is known off; enabling AR only when the SM is known to be NVIDIA's and AR known off; a
+  static engine only for upstream OpenSM (3.x, no AR) whose running engine is known; ``NCCL_IB_SL``
+  only when the SLs AR runs on are known and exclude NCCL's default SL 0. When something is
+  unknown the advice says so, names what waits for it and the commands that would tell.
+* **NCCL from the topology alone**: ``NCCL_CROSS_NIC=0`` on strictly rail-optimized fabrics and
+  ``NCCL_IB_HCA`` listing the adapters in rail order, when every host names them alike.
 
 What is known of the subnet manager is read by :mod:`fabric.app.subnet` (the tool formats are
-:mod:`probes.opensm`); this module only reasons over the :class:`SubnetManager` it is given.
+:mod:`probes.opensm` and :mod:`topology.ibdiag_state`); this module only reasons over it.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, routing_action, set_nccl_env
-from fabric.advise.candidates import LinkFinding
+from fabric.advise.candidates import LinkFinding, node_label
+from fabric.advise.subnet_manager import (
+    Ar,
+    ArVerdict,
+    SubnetManager,
+    Unknown,
+    ar_verdict,
+    learn_ar,
+    learn_engine,
+    learn_version,
+)
 from fabric.health.status import Status
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind
 from topology.routes import count_paths, switch_multiplicity
 
-AR_ENGINES = ("ar_updn", "ar_ftree", "ar_torus", "dfp", "dfp2")
 # Share of time a port waits to send above which an uplink counts as congested.
 CONGESTED_SHARE = 0.05
 ROOT_GUID_FILE = "/etc/opensm/root_guids.conf"
-
-
-@dataclass(frozen=True, slots=True)
-class SubnetManager:
-    """What could be learnt about the master SM; every field may be unknown (None)."""
-
-    lid: int | None = None
-    guid: str | None = None
-    state: str | None = None
-    version: str | None = None
-    engine: str | None = None  # the engine that last configured the switches
-    conf: Mapping[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @property
-    def vendor(self) -> str:
-        """``nvidia`` (MLNX/UFM OpenSM: has AR), ``upstream`` (linux-rdma: no AR) or ``unknown``."""
-        v = (self.version or "").upper()
-        if "MLNX" in v or "UFM" in v or (self.engine or "").startswith(AR_ENGINES):
-            return "nvidia"
-        if self.version and re.match(r"3\.", self.version):
-            return "upstream"
-        return "unknown"
-
-    @property
-    def ar_enabled(self) -> bool:
-        return (self.engine or self.conf.get("routing_engine", "")).startswith(AR_ENGINES)
-
-    @property
-    def ar_sl(self) -> int | None:
-        mask = self.conf.get("ar_sl_mask")
-        if not mask:
-            return None
-        try:
-            value = int(mask, 0)
-        except ValueError:
-            return None
-        return (value & -value).bit_length() - 1 if value else None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "lid": self.lid,
-            "guid": self.guid,
-            "state": self.state,
-            "version": self.version,
-            "vendor": self.vendor,
-            "engine": self.engine,
-            "ar_enabled": self.ar_enabled,
-            "conf": dict(self.conf),
-            "notes": list(self.notes),
-        }
+# NCCL's service level when NCCL_IB_SL is not set.
+NCCL_DEFAULT_SL = 0
 
 
 # -- what the topology offers ---------------------------------------------------------------------
@@ -170,12 +131,15 @@ def is_symmetric_fat_tree(fabric: Fabric, cls: Classification) -> bool:
 
 
 def rail_adapters(cls: Classification) -> list[str]:
-    """The adapter name of each rail in rail order (``mlx5_0``, ``mlx5_3``, ...)."""
-    names: dict[int, Counter[str]] = defaultdict(Counter)
+    """The adapter name of each rail in rail order (``mlx5_0``, ``mlx5_3``, ...); empty when any
+    host names a rail's adapter differently or not at all (NCCL_IB_HCA would then leave it out)."""
+    names: dict[int, set[str | None]] = defaultdict(set)
     for c in cls.nodes.values():
-        if c.role is Role.COMPUTE and c.rail is not None and c.adapter:
-            names[c.rail][c.adapter] += 1
-    return [names[r].most_common(1)[0][0] for r in sorted(names)]
+        if c.role is Role.COMPUTE and c.rail is not None:
+            names[c.rail].add(c.adapter or None)
+    if not names or any(len(v) != 1 or None in v for v in names.values()):
+        return []
+    return [next(iter(names[r])) or "" for r in sorted(names)]
 
 
 def strictly_rail_optimized(fabric: Fabric, cls: Classification) -> bool:
@@ -198,14 +162,20 @@ class RoutingAdvice:
     faulty_uplinks: int
     actions: tuple[Action, ...]
     summary: str
+    ar: ArVerdict
+    facts: tuple[str, ...] = ()  # what is known, each with its source
+    unknowns: tuple[Unknown, ...] = ()  # what is not, the advice it holds back, how to learn it
 
     def to_dict(self) -> dict[str, object]:
         return {
             "subnet_manager": self.subnet_manager.to_dict(),
+            "adaptive_routing": self.ar.to_dict(),
             "path_diversity": self.diversity.to_dict(),
             "congested_uplinks": self.congested_uplinks,
             "faulty_uplinks": self.faulty_uplinks,
             "summary": self.summary,
+            "facts": list(self.facts),
+            "unknowns": [u.to_dict() for u in self.unknowns],
             "actions": [a.to_dict() for a in self.actions],
         }
 
@@ -219,6 +189,20 @@ def _uplink_findings(fabric: Fabric, findings: Iterable[LinkFinding]) -> list[Li
     return out
 
 
+def _sm_facts(fabric: Fabric, cls: Classification, sm: SubnetManager) -> list[str]:
+    out = []
+    if sm.guid:
+        host = fabric.nodes.get(Guid(sm.guid))
+        on = f", on {node_label(fabric, cls, host.guid)}" if host is not None else ""
+        lid = f" (LID {sm.lid}{on})" if sm.lid else f" ({on[2:]})" if on else ""
+        out.append(f"{sm.source_of('master')}: master SM port {sm.guid}{lid}")
+    if sm.version:
+        out.append(f"{sm.source_of('version')}: OpenSM {sm.version} ({sm.vendor})")
+    if not (sm.guid or sm.version or sm.engine or sm.conf):
+        out.append("subnet manager: unknown (no sminfo, OpenSM log or opensm.conf was read)")
+    return out
+
+
 def advise_routing(
     fabric: Fabric, cls: Classification, sm: SubnetManager, findings: Iterable[LinkFinding] = ()
 ) -> RoutingAdvice:
@@ -228,18 +212,31 @@ def advise_routing(
     faulty = sum(1 for f in ups if f.rank >= Status.WARN.rank)
     multipath = div.maximum > 1
     levels = len({c.tier for c in cls.nodes.values() if c.role is Role.SWITCH and c.tier})
-    facts = (
-        f"leaf pairs have {div.minimum}-{div.maximum} equal-cost paths (median {div.median:g})",
-        f"subnet manager: {sm.version or 'version unknown'}, engine {sm.engine or 'unknown'} ({sm.vendor})",
-        f"{congested} congested and {faulty} faulty switch-to-switch links in the health report",
-    )
+    ar = ar_verdict(sm, fabric)
+    topo = f"discovery: leaf pairs have {div.minimum}-{div.maximum} equal-cost paths (median {div.median:g})"
+    facts = [topo, *_sm_facts(fabric, cls, sm), *ar.how]
+    if ups:
+        facts.append(f"health: {congested} congested and {faulty} faulty switch-to-switch links")
+    if ar.state is Ar.MIXED:
+        off = ", ".join(node_label(fabric, cls, g) for g in ar.off[:8]) + (" ..." if len(ar.off) > 8 else "")
+        facts.append(f"AR is off on {off}: flows through them are routed statically")
+    unknowns: list[Unknown] = []
+    actions: list[Action] = []
     roots = root_guids(fabric, cls)
     files = {ROOT_GUID_FILE: "\n".join(roots)} if roots else {}
-    actions: list[Action] = []
-    ar_after = sm.ar_enabled
-    if sm.vendor == "nvidia":
-        if not sm.ar_enabled and multipath:
-            ar_after = True
+    evidence = tuple(facts)
+    ar_after = ar.state
+    if ar.state is Ar.UNKNOWN:
+        unknowns.append(
+            Unknown(
+                "whether the switches route adaptively (AR)",
+                "NCCL_IB_ADAPTIVE_ROUTING, NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_SL and any routing-engine change",
+                learn_ar(),
+            )
+        )
+    elif ar.state is Ar.OFF and multipath:
+        if sm.vendor == "nvidia":
+            ar_after = Ar.ON
             actions.append(
                 routing_action(
                     ActionKind.ENABLE_AR,
@@ -247,94 +244,101 @@ def advise_routing(
                     "NVIDIA OpenSM can spread each flow over the equal-cost paths this fabric has; "
                     "static routing pins a pair to one path, so a slow or congested link hurts fixed pairs",
                     {"routing_engine": "ar_updn", "root_guid_file": ROOT_GUID_FILE},
-                    (*facts, "ar_ftree also works on symmetric fat trees (not on XDR)"),
+                    (*evidence, "ar_ftree also works on symmetric fat trees (not on XDR)"),
                     files,
+                    sm_guid=sm.guid,
                 )
             )
-        elif sm.ar_enabled and not multipath:
-            ar_after = False
-            actions.append(
-                routing_action(
-                    ActionKind.DISABLE_AR,
-                    "subnet manager",
-                    "every leaf pair has a single path: AR has nothing to choose from",
-                    {"routing_engine": "updn", "root_guid_file": ROOT_GUID_FILE},
-                    facts,
-                    files,
+        elif sm.vendor == "upstream" and levels >= 2:
+            actions += _static_engine(fabric, cls, sm, evidence, files, unknowns)
+        elif sm.vendor == "unknown":
+            unknowns.append(
+                Unknown(
+                    "which OpenSM runs (NVIDIA's has AR engines, upstream's has none)",
+                    "enabling AR or choosing a static routing engine",
+                    learn_version(),
                 )
             )
-    elif levels >= 2:
-        engine = "ftree" if is_symmetric_fat_tree(fabric, cls) else "updn"
-        if sm.engine != engine:
-            why = (
-                "a symmetric fat tree: ftree spreads destinations evenly over the uplinks"
-                if engine == "ftree"
-                else "not a symmetric fat tree: updn is deadlock-free on irregular trees"
-            )
-            actions.append(
-                routing_action(
-                    ActionKind.SET_ROUTING_ENGINE,
-                    "subnet manager",
-                    f"{'upstream OpenSM has no adaptive routing' if sm.vendor == 'upstream' else 'if this is upstream OpenSM, it has no adaptive routing'}; "
-                    f"the best static engine here is {engine} ({why})"
-                    + (f", not {sm.engine}" if sm.engine else ""),
-                    {"routing_engine": engine, "root_guid_file": ROOT_GUID_FILE},
-                    facts,
-                    files,
-                )
-            )
-    actions += _nccl_actions(fabric, cls, sm, ar_after, multipath, levels, facts)
-    summary = (
-        f"AR {'on' if ar_after else 'off'}"
-        + (" (recommended change)" if ar_after != sm.ar_enabled else "")
-        + f"; {facts[0]}"
+    actions += _nccl_actions(fabric, cls, ar, ar_after, multipath, levels, topo, facts)
+    summary = ar.text + (" (enabling it is advised)" if ar_after is not ar.state else "")
+    summary += f"; {topo.removeprefix('discovery: ')}"
+    return RoutingAdvice(
+        sm, div, congested, faulty, tuple(actions), summary, ar, tuple(facts), tuple(unknowns)
     )
-    return RoutingAdvice(sm, div, congested, faulty, tuple(actions), summary)
+
+
+def _static_engine(
+    fabric: Fabric,
+    cls: Classification,
+    sm: SubnetManager,
+    evidence: tuple[str, ...],
+    files: dict[str, str],
+    unknowns: list[Unknown],
+) -> list[Action]:
+    """Upstream OpenSM: the best static engine, when the one running is known to be another."""
+    engine = "ftree" if is_symmetric_fat_tree(fabric, cls) else "updn"
+    if not sm.engine:
+        unknowns.append(
+            Unknown("the routing engine the SM runs", f"whether to switch it to {engine}", learn_engine())
+        )
+        return []
+    if sm.engine == engine:
+        return []
+    why = (
+        "a symmetric fat tree: ftree spreads destinations evenly over the uplinks"
+        if engine == "ftree"
+        else "not a symmetric fat tree: updn is deadlock-free on irregular trees"
+    )
+    return [
+        routing_action(
+            ActionKind.SET_ROUTING_ENGINE,
+            "subnet manager",
+            f"upstream OpenSM has no adaptive routing; the best static engine here is {engine} ({why}), "
+            f"not {sm.engine}",
+            {"routing_engine": engine, "root_guid_file": ROOT_GUID_FILE},
+            evidence,
+            files,
+            sm_guid=sm.guid,
+        )
+    ]
 
 
 def _nccl_actions(
     fabric: Fabric,
     cls: Classification,
-    sm: SubnetManager,
-    ar: bool,
+    ar: ArVerdict,
+    ar_after: Ar,
     multipath: bool,
     levels: int,
-    facts: tuple[str, ...],
+    topo: str,
+    facts: list[str],
 ) -> list[Action]:
     out = []
-    if ar:
-        out.append(
-            set_nccl_env(
-                "NCCL_IB_ADAPTIVE_ROUTING",
-                "1",
-                "the fabric routes adaptively: let NCCL send large messages (> NCCL_IB_AR_THRESHOLD, "
-                "8192 B) separately so AR can spread them (the default on IB)",
-                ">= 2.16",
-                facts,
-            )
-        )
-        sl = sm.ar_sl
-        out.append(
-            set_nccl_env(
-                "NCCL_IB_SL",
-                str(sl if sl is not None else 0),
-                "NCCL's traffic must use an SL that AR is enabled for"
-                + (
-                    f" (ar_sl_mask {sm.conf.get('ar_sl_mask')})"
-                    if sl is not None
-                    else " (check ar_sl_mask; 0 is the default)"
-                ),
-                ">= 2.1.4",
-            )
-        )
-    else:
+    evidence = ar.how  # NCCL's AR settings rest on what is known of AR, nothing else
+    if ar_after is Ar.ON:
+        facts.append("NCCL uses AR on IB by default (NCCL_IB_ADAPTIVE_ROUTING=1, 2.16+): leave it unset or 1")
+        if ar.state is Ar.ON and ar.sls is not None and NCCL_DEFAULT_SL not in ar.sls:
+            if ar.sls:
+                out.append(
+                    set_nccl_env(
+                        "NCCL_IB_SL",
+                        str(min(ar.sls)),
+                        f"AR runs only on SL {','.join(map(str, ar.sls))}, and NCCL sends on SL "
+                        f"{NCCL_DEFAULT_SL} unless told: its traffic would be routed statically",
+                        ">= 2.1.4",
+                        evidence,
+                    )
+                )
+            else:
+                facts.append("the switches running AR have no SL in common: no NCCL_IB_SL reaches AR on all")
+    elif ar.state is Ar.OFF:
         out.append(
             set_nccl_env(
                 "NCCL_IB_ADAPTIVE_ROUTING",
                 "0",
-                "the fabric routes statically: splitting messages for AR gains nothing",
+                "the fabric is known to route statically: splitting messages for AR gains nothing",
                 ">= 2.16",
-                facts,
+                evidence,
             )
         )
         if multipath and levels >= 2:
@@ -345,9 +349,11 @@ def _nccl_actions(
                     "static routing on a multi-level fabric: more queue pairs per connection give the "
                     "routing more entropy, so one connection uses several paths",
                     ">= 2.10",
+                    (topo, *evidence),
                 )
             )
     if strictly_rail_optimized(fabric, cls):
+        rails = ("discovery: every leaf carries the HCAs of one rail only",)
         out.append(
             set_nccl_env(
                 "NCCL_CROSS_NIC",
@@ -355,6 +361,7 @@ def _nccl_actions(
                 "strictly rail-optimized: every leaf carries one rail, so traffic that changes rail "
                 "crosses the spines; keep each ring on its rail",
                 ">= 2.12",
+                rails,
             )
         )
         adapters = rail_adapters(cls)
@@ -365,6 +372,9 @@ def _nccl_actions(
                     "=" + ",".join(f"{a}:1" for a in adapters),
                     "the rail adapters in rail order (rail 0 first), exact names",
                     ">= 2.4",
+                    (*rails, "discovery: every host names each rail's adapter alike (node descriptions)"),
                 )
             )
+        else:
+            facts.append("hosts name their rail adapters differently (or not at all): no NCCL_IB_HCA list")
     return out

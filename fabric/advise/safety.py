@@ -7,11 +7,16 @@ own isolator (UFM PDR plugin) and go further where a tool that prints commands m
   into parts that both hold HCAs; drain the node in Slurm instead.
 * ``switch_to_host``: switch-to-host ports only when the operator opts in (NVIDIA ships
   ``SWITCH_TO_HOST_ISOLATION=False``).
-* ``uplink_floor``: a switch keeps at least ``min_uplink_share`` (default 75 %) of its uplinks.
+* ``uplink_floor``: a switch keeps at least ``min_uplink_share`` (default 75 %) of its *designed*
+  uplinks: the most of its count now, its count in the first stored snapshot and the usual count of
+  its tier in its section. Measured against the uplinks left now, isolations one after another
+  would walk a leaf down (32 -> 24 -> 18 ...); against the design they stop at the floor.
 * ``last_path_to_spine_group``: a switch keeps at least one cable into every group of upper
   switches it reaches (spines with the same cores: a plane; in two tiers, all of a leaf's spines).
 * ``cap``: at most ``max(10, 0.5 % of cabled switch ports)`` isolations at once (NVIDIA's
-  ``max(MAX_NUM_ISOLATE, 0.5% * fabric_size)``), counting ports already isolated.
+  ``max(MAX_NUM_ISOLATE, 0.5% * fabric_size)``), counting ports already isolated: those the fabric
+  shows disabled now and those the store has open (the caller counts them, see
+  :mod:`fabric.app.isolation_limits`).
 
 Candidates are taken greedily, worst first; each rejection names the rule that stopped it. The
 cost of each accepted isolation is the uplink bandwidth its switch loses and the change of the
@@ -22,8 +27,8 @@ paths, which are the paths fat-tree routing may use.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -137,6 +142,48 @@ class SafetyReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DesignedUplinks:
+    """A switch's uplink count by design and where that number comes from."""
+
+    count: int
+    source: str  # "now", "first snapshot 3", "usual for leaf in its section"
+
+
+def usual_uplinks(cls: Classification) -> dict[Guid, int]:
+    """The most common uplink count of each switch's tier in its section (its peers' design)."""
+    counts: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    for g, n in cls.uplinks.items():
+        c = cls.nodes.get(g)
+        if c is not None and c.tier is not None and n:
+            counts[(c.section, c.tier)][n] += 1
+    out = {}
+    for g in cls.uplinks:
+        c = cls.nodes.get(g)
+        peers = counts.get((c.section, c.tier)) if c is not None and c.tier is not None else None
+        if peers:
+            out[g] = max(peers.most_common(), key=lambda kv: (kv[1], kv[0]))[0]
+    return out
+
+
+def designed_uplinks(
+    cls: Classification, first: Mapping[Guid, int] | None = None, first_source: str = ""
+) -> dict[Guid, DesignedUplinks]:
+    """Per switch, the largest of: its uplinks now, in the first snapshot (``first``), and the usual
+    count of its tier in its section. The largest wins so no source can lower the floor."""
+    usual = usual_uplinks(cls)
+    out = {}
+    for g, now in cls.uplinks.items():
+        best = DesignedUplinks(now, "now")
+        if first is not None and first.get(g, 0) > best.count:
+            best = DesignedUplinks(first[g], first_source or "the first snapshot")
+        c = cls.nodes[g]
+        if usual.get(g, 0) > best.count:
+            best = DesignedUplinks(usual[g], f"usual for a {c.tier_name} in its section")
+        out[g] = best
+    return out
+
+
 def isolation_cap(fabric: Fabric) -> int:
     """``max(10, ceil(0.5 % of cabled switch ports))``."""
     ports = sum(
@@ -152,6 +199,7 @@ class _Working:
     fabric: Fabric
     cls: Classification
     graph: nx.MultiGraph
+    designed: Mapping[Guid, DesignedUplinks]
     removed: set[LinkKey] = field(default_factory=set)
     lost_uplinks: dict[Guid, list[Link]] = field(default_factory=lambda: defaultdict(list))
 
@@ -223,11 +271,15 @@ def check_isolations(
     candidates: Sequence[Candidate],
     policy: SafetyPolicy | None = None,
     already_isolated: int = 0,
+    designed: Mapping[Guid, DesignedUplinks] | None = None,
 ) -> SafetyReport:
-    """Greedy selection in the given order (worst first); every candidate gets a verdict."""
+    """Greedy selection in the given order (worst first); every candidate gets a verdict.
+
+    ``already_isolated`` counts toward the cap; ``designed`` is each switch's uplink count by
+    design (:func:`designed_uplinks`, by default from this fabric and its peers alone)."""
     policy = policy or SafetyPolicy()
     cap = policy.max_isolations if policy.max_isolations is not None else isolation_cap(fabric)
-    w = _Working(fabric, cls, fabric.graph())
+    w = _Working(fabric, cls, fabric.graph(), designed if designed is not None else designed_uplinks(cls))
     groups = spine_groups(fabric, cls)
     verdicts: list[Verdict] = []
     taken = already_isolated
@@ -269,15 +321,19 @@ def _judge(
     pair = _lower_upper(w, lk)
     if pair is not None:
         lower, upper = pair
-        base = w.cls.uplinks.get(lower, 0)
-        left = base - len(w.lost_uplinks[lower]) - 1
+        now = w.cls.uplinks.get(lower, 0)
+        design = w.designed.get(lower, DesignedUplinks(now, "now"))
+        base = max(design.count, now)
+        left = now - len(w.lost_uplinks[lower]) - 1
         if base and left < policy.min_uplink_share * base - 1e-9:
             name = node_label(w.fabric, w.cls, lower)
+            whence = "" if design.source == "now" else f", {base} by design ({design.source})"
             return Verdict(
                 cand,
                 False,
                 Rule.UPLINK_FLOOR,
-                f"{name} would keep {left}/{base} uplinks, below the floor of {policy.min_uplink_share:.0%}",
+                f"{name} would keep {left}/{base} uplinks ({now} now{whence}), "
+                f"below the floor of {policy.min_uplink_share:.0%}",
             )
         group = groups.get(upper)
         if group is not None and not _keeps_group(w, lower, lk, group, groups):

@@ -99,11 +99,12 @@ def sweep_bandwidth(db: Path | None, sweep_id: int | None = None) -> SweepBandwi
         rate, got = rec.get("line_rate_gbps"), rec.get("gbps")
         if not rate:
             continue
-        share = float(got) / float(rate) if rec.get("ok") and got is not None else 0.0
+        # a slow pair (stored with ok false since ibfab-sweep/2) still measured: its figure counts
+        share = float(got) / float(rate) if got is not None else 0.0
         for a, pa, b, pb, width, speed in rec.get("path") or ():
             key = Link(PortRef(Guid(a), int(pa)), PortRef(Guid(b), int(pb)), int(width), str(speed)).key
             shares[key].append(share)
-            if rec.get("ok") and got is not None:
+            if got is not None:
                 gbps[key].append(float(got))
     cables = {
         key: CableBandwidth(

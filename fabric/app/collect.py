@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.app.discover import discover
-from fabric.app.source import Source, SshOptions, run_tool
-from fabric.counters.merge import unreachable_row
+from fabric.app.source import Source, SshOptions, require_running_lab, run_tool
+from fabric.counters.merge import sound_row, unreachable_row
 from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
 from fabric.store import RawCapture, Store, StoreDamaged
@@ -89,7 +89,7 @@ def snapshot_rows(result: CollectionResult) -> list[tuple[object, ...]]:
     """Store rows (``fabric.store.PORT_COUNTER_FIELDS`` order) of a collection: the rows the
     collector made for the ports it read, then the unreachable ports (``reachable`` False, with the
     reason)."""
-    rows: list[tuple[object, ...]] = list(result.rows)
+    rows: list[tuple[object, ...]] = [sound_row(r) for r in result.rows]
     for u in result.unreachable:
         if u.guid is None or u.port is None:
             continue  # a tool-level failure line: it is in the raw capture and the notes
@@ -140,11 +140,12 @@ def store_counters(
         snapshot_id = store.save_counter_snapshot(
             result.time, source, topology_id, rows, raw_captures(result, source), ahead=ahead
         )
+        read = sum(1 for r in rows if r[5])
         stored = StoredCounters(
             snapshot_id=snapshot_id,
             taken_at=result.time,
-            ports_read=len(result.rows),
-            unreachable=len(rows) - len(result.rows),
+            ports_read=read,
+            unreachable=len(rows) - read,
             notes=result.notes,
             problems=len(result.problems),
         )
@@ -297,11 +298,29 @@ class Collector:
         return done, failed
 
 
+def collect_loop(
+    db: str | None,
+    src: Source,
+    ssh: SshOptions | None,
+    every: float,
+    count: int | None,
+    on_snapshot: Callable[[SnapshotOutcome], None],
+    on_failure: Callable[[IbfabError], None],
+) -> tuple[int, int]:
+    """``ibfab counters collect``: :meth:`Collector.run` into the store at ``db`` (a lab source must
+    be running). Returns (stored, failed); Ctrl-C leaves every stored snapshot complete."""
+    if src.kind == "lab":
+        require_running_lab(src.target)
+    with Store.open(db) as store:
+        return Collector(store, src, ssh).run(every, count, on_snapshot, on_failure)
+
+
 __all__ = [
     "Collector",
     "SnapshotOutcome",
     "StoredCounters",
     "capture_text",
+    "collect_loop",
     "link_events_between",
     "raw_captures",
     "snapshot_rows",

@@ -24,9 +24,14 @@ if TYPE_CHECKING:
     from fabric.store import Store
     from probes.sweep import SweepOutcome
     from topology.model import Fabric, Guid, Link
+    from topology.plancheck import PlanCheck
 
 DEMO_LAB = "demo"
 DEMO_SPEC = "rail-small"
+# The cable-plan step's own lab: a clean fabric the plan is exported from, then the same fabric
+# with one miswire planted (the demo lab itself stays up, with all its faults, for the TUI).
+PLAN_LAB = "demo-plan"
+PLAN_FAULT = "miswire:dgx-0002:1:2"
 # One of each wiring fault discovery must catch.
 DEMO_FAULTS: tuple[str, ...] = (
     "miswire:dgx-0002:1:2",
@@ -55,6 +60,17 @@ class HealthDemo:
 
     collections: tuple[tuple[SnapshotOutcome, str], ...]
     health: AssessedHealth
+
+
+@dataclass(frozen=True)
+class PlanDemo:
+    """The cable-plan step: the plan written from the clean lab, and the check of the rewired one."""
+
+    plan_path: Path
+    cables: int
+    clean: PlanCheck  # the clean lab against its own plan
+    check: PlanCheck  # the lab with the miswire against the same plan
+    source: str
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,7 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         yield health_step(store, d.fabric)
     yield sweep_step(db, design)
     yield recommend_step(db, d)
+    yield plan_step(Path(db).with_name("demo-plan.csv"))
 
 
 def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, int, Link]]:
@@ -242,13 +259,74 @@ def recommend_step(db: str, d: object) -> DemoStep:
         d.classification,
         findings_from_report(view.report),
         sm=probe_subnet_manager(lab=DEMO_LAB),
+        anomalies=d.anomalies,
     )
     kinds = [a.kind.value for a in recs.actions]
-    ok = "isolate_port" in kinds or "drain_node" in kinds
+    # The planted miswire gets its exact recabling, each degraded cable its replacement.
+    planted = sum(1 for f in DEMO_FAULTS if f.startswith("degraded"))
+    ok = (
+        ("isolate_port" in kinds or "drain_node" in kinds)
+        and kinds.count("swap_cables") == 1
+        and kinds.count("replace_cable") >= planted
+    )
     return DemoStep(
         "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",
         (f"{recs.findings} links judged; {recs.routing.summary}",),
         recs,
         "",
+        ok=ok,
+    )
+
+
+def plan_step(plan_path: Path) -> DemoStep:
+    """Export the clean lab's cabling as a cable plan, plant a miswire, check the fabric against
+    the plan: the clean fabric matches it, the rewired one differs by exactly the swap."""
+    from topology.cableplan import format_cable_plan, read_cable_plan
+    from topology.model import PortRef
+    from topology.plancheck import Verdict, check_plan, plan_rows
+
+    if any(s.name == PLAN_LAB for s in lab.list_labs()):
+        lab.down(PLAN_LAB)
+    lab.up(DEMO_SPEC, (), name=PLAN_LAB)
+    try:
+        clean = discover(Source("lab", PLAN_LAB))
+        rows = plan_rows(clean.fabric)
+        plan_path.write_text(format_cable_plan(rows, with_speed=True), encoding="utf-8")
+        plan = read_cable_plan(plan_path)
+        clean_check = check_plan(plan, clean.fabric)
+    finally:
+        lab.down(PLAN_LAB)
+    lab.up(DEMO_SPEC, (PLAN_FAULT,), name=PLAN_LAB)
+    try:
+        planted = lab.design_of(PLAN_LAB).planted
+        rewired = discover(Source("lab", PLAN_LAB))
+        check = check_plan(plan, rewired.fabric)
+    finally:
+        lab.down(PLAN_LAB)
+    touched = {PortRef(e.guid, e.port) for f in check.findings for lk in f.actual for e in (lk.a, lk.b)}
+    found = (
+        len(check.findings) == 1
+        and check.findings[0].verdict is Verdict.MISWIRED
+        and all(set(p.ports) <= touched for p in planted)
+    )
+    ok = found and not clean_check.differs and not clean_check.unchecked and not check.unchecked
+    if ok:
+        verdict = "the clean fabric matches its plan; the rewired one differs by exactly the planted miswire"
+    elif clean_check.differs or clean_check.unchecked:
+        verdict = "MISSED: the clean fabric does not match the plan exported from it"
+    else:
+        verdict = "MISSED: the check did not find exactly the planted miswire: " + "; ".join(
+            f.message for f in check.findings
+        )
+    return DemoStep(
+        "6. The fabric against its cable plan (ibfab export plan; ibfab topology check --plan)",
+        (
+            f"plan of the clean lab fabric: {len(rows)} cables written to {plan_path}",
+            f"clean lab against it: {clean_check.matched} of {clean_check.planned} cables as planned",
+            f"planted: {PLAN_FAULT} ({'; '.join(p.description for p in planted)})",
+            f"(try `ibfab topology check --plan {plan_path} --lab {DEMO_LAB}`: the demo lab's own faults)",
+        ),
+        PlanDemo(plan_path, len(rows), clean_check, check, rewired.source),
+        verdict,
         ok=ok,
     )

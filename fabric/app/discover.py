@@ -1,22 +1,29 @@
 """Discovery use case: get ibnetdiscover text from a source, parse, classify, find anomalies.
 
-Sources: a saved file or stdin (text handed in by the caller), this machine (runs the real
-``ibnetdiscover``), a management host over SSH, or a lab fabric (``ibfab lab``). The CLI and the
-TUI both call :func:`discover`; neither parses nor connects.
+Sources: a saved file or stdin (text handed in by the caller), an ibdiagnet output directory, a
+stored topology snapshot, this machine (runs the real ``ibnetdiscover``), a management host over
+SSH, or a lab fabric (``ibfab lab``). The CLI and the TUI both call :func:`discover`; neither
+parses nor connects.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from fabric.app.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
+from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
 from topology.wiring import Anomaly, find_anomalies
+
+if TYPE_CHECKING:
+    from fabric.store import TopologySummary
 
 IBNETDISCOVER_TIMEOUT = 300.0
 TIER_NAMES = {0: "hca", 1: "leaf", 2: "spine", 3: "core"}
@@ -30,6 +37,8 @@ class Discovery:
     raw_text: str
     source: str
     tool_warnings: tuple[str, ...] = field(default=())
+    # The stored snapshot this was read from (``--snapshot``, or the newest when none was given).
+    stored: TopologySummary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return discovery_to_dict(self)
@@ -61,11 +70,28 @@ def fetch_ibnetdiscover(
 
 
 def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None) -> Discovery:
+    """The fabric of ``src``, classified, with its anomalies (see :func:`fabric.app.source.read_source`)."""
+    if src.kind == "snapshot":
+        return discover_stored(src.target, src.db)
+    if src.kind == "ibdiagnet":
+        return discover_ibdiagnet(src.target)
     raw, warnings = fetch_ibnetdiscover(src, text, ssh)
     if src.runs_tools and not raw.strip():
         raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
     fabric = parse_ibnetdiscover_text(raw, src.label)
     return analyse(fabric, raw, src.label, warnings)
+
+
+def discover_stored(ref: str, db: str | None = None) -> Discovery:
+    """A stored topology snapshot (an id, ``latest`` or a label) as a Discovery: nothing runs.
+
+    The fabric is the one stored with the snapshot; the raw text is the capture it was read from."""
+    from fabric.store import Store
+
+    with Store.open(db, create=False) as store:
+        st = store.load_topology(ref)
+        raw = store.load_capture(st.summary.capture_id).text if st.summary.capture_id is not None else ""
+    return replace(analyse(st.fabric, raw, f"snapshot {st.id}"), stored=st.summary)
 
 
 # stderr lines that say nothing about the fabric (the lab's umad2sim greeting).
@@ -171,3 +197,11 @@ def _by_name(tiers: Counter[tuple[int, int, str]]) -> dict[str, int]:
     for (_, _, name), n in sorted(tiers.items(), key=lambda kv: (kv[0][1] == 99, kv[0])):
         out[name] = out.get(name, 0) + n
     return out
+
+
+def discover_ibdiagnet(path: str | Path) -> Discovery:
+    """Discovery (classification, anomalies) of the fabric an ibdiagnet run saw."""
+    files = ibdiagnet_files(path)
+    text = read_db_csv(files.db_csv)
+    source = str(files.db_csv)
+    return analyse(parse_db_csv_fabric(text, source), text, source)

@@ -3,7 +3,8 @@
 :func:`assess_store` loads the latest topology, the link events (cables discovery saw go and
 come back) and the findings history, runs :func:`fabric.health.assess_pieces` over the counter
 snapshots of the window, read a few snapshots at a time (so a day of snapshots needs no more memory
-than an hour), and records today's non-ok links in ``findings_history`` (one row
+than an hour), with the cables that train below their peers (from the topology, the rule behind
+discovery's ``degraded_link``), and records today's non-ok links in ``findings_history`` (one row
 per link and kind of finding per UTC day, keeping the worst status of the day), so links that
 keep failing become repeat offenders across days.
 """
@@ -30,12 +31,14 @@ from fabric.health import (
     assess,
     assess_pieces,
 )
+from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import thresholds_from_mapping
 from fabric.store import CounterSnapshotInfo, FindingRecord, Store, default_db_path, link_subject
-from topology.classify import switch_name
+from topology.classify import classify, switch_name
 from topology.errors import StoreError, UsageError
-from topology.model import Fabric, Guid, NodeKind
+from topology.model import Fabric, Guid, LinkKey, NodeKind
+from topology.wiring import BelowPeers, links_below_peers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,6 +62,10 @@ class AssessedHealth:
     topology_id: int
     names: Mapping[str, str]  # node GUID -> what an operator calls it
     recorded: int  # findings written to findings_history by this assessment
+    # Failing links sharing a cable vendor, part number or length beyond chance (from the newest
+    # kept cable inventory; empty without one) and the run that inventory is from.
+    cable_notes: tuple[SharedCableTrait, ...] = ()
+    inventory: str | None = None
 
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
@@ -186,19 +193,57 @@ def assess_store(
     # stays the real time of the first sample instead of the start of the day
     today = utc_day(now)
     history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
+    below = below_peers(stored.fabric)
     pieces = _pieces(store, snapshots, since, now)
     try:
         report = assess_pieces(
-            pieces, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
+            pieces,
+            stored.fabric,
+            since=since,
+            now=now,
+            events=events,
+            history=history,
+            thresholds=t,
+            below_peers=below,
         )
     except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
         pieces.close()
         frame = store.load_counters(since=since, until=now)
         report = assess(
-            frame, stored.fabric, since=since, now=now, events=events, history=history, thresholds=t
+            frame,
+            stored.fabric,
+            since=since,
+            now=now,
+            events=events,
+            history=history,
+            thresholds=t,
+            below_peers=below,
         )
     recorded = record_today(store, report, now) if record else 0
-    return AssessedHealth(report, stored.fabric, stored.id, node_names(stored.fabric), recorded)
+    notes, inventory = cable_notes(store, report)
+    return AssessedHealth(
+        report, stored.fabric, stored.id, node_names(stored.fabric), recorded, notes, inventory
+    )
+
+
+def cable_notes(store: Store, report: HealthReport) -> tuple[tuple[SharedCableTrait, ...], str | None]:
+    """What the failing (warn, critical) links' modules share beyond chance, and the inventory's
+    run; nothing is read when fewer than two links fail."""
+    failing = [lk.key for lk in report.links if lk.status.rank >= Status.WARN.rank]
+    if len(failing) < MIN_LINKS:
+        return (), None
+    from fabric.app.cables import stored_inventory
+
+    inv = stored_inventory(store)
+    if inv is None or not inv.cables:
+        return (), None
+    cabled = [lk.key for lk in report.links]
+    return shared_cable_traits(failing, inv.cables, cabled), inv.source
+
+
+def below_peers(fabric: Fabric) -> dict[LinkKey, BelowPeers]:
+    """The cables of ``fabric`` trained narrower or slower than their peers, by link key."""
+    return {d.link.key: d for d in links_below_peers(fabric, classify(fabric))}
 
 
 def _pieces(
@@ -219,6 +264,8 @@ def _pieces(
 __all__ = [
     "AssessedHealth",
     "assess_store",
+    "below_peers",
+    "cable_notes",
     "load_thresholds",
     "node_names",
     "open_store",

@@ -23,12 +23,12 @@ import getpass
 import os
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_curl
 from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label
-from fabric.advise.safety import SafetyPolicy, SafetyReport, check_isolations
+from fabric.advise.safety import DesignedUplinks, SafetyPolicy, SafetyReport, check_isolations
 from fabric.app.source import Source, run_tool
 from fabric.store import AuditEntry, Store
 from topology.classify import Classification
@@ -93,8 +93,12 @@ def plan_isolation(
     policy: SafetyPolicy | None = None,
     reason: str = "requested by the operator",
     already_isolated: int = 0,
+    *,
+    designed: Mapping[Guid, DesignedUplinks] | None = None,
 ) -> IsolationPlan:
-    """The safety verdict and the commands for isolating ``ports`` (in the order given)."""
+    """The safety verdict and the commands for isolating ``ports`` (in the order given);
+    ``already_isolated`` and ``designed`` as :func:`fabric.advise.safety.check_isolations` takes them
+    (:mod:`fabric.app.isolation_limits` reads them from the fabric and the store)."""
     if not ports:
         raise UsageError("give at least one port to isolate (NODE:PORT)")
     cands = []
@@ -111,7 +115,7 @@ def plan_isolation(
         host = fabric.nodes[far.guid].kind is not NodeKind.SWITCH
         finding = LinkFinding(lk.a, lk.b, "critical", (reason,))
         cands.append(Candidate(lk, ref, finding, host))
-    report = check_isolations(fabric, cls, cands, policy, already_isolated)
+    report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     steps = []
     for v in report.accepted:
         ref = v.candidate.port
@@ -154,13 +158,19 @@ def parse_target(text: str) -> PortRef:
         raise UsageError(f"audit target {text!r} names no port") from exc
 
 
+def unsafe_summary(plan: IsolationPlan) -> str:
+    """One line for a plan with STOP verdicts: how many ports, which rules."""
+    rejected = plan.safety.rejected
+    rules = ", ".join(sorted({v.rule.value for v in rejected if v.rule}))
+    return f"{len(rejected)} of {len(plan.safety.verdicts)} port(s) break safety rules ({rules})"
+
+
 def apply_plan(
     plan: IsolationPlan, store: Store, *, lab: str | None = None, user: str | None = None
 ) -> list[AppliedChange]:
     """Disable every planned port, auditing each; stops at the first failure (audited, then raised)."""
     if not plan.safe:
-        rules = ", ".join(sorted({v.rule.value for v in plan.safety.rejected if v.rule}))
-        raise SafetyError(f"the plan breaks safety rules ({rules}); nothing was changed")
+        raise SafetyError(f"{unsafe_summary(plan)}; nothing was changed")
     who = user or current_user()
     where = f" [lab {lab}]" if lab else ""
     done = []
@@ -282,3 +292,8 @@ def apply_undo(
         raise
     audit_id = store.audit(who, DEISOLATE, plan.entry.target, command, result, undo_of=plan.entry.id)
     return AppliedChange(audit_id, plan.port, command, result)
+
+
+def audit_store(db: str | None) -> Store:
+    """The store that keeps the audit log of changes (created when missing), for a with-block."""
+    return Store.open(db)

@@ -25,7 +25,7 @@ from fabric.store import Schedule
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
 from probes.sweep import LabTrafficBackend
-from topology.errors import LabError, UsageError
+from topology.errors import UsageError
 
 SOURCE_KEYS = ("lab", "ssh", "inventory", "known_hosts", "accept_new_host_key", "identity")
 SWEEP_KEYS = ("pattern", "pairs", "input", "routes", "per_host", "retest", "timeout")
@@ -114,17 +114,10 @@ def _ssh_options(args: Mapping[str, Any]) -> Any:
     )
 
 
-def _require_lab(name: str) -> None:
-    from fabric import lab
-
-    if not lab.status(name).running:
-        raise LabError(f"lab {name!r} is not running (start it with 'ibfab lab up --name {name}')")
-
-
 def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
     """One counter collection from the schedule's source into the daemon's store."""
     from fabric.app.collect import Collector
-    from fabric.app.source import Source
+    from fabric.app.source import Source, require_running_lab
     from fabric.store import Store
 
     args = schedule.args
@@ -132,7 +125,7 @@ def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
     if lab and ssh:
         raise UsageError(f"schedule {schedule.name}: give one of lab or ssh, not both")
     if lab:
-        _require_lab(lab)
+        require_running_lab(lab)
         src = Source("lab", lab)
     elif ssh:
         src = Source("ssh", ssh)
@@ -149,6 +142,7 @@ def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
 def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     """Plan and run one sweep (lab-simulated or ib_write_bw over SSH) and store it."""
     from fabric.app import sweep as sweeps
+    from fabric.app.source import require_running_lab
 
     args = schedule.args
     lab, input_path, inventory = _text(args, "lab"), _text(args, "input"), _text(args, "inventory")
@@ -157,7 +151,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     if lab is None and inventory is None:
         raise UsageError(f"schedule {schedule.name}: a sweep needs a lab or an inventory")
     if lab is not None:
-        _require_lab(lab)
+        require_running_lab(lab)
     sweep_ctx = sweeps.prepare(
         pattern,
         lab=lab,

@@ -97,8 +97,6 @@ def run_probe(
     db: str | None = None,
 ) -> NcclReport:
     """Plan, run on the head host, store and return the report (see the module docstring)."""
-    from fabric.store import ProbeResultRow, RawCapture, Store
-
     hosts = select_hosts(hosts_pattern, inventory)
     if not hosts:
         raise UsageError(f"--hosts {hosts_pattern!r} names no host of {inventory}")
@@ -121,18 +119,33 @@ def run_probe(
         return run_on_host(head_host, argv, t, ssh, ok_codes=range(256))
 
     runs = run_nccl(on_head, plan, timeout)
+    return store_report(plan, runs, head_host, started, line_rate_gbps, db)
+
+
+def store_report(
+    plan: NcclPlan,
+    runs: Sequence[NcclRun],
+    head: str,
+    started: float,
+    line_rate_gbps: float | None = None,
+    db: str | None = None,
+) -> NcclReport:
+    """Keep every launch in the store as a sweep of pattern ``nccl`` (see the module docstring)."""
+    from fabric.store import ProbeResultRow, RawCapture, Store
+
+    hosts = plan.hosts
     rate_from = "--line-rate" if line_rate_gbps is not None else ""
     if line_rate_gbps is None:
         line_rate_gbps, rate_from = line_rate_from_store(hosts, db)
     host_range = fold_names(hosts)
     with Store.open(db) as store:
         sweep_id = store.save_sweep(
-            started, "nccl", f"nccl {opts.binary} {launcher} via {head_host}: {host_range}"
+            started, "nccl", f"nccl {plan.binary} {plan.launcher} via {head}: {host_range}"
         )
         rows = []
         for r in runs:
             cap = store.save_capture(
-                RawCapture("probe", "nccl-tests", r.output, r.started, head_host, r.job.argv, PARSER_VERSION)
+                RawCapture("probe", "nccl-tests", r.output, r.started, head, r.job.argv, PARSER_VERSION)
             )
             per_nic = r.busbw_per_nic
             device = r.job.hca or r.job.label
@@ -151,7 +164,7 @@ def run_probe(
             )
         store.add_probe_results(sweep_id, rows)
         store.finish_sweep(sweep_id, time.time())
-    return NcclReport(sweep_id, head_host, plan, tuple(runs), line_rate_gbps, rate_from)
+    return NcclReport(sweep_id, head, plan, tuple(runs), line_rate_gbps, rate_from)
 
 
 def report_to_dict(report: NcclReport) -> dict[str, Any]:
@@ -198,4 +211,11 @@ def report_to_dict(report: NcclReport) -> dict[str, Any]:
     }
 
 
-__all__ = ["NcclReport", "line_rate_from_store", "report_to_dict", "run_probe", "select_hosts"]
+__all__ = [
+    "NcclReport",
+    "line_rate_from_store",
+    "report_to_dict",
+    "run_probe",
+    "select_hosts",
+    "store_report",
+]

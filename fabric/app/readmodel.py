@@ -15,20 +15,29 @@ classification) takes seconds on a 16,384-HCA fabric and belongs in a worker thr
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
 from fabric.app import bandwidth, recommend
+from fabric.app import isolate as isolation
 from fabric.app.bandwidth import SweepBandwidth
-from fabric.app.discover import TIER_NAMES, analyse, summary
+from fabric.app.cables import CableDetail, CableInventory, cable_detail, stored_inventory
+from fabric.app.discover import analyse, summary
 from fabric.app.health_window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
-from fabric.app.isolate import AppliedChange, IsolationPlan
+from fabric.app.isolate import AppliedChange, IsolationPlan, UndoPlan
+from fabric.app.operations import Operations, PairHistory, operations, pair_histories
 from fabric.app.sweep import ShownSweep, show
 from fabric.app.views import (
+    LINK_ALERT,
+    LINK_HEALTH,
+    NO_DATA,
+    SEVERITIES,
     STATUSES,
     Advice,
+    Alert,
     CounterSeries,
     FabricView,
     LinkRow,
@@ -41,10 +50,11 @@ from fabric.app.views import (
     with_health,
     worst_first,
 )
+from fabric.health.status import Status
 from fabric.store import Store, StoredSweep
 from probes.sweep import SweepStep
-from topology.model import Guid
-from topology.wiring import Severity
+from topology.model import Guid, PortRef
+from topology.wiring import Anomaly
 
 
 class FabricService:
@@ -89,7 +99,14 @@ class FabricService:
             stored = store.load_topology("latest")
         d = analyse(stored.fabric, source=stored.summary.source)
         rows = tuple(link_row(i, lk, d) for i, lk in enumerate(stored.fabric.links))
-        return FabricView(stored.summary, d, rows, MappingProxyType({r.key: r.index for r in rows}))
+        port_row = {end: r.index for r in rows for end in r.key}
+        return FabricView(
+            stored.summary,
+            d,
+            rows,
+            MappingProxyType({r.key: r.index for r in rows}),
+            MappingProxyType(port_row),
+        )
 
     # -- health -------------------------------------------------------------------------------
     def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
@@ -116,44 +133,102 @@ class FabricService:
         if rows is None or view is None or len(rows) != len(view.links):
             rows = with_health(view.links, health) if view is not None else ()
         by_status = Counter(r.status for r in rows)
-        worst = tuple(sorted((r for r in rows if r.status not in ("ok", "no data")), key=worst_first)[:10])
-        anomalies = (
-            tuple(a for a in view.discovery.anomalies if a.severity in (Severity.ERROR, Severity.CRITICAL))
-            if view is not None
-            else ()
-        )
+        worst = tuple(sorted((r for r in rows if r.status not in ("ok", NO_DATA)), key=worst_first)[:10])
         return Overview(
             state,
             summary(view.discovery) if view is not None else {},
             {s: by_status.get(s, 0) for s in STATUSES},
             worst,
-            anomalies,
+            self.alerts(view, rows) if view is not None else (),
             view is not None,
             health,
         )
 
+    def alerts(self, view: FabricView, rows: Sequence[LinkRow]) -> tuple[Alert, ...]:
+        """Every discovery anomaly and every cable at watch or worse, worst first, then by kind."""
+        out = [self._anomaly_alert(view, a) for a in view.discovery.anomalies]
+        for r in rows:
+            if isinstance(r.status, Status) and r.status in LINK_ALERT:
+                out.append(
+                    Alert(
+                        LINK_ALERT[r.status],
+                        LINK_HEALTH,
+                        r.cable,
+                        "; ".join(r.reasons) or f"score {r.score}",
+                        link=r.key,
+                        status=r.status,
+                    )
+                )
+        rank = {s: i for i, s in enumerate(SEVERITIES)}
+        out.sort(key=lambda a: (rank[a.severity], a.kind, a.element, a.message))
+        return tuple(out)
+
+    def _anomaly_alert(self, view: FabricView, a: Anomaly) -> Alert:
+        cables = [
+            view.links[view.port_row[(p.guid, p.port)]] for p in a.ports if (p.guid, p.port) in view.port_row
+        ]
+        if cables:
+            element = ", ".join(r.cable for r in cables[:2]) + (" …" if len(cables) > 2 else "")
+        else:
+            names = [view.name(g) for g in a.nodes] or [f"{view.name(p.guid)}/{p.port}" for p in a.ports]
+            element = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+        return Alert(
+            a.severity,
+            a.kind,
+            element,
+            a.message,
+            link=cables[0].key if len(cables) == 1 else None,
+            guid=_lowest(view, [*a.nodes, *(p.guid for p in a.ports)]),
+        )
+
     # -- details ------------------------------------------------------------------------------
-    def node_detail(self, view: FabricView, guid: str, health: HealthWindow | None) -> NodeDetail:
+    def node_detail(
+        self,
+        view: FabricView,
+        guid: str,
+        health: HealthWindow | None,
+        rows: Sequence[LinkRow] | None = None,
+    ) -> NodeDetail:
+        """A node's ports and peers; ``rows``: ``with_health(view.links, health)`` if the caller
+        has it already (50,000 rows are not rebuilt for one node)."""
         d, g = view.discovery, Guid(guid)
         node, c = d.fabric.nodes[g], d.classification.nodes[g]
-        rows = with_health(view.links, health)
+        if rows is None or len(rows) != len(view.links):
+            rows = with_health(view.links, health)
         ports = tuple(
             PortLine(port, view.name(peer.guid), peer.port, rows[view.row_of[lk.key]])
             for port, peer, lk in sorted(d.fabric.neighbours(g), key=lambda t: t[0])
         )
         hcas = d.classification.hosts.get(c.host or "", ()) if c.host else ()
+        sections = d.classification.sections
         return NodeDetail(
             guid,
             c.name,
             node.kind.value,
             node.description,
-            TIER_NAMES.get(c.tier) if c.tier is not None else None,
+            c.tier_name,
+            sections[c.section].name if c.section < len(sections) else "compute",
             c.rail,
             c.group,
             ports,
             tuple(a.message for a in d.anomalies if g in a.nodes),
             tuple(hcas),
+            c.host,
         )
+
+    def cable_inventory(self) -> CableInventory | None:
+        """The newest cable inventory kept in the store (an ibdiagnet run's), None without one."""
+        with self.open() as store:
+            return stored_inventory(store)
+
+    def cable_detail(
+        self, view: FabricView, guid: str, port: int, inventory: CableInventory | None = None
+    ) -> CableDetail:
+        """The cable at ``guid``/``port``: both ends, each end's module (vendor, part number,
+        serial, length, type, temperature, per-lane power), FEC mode and node temperature.
+        ``inventory`` defaults to :meth:`cable_inventory` (pass it to read the store once)."""
+        inv = inventory if inventory is not None else self.cable_inventory()
+        return cable_detail(view.discovery, PortRef(Guid(guid), port), inv)
 
     def find_node(self, view: FabricView, text: str) -> str | None:
         """A node GUID by GUID, operator name or host name (its first HCA), else None."""
@@ -220,8 +295,36 @@ class FabricService:
         return recommend.recommendations(self.db, self.lab, view, health)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
-        return recommend.isolation_plan(self.db, view, advice)
+        return recommend.isolation_plan(self.db, view, advice, self.lab)
 
     def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
         """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
         return recommend.apply_isolation(self.db, self.lab, plan)
+
+    # -- operations: open changes, the audit log, runs (fabric.app.operations, fabric.app.isolate) --
+    def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
+        """Open isolations with their age, the audit log (newest first), schedules and runs."""
+        with self.open() as store:
+            return operations(store, time.time() if now is None else now, audit_limit)
+
+    def undo_plan(self, audit_id: int) -> UndoPlan:
+        """What ``ibfab isolate --undo ID`` shows (it refuses an entry already undone)."""
+        with self.open() as store:
+            return isolation.plan_undo(store, audit_id, lab=self.lab)
+
+    def apply_undo(self, plan: UndoPlan) -> AppliedChange:
+        """What ``ibfab isolate --undo ID --apply`` does: refused inside the re-test window (the TUI
+        never forces), audited either way."""
+        with self.open() as store:
+            return isolation.apply_undo(plan, store, lab=self.lab)
+
+    def sweep_pairs(self, shown: ShownSweep) -> list[PairHistory]:
+        """Each pair of a sweep once, with every attempt (re-tests) and the final verdict."""
+        return pair_histories(shown)
+
+
+def _lowest(view: FabricView, guids: Sequence[str]) -> str | None:
+    """The node of the lowest tier (a miswired HCA before its leaf, a leaf short of uplinks before
+    the spines it misses): what an anomaly is about first."""
+    tiers = [(view.tier(g) if view.tier(g) is not None else 99, i, g) for i, g in enumerate(guids)]
+    return min(tiers)[2] if tiers else None

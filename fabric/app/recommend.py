@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from fabric.advise.candidates import LinkFinding, findings_from_report
-from fabric.advise.recommend import recommend
-from fabric.advise.routing_advice import SubnetManager
+from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
+from fabric.advise.subnet_manager import SubnetManager
+from fabric.app.discover import Discovery, discover
 from fabric.app.health import assess_store
 from fabric.app.health_window import HealthWindow
-from fabric.app.isolate import AppliedChange, IsolationPlan, apply_plan, open_isolations, plan_isolation
-from fabric.app.subnet import probe_subnet_manager
+from fabric.app.isolate import AppliedChange, IsolationPlan, plan_isolation
+from fabric.app.isolation_limits import isolate_ports, isolation_limits
+from fabric.app.source import Source
+from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
 from fabric.store import Store, default_db_path
 from topology.errors import SafetyError, StoreError, UsageError
@@ -26,16 +29,18 @@ def recommendations(
         return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
 
     sm = probe_subnet_manager(lab=lab) if lab else SubnetManager()
-    with Store.open(db) as store:
-        already = len(open_isolations(store))
     d = view.discovery
+    with Store.open(db) as store:
+        limits = isolation_limits(store, d.fabric, d.classification, Source("lab", lab) if lab else None)
     recs = recommend(
         d.fabric,
         d.classification,
         findings_from_report(health.report),
         SafetyPolicy(),
         sm,
-        already_isolated=already,
+        already_isolated=limits.already,
+        anomalies=d.anomalies,
+        designed=limits.designed,
     )
     return [
         Advice(
@@ -49,25 +54,49 @@ def recommendations(
     ]
 
 
-def isolation_plan(db: Path | None, view: FabricView, advice: Advice) -> IsolationPlan:
+def isolation_plan(
+    db: Path | None, view: FabricView, advice: Advice, lab: str | None = None
+) -> IsolationPlan:
     """The safety-checked plan for an isolate_port advice (what ``ibfab isolate PORT`` shows)."""
 
     port = advice.action.port
     if port is None or advice.kind != "isolate_port":
         raise UsageError(f"{advice.kind} {advice.target}: advice only, nothing to apply here")
-    with Store.open(db) as store:
-        already = len(open_isolations(store))
     d = view.discovery
-    return plan_isolation(d.fabric, d.classification, [port], SafetyPolicy(), advice.reason, already)
+    with Store.open(db) as store:
+        limits = isolation_limits(store, d.fabric, d.classification, Source("lab", lab) if lab else None)
+    return plan_isolation(
+        d.fabric,
+        d.classification,
+        [port],
+        SafetyPolicy(),
+        advice.reason,
+        limits.already,
+        designed=limits.designed,
+    )
 
 
 def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> list[AppliedChange]:
-    """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
+    """What ``ibfab isolate --apply --yes`` does after its plan: under the fabric's change lock,
+    the same ports planned again on the fabric as it is now, then changed (every port audited)."""
 
     if not plan.safe:
         raise SafetyError("the plan breaks safety rules; nothing was changed")
+    src = Source("lab", lab) if lab is not None else Source("local")
+    ports = [s.port for s in plan.steps]
+    reason = plan.steps[0].action.reason if plan.steps else "requested by the operator"
     with Store.open(db) as store:
-        return apply_plan(plan, store, lab=lab)
+        run = isolate_ports(
+            store,
+            discover(src),
+            ports,
+            plan.safety.policy,
+            reason,
+            lab=lab,
+            rediscover=lambda: discover(src),
+            apply=True,
+        )
+    return list(run.changes)
 
 
 def stored_findings(db: str | None) -> list[LinkFinding] | None:
@@ -82,3 +111,62 @@ def stored_findings(db: str | None) -> list[LinkFinding] | None:
     except StoreError:
         return None
     return findings_from_report(view.report)
+
+
+def live_source(lab: str | None, ssh: str | None, d: Discovery, saved: bool) -> Source | None:
+    """Where tools reach the fabric ``d`` was read from: the lab, the SSH host, this machine; None
+    when it came from saved text, an ibdiagnet run or a stored snapshot (nothing runs for those)."""
+    if lab:
+        return Source("lab", lab)
+    if ssh:
+        return Source("ssh", ssh)
+    if saved or d.stored is not None:
+        return None
+    return Source("local")
+
+
+def recommend_fabric(
+    d: Discovery,
+    live: Source | None,
+    findings: list[LinkFinding],
+    policy: SafetyPolicy,
+    *,
+    db: str | None = None,
+    min_status: str = "warn",
+    opensm_log: str | None = None,
+    opensm_conf: str | None = None,
+    ibdiagnet: str | None = None,
+) -> Recommendations:
+    """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
+    ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
+    and the store, then :func:`fabric.advise.recommend.recommend`."""
+    if live is not None and live.kind == "lab":
+        from fabric import lab as labmod
+
+        sm = learn_subnet_manager(
+            live, log_path=opensm_log or labmod.opensm_log(live.target), conf_path=opensm_conf
+        )
+    else:
+        sm = learn_subnet_manager(
+            live,
+            log_path=opensm_log,
+            conf_path=opensm_conf,
+            look_locally=live is not None and live.kind == "local",
+            ibdiagnet=ibdiagnet,
+        )
+    if db is not None or default_db_path().exists():
+        with Store.open(db) as store:
+            limits = isolation_limits(store, d.fabric, d.classification, live)
+    else:
+        limits = isolation_limits(None, d.fabric, d.classification, live)
+    return recommend(
+        d.fabric,
+        d.classification,
+        findings,
+        policy,
+        sm,
+        min_status=min_status,
+        already_isolated=limits.already,
+        anomalies=d.anomalies,
+        designed=limits.designed,
+    )

@@ -1,15 +1,17 @@
 """Where a use case gets its fabric and runs its tools: one :class:`Source`, one transport.
 
-A source is a saved file or stdin (text handed in by the caller), a stored topology snapshot,
-this machine, a management host over SSH (host keys verified against known_hosts by default; an
-unknown or changed key is an error naming the host), or a lab fabric (``ibfab lab``: this machine
-with the simulator's environment). :func:`transport_for` is the only place that tells them apart
-for running a command; every use case calls :func:`run_tool` or holds the transport it returns.
+A source is a saved file or stdin (text handed in by the caller), an ibdiagnet output directory,
+a stored topology snapshot, this machine, a management host over SSH (host keys verified against
+known_hosts by default; an unknown or changed key is an error naming the host), or a lab fabric
+(``ibfab lab``: this machine with the simulator's environment). :func:`read_source` is the one
+place that turns the command line's choice into a :class:`Source` (and picks the newest stored
+snapshot when a command that only reads is given none); :func:`transport_for` is the only place
+that tells them apart for running a command; every use case calls :func:`run_tool` or holds the
+transport it returns.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,25 +19,34 @@ from pathlib import Path
 from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
-from topology.errors import ParseError, UsageError
+from topology.errors import LabError, UsageError
 from topology.ibnetdiscover import decode_capture
+from topology.textfile import read_input_bytes
 
 # Sources whose text the caller hands in (nothing runs for them).
 TEXT_KINDS = ("file", "stdin")
+# Sources read from what was kept: an ibdiagnet run's directory, a stored topology snapshot.
+KEPT_KINDS = ("ibdiagnet", "snapshot")
+# The options that choose a source, as the command line spells them (one error names them all).
+SOURCE_OPTIONS = ("--input", "--ssh", "--lab", "--ibdiagnet", "--snapshot")
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where ibnetdiscover text comes from: ``file``, ``stdin``, ``local``, ``ssh`` or ``lab``."""
+    """Where the fabric comes from: ``file``, ``stdin``, ``ibdiagnet`` (an output directory),
+    ``snapshot`` (an id, ``latest`` or a label in the store ``db``), ``local``, ``ssh`` or ``lab``."""
 
     kind: str
     target: str = ""
+    db: str | None = None  # the store of a ``snapshot`` source (None: the default store)
 
     @property
     def label(self) -> str:
         return {
             "file": self.target,
             "stdin": "<stdin>",
+            "ibdiagnet": f"ibdiagnet {self.target}",
+            "snapshot": f"snapshot {self.target}",
             "local": "local ibnetdiscover",
             "ssh": f"ssh {self.target}",
             "lab": f"lab {self.target}",
@@ -43,8 +54,8 @@ class Source:
 
     @property
     def runs_tools(self) -> bool:
-        """Whether tools run for this source (not a saved text)."""
-        return self.kind not in TEXT_KINDS
+        """Whether tools run for this source (not a saved text, ibdiagnet run or stored snapshot)."""
+        return self.kind not in TEXT_KINDS + KEPT_KINDS
 
 
 @dataclass(frozen=True)
@@ -124,22 +135,61 @@ def run_on_host(
     return run_tool(Source("ssh", spec), argv, timeout, opts, ok_codes)
 
 
-def read_source(input_path: str | None, ssh: str | None, lab: str | None) -> tuple[Source, str | None]:
-    """The source chosen by ``--input FILE|-``, ``--ssh HOST`` or ``--lab NAME`` (this machine when
-    none), with the text of a saved file or stdin read here."""
-    chosen = [x for x in (input_path, ssh, lab) if x]
+def read_source(
+    input_path: str | None,
+    ssh: str | None,
+    lab: str | None,
+    *,
+    ibdiagnet: str | None = None,
+    snapshot: str | None = None,
+    db: str | None = None,
+    stored_default: bool = False,
+) -> tuple[Source, str | None]:
+    """The source chosen by ``--input FILE|-``, ``--ssh HOST``, ``--lab NAME``, ``--ibdiagnet DIR``
+    or ``--snapshot latest|ID|LABEL``, with the text of a saved file or stdin read here.
+
+    With none of them: the newest snapshot in the store ``db`` when ``stored_default`` (a command
+    that only reads) and the store holds one, else this machine (the local ibnetdiscover)."""
+    chosen = [x for x in (input_path, ssh, lab, ibdiagnet, snapshot) if x]
     if len(chosen) > 1:
-        raise UsageError("choose one of --input, --ssh, --lab")
+        raise UsageError("choose one of " + ", ".join(SOURCE_OPTIONS))
+    if snapshot:
+        return Source("snapshot", snapshot, db), None
+    if ibdiagnet:
+        return Source("ibdiagnet", ibdiagnet), None
     # Bytes, decoded by the parser's rule: line ends as saved (a terminal log's CR CR LF), UTF-16.
+    # Bounded: a device or a wrong file is refused (size, line length) before it is read whole.
     if input_path == "-":
-        return Source("stdin"), decode_capture(sys.stdin.buffer.read())
+        return Source("stdin"), decode_capture(read_input_bytes("-", "ibnetdiscover"))
     if input_path:
-        try:
-            return Source("file", input_path), decode_capture(Path(input_path).read_bytes())
-        except OSError as exc:
-            raise ParseError("ibnetdiscover", input_path, 0, "", exc.strerror or str(exc)) from exc
+        return Source("file", input_path), decode_capture(read_input_bytes(input_path, "ibnetdiscover"))
     if ssh:
         return Source("ssh", ssh), None
     if lab:
         return Source("lab", lab), None
+    if stored_default:
+        newest = newest_snapshot(db)
+        if newest is not None:
+            return Source("snapshot", str(newest), db), None
     return Source("local"), None
+
+
+def require_running_lab(name: str) -> None:
+    """A LabError naming the command that starts lab ``name`` when it is not running."""
+    from fabric import lab
+
+    if not lab.status(name).running:
+        raise LabError(f"lab {name!r} is not running (start it with 'ibfab lab up --name {name}')")
+
+
+def newest_snapshot(db: str | None) -> int | None:
+    """The id of the newest topology snapshot in the store ``db``, None when there is no store or
+    it holds none (an unreadable store is an error: it is not silently passed over)."""
+    from fabric.store import Store, default_db_path
+
+    path = Path(db) if db is not None else default_db_path()
+    if not path.exists():
+        return None
+    with Store.open(path, create=False) as store:
+        rows = store.list_topologies()
+    return rows[-1].id if rows else None

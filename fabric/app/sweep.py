@@ -2,8 +2,9 @@
 
 The CLI and the TUI call these; neither plans nor connects itself. A stored sweep keeps one
 capture (kind ``probe``) holding every pair's record as JSON: both ends (host, device, GUID, leaf,
-rail), round, attempt, backend, result, the route it took and, for ssh, both sides' raw perftest
-output; ``show`` re-ranks suspects from it.
+rail), round, attempt, backend, result, what its route should have given (``expected_gbps``), the
+route it took and, for ssh, both sides' raw perftest output; ``show`` re-ranks suspects from it.
+A slow pair is stored with ``ok`` false and why in ``error`` (format ``ibfab-sweep/2``).
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from typing import Any
 
 from fabric.app.discover import Discovery, discover, discover_text
 from fabric.app.source import Source
-from probes.localize import Suspect, rank
+from probes.localize import Suspect, rank, tied, unexplained
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
 from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
-from topology.model import Guid, Link, PortRef
+from topology.model import Guid, Link, LinkKey, PortRef
 from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
 
-FORMAT = "ibfab-sweep/1"
+FORMAT = "ibfab-sweep/2"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def prepare(
         pairs_text=pairs_text,
         pairs_source=pairs_path or "<pairs>",
     )
-    return SweepContext(discovery, tables, plan, f"lab {lab}" if lab else str(input_path))
+    source = f"lab {lab}" if lab else (str(input_path) if input_path else discovery.source)
+    return SweepContext(discovery, tables, plan, source)
 
 
 def _read(path: str, what: str) -> str:
@@ -146,11 +148,11 @@ def run_ssh(
             f"sweep cannot start: {fold_names([r.host for r in down])} unreachable ({first.message or 'exit ' + str(first.exit_code)})"
         )
     opts = PerftestOptions("ib_write_bw", size=size, iterations=iterations)
-    line_rates: dict[Guid, float] = {}
+    line_rates: dict[Guid, float] = {}  # what a pair without a known route is judged against
     for p in ctx.plan.probes:
         links = ctx.discovery.fabric.links_of(p.client.guid)
         if links:
-            line_rates[p.client.guid] = links[0].gbps
+            line_rates[p.client.guid] = ctx.plan.design_gbps.get(links[0].key, links[0].gbps)
     backend = SshPerftestBackend(
         {h: known[h] for h in wanted},
         factory,
@@ -202,6 +204,7 @@ def outcome_records(outcome: SweepOutcome) -> list[dict[str, Any]]:
             "backend": r.backend,
             "gbps": r.gbps,
             "line_rate_gbps": r.line_rate_gbps,
+            "expected_gbps": r.expected_gbps,
             "ok": r.ok,
             "error": r.error,
             "path": [_link(lk) for lk in outcome.paths.get(r.key, ())],
@@ -224,6 +227,13 @@ def save(
         "pattern": outcome.plan.pattern,
         "backend": outcome.backend,
         "names": {g: n for g, n in (names or {}).items() if g in seen},
+        "efficiency": outcome.efficiency,
+        # cables below their peers and the rate they should give: show judges fast pairs by them
+        "design_gbps": [
+            [a, pa, b, pb, gbps] for ((a, pa), (b, pb)), gbps in outcome.plan.design_gbps.items()
+        ],
+        "retest_passes": outcome.retest_passes,
+        "followup_probes": outcome.followup_probes,
         "results": records,
     }
     now = time.time()
@@ -263,6 +273,11 @@ class ShownSweep:
     results: tuple[PairResult, ...]
     suspects: tuple[Suspect, ...]
     names: dict[Guid, str]
+    retest_passes: int = 0
+    followup_probes: int = 0
+    efficiency: float | None = None
+    tie: tuple[Suspect, ...] = ()  # the top suspects no follow-up told apart
+    unexplained: tuple[PairResult, ...] = ()  # slow or failed pairs that cross no suspect
 
 
 def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
@@ -281,9 +296,18 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     results: list[PairResult] = []
     paths: dict[tuple[Guid, Guid], list[Link]] = {}
     names: dict[Guid, str] = {}
+    counts = {"retest_passes": 0, "followup_probes": 0}
+    eff: float | None = None
+    design: dict[LinkKey, float] = {}
     try:
         for doc in docs:
             names.update(doc.get("names", {}))
+            for k in counts:
+                counts[k] += int(doc.get(k) or 0)
+            if doc.get("efficiency") is not None:
+                eff = float(doc["efficiency"])
+            for a, pa, b, pb, gbps in doc.get("design_gbps", ()):
+                design[((str(a), int(pa)), (str(b), int(pb)))] = float(gbps)
             for rec in doc["results"]:
                 c, s = (
                     Endpoint(e["host"], e["device"], Guid(e["guid"]), e["leaf"], int(e["rail"]))
@@ -299,6 +323,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
                     rec["error"],
                     str(rec["backend"]),
                     int(rec["attempt"]),
+                    rec.get("expected_gbps"),
                 )
                 results.append(r)
                 if rec["path"]:
@@ -309,6 +334,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
     head = stored.sweep
+    suspects = rank(results, paths, names=names, design=design, efficiency=eff)
     return ShownSweep(
         head.id,
         head.pattern,
@@ -316,8 +342,13 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
         head.started,
         head.finished,
         tuple(results),
-        tuple(rank(results, paths, names=names)),
+        tuple(suspects),
         names,
+        counts["retest_passes"],
+        counts["followup_probes"],
+        eff,
+        tuple(tied(suspects)),
+        tuple(unexplained(results, paths, suspects)),
     )
 
 
@@ -334,6 +365,8 @@ def suspects_to_dict(
             "a": end(s.link.a),
             "b": end(s.link.b),
             "score": s.score,
+            "group": s.group,
+            "tied": sum(1 for t in suspects if t.group == s.group) > 1,
             "direction_from": s.direction,
             "reason": s.reason,
             "slow_pairs": [f"{r.client.label} -> {r.server.label}" for r in s.slow_pairs],
@@ -353,6 +386,7 @@ def results_to_dict(results: Sequence[PairResult]) -> list[dict[str, Any]]:
             "backend": r.backend,
             "gbps": r.gbps,
             "line_rate_gbps": r.line_rate_gbps,
+            "expected_gbps": r.expected_gbps,
             "ok": r.ok,
             "error": r.error,
         }

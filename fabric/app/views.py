@@ -1,36 +1,54 @@
 """What the TUI and ``ibfab tui``'s report show, as records: store state, the classified fabric with
 one row per cable, the overview, a node's detail, recommendations as the TUI lists them.
 
-Statuses in rows are the health model's (:class:`fabric.health.status.Status` values) or
-``NO_DATA`` when no health report covers the cable; :func:`status_order` is their one order.
+A row's status is the health model's :class:`fabric.health.status.Status`, or :data:`NO_DATA`
+(a :class:`NoData`) when no health report covers the cable; :func:`status_order` is their one order.
+Alerts (:class:`Alert`) put discovery's anomalies and link health on one severity scale
+(:class:`topology.wiring.Severity`): what the overview counts and the anomalies screen lists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeAlias
 
-from fabric.app.discover import TIER_NAMES, Discovery
+from fabric.app.discover import Discovery
 from fabric.app.health_window import HealthWindow
 from fabric.health.status import Status, status_rank
 from fabric.store import CounterSnapshotInfo, ProbeSweep, TopologySummary
 from fabric.store import StoredSweep as StoredSweep  # what FabricService.sweeps_of returns
-from topology.classify import Role
 from topology.model import Guid, Link, LinkKey
-from topology.wiring import Anomaly
+from topology.wiring import Severity
 
 if TYPE_CHECKING:
     from fabric.advise.actions import Action
 
-NO_DATA = "no data"
+
+class NoData(StrEnum):
+    """A cable no health report covers yet (no counters, or not in the window): not a health
+    status, so it is not in :class:`Status`; it reads "no data" and sorts after every status."""
+
+    NO_DATA = "no data"
+
+
+NO_DATA = NoData.NO_DATA
+RowStatus: TypeAlias = "Status | NoData"
 # Every status a row can have, worst first: the overview's counts and the TUI's sort use it.
-STATUSES: tuple[str, ...] = (*(s.value for s in sorted(Status, key=lambda s: -s.rank)), NO_DATA)
+STATUSES: tuple[RowStatus, ...] = (*sorted(Status, key=lambda s: -s.rank), NO_DATA)
 
 
-def status_order(status: str) -> int:
+def status_order(status: RowStatus) -> int:
     """Sort key, worst first: critical 0 .. ok 3, no data last."""
     return Status.CRITICAL.rank - status_rank(status, -1)
+
+
+# A link's health status as an alert; ok and no data raise none.
+LINK_ALERT = {Status.CRITICAL: Severity.CRITICAL, Status.WARN: Severity.ERROR, Status.WATCH: Severity.WARNING}
+# Worst first: the overview's counts and the anomalies screen's order.
+SEVERITIES: tuple[Severity, ...] = (Severity.CRITICAL, Severity.ERROR, Severity.WARNING, Severity.INFO)
+LINK_HEALTH = "link health"  # the kind of an alert raised by a cable's health
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +81,8 @@ class LinkRow:
 
     index: int
     key: LinkKey
+    a_guid: str  # the ends as shown (lower tier first), whatever order the key has
+    b_guid: str
     a_name: str
     a_port: int
     b_name: str
@@ -72,12 +92,17 @@ class LinkRow:
     group: int | None
     width: int
     speed: str
-    status: str = NO_DATA
+    status: RowStatus = NO_DATA
     score: int | None = None
     ber: float | None = None
     flaps_per_hour: float = 0.0
     reasons: tuple[str, ...] = ()
     search: str = ""  # lower-case names, tiers, rail and group: what the filter box matches
+
+    @property
+    def cable(self) -> str:
+        """The cable as an operator names it: ``leaf-su01-r0/5 - spine-01/1``."""
+        return f"{self.a_name}/{self.a_port} - {self.b_name}/{self.b_port}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,7 @@ class FabricView:
     discovery: Discovery
     links: tuple[LinkRow, ...]
     row_of: Mapping[LinkKey, int] = field(default_factory=dict)
+    port_row: Mapping[tuple[str, int], int] = field(default_factory=dict)  # either end -> its row
 
     def name(self, guid: str) -> str:
         c = self.discovery.classification.nodes.get(Guid(guid))
@@ -96,6 +122,10 @@ class FabricView:
     def tier(self, guid: str) -> int | None:
         c = self.discovery.classification.nodes.get(Guid(guid))
         return c.tier if c is not None else None
+
+    def rail(self, guid: str) -> int | None:
+        c = self.discovery.classification.nodes.get(Guid(guid))
+        return c.rail if c is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +136,29 @@ class Overview:
     fabric: Mapping[str, object]  # discovery summary (switch tiers, hosts, rails, groups ...)
     links_by_status: Mapping[str, int]
     worst: tuple[LinkRow, ...]
-    anomalies: tuple[Anomaly, ...]  # discovery's error and critical anomalies
+    alerts: tuple[Alert, ...]  # every anomaly and every cable at watch or worse, worst first
     has_topology: bool
     health: HealthWindow | None
+
+    def alerts_by_severity(self) -> dict[Severity, int]:
+        counts = dict.fromkeys(SEVERITIES, 0)
+        for a in self.alerts:
+            counts[a.severity] += 1
+        return counts
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One finding to show an operator: a discovery anomaly, or a cable's health at watch or
+    worse (kind :data:`LINK_HEALTH`), with the element to open (a cable, else a node)."""
+
+    severity: Severity
+    kind: str
+    element: str  # the cable or nodes it names, as an operator reads them
+    message: str
+    link: LinkKey | None = None
+    guid: str | None = None
+    status: Status | None = None  # a link alert: the cable's health status
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +184,14 @@ class NodeDetail:
     name: str
     kind: str
     description: str
-    tier_name: str | None
+    tier_name: str  # NodeClass.tier_name: leaf, side spine, hostless, hca...
+    section: str  # the compute fabric or the side group it belongs to
     rail: int | None
     group: int | None
     ports: tuple[PortLine, ...]
     anomalies: tuple[str, ...]
     hcas: tuple[str, ...]  # for a host: its HCA GUIDs
+    host: str | None = None  # an HCA's host
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +223,8 @@ def with_health(rows: Sequence[LinkRow], health: HealthWindow | None) -> tuple[L
             LinkRow(
                 r.index,
                 r.key,
+                r.a_guid,
+                r.b_guid,
                 r.a_name,
                 r.a_port,
                 r.b_name,
@@ -180,7 +234,7 @@ def with_health(rows: Sequence[LinkRow], health: HealthWindow | None) -> tuple[L
                 r.group,
                 r.width,
                 r.speed,
-                lh.status.value,
+                lh.status,
                 lh.score,
                 lh.ber.value,
                 lh.flaps_per_hour,
@@ -195,10 +249,10 @@ def link_row(index: int, lk: Link, d: Discovery) -> LinkRow:
     cls = d.classification.nodes
     ca, cb = cls[lk.a.guid], cls[lk.b.guid]
     # The lower tier first: an operator reads a cable from the host up.
-    lo, hi, lo_port, hi_port = (
-        (ca, cb, lk.a.port, lk.b.port) if (ca.tier or 0) <= (cb.tier or 0) else (cb, ca, lk.b.port, lk.a.port)
+    lo, hi, lo_ref, hi_ref = (
+        (ca, cb, lk.a, lk.b) if (ca.tier or 0) <= (cb.tier or 0) else (cb, ca, lk.b, lk.a)
     )
-    tiers = f"{tier_label(lo.tier, lo.role)}-{tier_label(hi.tier, hi.role)}"
+    tiers = f"{tier_word(lo.tier_name)}-{tier_word(hi.tier_name)}"
     rail = lo.rail if lo.rail is not None else hi.rail
     group = lo.group if lo.group is not None else hi.group
     search = " ".join(
@@ -216,10 +270,12 @@ def link_row(index: int, lk: Link, d: Discovery) -> LinkRow:
     return LinkRow(
         index,
         lk.key,
+        lo_ref.guid,
+        hi_ref.guid,
         lo.name,
-        lo_port,
+        lo_ref.port,
         hi.name,
-        hi_port,
+        hi_ref.port,
         tiers,
         rail,
         group,
@@ -229,10 +285,9 @@ def link_row(index: int, lk: Link, d: Discovery) -> LinkRow:
     )
 
 
-def tier_label(tier: int | None, role: Role) -> str:
-    if tier is None:
-        return "switch" if role is Role.SWITCH else "hca"
-    return TIER_NAMES.get(tier, f"tier{tier}")
+def tier_word(tier_name: str) -> str:
+    """A tier name as one word for a tier pair and the filter box: ``side leaf`` -> ``side_leaf``."""
+    return tier_name.replace(" ", "_")
 
 
 def worst_first(r: LinkRow) -> tuple[int, int]:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
-    pass
-
-from topology.errors import UsageError
+from fabric.cli.options import discover_from, source_options
+from topology.errors import SafetyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,18 +63,11 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
-def _print_actions(actions: Any) -> None:
-    from fabric.present.advice import render_actions
-
-    text = render_actions(actions)
-    if text:
-        click.echo(text)
-
-
 # -- recommend ------------------------------------------------------------------------------------
 @click.command("recommend")
-@_fabric_options
-@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@source_options
+@click.option("--opensm-log", metavar="FILE", help="The SM's log (what it runs: version, routing engine).")
+@click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
     "--min-status",
@@ -87,28 +77,33 @@ def _print_actions(actions: Any) -> None:
     help="Isolate links at this health status or worse.",
 )
 @_policy_options
-@click.option("--db", metavar="PATH", help="Store path (open isolations count toward the cap).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def recommend_cmd(
-    input_path: str | None,
-    lab: str | None,
-    ssh: str | None,
+    opensm_log: str | None,
+    opensm_conf: str | None,
     health_file: str | None,
     min_status: str,
     min_uplink_share: float,
     max_isolations: int | None,
     allow_switch_to_host: bool,
-    db: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings."""
-    from fabric.advise.candidates import read_health_file
-    from fabric.advise.recommend import recommend
-    from fabric.advise.routing_advice import SubnetManager
-    from fabric.app.recommend import stored_findings
-    from fabric.app.subnet import probe_subnet_manager
+    """Recommend isolations (safety-checked), drains, cable swaps, AR and NCCL settings.
 
-    d = _discover(input_path, lab, ssh)
+    Routing advice rests only on what is known: sminfo and the SM's log/config where they can be
+    read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO (give
+    --ibdiagnet DIR). What is unknown is said, with the commands that would tell; nothing is advised
+    on a guess. The store (--db) gives the health findings and the open isolations, which count
+    toward the cap; with no source its newest topology snapshot is the fabric.
+    """
+    from fabric.advise.candidates import read_health_file
+    from fabric.app.recommend import live_source, recommend_fabric, stored_findings
+
+    db = opts.get("db")
+    lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
+    saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
+    d = discover_from(opts)
     findings = read_health_file(health_file) if health_file else stored_findings(db)
     if findings is None:
         findings = []
@@ -116,38 +111,23 @@ def recommend_cmd(
             "ibfab: no health data (run 'ibfab counters collect', or give --health FILE): routing advice only",
             err=True,
         )
-    sm = SubnetManager() if input_path or ssh else probe_subnet_manager(lab=lab)
-    open_count = 0
-    if db is not None or Path(_default_db()).exists():
-        from fabric.app.isolate import open_isolations
-        from fabric.store import Store
-
-        with Store.open(db) as store:
-            open_count = len(open_isolations(store))
-    recs = recommend(
-        d.fabric,
-        d.classification,
+    recs = recommend_fabric(
+        d,
+        live_source(lab, ssh, d, saved),
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        sm,
+        db=db,
         min_status=min_status,
-        already_isolated=open_count,
+        opensm_log=opensm_log,
+        opensm_conf=opensm_conf,
+        ibdiagnet=ibdiagnet_dir,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))
         return
-    click.echo(f"{recs.findings} links judged; {len(recs.actions)} actions; {recs.routing.summary}")
-    if recs.routing.subnet_manager.notes:
-        click.echo("subnet manager: " + "; ".join(recs.routing.subnet_manager.notes))
-    _print_actions(recs.actions)
-    for n in recs.notes:
-        click.echo(f"- {n}")
+    from fabric.present.advice import render_recommendations
 
-
-def _default_db() -> str:
-    from fabric.store import default_db_path
-
-    return str(default_db_path())
+    click.echo(render_recommendations(recs))
 
 
 # -- isolate --------------------------------------------------------------------------------------
@@ -193,35 +173,27 @@ def isolate_cmd(
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
     from fabric.app import isolate as isolation
-    from fabric.store import Store
+    from fabric.app.isolate import audit_store, unsafe_summary
 
     if undo_id is not None:
         if ports:
             raise UsageError("give either PORT... or --undo ID, not both")
-        with Store.open(db) as store:
+        with audit_store(db) as store:
             plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
-                return
-            click.echo(f"undo isolation {undo_id}: {plan.entry.target}")
-            click.echo(f"  [opensm] {' '.join(plan.argv)}")
-            for line in plan.lab_console:
-                click.echo(f"  [lab console] {line}   (ibsim only: a real port retrains by itself)")
-            click.echo(f"  [ufm] {plan.ufm}")
-            state = "passed" if plan.window_passed else "NOT passed"
-            click.echo(
-                f"  isolated {plan.age_seconds / 60:.0f} min ago; re-test window of {retest_window:g} min {state}"
-            )
-            if not do_apply:
-                click.echo("dry run: nothing changed (add --apply)")
-                return
-            if not plan.window_passed and not force:
-                from topology.errors import SafetyError
+            else:
+                from fabric.present.advice import undo_plan_text
 
+                click.echo(undo_plan_text(plan))
+            if not plan.window_passed and not force:
                 raise SafetyError(
                     f"the re-test window of {retest_window:g} min has not passed; re-test the link "
                     "or give --force"
                 )
+            if not do_apply:
+                click.echo("dry run: nothing changed (add --apply)")
+                return
             _confirm(yes, f"return {plan.entry.target} to service?")
             change = isolation.apply_undo(plan, store, lab=lab, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
@@ -229,35 +201,41 @@ def isolate_cmd(
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
     from fabric.advise.candidates import resolve_port
+    from fabric.app.isolation_limits import IsolationRun, isolate_ports
+    from fabric.present.advice import isolation_plan_text
 
     d = _discover(input_path, lab)
     refs = [resolve_port(d.fabric, d.classification, p) for p in ports]
-    with Store.open(db) as store:
-        already = len(isolation.open_isolations(store))
-        plan_ = isolation.plan_isolation(
-            d.fabric,
-            d.classification,
+
+    def show(run: IsolationRun) -> None:
+        if as_json and not do_apply:
+            click.echo(json.dumps({**run.plan.to_dict(), "limits": run.limits.to_dict()}, indent=1))
+        else:
+            click.echo(isolation_plan_text(run.plan, run.limits))
+        if not run.plan.safe:
+            # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
+            verb = "was" if do_apply else "would be"
+            raise SafetyError(f"{unsafe_summary(run.plan)}; nothing {verb} changed")
+        if do_apply:
+            _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
+
+    with audit_store(db) as store:
+        run = isolate_ports(
+            store,
+            d,
             refs,
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
-            already,
+            lab=lab,
+            rediscover=None if input_path else lambda: _discover(None, lab),
+            apply=do_apply,
+            before_apply=show,
         )
-        if as_json and not do_apply:
-            click.echo(json.dumps(plan_.to_dict(), indent=1))
-            return
-        from fabric.present.advice import isolation_plan_text
-
-        click.echo(isolation_plan_text(plan_))
         if not do_apply:
+            show(run)
             click.echo("dry run: nothing changed (add --apply)")
             return
-        if not plan_.safe:
-            from topology.errors import SafetyError
-
-            raise SafetyError("the plan breaks safety rules; nothing was changed")
-        _confirm(yes, f"disable {len(plan_.steps)} port(s)?")
-        changes = isolation.apply_plan(plan_, store, lab=lab)
-    for ch in changes:
+    for ch in run.changes:
         click.echo(
             f"audit {ch.audit_id}: {ch.command}: {ch.result} (undo: ibfab isolate --undo {ch.audit_id})"
         )
@@ -298,22 +276,6 @@ def whatif_group() -> None:
     """Estimate ring all-reduce and all-to-all bandwidth under a change, static vs adaptive routing."""
 
 
-def _route(d: Any, lab: str | None, lft: str | None) -> Any:
-    """A path function from forwarding tables (``--lft`` or the lab's OpenSM dump), else None."""
-    import functools
-
-    from topology.routes import path, read_lft_dump
-
-    if lft is None and lab is not None:
-        from fabric import lab as labmod
-
-        dump = Path(labmod.opensm_dump_dir(lab)) / "opensm-lfts.dump"
-        lft = str(dump) if dump.is_file() else None
-    if lft is None:
-        return None
-    return functools.partial(path, d.fabric, read_lft_dump(lft))
-
-
 def _run_whatif(
     input_path: str | None,
     lab: str | None,
@@ -322,42 +284,14 @@ def _run_whatif(
     as_json: bool,
     build: Callable[[Any], Any],
 ) -> None:
-    from fabric.advise.whatif import what_if
+    from fabric.app.whatif import run_whatif
+    from fabric.present.advice import render_whatif
 
-    d = _discover(input_path, lab)
-    host_list = None
-    if hosts:
-        from ClusterShell.NodeSet import NodeSet, NodeSetParseError
-
-        try:
-            host_list = list(NodeSet(hosts))
-        except NodeSetParseError as exc:
-            raise UsageError(f"--hosts {hosts!r}: {exc}") from exc
-    result = what_if(d.fabric, d.classification, build(d), host_list, _route(d, lab, lft))
+    result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
-    click.echo(result.sentence())
-    click.echo(f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)")
-    from fabric.present.table import table
-
-    rows = [
-        (
-            g.group,
-            g.endpoints,
-            f"{g.slowed}/{g.pairs}",
-            f"{g.all_to_all['static']:.0%}",
-            f"{g.all_to_all['adaptive']:.0%}",
-            f"{g.ring['static']:.0%}",
-            f"{g.ring['adaptive']:.0%}",
-        )
-        for g in result.groups
-    ]
-    click.echo(
-        table(("group", "HCAs", "slowed pairs", "a2a static", "a2a AR", "ring static", "ring AR"), rows)
-    )
-    if result.missing:
-        click.echo("cut off: " + ", ".join(result.missing))
+    click.echo(render_whatif(result))
 
 
 @whatif_group.command("isolate")

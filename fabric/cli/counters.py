@@ -29,6 +29,12 @@ def counters_group() -> None:
 @counters_group.command("collect")
 @click.option("--lab", metavar="NAME", help="Read a lab fabric with the real tools.")
 @click.option("--ssh", metavar="HOST", help="Run the tools on a management host over SSH.")
+@click.option(
+    "--ibdiagnet",
+    "ibdiagnet_dir",
+    metavar="DIR",
+    help="Store the port counters of an ibdiagnet run (PM_INFO, else ibdiagnet2.pm) instead; once.",
+)
 @ssh_options
 @click.option(
     "--every",
@@ -42,6 +48,7 @@ def counters_group() -> None:
 def collect_cmd(
     lab: str | None,
     ssh: str | None,
+    ibdiagnet_dir: str | None,
     inventory: str | None,
     known_hosts: str | None,
     accept_new_host_key: bool,
@@ -54,24 +61,18 @@ def collect_cmd(
     """Discover the fabric and store every port's counters (unreachable ports included).
 
     Runs until Ctrl-C (exit 130) unless --count is given; a failed collection prints one line,
-    is recorded as a failed run, and the loop goes on.
+    is recorded as a failed run, and the loop goes on. With --ibdiagnet DIR the counters that
+    ibdiagnet run read are stored once, as a snapshot taken at the run's time.
     """
-    from fabric.app.collect import Collector, SnapshotOutcome
+    if ibdiagnet_dir:
+        _store_ibdiagnet(ibdiagnet_dir, lab, ssh, every, count, db, as_json)
+        return
+    from fabric.app.collect import SnapshotOutcome, collect_loop
     from fabric.app.source import SshOptions, read_source
     from fabric.present.counters import snapshot_line
-    from fabric.store import Store
     from topology.errors import IbfabError
 
     src, _ = read_source(None, ssh, lab)
-    if src.kind == "lab":
-        from fabric import lab as labs
-        from topology.errors import LabError
-
-        state = labs.status(src.target)
-        if not state.running:
-            raise LabError(
-                f"lab {src.target!r} is not running (start it with 'ibfab lab up --name {src.target}')"
-            )
     last_error: list[IbfabError] = []
 
     def stored(outcome: SnapshotOutcome) -> None:
@@ -81,12 +82,34 @@ def collect_cmd(
         last_error.append(exc)
         click.echo(f"ibfab: collection failed: {exc.one_line()}", err=True)
 
-    with Store.open(db) as store:
-        collector = Collector(store, src, SshOptions(inventory, known_hosts, accept_new_host_key, identity))
-        try:
-            done, n_failed = collector.run(every if every is not None else 60.0, count, stored, failed)
-        except KeyboardInterrupt:
-            click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
-            raise click.exceptions.Exit(130) from None
+    ssh_options = SshOptions(inventory, known_hosts, accept_new_host_key, identity)
+    try:
+        done, n_failed = collect_loop(
+            db, src, ssh_options, every if every is not None else 60.0, count, stored, failed
+        )
+    except KeyboardInterrupt:
+        click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
+        raise click.exceptions.Exit(130) from None
     if n_failed and not done:
         raise last_error[-1]
+
+
+def _store_ibdiagnet(
+    path: str,
+    lab: str | None,
+    ssh: str | None,
+    every: float | None,
+    count: int | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    from fabric.app.ibdiagnet import import_ibdiagnet_run
+    from fabric.present.counters import stored_run_line
+    from topology.errors import UsageError
+
+    if lab or ssh:
+        raise UsageError("choose one of --lab, --ssh, --ibdiagnet")
+    if every is not None or count is not None:
+        raise UsageError("--every and --count do not apply to --ibdiagnet (a run is stored once)")
+    run = import_ibdiagnet_run(db, path)
+    click.echo(json.dumps(run.to_dict()) if as_json else stored_run_line(run))

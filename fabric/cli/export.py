@@ -1,69 +1,28 @@
-"""``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json``: the fabric as schedulers read it.
+"""``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json|prometheus-rules|grafana-dashboard``:
+the fabric as schedulers and monitoring read it (use cases in :mod:`fabric.app.export`).
 
 Data goes to stdout; what was left out (aggregation nodes, unnamed HCAs, ...) goes to stderr.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.options import discover_from, source_options
 
 if TYPE_CHECKING:
-    from fabric.app.discover import Discovery
     from fabric.exports import Export
-    from fabric.placement import PlacementHealth
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def source_options(fn: F) -> F:
-    """``--input/--ssh/--lab`` and the SSH options, as ``ibfab discover`` has them."""
-    fn = ssh_options(fn)
-    for opt in reversed(
-        (
-            click.option(
-                "--input", "input_path", metavar="FILE", help="Saved ibnetdiscover output ('-' for stdin)."
-            ),
-            click.option("--ssh", metavar="HOST", help="Run ibnetdiscover on a management host over SSH."),
-            click.option("--lab", metavar="NAME", help="Run the real ibnetdiscover against a lab fabric."),
-        )
-    ):
-        fn = opt(fn)
-    return fn
-
-
-def discover_from(opts: dict[str, Any]) -> Discovery:
-    """Discovery from the source options (pops them from ``opts``)."""
-    from fabric.app.discover import discover
-    from fabric.app.source import SshOptions, read_source
-
-    src, text = read_source(opts.pop("input_path"), opts.pop("ssh"), opts.pop("lab"))
-    ssh = SshOptions(
-        opts.pop("inventory"), opts.pop("known_hosts"), opts.pop("accept_new_host_key"), opts.pop("identity")
-    )
-    return discover(src, text, ssh)
-
-
-def health_from_store(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
-    from fabric.app.place import placement_health
-
-    return placement_health(d, db, hours)
+# source_options and discover_from live in fabric.cli.options; re-exported for older imports.
+__all__ = ["discover_from", "emit", "export_group", "source_options"]
 
 
 def emit(result: Export) -> None:
     click.echo(result.text, nl=False)
     for item in result.left_out:
         click.echo(f"left out: {item}", err=True)
-
-
-def _tree(d: Discovery) -> Any:
-    from fabric.exports.tree import build_tree
-
-    return build_tree(d.fabric, d.classification)
 
 
 @click.group("export")
@@ -76,9 +35,9 @@ def export_group() -> None:
 @click.option("--plugin", type=click.Choice(["tree", "block"]), default="tree", show_default=True)
 def slurm_cmd(plugin: str, **opts: Any) -> None:
     """A topology.conf: units (or leaves) as the nodes' switches, spines and cores above."""
-    from fabric.exports.slurm import topology_conf
+    from fabric.app.export import slurm_topology
 
-    emit(topology_conf(_tree(discover_from(opts)), plugin))
+    emit(slurm_topology(discover_from(opts), plugin))
 
 
 @export_group.command("k8s-labels")
@@ -93,16 +52,13 @@ def slurm_cmd(plugin: str, **opts: Any) -> None:
 @click.option("--both", "style", flag_value="both", help="Both key sets.")
 @click.option("--health", "with_health", is_flag=True, help="Add ibfab.io/health from the store's counters.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
-@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 def k8s_cmd(
     fmt: str, style: str, with_health: bool, health_hours: float, db: str | None, **opts: Any
 ) -> None:
     """kubectl label lines (or JSON) with topograph's tier keys."""
-    from fabric.exports.k8s import k8s_labels
+    from fabric.app.export import k8s
 
-    d = discover_from(opts)
-    health = health_from_store(d, db, health_hours) if with_health else None
-    emit(k8s_labels(_tree(d), style, fmt, health))
+    emit(k8s(discover_from(opts, db), style, fmt, db, health_hours if with_health else None))
 
 
 @export_group.command("kueue")
@@ -111,9 +67,9 @@ def k8s_cmd(
 @click.option("--legacy", is_flag=True, help="Levels in the network.topology.nvidia.com keys.")
 def kueue_cmd(name: str, legacy: bool, **opts: Any) -> None:
     """A Kueue Topology resource whose levels are the k8s-labels keys."""
-    from fabric.exports.kueue import kueue_topology
+    from fabric.app.export import kueue
 
-    emit(kueue_topology(_tree(discover_from(opts)), name, legacy))
+    emit(kueue(discover_from(opts), name, legacy))
 
 
 @export_group.command("hostfile")
@@ -122,26 +78,20 @@ def kueue_cmd(name: str, legacy: bool, **opts: Any) -> None:
 @click.option("--slots", type=int, default=1, show_default=True, help="Slots (ranks) per host.")
 def hostfile_cmd(style: str, slots: int, **opts: Any) -> None:
     """Every compute host in ring order (unit, leaf, name)."""
-    from fabric.exports import Export
-    from fabric.exports.hostfile import hostfile
-    from fabric.placement import ring_order
+    from fabric.app.export import mpi_hostfile
 
-    tree = _tree(discover_from(opts))
-    emit(Export(hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots), tree.left_out()))
+    emit(mpi_hostfile(discover_from(opts), style, slots))
 
 
 @export_group.command("json")
 @source_options
 @click.option("--health", "with_health", is_flag=True, help="Add each host's health from the store.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True)
-@click.option("--db", metavar="PATH")
 def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any) -> None:
     """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
-    from fabric.exports.json import scheduler_json
+    from fabric.app.export import scheduler_document
 
-    d = discover_from(opts)
-    health = health_from_store(d, db, health_hours) if with_health else None
-    emit(scheduler_json(d.fabric, d.classification, _tree(d), health))
+    emit(scheduler_document(discover_from(opts, db), db, health_hours if with_health else None))
 
 
 @export_group.command("prometheus-rules")
@@ -156,16 +106,9 @@ def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any
 )
 def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
     """Alerting and recording rules for `ibfab exporter` (load with rule_files: in prometheus.yml)."""
-    from fabric.app.health import load_thresholds
-    from fabric.core.units import parse_duration
-    from fabric.exports.alert_rules import alert_rules, rules_header
-    from fabric.health import HealthThresholds
+    from fabric.app.export import prometheus_rules
 
-    t = load_thresholds(thresholds) if thresholds else HealthThresholds()
-    window_s = parse_duration(window, "--window")
-    click.echo(
-        alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(thresholds, job, window_s)), nl=False
-    )
+    emit(prometheus_rules(thresholds, job, window))
 
 
 @export_group.command("grafana-dashboard")
@@ -177,6 +120,6 @@ def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
 )
 def grafana_dashboard_cmd(datasource_uid: str) -> None:
     """A Grafana dashboard (JSON) for `ibfab exporter`: import it, or provision it from a file."""
-    from fabric.exports.grafana import dashboard_json
+    from fabric.app.export import grafana_dashboard
 
-    click.echo(dashboard_json(datasource_uid), nl=False)
+    emit(grafana_dashboard(datasource_uid))

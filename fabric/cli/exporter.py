@@ -34,16 +34,26 @@ import click
     metavar="FILE.toml",
     help="Health thresholds, as ibfab health takes them (keys under [health]).",
 )
-def exporter_cmd(listen: str, db: str | None, refresh: str, window: str, thresholds: str | None) -> None:
+@click.option(
+    "--max-connections",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="Open connections at most; at the cap the longest-idle one is closed for a newcomer.",
+)
+def exporter_cmd(
+    listen: str, db: str | None, refresh: str, window: str, thresholds: str | None, max_connections: int
+) -> None:
     """Serve per-port counters and per-link health from the store in the Prometheus text format.
 
     Metrics follow infiniband_exporter's names (infiniband_switch_port_*_total,
     infiniband_hca_port_*_total) plus ibfab_link_* health and ibfab_exporter_* status gauges.
     The endpoint answers even when the store is missing or empty (ibfab_exporter_up 0).
+    It answers GET and HEAD only, from one thread, with bounded connections and timeouts.
     """
     from fabric.app.health import load_thresholds
     from fabric.core.units import parse_duration
-    from fabric.serve.exporter import parse_listen, serve
+    from fabric.serve.exporter import Limits, parse_listen, serve
 
     parse_listen(listen)  # a bad address is a usage error before anything else happens
     refresh_s = parse_duration(refresh, "--refresh")
@@ -64,6 +74,7 @@ def exporter_cmd(listen: str, db: str | None, refresh: str, window: str, thresho
             log=lambda line: click.echo(f"ibfab exporter: {line}", err=True),
             stop=stop,
             thresholds=t,
+            limits=Limits(max_connections=max_connections),
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

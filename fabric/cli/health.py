@@ -32,7 +32,12 @@ def _since(ctx: click.Context, param: click.Parameter, value: str) -> float | No
 )
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @click.option("--thresholds", metavar="FILE.toml", help="Override health thresholds (keys under [health]).")
-@click.option("--all", "show_all", is_flag=True, help="List every link, not only those that are not ok.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List every link, not only findings: ok links too, and why a link is not yet certified.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (links, nodes, summary).")
 @click.option("--no-record", is_flag=True, help="Do not add today's findings to the findings history.")
 @click.option(
@@ -88,7 +93,10 @@ def health_cmd(
             view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
         # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
-        json.dump(view.report.to_dict(), sys.stdout, indent=1)
+        doc = view.report.to_dict()
+        doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
+        doc["cable_inventory"] = view.inventory
+        json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
     from fabric.present.health import render_health

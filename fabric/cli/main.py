@@ -21,6 +21,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("fabric.cli.sweep", "sweep_group"),
     ("fabric.cli.advise", "recommend_cmd"),
     ("fabric.cli.advise", "isolate_cmd"),
+    ("fabric.cli.drain", "drain_group"),
     ("fabric.cli.advise", "whatif_group"),
     ("fabric.cli.exporter", "exporter_cmd"),
     ("fabric.cli.place", "place_cmd"),
@@ -37,6 +38,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
 _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("topology", "fabric.cli.plan", "check_cmd"),
     ("topology", "fabric.cli.snapshots", "list_cmd"),
+    ("topology", "fabric.cli.cables", "cable_cmd"),
     ("export", "fabric.cli.plan", "export_plan_cmd"),
 )
 

@@ -7,14 +7,24 @@ from typing import Any
 
 import click
 
-from fabric.cli.export import discover_from, health_from_store, source_options
+from fabric.cli.options import discover_from, source_options
 
 
 @click.command("place")
 @click.option("--nodes", "n", type=int, required=True, help="How many hosts to choose.")
 @click.option("--free", "free_file", metavar="FILE", help="Free hosts: one host or host range a line.")
 @click.option(
-    "--free-slurm", metavar="PARTITION", help="Free hosts: idle nodes of a Slurm partition (sinfo)."
+    "--free-slurm",
+    metavar="PARTITION",
+    help="Free hosts: what Slurm could give now in PARTITION (= --partition).",
+)
+@click.option(
+    "--slurm", "use_slurm", is_flag=True, help="Free hosts from Slurm: node states, drains, reservations."
+)
+@click.option("--partition", metavar="P", help="Slurm partition (implies --slurm).")
+@click.option("--reservation", metavar="R", help="Slurm reservation to place in (implies --slurm).")
+@click.option(
+    "--node-map", metavar="FILE", help="Fabric host -> Slurm node, one pair a line, where names differ."
 )
 @click.option("--policy", type=click.Choice(["pack", "spread"]), default="pack", show_default=True)
 @click.option("--exclude-unhealthy", is_flag=True, help="Leave out hosts whose cables are warn/critical.")
@@ -26,12 +36,15 @@ from fabric.cli.export import discover_from, health_from_store, source_options
 )
 @click.option("--slots", type=int, default=1, show_default=True, help="Slots per host in the hostfile.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
-@click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 @source_options
 def place_cmd(
     n: int,
     free_file: str | None,
     free_slurm: str | None,
+    use_slurm: bool,
+    partition: str | None,
+    reservation: str | None,
+    node_map: str | None,
     policy: str,
     exclude_unhealthy: bool,
     excluded: tuple[str, ...],
@@ -49,28 +62,39 @@ def place_cmd(
 
     from fabric.exports.hostfile import hostfile
     from fabric.exports.tree import fold
-    from fabric.placement import parse_host_list, place, slurm_idle_hosts, unhealthy_hosts
+    from fabric.placement import parse_host_list, place, unhealthy_hosts
     from probes.inventory import expand_hosts
     from topology.errors import UsageError
 
-    if free_file and free_slurm:
-        raise UsageError("choose one of --free and --free-slurm")
+    if free_slurm and partition and free_slurm != partition:
+        raise UsageError("--free-slurm is --partition: give one of them")
+    partition = partition or free_slurm
+    use_slurm = use_slurm or bool(partition or reservation or node_map)
+    if free_file and use_slurm:
+        raise UsageError("choose one of --free FILE and Slurm (--slurm, --partition, --free-slurm)")
     free = None
+    slurm_busy: dict[str, str] = {}
     if free_file:
         try:
             text = Path(free_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--free {free_file}: cannot read: {exc}") from exc
         free = parse_host_list(text, free_file)
-    elif free_slurm:
-        free = slurm_idle_hosts(free_slurm)
-    exclude: dict[str, str] = {}
+    elif use_slurm:
+        from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
+
+        found = hosts_for_jobs(connect(), partition, reservation, read_node_map(node_map))
+        # Slurm's busy nodes stay candidates so that each is left out with Slurm's reason.
+        free, slurm_busy = [*found.free, *found.busy], dict(found.busy)
+    exclude: dict[str, str] = dict(slurm_busy)
     for pattern in excluded:
         exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
-    d = discover_from(opts)
+    d = discover_from(opts, db)
     health = None
     if exclude_unhealthy:
-        health = health_from_store(d, db, health_hours)
+        from fabric.app.place import placement_health
+
+        health = placement_health(d, db, health_hours)
         exclude = {**unhealthy_hosts(health), **exclude}
     p = place(d.fabric, d.classification, n, free=free, policy=policy, exclude=exclude, health=health)
     if fmt == "json":

@@ -6,58 +6,15 @@ Registered under the ``topology`` and ``export`` groups by :mod:`fabric.cli.main
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
-from fabric.cli.export import source_options
-
-if TYPE_CHECKING:
-    from fabric.app.discover import Discovery
-
-
-F = TypeVar("F", bound=Callable[..., Any])
+from fabric.cli.options import discover_from, source_options
 
 # Exit codes of `topology check` (errors keep theirs: 2 usage, 3 unreadable plan or capture, ...).
 EXIT_DIFFERS = 10
 EXIT_UNCHECKED = 11
-
-
-def fabric_source_options(fn: F) -> F:
-    """The usual ``--input/--ssh/--lab`` sources plus ``--ibdiagnet DIR``."""
-    fn = source_options(fn)
-    return click.option(
-        "--ibdiagnet",
-        "ibdiagnet_dir",
-        metavar="DIR",
-        help="An ibdiagnet output directory (or its ibdiagnet2.db_csv): the fabric that run saw.",
-    )(fn)
-
-
-def discovery_from(opts: dict[str, Any]) -> Discovery:
-    """Discovery from the source options (pops them from ``opts``)."""
-    from fabric.cli.export import discover_from
-    from topology.errors import UsageError
-
-    ibdiagnet_dir = opts.pop("ibdiagnet_dir")
-    if ibdiagnet_dir:
-        if any(opts.get(k) for k in ("input_path", "ssh", "lab")):
-            raise UsageError("choose one of --input, --ssh, --lab, --ibdiagnet")
-        from fabric.app.ibdiagnet import discover_ibdiagnet
-
-        for key in (
-            "input_path",
-            "ssh",
-            "lab",
-            "inventory",
-            "known_hosts",
-            "accept_new_host_key",
-            "identity",
-        ):
-            opts.pop(key, None)
-        return discover_ibdiagnet(ibdiagnet_dir)
-    return discover_from(opts)
 
 
 @click.command("check")
@@ -69,7 +26,7 @@ def discovery_from(opts: dict[str, Any]) -> Discovery:
     required=True,
     help="A cable plan (UFM NDT CSV); repeat for a site's several plans.",
 )
-@fabric_source_options
+@source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--all", "show_all", is_flag=True, help="List every item, not the first 40 of each kind.")
 def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any) -> None:
@@ -83,16 +40,12 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
           (a name shared by several nodes, a port the plan cables twice)
       2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
     """
-    from topology.cableplan import merge_plans, read_cable_plan
-    from topology.plancheck import check_plan, check_to_dict
+    from fabric.app.cableplan import check_against_plans, plan_check_to_dict
 
-    plan = merge_plans(read_cable_plan(p) for p in plans)
-    d = discovery_from(opts)
-    check = check_plan(plan, d.fabric)
+    d = discover_from(opts)
+    check = check_against_plans(d, plans)
     if as_json:
-        out = check_to_dict(check, d.fabric)
-        out["fabric"] = d.source
-        click.echo(json.dumps(out, indent=1))
+        click.echo(json.dumps(plan_check_to_dict(check, d), indent=1))
     else:
         from fabric.present.plan import render_check
 
@@ -105,7 +58,7 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
 
 
 @click.command("plan")
-@fabric_source_options
+@source_options
 @click.option("--no-speed", is_flag=True, help="Only UFM's five columns (no Speed column to check against).")
 @click.option("-o", "--output", metavar="FILE", help="Write the plan here instead of stdout.")
 def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
@@ -115,20 +68,10 @@ def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
     `ibfab topology check` compares. A director's backplane and aggregation-node links are
     not cables and are left out; nodes without a unique name are written by GUID.
     """
-    from pathlib import Path
+    from fabric.app.cableplan import fabric_as_plan
 
-    from topology.cableplan import format_cable_plan
-    from topology.errors import UsageError
-    from topology.plancheck import plan_rows
-
-    d = discovery_from(opts)
-    rows = plan_rows(d.fabric)
-    text = format_cable_plan(rows, with_speed=not no_speed)
+    written = fabric_as_plan(discover_from(opts), with_speed=not no_speed, output=output)
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{output}: {exc.strerror or exc}") from exc
-        click.echo(f"wrote {len(rows)} cables to {output}", err=True)
+        click.echo(f"wrote {written.cables} cables to {output}", err=True)
         return
-    click.echo(text, nl=False)
+    click.echo(written.text, nl=False)

@@ -28,9 +28,24 @@ def _env(values: tuple[str, ...]) -> dict[str, str]:
 @probe_group.command("nccl")
 @click.option("--hosts", "hosts_pattern", required=True, metavar="RANGE", help="Hosts, e.g. dgx-[0001-0004].")
 @click.option(
-    "--inventory", required=True, metavar="FILE", help="Inventory naming the hosts (and how to reach them)."
+    "--inventory",
+    metavar="FILE",
+    help="Inventory naming the hosts (and how to reach them); without it, srun runs from this machine "
+    "inside an allocation of the hosts (Slurm node names).",
 )
 @click.option("--launcher", type=click.Choice(["mpirun", "srun"]), default="mpirun", show_default=True)
+@click.option("--partition", metavar="P", help="srun without --inventory: Slurm partition to allocate from.")
+@click.option(
+    "--reservation", metavar="R", help="srun without --inventory: Slurm reservation to allocate in."
+)
+@click.option("--mpi", default="pmix", show_default=True, help="srun --mpi plugin ('none' for none).")
+@click.option(
+    "--gres/--no-gres",
+    "request_gpus",
+    default=True,
+    show_default=True,
+    help="srun: ask for the GPUs as a generic resource (--gpus-per-node); off where GPUs are no GRES.",
+)
 @click.option("--head", metavar="HOST", help="Where the launcher runs (default: the first host).")
 @click.option("--binary", default="all_reduce_perf", show_default=True, help="The nccl-tests binary.")
 @click.option("--binary-dir", default="", metavar="DIR", help="Where the binaries are on the hosts.")
@@ -65,8 +80,12 @@ def _env(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def nccl_cmd(
     hosts_pattern: str,
-    inventory: str,
+    inventory: str | None,
     launcher: str,
+    partition: str | None,
+    reservation: str | None,
+    mpi: str,
+    request_gpus: bool,
     head: str | None,
     binary: str,
     binary_dir: str,
@@ -104,6 +123,30 @@ def nccl_cmd(
         binary_dir=binary_dir,
         env=_env(env_items),
     )
+    if inventory is None:
+        if launcher != "srun":
+            raise UsageError(
+                "--launcher mpirun needs --inventory FILE (srun can run from here through Slurm)"
+            )
+        from fabric.app.nccl_slurm import run_probe_slurm
+
+        report = run_probe_slurm(
+            hosts_pattern,
+            opts,
+            partition=partition,
+            reservation=reservation,
+            gpus_per_node=gpus_per_node,
+            per_rail=per_rail,
+            split=split,
+            rail_hcas=[h.strip() for h in rail_hcas.split(",")] if rail_hcas else None,
+            mpi=None if mpi == "none" else mpi,
+            request_gpus=request_gpus,
+            timeout=timeout,
+            line_rate_gbps=line_rate,
+            db=db,
+        )
+        _show(report, as_json)
+        return
     report = ncclsvc.run_probe(
         hosts_pattern,
         inventory,
@@ -121,6 +164,13 @@ def nccl_cmd(
         ssh=SshOptions(inventory, known_hosts, accept_new_host_key, identity),
         db=db,
     )
+    _show(report, as_json)
+
+
+def _show(report: object, as_json: bool) -> None:
+    from fabric.app import nccl as ncclsvc
+
+    assert isinstance(report, ncclsvc.NcclReport)
     if as_json:
         click.echo(json.dumps(ncclsvc.report_to_dict(report), indent=1))
     else:
@@ -130,7 +180,8 @@ def nccl_cmd(
         from topology.errors import CommandFailed
 
         first = failed[0]
-        raise CommandFailed(first.job.argv, first.exit_code, first.error or "", f"ssh {report.head}")
+        where = report.head if report.head.startswith("slurm job ") else f"ssh {report.head}"
+        raise CommandFailed(first.job.argv, first.exit_code, first.error or "", where)
 
 
 def render(report: object) -> str:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
-import time
 from typing import Any
 
 import click
 
 from fabric.cli.options import ssh_options
 from topology.errors import UsageError
-
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @click.group("schedule")
@@ -90,14 +86,11 @@ def add_cmd(
       ibfab schedule add counters-5m --kind counters --every 5m --lab demo
       ibfab schedule add nightly --kind sweep --cron "0 2 * * *" --lab demo -- --pattern pairwise
     """
+    from fabric.app.schedules import add_schedule
     from fabric.core.timing import Timing
-    from fabric.store import Store
+    from fabric.present.jobs import schedule_added_line
 
-    if not _NAME_RE.fullmatch(name):
-        raise UsageError(f"schedule name {name!r}: use letters, digits, '.', '_' and '-'")
     timing = Timing.parse(every, cron)
-    if lab and ssh:
-        raise UsageError("choose one of --lab and --ssh")
     args: dict[str, Any] = {}
     for key, value in (
         ("lab", lab),
@@ -111,41 +104,11 @@ def add_cmd(
     if accept_new_host_key:
         args["accept_new_host_key"] = True
     if kind == "sweep":
-        if ssh:
-            raise UsageError("a sweep runs against --lab NAME or over SSH with --inventory FILE, not --ssh")
         args.update(_sweep_args(extra))
-        if not lab and not inventory:
-            raise UsageError("a sweep schedule needs --lab NAME or --inventory FILE (with -- --input TOPO)")
-        if inventory and "input" not in args:
-            raise UsageError("an SSH sweep schedule needs the fabric: add -- --input TOPO")
     elif extra:
         raise UsageError(f"a counters schedule takes no job arguments, got {' '.join(extra)!r}")
-    with Store.open(db) as store:
-        schedule_id = store.add_schedule(
-            name,
-            kind,
-            interval_seconds=timing.interval_seconds,
-            cron=None if timing.cron is None else timing.cron.text,
-            args=args,
-            enabled=not disabled,
-            next_run=timing.first_run(time.time()),
-        )
-        added = store.schedule(schedule_id)
-    click.echo(f"schedule {added.name} ({added.kind}, {timing.text}) added; next run {_when(added.next_run)}")
-
-
-def _when(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-
-
-def _source(args: Any) -> str:
-    if args.get("lab"):
-        return f"lab {args['lab']}"
-    if args.get("ssh"):
-        return f"ssh {args['ssh']}"
-    if args.get("inventory"):
-        return f"ssh {args['inventory']}"
-    return "local"
+    added = add_schedule(db, name, kind, timing, args, enabled=not disabled)
+    click.echo(schedule_added_line(added))
 
 
 @schedule_group.command("list")
@@ -153,54 +116,14 @@ def _source(args: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Every schedule with its last run, next run and last result."""
-    from fabric.core.units import duration_spec
-    from fabric.present.table import table
-    from fabric.store import Store
+    from fabric.app.schedules import schedule_statuses, schedule_to_dict
+    from fabric.present.jobs import render_schedules
 
-    with Store.open(db) as store:
-        rows = [(s, next(iter(store.list_runs(s.id, limit=1)), None)) for s in store.list_schedules()]
+    statuses = schedule_statuses(db)
     if as_json:
-        doc = [
-            {
-                "name": s.name,
-                "kind": s.kind,
-                "interval_seconds": s.interval_seconds,
-                "cron": s.cron,
-                "args": dict(s.args),
-                "enabled": s.enabled,
-                "last_run": s.last_run,
-                "next_run": s.next_run,
-                "last_result": None
-                if r is None
-                else {
-                    "run_id": r.id,
-                    "started": r.started,
-                    "finished": r.finished,
-                    "ok": r.ok,
-                    "error": r.error,
-                },
-            }
-            for s, r in rows
-        ]
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json.dumps([schedule_to_dict(st) for st in statuses], indent=1))
         return
-    if not rows:
-        click.echo("no schedules (add one with 'ibfab schedule add')")
-        return
-    out = []
-    for s, r in rows:
-        when = f"every {duration_spec(s.interval_seconds)}" if s.interval_seconds else f"cron {s.cron}"
-        if r is None:
-            result = "-"
-        elif r.ok is None:
-            result = "running"
-        else:
-            result = "ok" if r.ok else f"FAILED: {r.error}"
-        enabled = "" if s.enabled else " (disabled)"
-        out.append(
-            (s.name + enabled, s.kind, when, _source(s.args), _when(s.last_run), _when(s.next_run), result)
-        )
-    click.echo(table(("NAME", "KIND", "WHEN", "SOURCE", "LAST RUN", "NEXT RUN", "LAST RESULT"), out))
+    click.echo(render_schedules(statuses))
 
 
 @schedule_group.command("remove")
@@ -208,10 +131,9 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 def remove_cmd(name: str, db: str | None) -> None:
     """Remove schedule NAME (its past runs stay in the store)."""
-    from fabric.store import Store
+    from fabric.app.schedules import remove_schedule
 
-    with Store.open(db) as store:
-        store.delete_schedule(name)
+    remove_schedule(db, name)
     click.echo(f"schedule {name} removed")
 
 
@@ -227,7 +149,8 @@ def remove_cmd(name: str, db: str | None) -> None:
     default=60.0,
     show_default=True,
     type=click.FloatRange(min=0),
-    help="On SIGTERM/SIGINT, seconds to wait for running jobs.",
+    help="On SIGTERM/SIGINT, seconds to wait for running jobs before ending their tools"
+    " (a second signal ends them at once).",
 )
 def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, grace: float) -> None:
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
@@ -241,12 +164,19 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
         click.echo(r.line())
 
     daemon = Daemon(
-        Path(db) if db else default_db_path(), workers=workers, grace_seconds=grace, on_report=report
+        Path(db) if db else default_db_path(),
+        workers=workers,
+        grace_seconds=grace,
+        on_report=report,
+        on_note=lambda line: click.echo(f"ibfab daemon: {line}", err=True),
     )
 
     def on_signal(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
         if not daemon.stopping:
-            click.echo(f"ibfab daemon: {signal.Signals(signum).name}: finishing running jobs", err=True)
+            click.echo(f"ibfab daemon: {name}: finishing running jobs (again to end them now)", err=True)
+        else:
+            click.echo(f"ibfab daemon: {name} again: ending running jobs now", err=True)
         daemon.stop()
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import click
 
@@ -16,49 +15,14 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
     Any id or label (or 'latest') can be given to `ibfab topology diff`.
     """
-    from fabric.present.table import table
-    from fabric.store import Store
+    from fabric.app.snapshots import list_snapshots, snapshot_to_dict
+    from fabric.present.discovery import render_snapshot_list
 
-    with Store.open(db, create=False) as store:
-        rows = store.list_topologies()
+    rows = list_snapshots(db)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "id": s.id,
-                        "label": s.label,
-                        "taken_at": s.taken_at,
-                        "source": s.source,
-                        "nodes": s.nodes,
-                        "switches": s.switches,
-                        "hcas": s.hcas,
-                        "links": s.links,
-                    }
-                    for s in rows
-                ],
-                indent=1,
-            )
-        )
+        click.echo(json.dumps([snapshot_to_dict(s) for s in rows], indent=1))
         return
     if not rows:
         click.echo("no topology snapshots (save one with 'ibfab discover --save')", err=True)
         return
-    click.echo(
-        table(
-            ("id", "label", "taken", "source", "switches", "hcas", "cables"),
-            [
-                (
-                    s.id,
-                    s.label,
-                    time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.taken_at)),
-                    s.source,
-                    s.switches,
-                    s.hcas,
-                    s.links,
-                )
-                for s in rows
-            ],
-            60,
-        )
-    )
+    click.echo(render_snapshot_list(rows))

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.options import discover_from, source_options, ssh_options
+from fabric.cli.slurm import slurm_sweep_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
+    from fabric.app.discover import Discovery
     from fabric.app.sweep import SweepContext
+    from fabric.app.sweep_slurm import SlurmChoice
     from probes.sweep import SweepStep
 
 
@@ -32,13 +35,22 @@ def _plan_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
             ),
             click.option("--pairs", "pairs_path", metavar="FILE", help="Pair file for --pattern custom."),
-            click.option("--lab", metavar="NAME", help="Plan on a lab fabric (its routes are used)."),
-            click.option("--input", "input_path", metavar="TOPO", help="A saved ibnetdiscover file."),
             click.option(
                 "--routes", "routes_path", metavar="DUMP", help="LFT dump (ibroute/dump_fts/opensm)."
             ),
             click.option("--per-host", is_flag=True, help="No host in two probes at once."),
             click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _lab_and_input(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(
+        (
+            click.option("--lab", metavar="NAME", help="A lab fabric (its routes are used)."),
+            click.option("--input", "input_path", metavar="TOPO", help="A saved ibnetdiscover file."),
         )
     ):
         fn = opt(fn)
@@ -52,6 +64,7 @@ def _context(
     input_path: str | None,
     routes_path: str | None,
     per_host: bool,
+    discovery: Discovery | None = None,
 ) -> SweepContext:
     from fabric.app import sweep as sweeps
 
@@ -64,6 +77,7 @@ def _context(
         routes_path=routes_path,
         pairs_path=pairs_path,
         per_host=per_host,
+        discovery=discovery,
     )
 
 
@@ -98,19 +112,23 @@ class ProgressLine:
 
 @sweep_group.command("plan")
 @_plan_options
+@source_options
 def plan_cmd(
     pattern: str,
     pairs_path: str | None,
-    lab: str | None,
-    input_path: str | None,
     routes_path: str | None,
     per_host: bool,
     as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Plan a sweep: rounds used against the lower bound, and the cables and rails covered."""
+    """Plan a sweep: rounds used against the lower bound, and the cables and rails covered.
+
+    A lab's routes come from its OpenSM; elsewhere give --routes DUMP."""
     from fabric.app.sweep import names_of
 
-    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
+    lab = opts.get("lab")
+    discovery = discover_from(opts)
+    ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
@@ -122,12 +140,14 @@ def plan_cmd(
 
 @sweep_group.command("run")
 @_plan_options
+@_lab_and_input
 @ssh_options
 @click.option("--no-retest", is_flag=True, help="Do not re-test outliers.")
 @click.option(
     "--timeout", default=120.0, show_default=True, type=click.FloatRange(min=1), help="Per pair, seconds."
 )
 @click.option("--db", metavar="PATH", help="Store file (default: the data directory).")
+@slurm_sweep_options
 def run_cmd(
     pattern: str,
     pairs_path: str | None,
@@ -143,18 +163,29 @@ def run_cmd(
     no_retest: bool,
     timeout: float,
     db: str | None,
+    slurm: SlurmChoice | None,
 ) -> None:
-    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts), store
-    it, rank suspects."""
+    """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts;
+    --launcher slurm: as job steps of one Slurm allocation), store it, rank suspects."""
     from fabric.app import sweep as sweeps
 
-    if inventory is None and lab is None:
+    if slurm is not None and inventory is not None:
+        raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
+    if slurm is None and inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
     ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
-    if inventory is not None:
+    slurm_report = None
+    if slurm is not None:
+        from fabric.app.sweep_slurm import run_slurm
+
+        slurm_report = run_slurm(
+            ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
+        )
+        outcome = slurm_report.outcome
+    elif inventory is not None:
         outcome = sweeps.run_ssh(
             ctx,
             inventory,
@@ -169,7 +200,8 @@ def run_cmd(
         assert lab is not None
         outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
     progress.done()
-    sweep_id = sweeps.save(outcome, ctx.source, names, db)
+    source = ctx.source if slurm_report is None else f"{ctx.source}, slurm job {slurm_report.job_id}"
+    sweep_id = sweeps.save(outcome, source, names, db)
     if as_json:
         doc = {
             "sweep_id": sweep_id,
@@ -177,18 +209,38 @@ def run_cmd(
             "plan": ctx.plan.to_dict(names),
             "retest_passes": outcome.retest_passes,
             "followup_probes": outcome.followup_probes,
+            "efficiency": outcome.efficiency,
+            "tie": sweeps.suspects_to_dict(outcome.tie, names),
+            "unexplained": sweeps.results_to_dict(outcome.unexplained),
             "results": sweeps.results_to_dict(outcome.results),
             "suspects": sweeps.suspects_to_dict(outcome.suspects, names),
         }
+        if slurm_report is not None:
+            from fabric.app.sweep_slurm import report_to_dict
+
+            doc["slurm"] = report_to_dict(slurm_report)
         click.echo(json.dumps(doc, indent=1))
         return
-    failed = sum(1 for r in outcome.results if not r.ok)
-    click.echo(
-        f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds, "
-        f"{failed} failed, {outcome.retest_passes} re-test pass(es), {outcome.followup_probes} follow-up probe(s)"
-    )
-    from fabric.present.sweep import render_suspects
+    from fabric.present.sweep import render_suspects, render_verdict
 
+    click.echo(
+        f"sweep {sweep_id} ({outcome.backend}): {len(outcome.results)} results in {ctx.plan.rounds} rounds"
+    )
+    click.echo(
+        render_verdict(
+            outcome.results,
+            retest_passes=outcome.retest_passes,
+            followup_probes=outcome.followup_probes,
+            efficiency=outcome.efficiency,
+            tie=outcome.tie,
+            unexplained=outcome.unexplained,
+            names=names,
+        )
+    )
+    if slurm_report is not None:
+        from fabric.present.slurm import render_slurm_sweep
+
+        click.echo(render_slurm_sweep(slurm_report))
     click.echo(render_suspects(outcome.suspects, names))
 
 
@@ -208,15 +260,18 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
             "source": shown.source,
             "started": shown.started,
             "finished": shown.finished,
+            "retest_passes": shown.retest_passes,
+            "followup_probes": shown.followup_probes,
+            "efficiency": shown.efficiency,
+            "tie": sweeps.suspects_to_dict(shown.tie, shown.names),
+            "unexplained": sweeps.results_to_dict(shown.unexplained),
             "results": sweeps.results_to_dict(shown.results),
             "suspects": sweeps.suspects_to_dict(shown.suspects, shown.names),
         }
         click.echo(json.dumps(doc, indent=1))
         return
-    failed = sum(1 for r in shown.results if not r.ok)
-    click.echo(
-        f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results, {failed} failed"
-    )
-    from fabric.present.sweep import render_suspects
+    from fabric.present.sweep import render_suspects, shown_verdict
 
+    click.echo(f"sweep {shown.id}: {shown.pattern}, {shown.source}: {len(shown.results)} results")
+    click.echo(shown_verdict(shown))
     click.echo(render_suspects(shown.suspects, shown.names))

@@ -149,6 +149,24 @@ def _csv_rows(start: int, body: list[str]) -> Iterable[tuple[int, str, dict[str,
         yield start + offset, body[offset], dict(zip(header, (c.strip() for c in row), strict=False))
 
 
+_ROW_KEYS = frozenset({"NodeGUID", "PortGUID", "PortNumber"})
+
+
+def _row_numbers(row: dict[str, str], ext_keys: dict[str, str]) -> dict[str, int]:
+    """The row's numeric columns. A counter that is not a number is a ValueError; a column this
+    parser does not know and that holds no number (a newer ibdiagnet's text column) is no counter."""
+    numbers: dict[str, int] = {}
+    for key, value in row.items():
+        if key in _ROW_KEYS or not value:
+            continue
+        try:
+            numbers[key] = to_int(value)
+        except ValueError:
+            if key in fields.BY_PMA_NAME or key in ext_keys:
+                raise ValueError(f"{key} {value!r} is not a number") from None
+    return numbers
+
+
 def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] | None) -> list[PortSample]:
     sections = _db_csv_sections(lines)
     descriptions = {r["NodeGUID"]: r["NodeDesc"] for _, _, r in _csv_rows(*sections.get("NODES", (0, [])))}
@@ -158,9 +176,7 @@ def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] |
     for lineno, raw, row in _csv_rows(*sections["PM_INFO"]):
         try:
             guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
-            numbers = {
-                k: to_int(v) for k, v in row.items() if k not in {"NodeGUID", "PortGUID", "PortNumber"} and v
-            }
+            numbers = _row_numbers(row, ext_keys)
         except (KeyError, ValueError) as exc:
             fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
             continue

@@ -58,12 +58,13 @@ RAW_DATA_LEN = len(DATA_PMA) + 1
 RAW_ERRORS_LEN = 2
 
 
+# A note in parentheses holds no '[' (as _COUNTER reads it, see there).
 def _value(pma: str) -> str:
-    return rf"\[{pma} == ([0-9]+)(?: \([^)\n]*\)|)\]"
+    return rf"\[{pma} == ([0-9]+)(?: \([^)\n\[]*\)|)\]"
 
 
 def _item(pma: str) -> str:
-    return rf"\[{pma} == [0-9]+(?: \([^)\n]*\)|)\]"
+    return rf"\[{pma} == [0-9]+(?: \([^)\n\[]*\)|)\]"
 
 
 # One line shape per pass, as the collector's two argvs print them: ``--counters`` lines carry
@@ -108,7 +109,9 @@ _NODE = re.compile(
     r'^(?P<what>Errors|Data Counters) for\s+(?:(?P<guid>0x[0-9a-fA-F]+)\s+)?"(?P<desc>.*)"\s*$'
 )
 _PORT = re.compile(r"^GUID\s+(?P<guid>0x[0-9a-fA-F]+)\s+port\s+(?P<port>\d+|ALL)\s*:\s*(?P<rest>.*)$")
-_COUNTER = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*==\s*(?P<value>[^\]\s]+)(?:\s*\([^)]*\))?\s*\]")
+# The note in parentheses ends before the next item's '[' at the latest: an unclosed '(' does not
+# send every item after it to the end of the line (quadratic in the number of items).
+_COUNTER = re.compile(r"\[(?P<name>[A-Za-z0-9_]+)\s*==\s*(?P<value>[^\]\s]+)(?:\s*\([^)\[]*\))?\s*\]")
 _LINK = re.compile(
     r"^Link info:\s+(?P<lid>\d+)\s+\d+\[[^\]]*\]\s+==\(.*?\)==>\s+"
     r"(?:(?P<pguid>0x[0-9a-fA-F]+)\s+(?P<plid>\d+)\s+(?P<pport>\d+)\[)?"

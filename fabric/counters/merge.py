@@ -72,6 +72,21 @@ def unreachable_row(port: Unreachable, peer: PortRef | None, now: float) -> Row:
 
 
 _NO_COUNTERS: tuple[None, ...] = (None,) * len(fields.COUNTER_NAMES)
+_FIRST_COUNTER = len(PORT_COUNTER_FIELDS) - len(fields.COUNTER_NAMES)
+_COUNTER_LIMIT = 1 << 64  # PMA counters are at most 64 bits, and never negative
+
+
+def sound_row(row: Row) -> Row:
+    """``row``, or the row of an unreachable port saying which counter held a value no counter
+    can hold (negative, over 64 bits): one bad value costs its port, never the snapshot."""
+    if not row[5]:  # already unreachable
+        return row
+    for name, value in zip(fields.COUNTER_NAMES, row[_FIRST_COUNTER:], strict=True):
+        if value is not None and not (isinstance(value, int) and 0 <= value < _COUNTER_LIMIT):
+            shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:21]}..."
+            reason = f"counter {name} read as {shown}, which no counter can hold: port not read"
+            return (*row[:5], False, reason, row[7], *_NO_COUNTERS)
+    return row
 
 
 class _Resolver:

@@ -22,8 +22,8 @@ from fabric.health.ber import bits_to_certify
 from fabric.health.thresholds import HealthThresholds
 
 # A sweep suspect pages only when every pair of the sweep that crossed it was slow or failed
-# (probes.localize scores slow / all crossing pairs); a link that also carried fast pairs is partly
-# cleared by them, and ``ibfab sweep show`` lists it for a look, not for a page.
+# (probes.localize scores slow / all crossing pairs); since every suspect is such a link (one fast
+# pair clears a cable), the bar keeps the rule honest if the scoring ever changes.
 SUSPECT_SCORE = 1.0
 # Scrapes that must fail in a row before the exporter counts as down (at a 1 min scrape interval).
 EXPORTER_DOWN_FOR = "5m"
@@ -45,6 +45,8 @@ ACTIONS: Mapping[str, str] = MappingProxyType(
         "see `ibfab recommend` for adaptive routing and NCCL settings.",
         "repeat_offender": "Replace the cable and both transceivers: do not return the link to service on "
         "the same parts.",
+        "degraded_link": "The cable trains narrower or slower than its peers: reseat both ends, then swap the "
+        "transceivers, then the cable (`ibfab discover` names it too).",
         "unseen": "Neither end answered counter queries: check the collection (`ibfab counters collect`) and "
         "that both nodes are up.",
     }

@@ -39,7 +39,7 @@ of the latest topology, ``a`` the lower end as in topology.model.Link::
     ibfab_link_status{a_guid, a_port, a_name, b_guid, b_port, b_name, status}     1 current, 0 others
     ibfab_link_ber{...}            symbol errors / bits (absent while the link has no counter deltas)
     ibfab_link_ber_upper{...}      upper confidence bound of the BER
-    ibfab_link_flaps_per_hour{...}
+    ibfab_link_flaps_per_hour{...}    downs + retrains per hour the link was observed (as ``ibfab health``)
     ibfab_link_ber_sample_size{...}   bits the BER is over (link rate x seconds the ends were read)
     ibfab_link_downs{...}             link-down events in the window (both ends merged, + discovery)
     ibfab_link_recoveries{...}        link error recoveries (retrains without going down)
@@ -266,7 +266,9 @@ def link_families(report: HealthReport, names: Mapping[str, str]) -> tuple[Metri
         "ibfab_link_ber_upper", "Upper confidence bound of the link's bit error rate", labels=LINK_LABELS
     )
     flaps = GaugeMetricFamily(
-        "ibfab_link_flaps_per_hour", "Link-down events per hour over the health window", labels=LINK_LABELS
+        "ibfab_link_flaps_per_hour",
+        "Link-downs and retrains per hour of the time the link was observed (first to last sample)",
+        labels=LINK_LABELS,
     )
     bits = GaugeMetricFamily(
         "ibfab_link_ber_sample_size",

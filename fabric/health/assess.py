@@ -23,13 +23,15 @@ from fabric.health.ber import BerEstimate, estimate_ber
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
 from fabric.health.ports import PortSums, PortTable, port_table
+from fabric.health.rates import observed_seconds, per_hour
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
-from fabric.health.score import WATCH, LinkFacts, judge
+from fabric.health.score import WATCH, LinkFacts, judge, pending
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds
 from topology.diff import LinkEvent
 from topology.errors import UsageError
 from topology.model import Fabric, Guid, Link, LinkKey, PortRef
+from topology.wiring import BelowPeers
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -50,10 +52,13 @@ def assess(
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
     deltas: pd.DataFrame | None = None,
     piece_rows: int | None = None,
+    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
     """Score every link of ``fabric`` over the samples of ``frame`` taken in [since, now].
 
-    ``since=None`` starts the window at the first sample. ``deltas``, if given, is
+    ``below_peers`` (from :func:`topology.wiring.links_below_peers`): cables trained narrower or
+    slower than their peers, a finding of their own. ``since=None`` starts the window at the first
+    sample. ``deltas``, if given, is
     ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice. ``piece_rows``:
     compute deltas and sums a few snapshots at a time (about that many rows), as
     :func:`assess_pieces` does, instead of over the whole table at once; the report is the same.
@@ -77,7 +82,7 @@ def assess(
         except OutOfOrder:  # some port's samples interleave across snapshots: all at once
             pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
     snapshots = int(window["snapshot"].nunique())
-    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t)
+    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t, below_peers)
 
 
 def assess_pieces(
@@ -89,6 +94,7 @@ def assess_pieces(
     events: Sequence[LinkEvent] = (),
     history: Sequence[PastFinding] = (),
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
+    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
     """:func:`assess` of the counter table that ``pieces`` make together, one piece in memory at a time.
 
@@ -123,7 +129,7 @@ def assess_pieces(
     start = since if since is not None else (first if math.isfinite(first) else now)
     if start > now:
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t)
+    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers)
 
 
 def _pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:
@@ -153,9 +159,11 @@ def _report(
     events: Sequence[LinkEvent],
     history: Sequence[PastFinding],
     t: HealthThresholds,
+    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
     """Per-port sums over [start, now] -> links, nodes and summary."""
     seconds = now - start
+    below = below_peers or {}
 
     row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
     links = fabric.links
@@ -165,7 +173,7 @@ def _report(
 
     sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
     seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
-    covered = np.where(seen_a & seen_b, np.minimum(sec_a, sec_b), np.where(seen_a, sec_a, sec_b))
+    covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
     sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
     sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
     sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
@@ -205,8 +213,10 @@ def _report(
                 now=now,
             )
         ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
+        degraded = below.get(keys[i])
         quiet = (
             ber.certified
+            and degraded is None
             and not ber.errors
             and flaps is NO_FLAPS
             and not ends_of.moved[ia_l[i]]
@@ -214,14 +224,22 @@ def _report(
             and max(ends[0].congestion or 0.0, ends[1].congestion or 0.0) < t.congestion_watch
         )
         # judge() has nothing to say about a quiet link; skipping it is what keeps 25k links fast
-        findings = (
-            []
-            if quiet
-            else judge(
-                _facts(lk, ends, ber, flaps, sym_short_l[i], sym_long_l[i], rate_l[i], seconds, covered_l[i]),
-                t,
+        findings: list[tuple[int, str]] = []
+        waiting: str | None = None
+        if not quiet:
+            facts = _facts(
+                lk,
+                ends,
+                ber,
+                flaps,
+                sym_short_l[i],
+                sym_long_l[i],
+                rate_l[i],
+                seconds,
+                covered_l[i],
+                degraded,
             )
-        )
+            findings, waiting = judge(facts, t), pending(facts, t)
         penalty = sum(p for p, _ in findings)
         days = past.link_days(a_key, b_key)
         if Status.of_score(max(0, 100 - penalty)).rank >= Status.WARN.rank:
@@ -250,7 +268,7 @@ def _report(
                 score=score,
                 status=Status.of_score(score),
                 ber=ber,
-                flaps_per_hour=flaps.total * 3600 / seconds if seconds > 0 else 0.0,
+                flaps_per_hour=per_hour(flaps.total, covered_l[i]) or 0.0,
                 downs=flaps.downs,
                 recoveries=flaps.recoveries,
                 congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
@@ -261,6 +279,8 @@ def _report(
                 ends=ends,
                 repeat_offender=offender,
                 repeat_days=len(days),
+                observed_s=covered_l[i],
+                pending=waiting,
             )
         )
     results_by_link = list(results)
@@ -276,6 +296,7 @@ def _report(
         links_by_status=_count(h.status for h in results),
         nodes_by_status=_count(n.status for n in nodes),
         links_without_samples=int(np.count_nonzero(~seen_a & ~seen_b)),
+        uncertified=sum(1 for h in results if h.pending is not None),
         **_strays(fabric, keys, row_of, events_of, now),
     )
     return HealthReport(tuple(results), tuple(nodes), summary)
@@ -320,6 +341,7 @@ def _facts(
     rate: float,
     seconds: float,
     covered: float,
+    degraded: BelowPeers | None,
 ) -> LinkFacts:
     return LinkFacts(
         label=f"{lk.width}x{lk.speed}",
@@ -338,6 +360,7 @@ def _facts(
         saturated=tuple((e.ref, name) for e in ends for name in e.saturated),
         reset=tuple(e.ref for e in ends if e.reset),
         moved=tuple(e.ref for e in ends if e.link_changes),
+        below_peers=degraded,
     )
 
 

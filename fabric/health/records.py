@@ -59,7 +59,7 @@ class LinkHealth:
     score: int
     status: Status
     ber: BerEstimate
-    flaps_per_hour: float  # (downs + recoveries) per hour of the window
+    flaps_per_hour: float  # (downs + recoveries) per hour observed (fabric.health.rates); 0 if none
     downs: int  # link-downs, both ends merged, plus discovery downs
     recoveries: int  # link error recoveries (retrains without going down)
     congestion: float | None  # the busier end's share of time waiting to send
@@ -70,6 +70,12 @@ class LinkHealth:
     ends: tuple[EndHealth, EndHealth]
     repeat_offender: bool
     repeat_days: int  # distinct UTC days with a finding within the lookback (today included)
+    observed_s: float = 0.0  # first to last counter sample of the link in the window
+    pending: str | None = None  # why it is not yet certified (a state, not a finding); None: certified
+
+    @property
+    def certified(self) -> bool:
+        return self.pending is None
 
     @property
     def key(self) -> tuple[tuple[str, int], tuple[str, int]]:
@@ -93,6 +99,9 @@ class LinkHealth:
             "last_seen": self.last_seen,
             "repeat_offender": self.repeat_offender,
             "repeat_days": self.repeat_days,
+            "observed_seconds": self.observed_s,
+            "certified": self.certified,
+            "pending": self.pending,
             "counters": dict(self.counters),
             "ends": [e.to_dict() for e in self.ends],
         }
@@ -137,6 +146,7 @@ class HealthSummary:
     unknown_guids: tuple[str, ...]  # GUIDs in the counters that the fabric does not know
     ports_not_on_links: tuple[PortRef, ...]  # known nodes' ports that are on no fabric link
     down_links_not_in_fabric: tuple[tuple[tuple[str, int], tuple[str, int]], ...]
+    uncertified: int = 0  # links not yet certified (a state: see LinkHealth.pending)
 
     @property
     def seconds(self) -> float:
@@ -151,6 +161,7 @@ class HealthSummary:
             "links_by_status": dict(self.links_by_status),
             "nodes_by_status": dict(self.nodes_by_status),
             "links_without_samples": self.links_without_samples,
+            "uncertified": self.uncertified,
             "unknown_guids": list(self.unknown_guids),
             "ports_not_on_links": [_ref(r) for r in self.ports_not_on_links],
             "down_links_not_in_fabric": [

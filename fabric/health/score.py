@@ -3,6 +3,11 @@
 Each finding carries a penalty; score = 100 - sum of penalties (floored at 0), and the status
 follows from the score (cut-offs in :mod:`fabric.health.status`). Every penalty grows with its
 count, so more errors never give a better score. Bands: critical >= 61, warn 31-60, watch 11-30.
+
+Counts are quoted over the time the link was observed (``covered_s``: first to last sample,
+:mod:`fabric.health.rates`), not over the window asked for. A link that has not yet carried the
+bits to show its BER under target is *not yet certified*: a state (:func:`pending`), not a
+finding, so it costs no points and is not recorded as a finding.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from dataclasses import dataclass
 from fabric.core.units import human_duration
 from fabric.health.ber import BerEstimate, bits_to_certify
 from fabric.health.flaps import Flaps
+from fabric.health.rates import per_hour
 from fabric.health.thresholds import HealthThresholds
 from topology.model import PortRef
+from topology.wiring import BelowPeers
 
 CRITICAL = 65
 WARN = 35
@@ -29,7 +36,7 @@ class LinkFacts:
     label: str  # "4xHDR"
     rate_bps: float
     seconds: float  # the assessment window
-    covered_s: float  # time both ends (or the one end read) were sampled on this cable
+    covered_s: float  # time observed: both ends (or the one end read) sampled on this cable
     ends_seen: tuple[PortRef, ...]
     ends_missing: tuple[PortRef, ...]
     ber: BerEstimate
@@ -42,6 +49,7 @@ class LinkFacts:
     saturated: tuple[tuple[PortRef, str], ...]
     reset: tuple[PortRef, ...]
     moved: tuple[PortRef, ...]  # ends found on another cable or LID during the window
+    below_peers: BelowPeers | None = None  # trained narrower or slower than its peers (discovery)
 
 
 def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
@@ -49,13 +57,15 @@ def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     out.extend(_ber(f, t))
     out.extend(_flaps(f, t))
+    if f.below_peers is not None:
+        out.append(_degraded(f.below_peers))
     rx = sum(n for _, n in f.rx_errors)
     if rx:
         pen = WARN if rx >= t.rcv_errors_warn else UNCERTIFIED
         out.append(
             (
                 pen,
-                f"receive errors: {rx} in {human_duration(f.seconds)} ({_per_end(f.rx_errors)}; "
+                f"receive errors: {rx} in {_observed(f)} ({_per_end(f.rx_errors)}; "
                 f"threshold {t.rcv_errors_warn})",
             )
         )
@@ -65,7 +75,7 @@ def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 pen,
-                f"transmit discards: {discards} in {human_duration(f.seconds)} ({_per_end(f.discards)}; "
+                f"transmit discards: {discards} in {_observed(f)} ({_per_end(f.discards)}; "
                 f"threshold {t.xmit_discards_warn})",
             )
         )
@@ -89,9 +99,46 @@ def judge(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     return out
 
 
+def _observed(f: LinkFacts) -> str:
+    """``10 min of samples``: the time counts are quoted over."""
+    return f"{human_duration(f.covered_s)} of samples"
+
+
+def _degraded(d: BelowPeers) -> tuple[int, str]:
+    """A cable trained below its peers: warn, more the more bandwidth it lost (1x of 4x: 57)."""
+    lost = 1.0 - d.link.gbps / d.gbps if d.gbps > 0 else 0.0
+    pen = WARN + round(10 * lost)
+    return (
+        pen,
+        f"trains at {d.link.width}x{d.link.speed} ({d.link.gbps:g} Gb/s): {d.problems()} "
+        f"({d.gbps:g} Gb/s), {lost:.0%} of its bandwidth lost",
+    )
+
+
+def pending(f: LinkFacts, t: HealthThresholds) -> str | None:
+    """Why the link is not yet certified (a state, not a finding); None once it is.
+
+    Certified: both ends sampled and the BER's upper bound under target (enough bits carried).
+    """
+    if not f.ends_seen:
+        return "no counter samples from either end in the window: health unknown"
+    b = f.ber
+    if b.value is None or b.lower is None or b.upper is None:
+        return f"no traffic time measured at {f.label}: BER unknown"
+    if b.certified:
+        return None
+    need_s = bits_to_certify(b.errors, b.target, b.confidence) / f.rate_bps if f.rate_bps else math.inf
+    why = "" if len(f.ends_seen) == 2 else " (needs both ends)"
+    over = f"{'at least ' if b.at_least else ''}{b.errors} symbol errors in {human_duration(f.covered_s)}"
+    return (
+        f"not yet certified{why}: {over}; {f.label} needs {human_duration(need_s)} of samples "
+        f"to show BER < {b.target:g} at {b.confidence:.0%}"
+    )
+
+
 def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     if not f.ends_seen:
-        return [(UNCERTIFIED, "no counter samples from either end in the window: health unknown")]
+        return []  # health unknown: pending() says so
     b = f.ber
     out: list[tuple[int, str]] = []
     if f.ends_missing:
@@ -111,14 +158,13 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
             out.append(
                 (
                     CRITICAL,
-                    f"symbol errors: {count} in the last {human_duration(min(window_s, f.seconds))}, over the "
+                    f"symbol errors: {count} in the last {human_duration(min(window_s, f.covered_s))}, over the "
                     f"{window_s / 60:g} min budget of "
                     f"{budget:.2f} at {f.label} (BER {target:g})",
                 )
             )
     if b.value is None or b.lower is None or b.upper is None:
-        out.append((UNCERTIFIED, f"no traffic time measured at {f.label}: BER unknown"))
-        return out
+        return out  # BER unknown: pending() says so
     if b.certified and not b.errors:
         return out  # the common case: a clean, certified link has nothing to say
     bounds = f"{b.confidence:.0%} bounds {b.lower:.2g}..{b.upper:.2g}"
@@ -134,17 +180,7 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
                 f"significant: {over} at {f.label}",
             )
         )
-    elif not b.certified:
-        need_s = bits_to_certify(b.errors, b.target, b.confidence) / f.rate_bps if f.rate_bps else math.inf
-        why = "" if len(f.ends_seen) == 2 else " (needs both ends)"
-        out.append(
-            (
-                UNCERTIFIED,
-                f"not yet certified{why}: {over}; {f.label} needs {human_duration(need_s)} of samples "
-                f"to show BER < {b.target:g} at {b.confidence:.0%}",
-            )
-        )
-    elif b.errors:
+    elif b.certified and b.errors:
         out.append((NOTE, f"BER {b.value:.2g} within target {b.target:g}: {over}"))
     return out
 
@@ -152,20 +188,17 @@ def _ber(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
 def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     fl = f.flaps
-    hours = f.seconds / 3600 if f.seconds > 0 else 0.0
-    rate = f" ({fl.downs / hours:.1f}/h)" if hours else ""
+    hourly = per_hour(fl.total, f.covered_s)
+    rate = f" ({hourly:.2f} flaps/h)" if hourly is not None else " (no sampled time: rate unknown)"
     merged = f"both ends within {t.flap_merge_s:g} s counted once"
     if fl.down_since is not None:
         out.append((CRITICAL + 5, f"link is down since {_when(fl.down_since)}"))
-    if fl.downs >= t.flap_critical:
-        out.append(
-            (CRITICAL, f"link went down {fl.downs} times in {human_duration(f.seconds)}{rate}; {merged}")
-        )
-    elif fl.downs >= t.flap_warn:
+    if fl.downs >= t.flap_warn:
+        times = f"{fl.downs} time{'s' if fl.downs > 1 else ''}"
         out.append(
             (
-                WARN,
-                f"link went down {fl.downs} time{'s' if fl.downs > 1 else ''} in {human_duration(f.seconds)}; {merged}",
+                CRITICAL if fl.downs >= t.flap_critical else WARN,
+                f"link went down {times} in {_observed(f)}{rate}; {merged}",
             )
         )
     if fl.recoveries >= t.recovery_watch:
@@ -173,7 +206,7 @@ def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         out.append(
             (
                 pen,
-                f"link retrained (error recovery) {fl.recoveries} times in {human_duration(f.seconds)}; "
+                f"link retrained (error recovery) {fl.recoveries} times in {_observed(f)}{rate}; "
                 f"threshold {t.recovery_warn}",
             )
         )
@@ -201,6 +234,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("link is down", "flapping"),
     ("link went down", "flapping"),
     ("link retrained", "flapping"),
+    ("trains at", "degraded_link"),
     ("receive errors", "rcv_errors"),
     ("transmit discards", "xmit_discards"),
     ("congestion", "congestion"),

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 
 from fabric.advise.actions import Action
-from fabric.app.isolate import IsolationPlan
+from fabric.advise.recommend import Recommendations
+from fabric.advise.routing_advice import RoutingAdvice
+from fabric.advise.whatif import WhatIf
+from fabric.app.isolate import IsolationPlan, UndoPlan
+from fabric.app.isolation_limits import IsolationLimits
+from fabric.core.units import human_duration
+from fabric.present.table import table
 
 
 def render_actions(actions: Iterable[Action]) -> str:
@@ -24,10 +31,43 @@ def render_actions(actions: Iterable[Action]) -> str:
     return "\n".join(out)
 
 
-def isolation_plan_text(plan: IsolationPlan) -> str:
-    """The plan as ``ibfab isolate`` prints it before asking: each safety verdict (ok / STOP, the
-    rule, its costs), then each port with the commands that would isolate it."""
+def render_routing(routing: RoutingAdvice) -> str:
+    """What routing advice rests on: each known fact with its source, then each unknown with the
+    advice it holds back and the commands that would tell."""
+    out = ["routing evidence:"]
+    out += [f"  - {f}" for f in routing.facts]
+    out += [f"  - (could not read) {n}" for n in routing.subnet_manager.notes]
+    for u in routing.unknowns:
+        out.append(f"unknown: {u.what}")
+        out.append(f"  nothing advised on: {u.waits}")
+        out.append("  to learn it:")
+        out += [f"    {c}" for c in u.commands]
+    return "\n".join(out)
+
+
+def render_recommendations(recs: Recommendations) -> str:
+    """``ibfab recommend`` as text: the headline, the routing evidence, the actions, the notes."""
+    settings = len(recs.routing.actions)
+    repairs = len(recs.actions) - settings
+    parts = [
+        f"{recs.findings} links judged; {repairs} repairs, {settings} settings; {recs.routing.summary}",
+        render_routing(recs.routing),
+    ]
+    actions = render_actions(recs.actions)
+    if actions:
+        parts.append(actions)
+    parts += [f"- {n}" for n in recs.notes]
+    return "\n".join(parts)
+
+
+def isolation_plan_text(plan: IsolationPlan, limits: IsolationLimits | None = None) -> str:
+    """The plan as ``ibfab isolate`` prints it before asking: what counts toward the cap, each
+    safety verdict (ok / STOP, the rule, its costs), then each port with the commands that would
+    isolate it."""
     lines = []
+    if limits is not None:
+        lines.append(f"cap {plan.safety.cap}: {limits.describe()}")
+        lines += [f"  - {n}" for n in limits.notes]
     for v in plan.safety.verdicts:
         mark = "ok  " if v.accepted else "STOP"
         lines.append(f"{mark} {v.reason}" + (f" [{v.rule.value}]" if v.rule else ""))
@@ -35,4 +75,56 @@ def isolation_plan_text(plan: IsolationPlan) -> str:
     for s in plan.steps:
         lines.append(f"  {s.name} <-> {s.far}")
         lines += [f"    [{cmd.manager} {cmd.purpose}] {cmd.text}" for cmd in s.action.commands]
+    return "\n".join(lines)
+
+
+def render_whatif(result: WhatIf) -> str:
+    """The worst group's sentence, the routing model, one row per group of HCAs, who is cut off."""
+    rows = [
+        (
+            g.group,
+            g.endpoints,
+            f"{g.slowed}/{g.pairs}",
+            f"{g.all_to_all['static']:.0%}",
+            f"{g.all_to_all['adaptive']:.0%}",
+            f"{g.ring['static']:.0%}",
+            f"{g.ring['adaptive']:.0%}",
+        )
+        for g in result.groups
+    ]
+    lines = [
+        result.sentence(),
+        f"({result.routing_model}; adaptive = ideal spread over equal-cost paths)",
+        table(("group", "HCAs", "slowed pairs", "a2a static", "a2a AR", "ring static", "ring AR"), rows),
+    ]
+    if result.missing:
+        lines.append("cut off: " + ", ".join(result.missing))
+    return "\n".join(lines)
+
+
+def change_title(kind: str, target: str) -> str:
+    """The heading of a change's plan: ``ISOLATE PORT leaf-su01-r0:5 <-> spine-01:1``."""
+    return f"{kind.replace('_', ' ').upper()} {target}"
+
+
+def undo_plan_text(plan: UndoPlan) -> str:
+    """What returning an isolated port to service runs (``ibfab isolate --undo ID``), labelled
+    like the isolation plan, with the age against the re-test window."""
+    lines = [
+        f"undo isolation {plan.entry.id}: {plan.entry.target}",
+        f"  [opensm undo] {shlex.join(plan.argv)}",
+    ]
+    lines += [
+        f"  [lab console] {line}   (ibsim only: a real port retrains by itself)" for line in plan.lab_console
+    ]
+    lines.append(f"  [ufm undo] {plan.ufm}")
+    state = "passed" if plan.window_passed else "NOT passed"
+    since = (
+        f"{human_duration(plan.age_seconds)} ago"
+        if plan.age_seconds >= 0
+        else f"at a time {human_duration(-plan.age_seconds)} ahead of this clock"
+    )
+    lines.append(
+        f"  isolated {since} by {plan.entry.user}; re-test window of {human_duration(plan.window_seconds)} {state}"
+    )
     return "\n".join(lines)

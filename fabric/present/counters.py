@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from fabric.app.collect import SnapshotOutcome
+from fabric.app.ibdiagnet import StoredRun
 
 
 def snapshot_line(outcome: SnapshotOutcome) -> str:
@@ -21,4 +22,23 @@ def snapshot_line(outcome: SnapshotOutcome) -> str:
         parts.append(f"{downs} links down, {len(outcome.link_events) - downs} up")
     if outcome.problems:
         parts.append(f"{outcome.problems} unparsable lines")
+    return "; ".join(parts)
+
+
+def stored_run_line(run: StoredRun) -> str:
+    """What storing an ibdiagnet run's counters did, in one line."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.taken_at))
+    when += "" if run.time_from == "run" else " (the file's time: the run did not say when it ran)"
+    if run.already_stored:
+        return f"already stored: snapshot {run.counter_snapshot_id} ({run.ports} ports) is this run of {when}"
+    topology = (
+        f"topology {run.topology_id} saved"
+        if run.topology_saved
+        else f"topology {run.topology_id} (same cabling)"
+    )
+    parts = [f"snapshot {run.counter_snapshot_id}: {run.ports} ports read by ibdiagnet at {when}", topology]
+    if run.modules:
+        parts.append(f"cable inventory of {run.modules} modules kept")
+    if run.problems:
+        parts.append(f"{run.problems} unreadable counter rows (kept in the raw capture)")
     return "; ".join(parts)

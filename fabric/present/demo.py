@@ -4,12 +4,13 @@ whether that matches what was planted."""
 from __future__ import annotations
 
 from fabric.advise.recommend import Recommendations
-from fabric.app.demo import DemoStep, HealthDemo, SweepDemo
+from fabric.app.demo import DemoStep, HealthDemo, PlanDemo, SweepDemo
 from fabric.app.discover import Discovery
 from fabric.present.advice import render_actions
 from fabric.present.counters import snapshot_line
 from fabric.present.discovery import render_discovery
 from fabric.present.health import render_health
+from fabric.present.plan import render_check
 from fabric.present.sweep import render_suspects
 
 
@@ -24,6 +25,8 @@ def render_step(step: DemoStep) -> str:
         parts += ["", render_health(r.health, limit=8)]
     elif isinstance(r, SweepDemo):
         parts.append(render_suspects(r.outcome.suspects, r.names, limit=6))
+    elif isinstance(r, PlanDemo):
+        parts += ["", render_check(r.check, r.source, limit=6)]
     elif isinstance(r, Recommendations):
         parts.append(render_actions(r.actions))
         parts += [f"- {n}" for n in r.notes]

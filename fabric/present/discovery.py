@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+
 from fabric.app.discover import Discovery, summary
+from fabric.app.topology_diff import TopologyDiff
 from fabric.present.table import table
+from fabric.store import TopologySummary
+from topology.model import Link
 
 
 def render_discovery(d: Discovery, limit: int | None = 40) -> str:
@@ -68,3 +74,56 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         if limit is not None and len(d.anomalies) > limit:
             lines.append(f"  … {len(d.anomalies) - limit} more (--all-anomalies or --json)")
     return "\n".join(lines)
+
+
+def render_topology_diff(td: TopologyDiff) -> str:
+    """``before -> after``, then nodes added/removed and cables ``+`` added, ``-`` removed, ``~`` changed."""
+
+    def cable(lk: Link) -> str:
+        a, b = lk.a, lk.b
+        return f"{td.name(a.guid)} port {a.port} <-> {td.name(b.guid)} port {b.port} ({lk.width}x{lk.speed})"
+
+    d = td.diff
+    lines = [f"{td.before} -> {td.after}"]
+    if d.empty:
+        return "\n".join([*lines, "no changes"])
+    lines += [f"nodes added: {td.name(n.guid)} ({n.guid})" for n in d.nodes_added]
+    lines += [f"nodes removed: {td.name(n.guid)} ({n.guid})" for n in d.nodes_removed]
+    lines += [f"+ {cable(lk)}" for lk in d.links_added]
+    lines += [f"- {cable(lk)}" for lk in d.links_removed]
+    lines += [f"~ {cable(c.before)} -> {c.after.width}x{c.after.speed}" for c in d.links_changed]
+    return "\n".join(lines)
+
+
+def stored_snapshot_line(d: Discovery) -> str | None:
+    """Which stored snapshot a command read (for stderr), None when it read none: e.g.
+    ``using stored topology snapshot 3 "clean", taken 2025-03-31 10:02:11 from lab demo (...)``."""
+    s = d.stored
+    if s is None:
+        return None
+    label = f' "{s.label}"' if s.label else ""
+    taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.taken_at))
+    return (
+        f"using stored topology snapshot {s.id}{label}, taken {taken} from {s.source} "
+        f"({s.switches} switches, {s.hcas} HCAs, {s.links} cables)"
+    )
+
+
+def render_snapshot_list(rows: Sequence[TopologySummary]) -> str:
+    """One row per stored topology snapshot: id, label, when, source and its counts."""
+    return table(
+        ("id", "label", "taken", "source", "switches", "hcas", "cables"),
+        [
+            (
+                s.id,
+                s.label,
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.taken_at)),
+                s.source,
+                s.switches,
+                s.hcas,
+                s.links,
+            )
+            for s in rows
+        ],
+        60,
+    )

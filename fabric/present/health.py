@@ -17,7 +17,8 @@ def _ber(b: BerEstimate) -> str:
 
 
 def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_all: bool = False) -> str:
-    """The table (worst first) and a summary; ok links only with ``show_all``."""
+    """The findings (worst first) and a summary; ok links, with those not yet certified and why,
+    only with ``show_all`` (not yet certified is a state, not a finding: it is counted)."""
     report = view.report
     s = report.summary
     links = list(report.links) if show_all else [lk for lk in report.links if lk.status.value != "ok"]
@@ -29,7 +30,7 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
             view.link_label(lk),
             _ber(lk.ber),
             f"{lk.flaps_per_hour:.2f}" if lk.flaps_per_hour else "0",
-            lk.reasons[0] if lk.reasons else "",
+            lk.reasons[0] if lk.reasons else (lk.pending or ""),
         )
         for lk in shown
     ]
@@ -46,7 +47,7 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         if len(links) > len(shown):
             lines.append(f"  … {len(links) - len(shown)} more (--all or --json)")
     else:
-        lines.append("Every link is ok.")
+        lines.append("No findings: every link is ok.")
     offenders = sum(1 for lk in report.links if lk.repeat_offender)
     lines.append("")
     lines.append(
@@ -55,6 +56,11 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
     extra = []
     if offenders:
         extra.append(f"{offenders} repeat offenders")
+    if s.uncertified:
+        listed = "" if show_all else " (--all lists them)"
+        extra.append(
+            f"{s.uncertified} links not yet certified: too few bits carried to show BER < target{listed}"
+        )
     if s.links_without_samples:
         extra.append(f"{s.links_without_samples} links without samples")
     if s.down_links_not_in_fabric:
@@ -63,4 +69,23 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         extra.append(f"{view.recorded} findings recorded for today")
     if extra:
         lines.append("; ".join(extra))
+    lines += cable_note_lines(view)
     return "\n".join(lines)
+
+
+def cable_note_lines(view: AssessedHealth, show: int = 4) -> list[str]:
+    """One note per cable trait the failing links share beyond chance, naming the links."""
+    lines = []
+    for note in view.cable_notes:
+        share = note.population_with / note.population_known if note.population_known else 0.0
+        ends = [" <-> ".join(view.end_label(g, p) for g, p in key) for key in note.links]
+        named = ", ".join(ends[:show]) + (f" and {len(ends) - show} more" if len(ends) > show else "")
+        chance = f"{note.chance:.2%}" if note.chance >= 0.0001 else "under 0.01%"
+        lines.append(
+            f"note: {len(note.links)} of {note.failing_known} failing links have {note.trait} "
+            f"{note.value}, against {note.population_with} of the {note.population_known} cables the "
+            f"inventory covers ({share:.0%}; as many by chance: {chance}): {named}"
+        )
+    if lines:
+        lines.append(f"  (cable inventory from the ibdiagnet run {view.inventory})")
+    return lines

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import time
 
-from fabric.app.views import LinkRow, Overview
+from fabric.app.views import SEVERITIES, Alert, LinkRow, Overview
 from fabric.core.units import human_duration
+
+WORST_PER_SEVERITY = 3  # alerts listed under each severity on the overview
 
 
 def overview_report(ov: Overview) -> str:
@@ -25,12 +27,14 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
             f"rails {f.get('rails')} ({'rail-optimized' if f.get('rail_optimized') else 'not rail-optimized'})"
             f"  groups {f.get('groups')}"
         )
+        fabric += "".join(f"\n{line}" for line in section_lines(f.get("sections")))
+        fabric += "".join(f"\n{line}" for line in note_lines(f.get("parse_warnings")))
     else:
         fabric = "no topology stored yet (run: ibfab discover --save)"
     health = "  ".join(f"{k}: {v}" for k, v in ov.links_by_status.items()) + f"\n{health_note(ov)}"
     worst = (
         "\n".join(
-            f"{r.status.upper():8} {r.score if r.score is not None else '-':>3}  {link_text(r)}  {'; '.join(r.reasons)[:80]}"
+            f"{r.status.upper():8} {r.score if r.score is not None else '-':>3}  {link_text(r)}  {ellipsis('; '.join(r.reasons), 80)}"
             for r in ov.worst
         )
         or "no link at watch or worse"
@@ -42,26 +46,59 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
         f"{f' (snapshot #{s.latest_snapshot.id}, {s.snapshots} stored)' if s.latest_snapshot else ''}\n"
         f"sweep      {when(s.last_sweep.started) + ' ' + s.last_sweep.pattern if s.last_sweep else 'never'}"
     )
-    listed = alerts(ov)
-    alert_text = "\n".join(listed) or "none"
     return [
         ("FABRIC", fabric),
         ("HEALTH (links by status)", health),
         ("WORST LINKS", worst),
         ("LAST RUNS", times),
-        (f"ALERTS ({len(listed)})", alert_text),
+        (f"ALERTS ({len(ov.alerts)})", alerts_text(ov)),
     ]
 
 
-def alerts(ov: Overview) -> list[str]:
-    """Critical links, then discovery's error and critical anomalies, one line each."""
-    out = [
-        f"CRITICAL link {link_text(r)}: {'; '.join(r.reasons) or 'score ' + str(r.score)}"
-        for r in ov.worst
-        if r.status == "critical"
+def alerts_text(ov: Overview, per_severity: int = WORST_PER_SEVERITY) -> str:
+    """The count per severity (discovery anomalies and cables at watch or worse), then the worst
+    few of each severity, one line each."""
+    if not ov.has_topology:
+        return "none (no topology stored yet)"
+    counts = ov.alerts_by_severity()
+    lines = ["  ".join(f"{s.value}: {counts[s]}" for s in SEVERITIES)]
+    if not ov.alerts:
+        lines.append("no anomaly and no cable at watch or worse")
+    for severity in SEVERITIES:
+        mine = [a for a in ov.alerts if a.severity is severity]
+        lines += [alert_line(a) for a in mine[:per_severity]]
+        if len(mine) > per_severity:
+            lines.append(f"  … {len(mine) - per_severity} more {severity.value} (e: anomalies)")
+    return "\n".join(lines)
+
+
+def alert_line(a: Alert, width: int = 160) -> str:
+    """``CRITICAL rail_miswire dgx-0002/mlx5_1: message`` (cut with an ellipsis at ``width``)."""
+    return ellipsis(f"{a.severity.value.upper():8} {a.kind}: {a.element}: {a.message}", width)
+
+
+def section_lines(sections: object) -> list[str]:
+    """The side groups of a fabric (management, storage...) beside the compute fabric, one line
+    each; nothing for a fabric that is one section."""
+    if not isinstance(sections, list) or len(sections) < 2:
+        return []
+    return [
+        f"{s['name']}: {s['switches']} switches ({s['leaves']} leaves), {s['hosts']} hosts, {s['hcas']} HCAs"
+        for s in sections
     ]
-    out += [f"{a.severity.value.upper()} {a.kind}: {a.message}" for a in ov.anomalies]
-    return out
+
+
+def note_lines(notes: object, limit: int = 5) -> list[str]:
+    """What the parser noted about the capture (``ibfab discover`` prints the same notes)."""
+    if not isinstance(notes, list) or not notes:
+        return []
+    more = [f"… {len(notes) - limit} more notes (ibfab discover)"] if len(notes) > limit else []
+    return [f"note: {n}" for n in notes[:limit]] + more
+
+
+def ellipsis(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in … when cut (never silently)."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def health_note(ov: Overview) -> str:
@@ -75,7 +112,7 @@ def health_note(ov: Overview) -> str:
 
 
 def link_text(r: LinkRow) -> str:
-    return f"{r.a_name}/{r.a_port} - {r.b_name}/{r.b_port}"
+    return r.cable
 
 
 def when(t: float) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fabric.app.sweep import ShownSweep
 from fabric.present.table import table
-from probes.localize import Suspect
+from probes.localize import Suspect, final_results
+from probes.pairs import PairResult
 from probes.plan import SweepPlan
-from topology.model import Guid
+from topology.model import Guid, Link
 
 
 def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
@@ -32,11 +35,57 @@ def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
     return "\n".join(lines)
 
 
+def _cable(lk: Link, names: dict[Guid, str]) -> str:
+    a, b = lk.a, lk.b
+    return f"{names.get(a.guid, a.guid)}/{a.port} - {names.get(b.guid, b.guid)}/{b.port}"
+
+
+def render_verdict(
+    results: Sequence[PairResult],
+    *,
+    retest_passes: int,
+    followup_probes: int,
+    efficiency: float | None,
+    tie: Sequence[Suspect],
+    unexplained: Sequence[PairResult],
+    names: dict[Guid, str],
+    limit: int = 5,
+) -> str:
+    """What the sweep found before the suspect table: slow pairs, re-tests, follow-ups, a tie left."""
+    finals = final_results(results)
+    bad = [r for r in finals if not r.ok]
+    slow = sum(1 for r in bad if r.gbps is not None)
+    eff = f"; healthy pairs reach {efficiency:.0%} of their route's rate" if efficiency is not None else ""
+    lines = [
+        f"{len(finals)} pairs: {slow} slow and {len(bad) - slow} failed on their last attempt "
+        f"(slow: under 93% of what the route should give in its round){eff}"
+    ]
+    if retest_passes:
+        lines.append(f"re-tests: {retest_passes} pass(es), halving concurrency down to one probe at a time")
+    if followup_probes or tie:
+        left = (
+            "tie remains between "
+            + " and ".join(_cable(s.link, names) for s in tie)
+            + ": no probe tried crosses one without the other"
+            if tie
+            else "no tie remains"
+        )
+        lines.append(f"follow-ups: {followup_probes} probe(s) run to separate tied links; {left}")
+    if unexplained:
+        shown = ", ".join(f"{r.client.label} -> {r.server.label}" for r in unexplained[:limit])
+        more = f" and {len(unexplained) - limit} more" if len(unexplained) > limit else ""
+        lines.append(
+            f"{len(unexplained)} slow or failed pair(s) cross no suspect link (a fast pair crossed "
+            f"every cable of their route, or no route is known): {shown}{more}"
+        )
+    return "\n".join(lines)
+
+
 def render_suspects(
     suspects: tuple[Suspect, ...] | list[Suspect], names: dict[Guid, str], limit: int = 10
 ) -> str:
     if not suspects:
-        return "no suspect links: no slow pair"
+        return "no suspect links: no cable carried only slow pairs"
     rows = []
     for s in suspects[:limit]:
         a, b = s.link.a, s.link.b
@@ -53,8 +102,20 @@ def render_suspects(
     return table(("END A", "END B", "SCORE", "SLOW", "FAST", "WHY"), rows)
 
 
+def shown_verdict(shown: ShownSweep) -> str:
+    """:func:`render_verdict` of a stored sweep."""
+    return render_verdict(
+        shown.results,
+        retest_passes=shown.retest_passes,
+        followup_probes=shown.followup_probes,
+        efficiency=shown.efficiency,
+        tie=shown.tie,
+        unexplained=shown.unexplained,
+        names=shown.names,
+    )
+
+
 def sweep_report(shown: ShownSweep) -> str:
     """Slow and failed pairs and the ranked suspect links of a stored sweep (``ibfab sweep show``)."""
-    bad = [r for r in shown.results if not r.ok]
-    head = f"{len(shown.results)} pair results, {len(bad)} slow or failed"
+    head = f"{len(shown.results)} pair results\n{shown_verdict(shown)}"
     return f"{head}\nsuspect links (localization):\n{render_suspects(shown.suspects, shown.names)}"

@@ -29,27 +29,28 @@ that raises all give a 200 with ``ibfab_exporter_up 0`` and ``ibfab_exporter_err
 and whatever could still be read. When the store is busy or unreadable for one refresh, the
 previous view keeps being served (flagged ``store_error``) rather than leaving a gap in every
 graph. The store is opened read-only in spirit (``create=False``): the exporter never makes one.
+
+Serving is :mod:`fabric.serve.http`: one thread, a cap on connections, timeouts on reading a
+request and sending a response, GET and HEAD only, and the rendered page shared by every scrape of
+a refresh (sent from the view's own bytes, never copied per request).
 """
 
 from __future__ import annotations
 
-import errno
 import gzip
-import socket
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fabric.app.metrics import DEFAULT_WINDOW_S, ExporterView, failed_view, read_view
 from fabric.exports.prometheus import ExporterStatus, exporter_families, render
+from fabric.serve.http import HttpServer, Limits, Request, Response
 from fabric.store import default_db_path
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
     from fabric.health import HealthThresholds
 
 DEFAULT_LISTEN = "127.0.0.1:9315"
@@ -79,7 +80,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 # -- serving ----------------------------------------------------------------------------------------
 class Exporter:
-    """The latest view, rebuilt by :meth:`refresh`, served by :meth:`__call__` (a WSGI app)."""
+    """The latest view, rebuilt by :meth:`refresh`, served by :meth:`respond`."""
 
     def __init__(
         self,
@@ -112,8 +113,9 @@ class Exporter:
         self._refreshed = True
         return view
 
-    def metrics(self, compressed: bool = False) -> bytes:
-        """One scrape's body: the view's rendered text plus the exporter's own families.
+    def page(self, compressed: bool = False) -> tuple[bytes, ...]:
+        """One scrape's body as chunks: the view's rendered text (the very bytes every scrape of
+        this refresh shares, never copied) and this scrape's own exporter families.
 
         Compressed, it is two gzip members back to back (the view's, made once per refresh, and
         this scrape's): RFC 1952 allows it and Prometheus' reader, like gzip(1), reads them all.
@@ -122,20 +124,18 @@ class Exporter:
         view = self.view
         own = render(exporter_families(view.status, time.perf_counter() - started))
         if compressed:
-            return view.gzipped + gzip.compress(own, 6)
-        return view.text + own
+            return view.gzipped, gzip.compress(own, 6)
+        return view.text, own
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        if environ.get("PATH_INFO", "/") not in ("/", "/metrics"):
-            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"ibfab exporter: metrics are at /metrics\n"]
-        compressed = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
-        body = self.metrics(compressed)
-        headers = [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))]
+    def respond(self, request: Request) -> Response:
+        """``/metrics`` (or ``/``); 404 elsewhere. The server has already refused other methods."""
+        if request.path not in ("/", "/metrics"):
+            return Response.text("404 Not Found", "ibfab exporter: metrics are at /metrics\n")
+        compressed = "gzip" in request.headers.get("accept-encoding", "")
+        headers: tuple[tuple[str, str], ...] = (("Content-Type", CONTENT_TYPE),)
         if compressed:
-            headers.append(("Content-Encoding", "gzip"))
-        start_response("200 OK", headers)
-        return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+            headers += (("Content-Encoding", "gzip"),)
+        return Response("200 OK", headers, self.page(compressed))
 
 
 def _describe(view: ExporterView) -> str:
@@ -150,33 +150,6 @@ def _describe(view: ExporterView) -> str:
     )
 
 
-def _bind(host: str, port: int, app: Exporter) -> WSGIServer:
-    """A threading WSGI server listening on host:port (UsageError when it cannot)."""
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
-
-    from prometheus_client.exposition import ThreadingWSGIServer
-
-    where = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as exc:
-        raise UsageError(f"--listen {where}: unknown address ({exc.strerror})") from exc
-
-    class _Server(ThreadingWSGIServer):
-        address_family = family
-
-    class _Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # Prometheus scrapes every few seconds: one log line each would drown the rest
-
-    try:
-        return make_server(host, port, app, _Server, handler_class=_Quiet)
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(f"--listen {where}: address already in use (another exporter running?)") from exc
-        raise UsageError(f"--listen {where}: cannot listen: {exc.strerror or exc}") from exc
-
-
 def serve(
     listen: str,
     db_path: Path | None = None,
@@ -187,15 +160,17 @@ def serve(
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
     thresholds: HealthThresholds | None = None,
+    limits: Limits | None = None,
 ) -> None:
     """Serve ``/metrics`` on ``listen`` until ``stop`` is set; the store is read every ``refresh_s``.
 
     Binds first (so a busy port fails at once), reads the store once, then answers scrapes.
-    ``ready`` gets the URL once scrapes are answered (port 0 picks a free port).
+    ``ready`` gets the URL once scrapes are answered (port 0 picks a free port). ``limits``
+    bound connections, time and request size (:class:`fabric.serve.http.Limits`).
     """
     host, port = parse_listen(listen)
     exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log, thresholds)
-    server = _bind(host, port, exporter)
+    server = HttpServer.bind(host, port, exporter.respond, limits, log)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None
     try:
@@ -213,7 +188,8 @@ def serve(
         if thread is not None:
             server.shutdown()
             thread.join(timeout=5)
-        server.server_close()
+        else:
+            server.server_close()
 
 
 __all__ = (
@@ -222,6 +198,7 @@ __all__ = (
     "DEFAULT_WINDOW_S",
     "Exporter",
     "ExporterView",
+    "Limits",
     "parse_listen",
     "read_view",
     "serve",

@@ -15,7 +15,8 @@ import time
 from collections.abc import Sequence
 
 from fabric.store.captures import blob_damage
-from fabric.store.counters import BlockCodec, CounterTables, Damaged
+from fabric.store.codec import BlockCodec, Damaged
+from fabric.store.counters import CounterTables
 from fabric.store.records import Damage, QuarantineEntry
 from fabric.store.topologies import TopologyDamaged, TopologyTables
 

@@ -11,7 +11,7 @@ import sqlite3
 
 from fabric.core.fields import COUNTER_NAMES, PORT_COUNTER_FIELDS
 from fabric.store import blocks
-from fabric.store.counters import BlockCodec
+from fabric.store.codec import BlockCodec
 
 _TWO_64 = 1 << 64
 _FIRST_COUNTER = PORT_COUNTER_FIELDS.index(COUNTER_NAMES[0])

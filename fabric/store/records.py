@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import Any
 
-if TYPE_CHECKING:
-    from fabric.store.retention import Retention
-
+from topology.errors import UsageError
 from topology.model import Fabric
+
+DAY_S = 86400.0
 
 # A link as topology.model.Link.key spells it: ((guid, port), (guid, port)), lower end first.
 
@@ -280,3 +281,24 @@ class StoreInfo:
     horizon_s: float
     projected_horizon_bytes: float  # the store after horizon_s more of collecting at this rate
     projected_steady_bytes: float  # once every span is full
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How long each kind of history is kept (seconds)."""
+
+    raw_s: float = 7 * DAY_S  # every snapshot
+    hourly_s: float = 90 * DAY_S  # hourly points and their aggregates; link events
+    findings_s: float = 365 * DAY_S  # findings history (repeat offenders) and daemon runs
+    captures_s: float = 1 * DAY_S  # raw tool output of counter snapshots
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not math.isfinite(value) or value <= 0:
+                raise UsageError(f"retention {f.name[:-2]} must be a positive duration, not {value!r}")
+        if self.hourly_s < self.raw_s:
+            raise UsageError(
+                f"retention: hourly points ({self.hourly_s:g} s) must be kept at least as long as raw "
+                f"snapshots ({self.raw_s:g} s)"
+            )

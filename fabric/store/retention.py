@@ -21,7 +21,7 @@ import math
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,14 +31,13 @@ from fabric.store import blocks
 from fabric.store.blocks import KEY_EVERY, Values
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables
-from fabric.store.records import CompactResult, HourlyCounters, Span, StoreInfo
-from topology.errors import StoreError, UsageError
+from fabric.store.records import DAY_S, CompactResult, HourlyCounters, Retention, Span, StoreInfo
+from topology.errors import StoreError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 HOUR_S = 3600.0
-DAY_S = 86400.0
 _GROUP_ROWS = 200  # snapshots deleted per transaction when whole spans expire
 # Counters whose hourly sums are kept. The 64-bit data counters are left out: their sum is the
 # point's own change (telescoping), a reset inside the hour aside (the resets row says when), and
@@ -51,27 +50,6 @@ AGGREGATE_ROWS: tuple[str, ...] = (
     "resets",
     "intervals",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Retention:
-    """How long each kind of history is kept (seconds)."""
-
-    raw_s: float = 7 * DAY_S  # every snapshot
-    hourly_s: float = 90 * DAY_S  # hourly points and their aggregates; link events
-    findings_s: float = 365 * DAY_S  # findings history (repeat offenders) and daemon runs
-    captures_s: float = 1 * DAY_S  # raw tool output of counter snapshots
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not math.isfinite(value) or value <= 0:
-                raise UsageError(f"retention {f.name[:-2]} must be a positive duration, not {value!r}")
-        if self.hourly_s < self.raw_s:
-            raise UsageError(
-                f"retention: hourly points ({self.hourly_s:g} s) must be kept at least as long as raw "
-                f"snapshots ({self.raw_s:g} s)"
-            )
 
 
 class RetentionTables(CounterTables, HistoryTables):

@@ -417,3 +417,28 @@ def test_store_counters_keeps_rows_raw_texts_and_the_collector_state(tmp_path: P
         texts = {store.load_capture(c.id).text for c in store.snapshot_captures(stored.snapshot_id)}
         assert {LAB_COUNTERS_R, LAB_ERRORS_R} <= texts
         assert ran[:2] == [tuple(a) for a in ibqueryerrors_argv()] and ran[2][0] == "perfquery"
+
+
+def test_a_negative_counter_costs_its_port_not_the_snapshot(tmp_path: Path) -> None:
+    # one port's value turned negative (a broken tool or agent): that port is stored unreachable
+    # with the reason, every other port of the snapshot is stored as read
+    counters = LAB_COUNTERS_R.replace("[PortXmitData == 20088 (78.469KB)]", "[PortXmitData == -5 (bad)]", 1)
+    assert counters != LAB_COUNTERS_R
+    clean_dir, bad_dir = tmp_path / "clean", tmp_path / "bad"
+    with Store.open(clean_dir / "s.db") as store:
+        clean = store_counters(
+            store, _pass_runner(LAB_COUNTERS_R, LAB_ERRORS_R), _lab_fabric(), lambda: 9.0, "lab", None
+        )
+        assert (clean.ports_read, clean.unreachable) == (4, 2)
+    with Store.open(bad_dir / "s.db") as store:
+        stored = store_counters(
+            store, _pass_runner(counters, LAB_ERRORS_R), _lab_fabric(), lambda: 9.0, "lab", None
+        )
+        assert (stored.ports_read, stored.unreachable) == (3, 3)
+        rows = {(r.guid, r.port): r for r in store.load_port_counters(stored.snapshot_id)}
+    bad = [r for r in rows.values() if r.unreachable_reason and "-5" in r.unreachable_reason]
+    assert len(bad) == 1 and not bad[0].reachable and bad[0].counters == {}
+    assert (
+        bad[0].unreachable_reason == "counter xmit_data read as -5, which no counter can hold: port not read"
+    )
+    assert sum(r.reachable for r in rows.values()) == 3

@@ -317,6 +317,27 @@ def test_ibdiagnet_pm_bad_hex_is_one_line_error() -> None:
         parse_ibdiagnet_pm(text, "pm")
 
 
+def test_db_csv_pm_info_text_column_is_no_counter_but_a_bad_counter_is_refused() -> None:
+    real = REAL_DB.read_text()
+    start, end = real.index("START_PM_INFO\n"), real.index("END_PM_INFO\n")
+    header, *rows = real[start + len("START_PM_INFO\n") : end].splitlines()
+    want = {(s.guid, s.port): dict(s.values) for s in parse_ibdiagnet_pm(real, "db")}
+    # A newer ibdiagnet's text column (here after the counters): no counter, every row still read.
+    extra = "\n".join([f"{header},PortState", *(f"{r},Active" for r in rows)])
+    moved = real[:start] + "START_PM_INFO\n" + extra + "\n" + real[end:]
+    assert {(s.guid, s.port): dict(s.values) for s in parse_ibdiagnet_pm(moved, "db")} == want
+    # A counter that is not a number still refuses its row, naming the line.
+    column = header.split(",").index("SymbolErrorCounter")
+    cells = rows[0].split(",")
+    cells[column] = "lots"
+    bad = (
+        real[:start] + "START_PM_INFO\n" + "\n".join([header, ",".join(cells), *rows[1:]]) + "\n" + real[end:]
+    )
+    with pytest.raises(ParseError, match="SymbolErrorCounter 'lots' is not a number") as err:
+        parse_ibdiagnet_pm(bad, "db")
+    assert err.value.lineno == real[:start].count("\n") + 3
+
+
 # -- the lab: real tools against ibsim -----------------------------------------------------------
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 LAB_NET = """\

@@ -187,14 +187,16 @@ def test_a_clean_link_is_certified_only_after_enough_bits() -> None:
     assert need == pytest.approx(1497.9, abs=0.1)
     short = assess(frame_for(fab, [NOW - 1, NOW]), fab, since=NOW - 1, now=NOW)
     h = link_of(short, HCA0)
-    assert not h.ber.certified and h.ber.errors == 0
-    assert h.status is Status.WATCH
-    assert any(
-        r.startswith("not yet certified: 0 symbol errors in 1.0 s; 4xHDR needs 25 min") for r in h.reasons
-    )
+    assert not h.ber.certified and h.ber.errors == 0 and not h.certified
+    # Not yet certified is a state, not a finding: no points off, no reason, counted apart.
+    assert (h.status, h.score, h.reasons) == (Status.OK, 100, ())
+    assert h.pending is not None
+    assert h.pending.startswith("not yet certified: 0 symbol errors in 1.0 s; 4xHDR needs 25 min")
+    assert short.summary.uncertified == len(fab.links)
     long = assess(frame_for(fab, [NOW - 1500, NOW]), fab, since=NOW - 1500, now=NOW)
     h = link_of(long, HCA0)
     assert h.ber.certified and h.status is Status.OK and h.score == 100 and h.reasons == ()
+    assert h.certified and long.summary.uncertified == 0
     # just under the window is still not enough
     h = link_of(assess(frame_for(fab, [NOW - 1490, NOW]), fab, since=NOW - 1490, now=NOW), HCA0)
     assert not h.ber.certified
@@ -204,7 +206,8 @@ def test_a_link_with_one_silent_end_is_never_certified() -> None:
     fab = fabric("HDR")
     frame = frame_for(fab, [NOW - 7200, NOW - 3600, NOW], unreachable={PortRef(LEAF, 1): {0, 1, 2}})
     h = link_of(assess(frame, fab, since=NOW - 7200, now=NOW), HCA0)
-    assert not h.ber.certified and h.status is Status.WATCH
+    assert not h.ber.certified and h.status is Status.OK and not h.certified
+    assert h.pending is not None and h.pending.startswith("not yet certified (needs both ends)")
     assert f"only {HCA0} answered: the receive direction at {LEAF}/1 is not seen" in h.reasons
 
 
@@ -235,15 +238,32 @@ def downs_frame(fab: Fabric, gap: float) -> pd.DataFrame:
 def test_both_ends_link_downed_within_10_s_is_one_flap() -> None:
     fab = fabric()
     h = link_of(assess(downs_frame(fab, 4.0), fab, since=NOW - 3600, now=NOW), UP1)
-    assert h.downs == 1 and h.flaps_per_hour == pytest.approx(1.0)
+    # Samples from NOW - 3600 to NOW - 60 on both ends: 59 min observed, whatever the window.
+    assert h.downs == 1 and h.flaps_per_hour == pytest.approx(3600 / 3540) and h.observed_s == 3540
     assert h.status is Status.WARN
-    assert "link went down 1 time in 60 min; both ends within 10 s counted once" in h.reasons
+    assert (
+        "link went down 1 time in 59 min of samples (1.02 flaps/h); both ends within 10 s counted once"
+        in h.reasons
+    )
+
+
+def test_flaps_per_hour_is_over_the_time_observed_not_the_window_asked_for() -> None:
+    fab = fabric()
+    frame = downs_frame(fab, 4.0)
+    rates = {
+        since: link_of(assess(frame, fab, since=NOW - since, now=NOW), UP1).flaps_per_hour
+        for since in (3600.0, 6 * 3600.0, DAY, 7 * DAY)
+    }
+    assert all(r == pytest.approx(3600 / 3540) for r in rates.values()), rates
+    # A window that holds fewer samples observes less time: the rate follows what was seen.
+    late = link_of(assess(frame, fab, since=NOW - 1800, now=NOW), UP1)
+    assert late.observed_s == 1740 and late.flaps_per_hour == pytest.approx(0.0)  # the down was before
 
 
 def test_both_ends_link_downed_30_s_apart_is_two_flaps() -> None:
     fab = fabric()
     h = link_of(assess(downs_frame(fab, 30.0), fab, since=NOW - 3600, now=NOW), UP1)
-    assert h.downs == 2 and h.flaps_per_hour == pytest.approx(2.0)
+    assert h.downs == 2 and h.flaps_per_hour == pytest.approx(2 * 3600 / 3540)
     assert h.status is Status.CRITICAL
 
 
@@ -308,8 +328,8 @@ def test_receive_errors_and_discards_name_the_end() -> None:
     )
     h = link_of(assess(frame, fab, since=NOW - 7200, now=NOW), HCA1)
     assert h.status is Status.CRITICAL  # two warn findings add up
-    assert f"receive errors: 12 in 2.0 h (12 at {LEAF}/2; threshold 10)" in h.reasons
-    assert f"transmit discards: 150 in 2.0 h (150 at {LEAF}/2; threshold 100)" in h.reasons
+    assert f"receive errors: 12 in 2.0 h of samples (12 at {LEAF}/2; threshold 10)" in h.reasons
+    assert f"transmit discards: 150 in 2.0 h of samples (150 at {LEAF}/2; threshold 100)" in h.reasons
     assert h.counters == {"rcv_errors": 12, "xmit_discards": 150}
 
 
@@ -329,7 +349,7 @@ def test_injected_bad_links_rank_first_and_clean_ones_are_ok() -> None:
     top = [(h.a if h.a in counters else h.b, h.status) for h in report.links[:3]]
     assert top == [(UP2, Status.CRITICAL), (HCA1, Status.WARN), (HCA2, Status.WATCH)]
     assert link_of(report, HCA2).reasons == (
-        "link retrained (error recovery) 2 times in 2.0 h; threshold 10",
+        "link retrained (error recovery) 2 times in 2.0 h of samples (1.00 flaps/h); threshold 10",
     )
     for h in report.links[3:]:
         assert (h.status, h.score, h.reasons, h.ber.certified) == (Status.OK, 100, (), True)
@@ -624,3 +644,46 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
         backwards = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
     assert whole_window == [8 * ports]  # the pieces found the samples out of order
     assert backwards.to_dict() == whole.to_dict()
+
+
+# -- a cable trained below its peers ---------------------------------------------------------------
+
+
+def test_a_cable_trained_below_its_peers_is_a_finding_and_its_peers_are_not() -> None:
+    from fabric.app.health import below_peers
+
+    clean = fabric("HDR")
+    assert below_peers(clean) == {}
+    links = [Link(lk.a, lk.b, 1, lk.speed) if HCA0 in (lk.a, lk.b) else lk for lk in clean.links]
+    fab = Fabric.build(clean.nodes.values(), links)
+    below = below_peers(fab)
+    assert len(below) == 1
+    times = [NOW - 7200, NOW]  # long enough to certify even the 1x link: only the width is wrong
+    report = assess(frame_for(fab, times), fab, since=NOW - 7200, now=NOW, below_peers=below)
+    h = link_of(report, HCA0)
+    assert report.links[0] is h and h.certified
+    assert (h.status, h.score) == (Status.WARN, 57)
+    assert h.reasons == (
+        "trains at 1xHDR (50 Gb/s): 1x where its peers run 4x (200 Gb/s), 75% of its bandwidth lost",
+    )
+    assert all((lk.status, lk.score, lk.reasons) == (Status.OK, 100, ()) for lk in report.links[1:])
+    from fabric.health.score import finding_kind
+
+    assert finding_kind(h.reasons[0]) == "degraded_link"
+    # Without discovery's comparison the same counters say nothing: the penalty is the width's.
+    plain = link_of(assess(frame_for(fab, times), fab, since=NOW - 7200, now=NOW), HCA0)
+    assert (plain.status, plain.score) == (Status.OK, 100)
+
+
+def test_a_cable_slower_than_its_peers_says_both_speeds() -> None:
+    from fabric.app.health import below_peers
+
+    clean = fabric("HDR")
+    links = [Link(lk.a, lk.b, lk.width, "EDR") if HCA0 in (lk.a, lk.b) else lk for lk in clean.links]
+    fab = Fabric.build(clean.nodes.values(), links)
+    times = [NOW - 3600, NOW]
+    h = link_of(
+        assess(frame_for(fab, times), fab, since=NOW - 3600, now=NOW, below_peers=below_peers(fab)), HCA0
+    )
+    assert h.status is Status.WARN
+    assert h.reasons[0].startswith("trains at 4xEDR (100 Gb/s): EDR where its peers run HDR (200 Gb/s)")

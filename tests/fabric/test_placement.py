@@ -23,9 +23,10 @@ from fabric.placement import (
     slurm_idle_hosts,
     unhealthy_hosts,
 )
+from probes.slurm import SlurmUnavailable
 from probes.transport import CommandResult
 from topology.classify import Classification, classify
-from topology.errors import CommandFailed, UsageError
+from topology.errors import UsageError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric
@@ -227,10 +228,10 @@ def test_cli_place_missing_sinfo_and_health_are_one_line_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topo = _topo_file(tmp_path, SMALL[0])
-    monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo on this PATH
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm client on this PATH
     r = CliRunner().invoke(main, ["place", "--nodes", "2", "--free-slurm", "gpu", "--input", str(topo)])
-    assert r.exit_code == CommandFailed.exit_code
-    assert r.stderr.count("\n") == 1 and "sinfo" in r.stderr and "not found" in r.stderr
+    assert r.exit_code == SlurmUnavailable.exit_code
+    assert r.stderr.count("\n") == 1 and "Slurm is not installed here (scontrol not found" in r.stderr
     r = CliRunner().invoke(
         main,
         [

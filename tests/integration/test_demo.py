@@ -21,5 +21,7 @@ def test_demo_finds_what_it_planted(tmp_path: Path) -> None:
     assert "both planted links are on top" in out
     assert "the degraded cables rank first" in out
     assert "isolate_port: leaf-su01-r1:5 <-> spine-01:2" in out
+    assert "the rewired one differs by exactly the planted miswire" in out
+    assert (tmp_path / "demo-plan.csv").read_text().startswith("#StartDevice,StartPort,EndDevice,EndPort")
     assert "MISSED" not in out
-    assert not [s for s in lab.list_labs() if s.name == "demo"]
+    assert not [s for s in lab.list_labs() if s.name in ("demo", "demo-plan")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -74,13 +74,15 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert s.status.value == "critical" and s.ber.errors == 90 and s.counters["symbol_errors"] == 90
     assert finding_kind(s.reasons[0]) == "ber" and "symbol errors: 90" in s.reasons[0]
     d = links[downed]
-    assert d.status.value == "critical" and d.downs == 2 and d.flaps_per_hour == pytest.approx(2.0)
+    # per hour of the time the link was observed (its first to last sample), not of --since
+    assert d.status.value == "critical" and d.downs == 2 and 0 < d.observed_s < 3600
+    assert d.flaps_per_hour == pytest.approx(2 * 3600 / d.observed_s)
     assert d.reasons[0].startswith("link went down 2 times")
     u = links[unplugged]
     assert u.status.value == "warn" and u.downs == 1 and u.flaps_per_hour > 0
     assert u.reasons[0].startswith("link went down 1 time")
     rest = [lk for lk in view.report.links if lk.key not in {sym, downed, unplugged}]
-    assert len(rest) == 5 and all(lk.status.value in ("ok", "watch") for lk in rest)
+    assert len(rest) == 5 and all(lk.status.value == "ok" and not lk.reasons for lk in rest)
     assert view.recorded >= 3  # today's non-ok links went into the history
 
     # the CLI says the same, as a table and as JSON
@@ -94,7 +96,8 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert "8 links over 60 min" in out
     code, out, _ = _cli("health", "--db", db, "--since", "1h", "--json")
     data = json.loads(out)
-    assert set(data) == {"links", "nodes", "summary"}
+    assert set(data) == {"links", "nodes", "summary", "cable_notes", "cable_inventory"}
+    assert data["cable_notes"] == [] and data["cable_inventory"] is None  # no ibdiagnet run kept
     top = [
         ((lk["a"]["guid"], lk["a"]["port"]), (lk["b"]["guid"], lk["b"]["port"])) for lk in data["links"][:3]
     ]
@@ -174,3 +177,86 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
     link = next(lk for lk in again.report.links if lk.key == key)
     assert link.repeat_offender and link.repeat_days == 3
     assert any(r.startswith("repeat offender: findings on 3 distinct days") for r in link.reasons)
+
+
+# -- each fault alone, and the same fabric clean ---------------------------------------------------
+def _collect(name: str, db: str, between: Callable[[], object] | None = None) -> None:
+    with Store.open(db) as store:
+        collector = Collector(store, Source("lab", name))
+        collector.collect_once()
+        if between is not None:
+            between()
+        collector.collect_once()
+
+
+def _unplug_and_replug(name: str, db: str) -> None:
+    with Store.open(db) as store:
+        collector = Collector(store, Source("lab", name))
+        collector.collect_once()
+        lab.link_down(name, "leaf-02", 3)
+        collector.collect_once()
+        lab.link_up(name, "leaf-02", 3)
+        collector.collect_once()
+
+
+@pytest.mark.parametrize(
+    ("fault", "act", "switch", "port", "kind"),
+    [
+        ("degraded-width:spine-01:1", None, "spine-01", 1, "degraded_link"),
+        ("degraded-speed:spine-02:2", None, "spine-02", 2, "degraded_link"),
+        (None, ("leaf-01", 3, "SymbolErrorCounter", 60), "leaf-01", 3, "ber"),
+        (None, ("spine-02", 2, "LinkDownedCounter", 1), "spine-02", 2, "flapping"),
+        (None, ("leaf-01", 4, "LinkErrorRecoveryCounter", 3), "leaf-01", 4, "flapping"),
+        (None, ("leaf-02", 2, "PortRcvErrors", 40), "leaf-02", 2, "rcv_errors"),
+        (None, "unplug", "leaf-02", 3, "flapping"),
+    ],
+)
+def test_each_fault_alone_is_the_only_finding(
+    tmp_path: Path,
+    fault: str | None,
+    act: tuple[str, int, str, int] | str | None,
+    switch: str,
+    port: int,
+    kind: str,
+) -> None:
+    db = str(tmp_path / "one.db")
+    lab.up(SPEC, [fault] if fault else [], name="alone")
+    try:
+        if act == "unplug":
+            _unplug_and_replug("alone", db)
+        elif isinstance(act, tuple):
+            node, at, field, value = act
+            _collect("alone", db, lambda: lab.set_counter("alone", node, at, field, value))
+        else:
+            _collect("alone", db)
+    finally:
+        lab.down("alone")
+    with Store.open(db) as store:
+        view = assess_store(store, since_s=3600)
+        planted = _key(store.load_topology().fabric, switch, port)
+    flagged = [lk for lk in view.report.links if lk.status.value != "ok"]
+    assert [lk.key for lk in flagged] == [planted], [(lk.key, lk.reasons) for lk in flagged]
+    assert finding_kind(flagged[0].reasons[0]) == kind
+    assert all(not lk.reasons for lk in view.report.links if lk.key != planted)
+    assert view.recorded == 1  # one finding for today, not one per link not yet certified
+
+
+def test_a_clean_fabric_has_no_finding_and_counts_the_links_not_yet_certified(
+    lab_up: str, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "clean.db")
+    _collect(lab_up, db)
+    code, out, err = _cli("health", "--db", db, "--since", "1h")
+    assert code == 0, err
+    # Two collections seconds apart carry far too few bits to certify any link: a state, counted.
+    assert out.startswith("No findings: every link is ok.")
+    assert "8 links not yet certified: too few bits carried to show BER < target (--all lists them)" in out
+    assert "findings recorded" not in out
+    code, out, _ = _cli("health", "--db", db, "--since", "1h", "--all")
+    assert out.count("not yet certified: 0 symbol errors") == 8 and "--all lists them" not in out
+    code, out, _ = _cli("health", "--db", db, "--since", "1h", "--json")
+    data = json.loads(out)
+    assert data["summary"]["uncertified"] == 8 and data["summary"]["links_by_status"]["ok"] == 8
+    assert all(not lk["certified"] and lk["reasons"] == [] and lk["pending"] for lk in data["links"])
+    with Store.open(db) as store:
+        assert store.load_findings_history() == []

@@ -299,7 +299,7 @@ def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
     assert _suspects(done.outcome, names) == _suspects(direct, names)
     top = _suspects(done.outcome, names)[0]
     assert top[0] == {"leaf-01/1", "cn0001 mlx5_0/1"} and top[1] == 1.0
-    assert len(done.outcome.suspects[1].slow_pairs) < len(done.outcome.suspects[0].slow_pairs)
+    assert len(done.outcome.suspects) == 1  # healthy cables its slow pairs crossed are not suspects
     assert all(r.backend == "slurm:lab-simulated" for r in done.outcome.results)
     # Each side ran as a step on its own node, and said so.
     for (c, s, _), (c_out, s_out) in done.outcome.raw_outputs.items():

@@ -1,6 +1,6 @@
 """The TUI driven by Pilot against running lab fabrics (ibsim + OpenSM, the real diag tools): a
-sweep started from the Probes screen localizes a planted slow cable; an isolation confirmed with
-``y`` on the Recommendations screen is audited and the cable is gone from the next discovery."""
+sweep started from the Probes screen localizes a planted slow cable; an isolation confirmed by
+typing the port's name on the Recommendations screen is audited and the cable is gone from the next discovery."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from fabric.app.collect import Collector
 from fabric.app.discover import discover
 from fabric.app.readmodel import FabricService
 from fabric.app.source import Source
-from fabric.present.sweep import sweep_report
+from fabric.present.probes import pair_counts
 from fabric.store import Store
-from tests.tui.test_tui import SIZE, run_async, settle, text_of
+from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
 from tui.app import build_app
 from tui.messages import ActionApplied, SweepFinished
+from tui.screens.confirm import GRACE_S, ConfirmChange
 from tui.screens.fabric_map import FabricMapScreen
 from tui.screens.probes import ProbesScreen
-from tui.screens.recommendations import ConfirmScreen, RecommendationsScreen
+from tui.screens.recommendations import RecommendationsScreen
 
 pytestmark = pytest.mark.lab
 SLOW = "degraded-speed:leaf-su02-r1:5"
@@ -74,16 +75,19 @@ async def test_sweep_from_probes_screen_puts_the_slow_cable_first(slow_lab: str,
         steps = screen.progress_seen
         assert steps and steps[-1].pairs_done == steps[-1].pairs > 0
         assert any(p.round == p.rounds for p in steps)
-        results = text_of(app, "#sweep-results")
-        header, _, *table = results.split("suspect links (localization):\n", 1)[1].splitlines()
-        at = header.index("SCORE")
-        ranked = [(line.split()[0], float(line[at : at + 5])) for line in table if line.strip()]
+        suspects = [row.split("  ") for row in table_rows(app, "#suspects")]
+        ranked = [(cells[0], float(cells[2])) for cells in suspects]
         first = [ends for ends, score in ranked if score == ranked[0][1]]
         # The planted cable ties for first with the host cable below it: every slow pair of a
         # rail-pairs sweep ends at dgx-0005 mlx5_1, whose traffic comes down that uplink, and no
         # follow-up probe crosses one without the other (what `ibfab sweep show` prints too).
-        assert "leaf-su02-r1/5" in first and len(first) <= 2, results
-        assert sweep_report(app.service.show_sweep(finished[-1].sweep_id or 0)) in results
+        assert "leaf-su02-r1/5" in first and len(first) <= 2, suspects
+        # the suspects `ibfab sweep show` ranks, each pair once with its re-tests
+        shown = app.service.show_sweep(finished[-1].sweep_id or 0)
+        assert len(suspects) == len(shown.suspects)
+        pairs = app.service.sweep_pairs(shown)
+        assert pair_counts(shown, pairs) in text_of(app, "#sweep-results")
+        assert len(table_rows(app, "#pairs")) == len(pairs) == len({r.key for r in shown.results})
         # the map's bandwidth mode shows that cable below line rate
         bw = app.service.sweep_bandwidth()
         assert bw is not None and bw.sweep_id == finished[-1].sweep_id
@@ -105,7 +109,7 @@ async def test_sweep_from_probes_screen_puts_the_slow_cable_first(slow_lab: str,
 
 
 @run_async
-async def test_isolation_confirmed_with_y_is_audited_and_the_cable_is_gone(
+async def test_isolation_confirmed_by_typing_the_port_is_audited_and_the_cable_is_gone(
     plain_lab: str, tmp_path: Path
 ) -> None:
     db = tmp_path / "iso.db"
@@ -135,9 +139,10 @@ async def test_isolation_confirmed_with_y_is_audited_and_the_cable_is_gone(
             await pilot.press("down")
         await pilot.press("enter")
         await pilot.pause(0.3)
-        assert isinstance(app.screen, ConfirmScreen)
+        assert isinstance(app.screen, ConfirmChange)
         assert "leaf-su01-r0" in screen.last_plan
-        await pilot.press("y")
+        await pilot.pause(GRACE_S + 0.2)  # the name box opens once the plan has been on screen
+        await pilot.press(*app.screen.target, "enter")
         for _ in range(200):
             await pilot.pause(0.1)
             if any(isinstance(m, ActionApplied) for m in app.messages_seen):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from probes.expect import judge
 from probes.labtraffic import BACKEND, PERFTEST_EFFICIENCY, parse_error_rates, simulate_round
-from probes.localize import final_results, followup_probes, rank, tied
+from probes.localize import final_results, followup_probes, rank, tied, unexplained
 from probes.pairs import Endpoint, PairResult, Probe
 from tests.topology.test_routes import H1, H2, H3, L1, L2, S1, S2, TABLES, small_fabric
 from topology.model import Fabric, Guid, Link, PortRef
@@ -24,10 +25,14 @@ def link(a: str, pa: int, b: str, pb: int) -> Link:
 
 
 def result(c: Endpoint, s: Endpoint, gbps: float | None, attempt: int = 0) -> PairResult:
-    return PairResult(c, s, 0, gbps, 400.0, gbps is not None, None if gbps else "failed", "ssh", attempt)
+    """A pair judged against a 400 Gb/s route at 97.5 % efficiency: slow under 362.7 Gb/s."""
+    raw = PairResult(
+        c, s, 0, gbps, 400.0, gbps is not None, None if gbps else "failed", "ssh", attempt, 400.0
+    )
+    return judge([raw], 0.975)[0]
 
 
-def test_link_shared_by_slow_pairs_and_absent_from_fast_ones_ranks_first() -> None:
+def test_only_a_link_that_every_crossing_pair_found_slow_is_a_suspect() -> None:
     f = small_fabric()
     # n1 and n3 both write to n2 through the same uplink; only n1 is slow: n1's own cable is the one.
     paths = {
@@ -36,16 +41,42 @@ def test_link_shared_by_slow_pairs_and_absent_from_fast_ones_ranks_first() -> No
         (H2, H1): path(f, TABLES, H2, H1),
     }
     results = [result(E1, E2, 120.0), result(E3, E2, 390.0), result(E2, E1, 385.0)]
-    suspects = rank(results, paths)
+    assert [r.ok for r in results] == [False, True, True]
+    suspects = rank(results, paths, {H1: "n1"})
+    assert len(suspects) == 1, "the uplink and n2's cable carried the fast n3 -> n2 too: cleared"
     top = suspects[0]
     assert top.link.key == ((L1, 1), (H1, 1)) and top.score == 1.0 and top.direction == H1
     assert [r.client.host for r in top.slow_pairs] == ["n1"] and top.fast_pairs == ()
-    by_link = {s.link.key: s for s in suspects}
-    uplink = by_link[((L1, 11), (S2, 1))]
-    assert uplink.score == 0.5 and [r.client.host for r in uplink.fast_pairs] == ["n3"]
-    assert "1 slow and 1 fast" in uplink.reason
-    assert all(s.score < 1.0 for s in suspects[1:])
-    assert ((L2, 10), (S1, 5)) not in by_link  # only the fast n2 -> n1 crosses it
+    assert top.reason == "all 1 pair(s) crossing it were slow (from n1; pairs the other way were fast)"
+    assert tied(suspects) == [] and unexplained(results, paths, suspects) == []
+
+
+def test_links_whose_slow_pairs_a_better_suspect_explains_are_not_suspects() -> None:
+    f = small_fabric()
+    # Both n1 and n3 are slow to n2: the uplink they share explains both; each host cable only one.
+    paths = {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)}
+    results = [result(E1, E2, 100.0), result(E3, E2, 100.0)]
+    suspects = rank(results, paths)
+    # leaf-1 -> spine-2 -> leaf-2 -> n2: three links carry both slow pairs and nothing else.
+    assert {s.link.key for s in suspects} == {
+        ((L1, 11), (S2, 1)),
+        ((L2, 11), (S2, 5)),
+        ((L2, 1), (H2, 1)),
+    }
+    assert len(tied(suspects)) == 3 and all(len(s.slow_pairs) == 2 for s in suspects)
+    assert ((L1, 1), (H1, 1)) not in {s.link.key for s in suspects}
+
+
+def test_slow_pairs_that_no_cable_explains_are_said_so_not_pinned() -> None:
+    f = small_fabric()
+    paths = {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)}
+    # n1 -> n2 slow; n3 -> n2 fast twice over every shared link, and n1's own cable carries a
+    # fast pair the same way too (a second probe n1 -> n3): nothing on n1 -> n2's route is all-slow.
+    paths[(H1, H3)] = path(f, TABLES, H1, H3)
+    results = [result(E1, E2, 100.0), result(E3, E2, 390.0), result(E1, E3, 390.0)]
+    suspects = rank(results, paths)
+    assert suspects == []
+    assert [(r.client.host, r.server.host) for r in unexplained(results, paths, suspects)] == [("n1", "n2")]
 
 
 def test_a_pair_that_recovers_on_retest_is_not_slow() -> None:
@@ -61,7 +92,7 @@ def test_direction_matters_for_a_port_that_drops_what_arrives() -> None:
     fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
     results = [result(E1, E2, 100.0), result(E2, E1, 390.0)]
     suspects = rank(results, {(H1, H2): fwd, (H2, H1): back})
-    # Every link of the slow path scores 1.0 in its direction: a tie that follow-ups must break.
+    # Every link of the slow path carried it alone: a tie of four that follow-ups must break.
     assert len(tied(suspects)) == 4 and suspects[0].direction is not None
 
 
@@ -159,3 +190,35 @@ def test_followups_without_routes_give_no_probes_and_no_error() -> None:
     suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
     probes, paths = followup_probes(suspects, [E1, E2, E3])  # no fabric/tables: nothing routable
     assert probes == [] and paths == {}
+
+
+def test_a_fast_pair_clears_only_the_cables_it_proves_healthy() -> None:
+    from dataclasses import replace
+
+    f = small_fabric()
+    paths = {(a, b): path(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H3, H1), (H2, H1))}
+
+    def measured(c: Endpoint, s: Endpoint, rnd: int, gbps: float, expected: float) -> PairResult:
+        raw = PairResult(c, s, rnd, gbps, 400.0, True, None, "ssh", 0, expected)
+        return judge([raw], 0.975)[0]
+
+    # n3's cable trains at 2x (200 Gb/s). In round 0 n1 and n3 both write to n2 and share its
+    # cable and the uplink: 200 each is all they should get, so n3 -> n2 is fast, but it only
+    # proves n3's cable gives 200, not the 400 it should. Alone in round 1, n3 -> n1 is slow.
+    results = [
+        measured(E1, E2, 0, 195.0, 200.0),
+        measured(E3, E2, 0, 195.0, 200.0),
+        measured(E3, E1, 1, 195.0, 400.0),
+        measured(E2, E1, 2, 390.0, 400.0),
+    ]
+    assert [r.ok for r in results] == [True, True, False, True]
+    n3_cable = ((L1, 2), (H3, 1))
+    legacy = rank(results, paths)  # any fast pair clears: the slow pair is left unexplained
+    assert legacy == [] and len(unexplained(results, paths, legacy)) == 1
+    suspects = rank(results, paths, design={}, efficiency=0.975)
+    assert [s.link.key for s in suspects] == [n3_cable]
+    top = suspects[0]
+    assert [r.server.host for r in top.fast_pairs] == ["n2"] and "cannot clear it" in top.reason
+    # Had n3 -> n2 run alone at 195 Gb/s, it would have been slow itself; at 390 it clears the cable.
+    proven = [*results[:1], replace(results[1], gbps=390.0), *results[2:]]
+    assert n3_cable not in {s.link.key for s in rank(proven, paths, design={}, efficiency=0.975)}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 
 import pytest
 
+from probes.expect import judge
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, outliers, plan_sweep, retest_plan
 from topology.classify import Classification, classify
@@ -152,16 +154,19 @@ def _results(gbps: Sequence[float | None]) -> list[PairResult]:
     ]
 
 
-def test_outliers_use_clusterkits_93_percent_of_best() -> None:
-    res = _results([390.0, 363.0, 362.0, None, 100.0])
+def test_outliers_are_the_pairs_judged_slow_or_failed() -> None:
+    res = judge(
+        [replace(r, expected_gbps=400.0) for r in _results([390.0, 363.0, 362.0, None, 100.0])], 0.975
+    )
     bad = outliers(res)
-    assert [r.gbps for r in bad] == [362.0, None, 100.0]  # 363 >= 0.93 * 390 = 362.7
+    assert [r.gbps for r in bad] == [362.0, None, 100.0]  # 363 >= 0.93 * 0.975 * 400 = 362.7
+    assert all(not r.ok for r in bad) and bad[0].error is not None and bad[0].error.startswith("slow: 362")
 
 
 def test_retest_halves_concurrency_and_keeps_hcas_apart() -> None:
-    res = _results([390.0] + [100.0] * 7)
+    res = judge([replace(r, expected_gbps=400.0) for r in _results([390.0] + [100.0] * 7)], 0.975)
     plan = retest_plan(res, concurrency=8)
-    assert plan.concurrency == 4 and len(plan.probes) == 7 and plan.reference_gbps == 390.0
+    assert plan.concurrency == 4 and len(plan.probes) == 7 and len(plan.outliers) == 7
     per_round: dict[int, list[Endpoint]] = defaultdict(list)
     for p in plan.probes:
         per_round[p.round] += [p.client, p.server]

@@ -9,6 +9,7 @@ import pytest
 
 from probes.slurm import why_unavailable
 from probes.slurm_parse import (
+    parse_comments,
     parse_granted,
     parse_jobs,
     parse_nodes,
@@ -123,3 +124,10 @@ def test_bad_text_is_a_parse_error_naming_the_line() -> None:
         parse_nodes(text("scontrol-show-node-idle.txt").splitlines()[0] + "\nsomething else\n")
     with pytest.raises(ParseError, match=r"sinfo -R:1"):
         parse_reasons("node1|idle\n")
+
+
+def test_job_comments_keep_everything_after_the_id() -> None:
+    text = "12|ibfab-request:0a1b2c3d\n13|\n14|a | b\n"
+    assert parse_comments(text) == {"12": "ibfab-request:0a1b2c3d", "13": "", "14": "a | b"}
+    with pytest.raises(ParseError, match=r"expected %i\|%k"):
+        parse_comments("JOBID|COMMENT\n")

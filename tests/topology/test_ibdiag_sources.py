@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from topology.ibdiag_csv import (
     node_of_port_guid,
     parse_db_csv_fabric,
     read_db_csv,
+    run_time,
 )
 from topology.ibdiag_state import parse_db_csv_state
 from topology.ibnetdiscover import read_ibnetdiscover
@@ -204,3 +206,78 @@ def test_sections_reader() -> None:
     assert sections["A"].rows == ({"x": "1", "y": "2"},) and sections["A"].line_of(0) == 4
     assert sections["B"].rows == ()
     assert PortRef(Guid("0x1"), 1) == PortRef(Guid("0x1"), 1)
+
+
+@pytest.mark.parametrize(
+    ("date", "expected"),
+    [
+        ("2025-03-31 23:43:18 UTC +0000", 1743464598.0),
+        ("2025-03-31 23:43:18 UTC", 1743464598.0),
+        ("2025-04-01 01:43:18 +02:00", 1743464598.0),
+        ("2025-03-31 18:43:18 -0500", 1743464598.0),
+        ("2025-03-31 23:43:18", None),  # no zone: not a time
+        ("yesterday", None),
+        ("", None),
+    ],
+)
+def test_run_time(date: str, expected: float | None) -> None:
+    text = f'START_RUN_INFO\nIBDIAGNET_Version,Date,Args\n"x","{date}",""\nEND_RUN_INFO\n'
+    assert run_time(text) == expected
+    assert run_time("START_NODES\nNodeGUID\nEND_NODES\n") is None
+
+
+@pytest.mark.parametrize("path", DB_CSV, ids=lambda p: p.name)
+def test_real_run_time_is_the_logged_timestamp(path: Path) -> None:
+    # The run's log beside it says the same ("Running timestamp: ...").
+    when = run_time(read_db_csv(path), str(path))
+    assert when is not None
+    log_path = path.with_name(path.name.replace(".db_csv", ".log"))
+    if not log_path.is_file():
+        pytest.skip(f"no log beside {path.name}")
+    log = log_path.read_text()
+    stamp = re.search(r"Running timestamp: (.+)", log)
+    assert stamp is not None
+    crafted = f"START_RUN_INFO\nDate\n{stamp.group(1).strip()}\nEND_RUN_INFO\n"
+    assert run_time(crafted) == when
+
+
+@pytest.mark.parametrize("path", CABLES, ids=lambda p: p.name)
+def test_cables_fields_reordered_and_extra_read_the_same(path: Path) -> None:
+    """Each port block's fields in another order, plus a field a newer ibdiagnet might add."""
+    text = path.read_text()
+    rng = random.Random(5)
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        rng.shuffle(block)
+        out.extend([*block, "Vendor Specific Note: x"] if block else [])
+        block.clear()
+
+    for line in text.splitlines():
+        if line.startswith("Port="):
+            flush()
+            out.append(line)
+        elif ":" in line and not line.startswith("#") and out:
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    want, got = parse_cables(text), parse_cables("\r\n".join(out))
+    assert got.keys() == want.keys()
+    for ref, cable in want.items():
+        other = got[ref]
+        assert {k: v for k, v in other.fields.items() if k != "Vendor Specific Note"} == dict(cable.fields)
+        assert (other.vendor, other.part_number, other.serial, other.length_m, other.temperature_c) == (
+            cable.vendor,
+            cable.part_number,
+            cable.serial,
+            cable.length_m,
+            cable.temperature_c,
+        )
+        assert (other.rx_power_dbm, other.tx_power_dbm, other.tx_bias_ma) == (
+            cable.rx_power_dbm,
+            cable.tx_power_dbm,
+            cable.tx_bias_ma,
+        )

@@ -16,24 +16,26 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from textual.pilot import Pilot
-from textual.widgets import Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
 from fabric.app.readmodel import FabricService
-from fabric.store import ProbeResultRow, Store
+from fabric.store import Store
 from probes.sweep import SweepStep
-from tests.tui_data import T0, build_store, counter_rows, topology_file
+from tests.tui_data import T0, build_store, counter_rows, save_sweep, topology_file, uplinks
 from topology.model import Fabric, Link
 from tui.app import IbfabApp, build_app
 from tui.linkquery import parse_query
 from tui.messages import ActionApplied, HealthLoaded, OpenDetail, StateLoaded, StoreChanged, ViewLoaded
 from tui.progress import Coalescer
+from tui.screens.confirm import ConfirmChange
 from tui.screens.detail import DetailScreen
 from tui.screens.fabric_map import FabricMapScreen
 from tui.screens.help import HelpScreen
 from tui.screens.links import LinksScreen
 from tui.screens.overview import OverviewScreen
+from tui.screens.pairs import AccusersScreen
 from tui.screens.probes import ProbesScreen
-from tui.screens.recommendations import ConfirmScreen, RecommendationsScreen
+from tui.screens.recommendations import RecommendationsScreen
 from tui.widgets.heatmap import HeatMap
 from tui.widgets.link_table import LinkTable, row_text
 
@@ -69,6 +71,17 @@ def text_of(app: IbfabApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
 
 
+def top(app: IbfabApp) -> object:
+    """The screen on top (typed plainly, so a test can compare it again after a key)."""
+    return app.screen
+
+
+def table_rows(app: IbfabApp, selector: str) -> list[str]:
+    """A DataTable's rows as text, cells joined by two spaces."""
+    table = app.screen.query_one(selector, DataTable)
+    return ["  ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+
 @run_async
 async def test_overview_loads_in_order_and_names_the_planted_problems(
     store: tuple[Path, Fabric, Link, Link],
@@ -86,7 +99,7 @@ async def test_overview_loads_in_order_and_names_the_planted_problems(
         assert "critical: 2" in health and "ok: 126" in health
         alerts = text_of(app, "#ov-alerts")
         assert "rail_miswire" in alerts and "dgx-0002" in alerts
-        assert "leaf-su01-r0/5 - spine-01/1" in text_of(app, "#ov-worst")
+        assert "leaf-su01-r0/5 - spine-01/1" in table_rows(app, "#ov-worst")[0]
         assert "2027-01-15 08:15:00 UTC (snapshot #16, 16 stored)" in text_of(app, "#ov-runs")
 
 
@@ -188,30 +201,46 @@ async def test_fabric_map_cursor_describes_the_cable_and_toggles_view(
 
 
 @run_async
-async def test_probes_lists_stored_sweeps_with_slow_pairs_and_refuses_without_lab(
+async def test_probes_list_each_pair_once_with_retests_and_a_suspect_leads_to_its_accusers(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    with Store.open(store[0]) as s:
-        sid = s.save_sweep(T0, "rail-pairs", "test", finished=T0 + 30)
-        s.add_probe_results(
-            sid,
-            [
-                ProbeResultRow("dgx-0001", "mlx5_0", "dgx-0005", "mlx5_0", 380.0, 400.0, True),
-                ProbeResultRow("dgx-0002", "mlx5_0", "dgx-0006", "mlx5_0", 120.0, 400.0, True),
-            ],
-        )
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    path, fabric, _, _ = store
+    ups = uplinks(fabric)
+    slow, fast = ups[0], ups[1]
+    sid = save_sweep(path, fabric, slow, fast)  # 3 pairs, 4 results: one pair re-tested 380 -> 120
+    app = build_app(FabricService(path), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("p")
         await pilot.pause(0.2)
-        assert isinstance(app.screen, ProbesScreen)
-        results = text_of(app, "#sweep-results")
-        assert "SLOW   dgx-0002/mlx5_0 -> dgx-0006/mlx5_0: 120 of 400 Gb/s" in results
-        assert "dgx-0001" not in results
+        screen = app.screen
+        assert isinstance(screen, ProbesScreen)
+        assert f"SWEEP #{sid} PAIRS: 3 pairs (4 results, 1 re-tested): 2 slow, 0 failed" in text_of(
+            app, "#sweep-results"
+        )
+        pairs = table_rows(app, "#pairs")
+        assert len(pairs) == 3  # each pair once, the re-tested one with its history
+        assert sum("380 → 120 of 400" in p for p in pairs) == 1
+        assert [p.split("  ")[0] for p in pairs] == ["SLOW", "SLOW", "ok"]
         assert "--lab" in text_of(app, "#sweep-backend")
         await pilot.press("s")
-        assert app.screen.running is False
+        assert screen.running is False  # no lab: refused, nothing started
+        suspects = screen.query_one("#suspects", DataTable)
+        assert suspects.row_count >= 1 and "leaf-su01-r0/5" in table_rows(app, "#suspects")[0]
+        screen.set_focus(suspects)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        accusers = app.screen
+        assert isinstance(accusers, AccusersScreen) and accusers.slow == 2
+        rows = table_rows(app, "#accusers")
+        assert rows[0].startswith("slow pair") and rows[1].startswith("slow pair")
+        await pilot.press("d")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, DetailScreen) and app.screen.link == slow.key
+        await pilot.press("escape")
+        assert top(app) is accusers
+        await pilot.press("escape")
+        assert top(app) is screen
 
 
 def test_progress_coalesces_a_flood_from_a_thread() -> None:
@@ -250,9 +279,9 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
             await pilot.press("down")
         await pilot.press("enter")
         await pilot.pause(0.2)
-        assert isinstance(app.screen, ConfirmScreen)
+        assert isinstance(app.screen, ConfirmChange)
         plan = screen.last_plan
-        await pilot.press("n")
+        await pilot.press("escape")
         await pilot.pause(0.2)
     applied = [m for m in app.messages_seen if isinstance(m, ActionApplied)]
     assert applied and not applied[-1].ok and "not confirmed" in applied[-1].result
@@ -281,15 +310,38 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
 
 
 @run_async
-async def test_help_lists_keys(store: tuple[Path, Fabric, Link, Link]) -> None:
+async def test_help_lists_every_key_of_the_current_screen(store: tuple[Path, Fabric, Link, Link]) -> None:
     app = build_app(FabricService(store[0]), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        text = text_of(app, "#help-text")
-        assert "s b f n  sort by score / BER / flaps / name" in text and "q     quit" in text
-        await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen)
+        await settle(pilot, app)
+        for screen_key, screen_type in (
+            ("l", LinksScreen),
+            ("m", FabricMapScreen),
+            ("r", RecommendationsScreen),
+        ):
+            await pilot.press(screen_key)
+            await pilot.pause(0.1)
+            under = app.screen
+            assert isinstance(under, screen_type)
+            await pilot.press("question_mark")
+            help_screen = app.screen
+            assert isinstance(help_screen, HelpScreen)
+            text = text_of(app, "#help-text")
+            assert f"KEYS OF THE {screen_type.__name__.removesuffix('Screen').upper()} SCREEN" in text
+            lines = text.splitlines()
+            # every key bound on the app and on this screen, with its description, on one line
+            for node in (app, under):
+                for _, binding in node._bindings:
+                    if binding.description and not binding.system:
+                        shown = app.get_key_display(binding)
+                        assert any(
+                            shown in line.split()[: line.split().index(binding.description.split()[0])]
+                            and binding.description in line
+                            for line in lines
+                            if binding.description.split()[0] in line.split()
+                        ), (binding.key, binding.description)
+            await pilot.press("escape")
+            assert app.screen is under
 
 
 @run_async
@@ -345,7 +397,7 @@ def test_no_terminal_prints_the_overview_report(store: tuple[Path, Fabric, Link,
     assert out.exit_code == 0, out.output
     assert out.output.startswith("FABRIC\nsource generated rail-small\nswitches 20 (16 leaf, 4 spine)")
     assert "CRITICAL   0  leaf-su01-r0/5 - spine-01/1" in out.output
-    assert "ALERTS (3)" in out.output
+    assert "ALERTS (3)\ncritical: 2  error: 1  warning: 0  info: 0" in out.output
 
 
 def test_tui_lab_demo_opens_the_demos_store(tmp_path: Path) -> None:

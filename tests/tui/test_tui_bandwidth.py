@@ -3,85 +3,18 @@ format ``fabric.app.sweep.save`` writes (each pair with its route)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fabric.app.readmodel import FabricService
-from fabric.app.sweep import FORMAT
-from fabric.store import ProbeResultRow, RawCapture, Store
 from tests.tui.test_tui import SIZE, run_async, settle, text_of
-from tests.tui_data import T0, build_store, uplinks
+from tests.tui_data import build_store, save_sweep, uplinks
 from topology.model import Fabric, Link
 from tui.app import build_app
 from tui.mapdata import share_status
 from tui.screens.fabric_map import FabricMapScreen
 from tui.widgets.heatmap import HeatMap
-
-
-def _ep(fabric: Fabric, guid: str) -> dict[str, object]:
-    host, _, device = fabric.nodes[guid].description.partition(" ")  # type: ignore[index]
-    return {"host": host, "device": device, "guid": guid, "leaf": "", "rail": 0}
-
-
-def _hca_link(fabric: Fabric, leaf_guid: str) -> Link:
-    return next(
-        lk
-        for lk in fabric.links_of(leaf_guid)  # type: ignore[arg-type]
-        if fabric.nodes[lk.other(leaf_guid).guid].kind.value == "hca"  # type: ignore[arg-type]
-    )
-
-
-def _path(lk: Link) -> list[object]:
-    return [lk.a.guid, lk.a.port, lk.b.guid, lk.b.port, lk.width, lk.speed]
-
-
-def save_sweep(path: Path, fabric: Fabric, slow: Link, fast: Link) -> int:
-    """Three pairs: two cross ``slow`` (one at 40 % of line rate, one re-tested at 30 % after a first
-    95 %), one crosses ``fast`` at 95 %."""
-    records: list[dict[str, Any]] = []
-    for uplink, attempts in ((slow, (160.0,)), (slow, (380.0, 120.0)), (fast, (380.0,))):
-        leaf = next(e.guid for e in (uplink.a, uplink.b) if "leaf" in fabric.nodes[e.guid].description)
-        down = _hca_link(fabric, leaf)
-        client = down.other(leaf).guid
-        for attempt, gbps in enumerate(attempts):
-            records.append(
-                {
-                    "client": _ep(fabric, client),
-                    "server": {
-                        "host": f"peer{len(records)}",
-                        "device": "mlx5_0",
-                        "guid": f"0xpeer{len(records)}",
-                        "leaf": "",
-                        "rail": 0,
-                    },
-                    "round": 1,
-                    "attempt": attempt,
-                    "backend": "test",
-                    "gbps": gbps,
-                    "line_rate_gbps": 400.0,
-                    "ok": True,
-                    "error": None,
-                    "path": [_path(down), _path(uplink)],
-                }
-            )
-    records[2]["server"] = records[1]["server"]  # the re-test of the same pair
-    doc = {"format": FORMAT, "pattern": "rail-pairs", "backend": "test", "names": {}, "results": records}
-    with Store.open(path) as store:
-        sid = store.save_sweep(T0, "rail-pairs", "test: generated", finished=T0 + 30)
-        cap = store.save_capture(
-            RawCapture("probe", "ib_write_bw", json.dumps(doc), T0, "test", (), "sweep/1")
-        )
-        store.add_probe_results(
-            sid,
-            [
-                ProbeResultRow(str(r["client"]["host"]), "", "x", "", r["gbps"], 400.0, True, None, cap)
-                for r in records
-            ],
-        )
-    return sid
 
 
 @pytest.fixture

@@ -88,3 +88,41 @@ def test_navigate_filter_detail_quit(tmux: Tmux, tmp_path: Path) -> None:
     while not done.exists() and time.monotonic() < end:
         time.sleep(0.2)
     assert done.read_text().strip() == "0"
+
+
+def test_walk_overview_anomalies_element_links_recommendations_quit(tmux: Tmux, tmp_path: Path) -> None:
+    """The issue's walk at 80x24, and the issue's burst: / and a filter with screen keys in it,
+    sent to the terminal in one write."""
+    path, *_ = build_store(tmp_path / "tui.db")
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm-256color"}
+    done = tmp_path / "exited"
+    command = f"{IBFAB} tui --db {path} --poll 0; echo $? > {done}; sleep 60"
+    subprocess.run(
+        [*tmux.base, "new-session", "-d", "-s", tmux.session, "-x", "80", "-y", "24", command],
+        check=True,
+        timeout=30,
+        env=env,
+    )
+    shown = tmux.wait_for("health at snapshot #16")
+    assert "ALERTS (3)" in shown or "WORST LINKS (2)" in shown
+    tmux.keys("e")
+    shown = tmux.wait_for("3 of 3 findings in 2 kind(s)")
+    assert "── link health" in shown and "── rail_miswire" in shown
+    tmux.keys("Enter")  # the worst finding: the critical cable
+    shown = tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1")
+    assert "status CRITICAL  score 0" in shown
+    tmux.keys("l")
+    shown = tmux.wait_for("128 of 128 links")
+    tmux.keys("/dgx-0001 mlx5_0", "Enter")  # one write: / and the text behind it
+    shown = tmux.wait_for("filter: dgx-0001 mlx5_0")
+    assert "1 of 128 links" in shown and "dgx-0001 mlx5_0" in shown
+    tmux.keys("r")
+    shown = tmux.wait_for("recommendation(s); enter shows the plan")
+    assert "isolate_port" in shown
+    tmux.keys("Escape")
+    tmux.wait_for("filter: dgx-0001 mlx5_0")  # back one step: the links screen as it was
+    tmux.keys("q")
+    end = time.monotonic() + 20
+    while not done.exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert done.read_text().strip() == "0"

@@ -1,22 +1,54 @@
-"""What every data screen shares: header, a status line saying what is loaded, a footer, and
-``refresh_data`` called by the app whenever its data changes."""
+"""What every data screen shares: header, a status line saying what is loaded, a footer,
+``refresh_data`` when the app's data changed, and the typing guard.
+
+The typing guard: a printable key that reaches the screen while a text box has focus was sent
+before the focus moved there (a burst of keys from a fast typist or a paste into the terminal:
+``/`` moves the focus, the letters behind it were already queued for the table). It is typed
+into the box, never read as a hotkey. Keys the box handles itself never get here.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import Any, ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, Input, Static
 
-if TYPE_CHECKING:
-    from tui.app import IbfabApp
+from tui.state import FabricData, fabric_data
+
+
+def plain(text: str) -> Text:
+    """Text shown as written: names and commands in square brackets (``dgx-[01-04]``,
+    ``[opensm apply]``) are not markup."""
+    return Text(text)
+
+
+def guard_typing(screen: Screen[Any], event: events.Key) -> bool:
+    """Type a stray printable key into the focused text box; True when it did."""
+    focused = screen.focused
+    if isinstance(focused, Input) and event.is_printable and event.character:
+        event.stop()
+        event.prevent_default()
+        focused.insert_text_at_cursor(event.character)
+        return True
+    return False
 
 
 class DataScreen(Screen[None]):
+    """A screen drawn from the app's data (``self.data``)."""
+
+    # What ? says about this screen beyond its keys (a filter's language, what a mark means).
+    HELP: ClassVar[str] = ""
+    drawn_generation = -1
+    filter_first = False  # a / came before the screen was built: its filter box takes the focus
+    drawn_width: int | None = None
+
     @property
-    def ibfab(self) -> IbfabApp:
-        return cast("IbfabApp", self.app)
+    def data(self) -> FabricData:
+        return fabric_data(self.app)
 
     def compose_frame(self) -> ComposeResult:
         yield Header()
@@ -26,15 +58,34 @@ class DataScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.ibfab.data_screens.add(self)
         self.refresh_data()
 
-    def on_unmount(self) -> None:
-        self.ibfab.data_screens.discard(self)
+    def on_screen_resume(self) -> None:
+        if self.drawn_generation != self.data.generation:
+            self.refresh_data()
+
+    def on_key(self, event: events.Key) -> None:
+        guard_typing(self, event)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # table cells end in an ellipsis at the width there is: a new width draws them again
+        if self.drawn_width is not None and event.size.width != self.drawn_width:
+            self.refresh_data()
+        self.drawn_width = event.size.width
+
+    def room(self, used: int, least: int = 16) -> int:
+        """Columns left for a table's last (free text) column when the others take ``used``."""
+        return max(least, self.app.size.width - used)
 
     def refresh_data(self) -> None:
-        self.query_one("#status-line", Static).update(self.ibfab.status_line())
+        self.drawn_generation = self.data.generation
+        self.query_one("#status-line", Static).update(plain(self.data.status_line()))
         self.draw()
 
     def draw(self) -> None:
         """Redraw from the app's data (override)."""
+
+    def go_back(self) -> None:
+        """One step back in the history (the overview at the bottom stays)."""
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()

@@ -1,5 +1,9 @@
 """Detail of a switch, an HCA (its host's other HCAs listed) or a cable: ports and peers,
-counter history as sparklines, findings, probe results and recommended actions."""
+counter history as sparklines, findings (whole, wrapped), probe results and recommended actions.
+
+Every row that names something opens it: a node's port row opens its cable, a cable's end row
+opens that node, a host's HCA row opens the HCA; ``a``/``b`` open the ends of a cable as shown
+(lower tier first, whichever order the cable's GUIDs are in)."""
 
 from __future__ import annotations
 
@@ -11,23 +15,24 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
-from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable
+from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
+from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
 from topology.model import LinkKey
 from tui.messages import OpenDetail
-from tui.screens.base import DataScreen
+from tui.screens.base import DataScreen, plain
 
 MAX_SPARK_PORTS = 6
 SPARK_LABEL = {"symbol_errors": "symbol errors", "link_downed": "link downs", "xmit_data": "xmit Gb/s"}
 
 
 class DetailScreen(DataScreen):
+    HELP = "enter on a row opens what it names: a port's cable, a cable's end, a host's HCA."
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "back"),
         Binding("a", "open_end(0)", "end A"),
         Binding("b", "open_end(1)", "end B"),
     ]
-    DEFAULT_CSS = "DetailScreen Sparkline { height: 1; width: 1fr; } DetailScreen .spark-label { width: 34; } DetailScreen .spark-row { height: 1; layout: horizontal; } #detail-ports { height: auto; max-height: 16; }"
+    DEFAULT_CSS = "DetailScreen Sparkline { height: 1; width: 1fr; } DetailScreen .spark-label { width: 34; } DetailScreen .spark-row { height: 1; layout: horizontal; } #detail-ports { height: auto; max-height: 16; } #detail-hcas { height: auto; max-height: 10; }"
 
     def __init__(self, guid: str | None = None, link: LinkKey | None = None) -> None:
         super().__init__()
@@ -41,6 +46,7 @@ class DetailScreen(DataScreen):
         with VerticalScroll(id="detail-body"):
             yield Static("", id="detail-head", classes="panel")
             yield DataTable(id="detail-ports", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="detail-hcas", cursor_type="row", zebra_stripes=True)
             yield Static("counter history: loading…", id="detail-history-title", classes="panel")
             yield VerticalScroll(id="detail-sparks")
             yield Static("", id="detail-findings", classes="panel")
@@ -50,10 +56,11 @@ class DetailScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.set_focus(self.query_one("#detail-ports", DataTable), scroll_visible=False)
         self.load_history()
 
     def link_row(self) -> LinkRow | None:
-        app = self.ibfab
+        app = self.data
         if self.link is None or app.view is None or self.link not in app.view.row_of:
             return None
         return (
@@ -66,12 +73,15 @@ class DetailScreen(DataScreen):
         return [self.guid] if self.guid else []
 
     def draw(self) -> None:
-        app = self.ibfab
+        app = self.data
         if app.view is None:
             return
         head = self.query_one("#detail-head", Static)
         ports = self.query_one("#detail-ports", DataTable)
         ports.clear(columns=True)
+        hcas = self.query_one("#detail-hcas", DataTable)
+        hcas.clear(columns=True)
+        hcas.display = False
         findings: list[str] = []
         host: str | None = None
         if self.link is not None:
@@ -89,19 +99,26 @@ class DetailScreen(DataScreen):
                 else f"{lh.ber.value:.2e}"
             )
             head.update(
-                f"{row.a_name} port {row.a_port}  <->  {row.b_name} port {row.b_port}\n"
-                f"{row.tiers}  rail {row.rail if row.rail is not None else '-'}  group {row.group if row.group is not None else '-'}"
-                f"  {row.width}x{row.speed}\nstatus {row.status.upper()}  score {row.score if row.score is not None else '-'}"
-                f"  BER {ber}  flaps/h {row.flaps_per_hour:.2f}"
+                plain(
+                    f"{row.a_name} port {row.a_port}  <->  {row.b_name} port {row.b_port}\n"
+                    f"{row.tiers}  rail {row.rail if row.rail is not None else '-'}  group {row.group if row.group is not None else '-'}"
+                    f"  {row.width}x{row.speed}\nstatus {row.status.upper()}  score {row.score if row.score is not None else '-'}"
+                    f"  BER {ber}  flaps/h {row.flaps_per_hour:.2f}"
+                )
             )
             ports.add_columns("END", "NODE", "PORT", "COUNTERS THAT MOVED")
-            if lh is not None:
-                for label, end in zip(("A", "B"), lh.ends, strict=True):
-                    moved = ", ".join(f"{k} {v}" for k, v in end.counters.items()) or "none"
-                    ports.add_row(label, app.view.name(end.ref.guid), end.ref.port, moved)
-            else:
-                ports.add_row("A", row.a_name, row.a_port, "no health data")
-                ports.add_row("B", row.b_name, row.b_port, "no health data")
+            moved_at = {} if lh is None else {(str(e.ref.guid), e.ref.port): e.counters for e in lh.ends}
+            for label, guid, name, port in (
+                ("A", row.a_guid, row.a_name, row.a_port),
+                ("B", row.b_guid, row.b_name, row.b_port),
+            ):
+                counters = moved_at.get((guid, port))
+                moved = (
+                    "no health data"
+                    if counters is None
+                    else ", ".join(f"{k} {v}" for k, v in counters.items()) or "none"
+                )
+                ports.add_row(label, name, port, plain(moved), key=f"node:{guid}")
             findings = list(row.reasons)
             findings += [
                 a.message
@@ -110,35 +127,48 @@ class DetailScreen(DataScreen):
             ]
         elif self.guid is not None:
             try:
-                d = app.service.node_detail(app.view, self.guid, app.health)
+                d = app.service.node_detail(app.view, self.guid, app.health, app.rows)
             except KeyError:
                 head.update(f"node {self.guid} is not in the latest topology")
                 return
             head.border_title = d.kind.upper()
-            host = app.view.discovery.classification.nodes[self.guid].host  # type: ignore[index]
-            extra = f"\nhost {host}: HCAs {', '.join(app.view.name(g) for g in d.hcas)}" if host else ""
+            host = d.host
             head.update(
-                f"{d.name}  ({d.description})\nGUID {d.guid}  tier {d.tier_name or '-'}  rail {d.rail if d.rail is not None else '-'}"
-                f"  group {d.group if d.group is not None else '-'}  {len(d.ports)} cabled ports{extra}"
+                plain(
+                    f"{d.name}  ({d.description})\nGUID {d.guid}  tier {d.tier_name}  in {d.section}"
+                    f"  rail {d.rail if d.rail is not None else '-'}"
+                    f"  group {d.group if d.group is not None else '-'}  {len(d.ports)} cabled ports"
+                    + (f"\nhost {host}: {len(d.hcas)} HCAs (listed below)" if host else "")
+                )
             )
             ports.add_columns("PORT", "PEER", "PEER PORT", "STATUS", "SCORE", "LINK", "WHY")
             for p in d.ports:
                 ports.add_row(
                     p.port,
-                    p.peer_name,
+                    plain(p.peer_name),
                     p.peer_port,
                     p.link.status.upper(),
                     "-" if p.link.score is None else p.link.score,
                     f"{p.link.width}x{p.link.speed}",
-                    "; ".join(p.link.reasons)[:60],
-                    key=str(p.port),
+                    plain(ellipsis("; ".join(p.link.reasons), self.room(64))),
+                    key=f"link:{p.link.index}",
                 )
+            if host:
+                hcas.display = True
+                hcas.add_columns(f"HCAS OF {host}", "RAIL", "WORST CABLE")
+                for g in d.hcas:
+                    hcas.add_row(
+                        plain(app.view.name(g)),
+                        _dash(app.view.rail(g)),
+                        self._worst_status(g),
+                        key=f"node:{g}",
+                    )
             findings = list(d.anomalies) + [
                 f"port {p.port}: {'; '.join(p.link.reasons)}" for p in d.ports if p.link.reasons
             ]
         f = self.query_one("#detail-findings", Static)
         f.border_title = f"FINDINGS ({len(findings)})"
-        f.update("\n".join(findings) or "none")
+        f.update(plain("\n".join(findings) or "none"))
         self._draw_probes(host)
         self._draw_actions()
         self._draw_history()
@@ -147,7 +177,7 @@ class DetailScreen(DataScreen):
         panel = self.query_one("#detail-probes", Static)
         panel.border_title = "PROBE RESULTS"
         try:
-            sweeps = self.ibfab.service.sweeps_of(host=host, limit=5) if host else []
+            sweeps = self.data.service.sweeps_of(host=host, limit=5) if host else []
         except IbfabError as exc:
             panel.update(exc.one_line())
             return
@@ -159,8 +189,10 @@ class DetailScreen(DataScreen):
                     f"sweep #{s.sweep.id} {r.client_host}/{r.client_device} -> {r.server_host}/{r.server_device}: {rate}{'' if r.ok else ' FAILED ' + (r.error or '')}"
                 )
         panel.update(
-            "\n".join(lines)
-            or ("no sweep measured this host" if host else "probe results are per host: open an HCA")
+            plain(
+                "\n".join(lines)
+                or ("no sweep measured this host" if host else "probe results are per host: open an HCA")
+            )
         )
 
     def _draw_actions(self) -> None:
@@ -175,12 +207,12 @@ class DetailScreen(DataScreen):
             guids = set(self.guids())
             mine = [a for a in advice if a.action.port is not None and a.action.port.guid in guids]
             panel.update(
-                "\n".join(f"{a.kind}: {a.target}: {a.reason}" for a in mine) or "none for this element"
+                plain("\n".join(f"{a.kind}: {a.target}: {a.reason}" for a in mine) or "none for this element")
             )
 
     @work(thread=True, exclusive=True, group="detail-history", exit_on_error=False)
     def load_history(self) -> None:
-        app = self.ibfab
+        app = self.data
         try:
             series = [(g, s) for g in self.guids() for s in app.service.counter_history(g)]
         except IbfabError as exc:
@@ -232,19 +264,50 @@ class DetailScreen(DataScreen):
         """A cable's two ends; a node's worst-scored ports (at most MAX_SPARK_PORTS)."""
         if self.link is not None:
             return set(self.link)
-        app = self.ibfab
+        app = self.data
         if app.view is None or self.guid is None:
             return set()
         try:
-            d = app.service.node_detail(app.view, self.guid, app.health)
+            d = app.service.node_detail(app.view, self.guid, app.health, app.rows)
         except KeyError:
             return set()
         bad = sorted(d.ports, key=lambda p: (p.link.score if p.link.score is not None else 101, p.port))
         return {(self.guid, p.port) for p in bad[:MAX_SPARK_PORTS]}
 
     def action_open_end(self, which: int) -> None:
-        if self.link is not None:
-            self.post_message(OpenDetail(guid=self.link[which][0]))
+        """``a`` opens the end shown as A (the lower tier), ``b`` the end shown as B."""
+        row = self.link_row()
+        if row is not None:
+            self.post_message(OpenDetail(guid=row.a_guid if which == 0 else row.b_guid))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_end":
+            return self.link is not None  # a node has no ends: a and b are not shown
+        return True
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        key = str(event.row_key.value)
+        kind, _, what = key.partition(":")
+        rows = self.data.rows or (self.data.view.links if self.data.view else ())
+        if kind == "node":
+            self.post_message(OpenDetail(guid=what))
+        elif kind == "link" and what.isdigit() and int(what) < len(rows):
+            self.post_message(OpenDetail(link=rows[int(what)].key))
+
+    def _worst_status(self, guid: str) -> str:
+        app = self.data
+        if app.view is None:
+            return "-"
+        try:
+            d = app.service.node_detail(app.view, guid, app.health, app.rows)
+        except KeyError:
+            return "-"
+        statuses = sorted((p.link for p in d.ports), key=lambda r: (status_order(r.status), r.index))
+        return statuses[0].status.upper() if statuses else "-"
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 class _SparkRow(VerticalScroll):

@@ -1,6 +1,7 @@
-"""The fabric map: leaf x spine (or rail x unit) heat map of uplink health, or (``w``) of the
-bandwidth the latest sweep measured on each leaf-spine cable; the cursor's cell is described below
-the grid in words."""
+"""The fabric map: one heat map per tier pair the fabric has (leaf x spine, spine x core, a side
+group's side_leaf x side_spine) and rail x unit, by cable health, or (``w``) by the bandwidth the
+latest sweep measured on each leaf-spine cable; the cursor's cell is described below the grid in
+words, and enter opens its worst cable."""
 
 from __future__ import annotations
 
@@ -12,31 +13,37 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from fabric.app.bandwidth import SweepBandwidth
+from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
 from tui.mapdata import (
     BANDWIDTH_LEGEND,
     LEGEND,
+    RAIL_UNIT,
     MapGrid,
     bandwidth_grid,
     cable_figure,
-    leaf_spine_grid,
+    map_views,
     rail_unit_grid,
+    tier_pair_grid,
 )
-from tui.screens.base import DataScreen
+from tui.screens.base import DataScreen, plain
 from tui.widgets.heatmap import HeatMap
-
-VIEWS = ("leaf-spine", "rail-unit")
 
 
 class FabricMapScreen(DataScreen):
+    HELP = (
+        "One map per tier pair the fabric has (v: next), then rail x unit on a rail-optimized fabric.\n"
+        "Side groups (storage, management) have their own side_leaf x side_spine map. Cells:\n" + LEGEND
+    )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("v", "toggle_view", "leaf/rail view"),
+        Binding("v", "toggle_view", "next map"),
         Binding("w", "toggle_bandwidth", "bandwidth"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self.view_name = "leaf-spine"
+        self.view_name = ""  # the first of map_views once the topology is there
+        self.views: list[str] = []
         self.bandwidth_mode = False
         self.bandwidth: SweepBandwidth | None = None
         self.bandwidth_note = "reading the latest sweep…"  # until load_bandwidth has answered
@@ -51,33 +58,45 @@ class FabricMapScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one(HeatMap).focus()
+        self.set_focus(self.query_one(HeatMap))
 
     def draw(self) -> None:
-        app = self.ibfab
+        app = self.data
         if app.view is None:
             self.query_one("#map-title", Static).update(
                 "loading topology…" if app.loading["topology"] else "no topology stored"
             )
             return
+        self.views = map_views(app.view, app.rows)
+        if self.view_name not in self.views:
+            self.view_name = self.views[0]
         if self.bandwidth_mode:
             self.grid = bandwidth_grid(app.rows, self.bandwidth)
             legend = BANDWIDTH_LEGEND
+            which = "bandwidth (w: back to health)"
         else:
-            build = leaf_spine_grid if self.view_name == "leaf-spine" else rail_unit_grid
-            self.grid = build(app.view, app.rows)
+            self.grid = (
+                rail_unit_grid(app.view, app.rows)
+                if self.view_name == RAIL_UNIT
+                else tier_pair_grid(app.rows, self.view_name)
+            )
             legend = LEGEND
+            side = "  (a side group)" if self.view_name.startswith("side_") else ""
+            which = f"map {self.views.index(self.view_name) + 1}/{len(self.views)}{side}  v: next"
         keys = {rc: app.rows[cell.links[0]].key for rc, cell in self.grid.cells.items()}
-        title = f"{self.grid.title} ({len(self.grid.row_labels)} x {len(self.grid.col_labels)})   {legend}"
+        title = f"{self.grid.title} ({len(self.grid.row_labels)} x {len(self.grid.col_labels)})   {which}\n{legend}"
         if self.bandwidth_mode and self.bandwidth_note:
             title += f"\n{self.bandwidth_note}"
         elif not self.bandwidth_mode and app.health is None:
             title += "\nno health yet: every cable shows as no data"
-        self.query_one("#map-title", Static).update(title + (f"\n{self.grid.note}" if self.grid.note else ""))
+        self.query_one("#map-title", Static).update(
+            plain(title + (f"\n{self.grid.note}" if self.grid.note else ""))
+        )
         self.query_one(HeatMap).show(self.grid, keys)
 
     def action_toggle_view(self) -> None:
-        self.view_name = VIEWS[(VIEWS.index(self.view_name) + 1) % len(VIEWS)]
+        if self.views:
+            self.view_name = self.views[(self.views.index(self.view_name) + 1) % len(self.views)]
         self.draw()
 
     def action_toggle_bandwidth(self) -> None:
@@ -90,7 +109,7 @@ class FabricMapScreen(DataScreen):
     def load_bandwidth(self) -> None:
         """The newest sweep's per-cable figures (reads its stored routes; a thread, not the UI)."""
         try:
-            found, note = self.ibfab.service.sweep_bandwidth(), ""
+            found, note = self.data.service.sweep_bandwidth(), ""
         except IbfabError as exc:
             found, note = None, exc.one_line()
         self.app.call_from_thread(self._set_bandwidth, found, note)
@@ -101,7 +120,7 @@ class FabricMapScreen(DataScreen):
             self.draw()
 
     def on_heat_map_cell_changed(self, event: HeatMap.CellChanged) -> None:
-        self.query_one("#map-cell", Static).update(self.describe(event.row, event.col))
+        self.query_one("#map-cell", Static).update(plain(self.describe(event.row, event.col)))
 
     def describe(self, r: int, c: int) -> str:
         """The cell under the cursor in words: the two ends and each cable's status."""
@@ -112,7 +131,7 @@ class FabricMapScreen(DataScreen):
         cell = g.cells.get((r, c))
         if cell is None:
             return f"{head}: no cable"
-        rows = self.ibfab.rows
+        rows = self.data.rows
         if self.bandwidth_mode:
             lines = [f"{head}: {len(cell.links)} cable(s)"]
             lines += [
@@ -129,7 +148,7 @@ class FabricMapScreen(DataScreen):
             score = "-" if lk.score is None else lk.score
             lines.append(
                 f"  {lk.status.upper():8} score {score}  {lk.a_name}/{lk.a_port} - {lk.b_name}/{lk.b_port}"
-                f"  {lk.width}x{lk.speed}  {'; '.join(lk.reasons)[:70]}"
+                f"  {lk.width}x{lk.speed}  {ellipsis('; '.join(lk.reasons), self.room(70))}"
             )
         if len(cell.links) > 4:
             lines.append(f"  … {len(cell.links) - 4} more")

@@ -1,4 +1,6 @@
-"""The key list (``?``)."""
+"""``?``: every key of the screen it was opened on, read from the live bindings (the app's, the
+screen's and each of its focusable widgets'), so the list cannot fall behind the code; then what
+the screen adds in words (a filter's language, what the marks mean)."""
 
 from __future__ import annotations
 
@@ -7,38 +9,77 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input, Static
 
-KEYS = """\
-EVERYWHERE
-  o 1   overview            l 2   links             m 3   fabric map
-  p 4   probes              r 5   recommendations   g     reload from the store
-  ?     this help           q     quit              esc   back / close
-LINKS
-  /     filter (as you type: status:warn crit tier:leaf-spine rail:3 group:1 dgx-0042 spine-01)
-  esc   leave the filter    s b f n  sort by score / BER / flaps / name
-  up down pgup pgdn home end   move      enter (or click twice)   detail of the cable
-FABRIC MAP
-  arrows  move              v     leaf x spine <-> rail x unit      enter  detail of the worst cable
-  w     bandwidth: what the latest sweep measured per leaf-spine cable (again: back to health)
-DETAIL
-  esc   back                a / b  open the near / far end's node
-PROBES
-  s     start a sweep (needs --lab or a sweep backend)    enter  show a stored sweep
-RECOMMENDATIONS
-  enter  apply the selected action: shows the plan, asks y/n, then applies it (audited)
-Status is always written as a word (OK, WATCH, WARN, CRITICAL); colours only repeat it.
-"""
+from tui.screens.base import DataScreen, plain
+
+COMMON = (
+    "Keys are read only when no text box has focus: while you type in a filter every printable key\n"
+    "goes into it (esc or enter leaves it). A screen key always opens that screen fresh on top of\n"
+    "the history; esc goes back one step. Status is always written as a word (OK, WATCH, WARN,\n"
+    "CRITICAL); colours only repeat it. Nothing changes the fabric without a typed confirmation."
+)
+
+
+def key_lines(screen: Screen[object]) -> list[str]:
+    """One line per action: its keys and what it does, for the app, the screen, then its widgets."""
+    app = screen.app
+    sections: list[tuple[str, DOMNode]] = [("everywhere", app), ("this screen", screen)]
+    for widget in screen.query("*"):
+        if widget.can_focus and not isinstance(widget, Input) and widget._bindings.key_to_bindings:
+            sections.append(
+                (f"in the {widget.id or type(widget).__name__.lower()} (tab moves focus)", widget)
+            )
+    lines: list[str] = []
+    seen_sections: set[tuple[str, ...]] = set()
+    for title, node in sections:
+        actions: dict[tuple[str, str], tuple[list[str], str]] = {}
+        for _key, binding in node._bindings:
+            if not binding.description or binding.system:
+                continue
+            keys, _ = actions.setdefault((binding.action, binding.description), ([], binding.description))
+            shown = app.get_key_display(binding)
+            if shown not in keys:
+                keys.append(shown)
+        if not actions:
+            continue
+        block = tuple(f"  {' '.join(keys):<14} {what}" for keys, what in actions.values())
+        if block in seen_sections:
+            continue
+        seen_sections.add(block)
+        lines.append(title.upper())
+        lines += block
+    return lines
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "close")]
-    DEFAULT_CSS = "HelpScreen { align: center middle; } #help { width: 96; max-width: 100%; height: auto; max-height: 100%; border: round $primary; background: $surface; }"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close"),
+        Binding("question_mark", "close", "close"),
+        Binding("q", "close", "close"),
+    ]
+    DEFAULT_CSS = "HelpScreen { align: center middle; } #help { width: 100; max-width: 100%; height: auto; max-height: 100%; border: round $primary; background: $surface; padding: 0 1; }"
+
+    def __init__(self, under: Screen[object]) -> None:
+        super().__init__()
+        self.under = under
+        name = type(under).__name__.removesuffix("Screen").lower()
+        extra = under.HELP if isinstance(under, DataScreen) else ""
+        self.text = "\n".join(
+            [
+                f"KEYS OF THE {name.upper()} SCREEN",
+                *key_lines(under),
+                "",
+                *([extra, ""] if extra else []),
+                COMMON,
+            ]
+        )
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(KEYS, id="help-text")
+            yield Static(plain(self.text), id="help-text")
 
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -10,20 +10,26 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from tui.linkquery import parse_query
-from tui.screens.base import DataScreen
+from tui.screens.base import DataScreen, plain
 from tui.widgets.link_table import LinkTable
 
 DEBOUNCE_S = 0.15
 
 
 class LinksScreen(DataScreen):
+    HELP = (
+        "Filter words are ANDed: status:warn (or ok watch warn crit nodata), tier:leaf-spine (or a bare\n"
+        "tier pair: hca-leaf spine-core side_leaf-side_spine), rail:3, group:1; any other word must be\n"
+        "in an end's name or host (dgx-0042, spine-01). Left/right scroll a narrow table sideways."
+    )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus_filter", "filter"),
-        Binding("escape", "focus_table", "table", show=False),
-        Binding("s", "sort('score')", "score"),
-        Binding("b", "sort('ber')", "BER"),
-        Binding("f", "sort('flaps')", "flaps"),
-        Binding("n", "sort('name')", "name"),
+        # priority: handled as the key arrives, so the keys queued behind it already find the box
+        Binding("slash", "focus_filter", "filter", priority=True),
+        Binding("escape", "leave_filter_or_back", "back"),
+        Binding("s", "sort('score')", "sort: score"),
+        Binding("b", "sort('ber')", "sort: BER"),
+        Binding("f", "sort('flaps')", "sort: flaps"),
+        Binding("n", "sort('name')", "sort: name"),
     ]
 
     def __init__(self) -> None:
@@ -46,13 +52,13 @@ class LinksScreen(DataScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one(LinkTable).focus()
+        self.set_focus(self.query_one(Input) if self.filter_first else self.query_one(LinkTable))
 
     def draw(self) -> None:
         self.apply_filter()
 
     def apply_filter(self) -> None:
-        app = self.ibfab
+        app = self.data
         query = parse_query(self.filter_text)
         order = app.index.select(query, self.sort_key)
         table = self.query_one(LinkTable)
@@ -60,7 +66,9 @@ class LinksScreen(DataScreen):
         self.shown_for = app.index
         what = "loading…" if app.loading["topology"] else f"{len(order):,} of {len(app.rows):,} links"
         self.query_one("#links-count", Static).update(
-            f"{what}  sorted by {self.sort_key}{'  filter: ' + self.filter_text if self.filter_text else ''}"
+            plain(
+                f"{what}  sorted by {self.sort_key}{'  filter: ' + self.filter_text if self.filter_text else ''}"
+            )
         )
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -74,13 +82,19 @@ class LinksScreen(DataScreen):
             self._debounce.stop()
         self.filter_text = event.value
         self.apply_filter()
-        self.query_one(LinkTable).focus()
+        self.set_focus(self.query_one(LinkTable))
 
     def action_focus_filter(self) -> None:
-        self.query_one(Input).focus()
+        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
+            self.filter_first = True
+            return
+        self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
 
-    def action_focus_table(self) -> None:
-        self.query_one(LinkTable).focus()
+    def action_leave_filter_or_back(self) -> None:
+        if isinstance(self.focused, Input):
+            self.set_focus(self.query_one(LinkTable))
+        else:
+            self.go_back()
 
     def action_sort(self, key: str) -> None:
         self.sort_key = key

@@ -1,5 +1,7 @@
-"""Recommendations: the advice list; applying one shows the CLI's plan text in a modal, asks for
-confirmation, then calls the same isolation service as ``ibfab isolate --apply --yes``."""
+"""Recommendations: the advice list (the highlighted one's reason and evidence whole below);
+enter shows its plan. An isolation applies only through :class:`~tui.screens.confirm.ConfirmChange`
+(the port's name typed), then runs the same use case as ``ibfab isolate --apply`` (safety checked,
+audited); anything else is advice whose labelled commands the operator runs."""
 
 from __future__ import annotations
 
@@ -8,51 +10,31 @@ from typing import ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import DataTable, Static
 
 from fabric.app.isolate import IsolationPlan
 from fabric.app.views import Advice, Unavailable
-from fabric.present.advice import isolation_plan_text
+from fabric.present.advice import change_title, isolation_plan_text, render_actions
+from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
-from tui.messages import ActionApplied
-from tui.screens.base import DataScreen
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """The plan, then y (apply) or n/esc (cancel)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "apply"),
-        Binding("n,escape", "answer(False)", "cancel"),
-    ]
-    DEFAULT_CSS = "ConfirmScreen { align: center middle; } #confirm { width: 100; max-width: 100%; height: auto; max-height: 90%; border: thick $warning; background: $surface; padding: 0 1; }"
-
-    def __init__(self, plan_text: str) -> None:
-        super().__init__()
-        self.plan_text = plan_text
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield VerticalScroll(Static(self.plan_text, id="confirm-plan"))
-            yield Static(
-                "Apply this change to the fabric? It is recorded in the audit log.  y = apply, n = cancel"
-            )
-            with Horizontal():
-                yield Button("Apply (y)", variant="error", id="yes")
-                yield Button("Cancel (n)", id="no")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+from tui.messages import ActionApplied, OpenDetail
+from tui.screens.base import DataScreen, plain
+from tui.screens.confirm import ConfirmChange
 
 
 class RecommendationsScreen(DataScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "apply", "apply…")]
-    DEFAULT_CSS = "#advice { height: 1fr; }"
+    HELP = (
+        "enter shows the plan of the highlighted action. An isolation is applied only after you type\n"
+        "the port's name in the plan window (safety-checked and audited like ibfab isolate --apply);\n"
+        "other actions are advice: their [manager apply] / [manager undo] commands are shown to run."
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: the plan window is up as the key arrives, so keys typed behind enter land on
+        # its closed name box (dropped), never on screen keys
+        Binding("enter", "plan", "plan…", priority=True),
+        Binding("d", "open_target", "detail"),
+    ]
+    DEFAULT_CSS = "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,8 +48,12 @@ class RecommendationsScreen(DataScreen):
         yield Static("", id="advice-why", classes="panel")
         yield from self.compose_footer()
 
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_focus(self.query_one("#advice", DataTable))
+
     def draw(self) -> None:
-        app = self.ibfab
+        app = self.data
         note = self.query_one("#advice-note", Static)
         table = self.query_one("#advice", DataTable)
         table.clear(columns=True)
@@ -77,37 +63,62 @@ class RecommendationsScreen(DataScreen):
             return
         result = app.service.recommendations(app.view, app.health)
         if isinstance(result, Unavailable):
-            note.update(str(result))
+            note.update(plain(str(result)))
             self.advice = []
             return
         self.advice = result
-        note.update(f"{len(result)} recommendation(s); enter applies the selected one after showing its plan")
+        note.update(f"{len(result)} recommendation(s); enter shows the plan of the highlighted one")
         for i, a in enumerate(result):
-            table.add_row(i + 1, a.kind, a.target, a.reason[:70], key=str(i))
+            reason = ellipsis(a.reason, self.room(len(a.target) + len(a.kind) + 12))
+            table.add_row(i + 1, a.kind, plain(a.target), plain(reason), key=str(i))
+
+    def chosen(self) -> Advice | None:
+        table = self.query_one("#advice", DataTable)
+        row = table.cursor_row
+        return self.advice[row] if self.advice and row is not None and 0 <= row < len(self.advice) else None
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key and event.row_key.value is not None and self.advice:
             a = self.advice[int(event.row_key.value)]
-            self.query_one("#advice-why", Static).update("\n".join((a.reason, *a.evidence)))
+            self.query_one("#advice-why", Static).update(plain("\n".join((a.reason, *a.evidence))))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_apply()  # the table takes enter itself
+        self.action_plan()  # a double click on a row
 
-    def action_apply(self) -> None:
-        table = self.query_one("#advice", DataTable)
-        if not self.advice or table.cursor_row is None or not 0 <= table.cursor_row < len(self.advice):
+    def action_open_target(self) -> None:
+        """The element the advice is about: the port's cable, else nothing to open."""
+        chosen, view = self.chosen(), self.data.view
+        port = chosen.action.port if chosen is not None else None
+        if port is not None and view is not None and (port.guid, port.port) in view.port_row:
+            self.post_message(OpenDetail(link=view.links[view.port_row[(port.guid, port.port)]].key))
+
+    def action_plan(self) -> None:
+        chosen, view = self.chosen(), self.data.view
+        if chosen is None or view is None:
             return
-        chosen = self.advice[table.cursor_row]
-        view = self.ibfab.view
-        if not chosen.can_apply or view is None:
-            self.notify(f"{chosen.kind} is advice only: run its commands yourself", severity="warning")
+        if not chosen.can_apply:
+            self.last_plan = render_actions([chosen.action])
+            self.app.push_screen(
+                ConfirmChange(
+                    change_title(chosen.kind, chosen.target),
+                    self.last_plan,
+                    chosen.target,
+                    blocked=f"{chosen.kind} is advice: run its commands yourself (ibfab applies isolations only)",
+                )
+            )
             return
         try:
-            plan = self.ibfab.service.isolation_plan(view, chosen)
+            plan = self.data.service.isolation_plan(view, chosen)
         except IbfabError as exc:
             self.notify(exc.one_line(), severity="error")
             return
         self.last_plan = isolation_plan_text(plan)
+        target = plan.steps[0].name if plan.steps else chosen.target
+        blocked = (
+            None
+            if plan.safe and plan.steps
+            else "the plan breaks safety rules (STOP above); nothing can change"
+        )
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -115,14 +126,19 @@ class RecommendationsScreen(DataScreen):
             else:
                 self.post_message(ActionApplied(chosen.target, "not confirmed; nothing changed", False))
 
-        self.app.push_screen(ConfirmScreen(self.last_plan), answered)
+        self.app.push_screen(
+            ConfirmChange(change_title(chosen.kind, chosen.target), self.last_plan, target, blocked), answered
+        )
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def apply(self, chosen: Advice, plan: IsolationPlan) -> None:
         try:
-            changes = self.ibfab.service.apply_isolation(plan)
+            changes = self.data.service.apply_isolation(plan)
         except IbfabError as exc:
             self.post_message(ActionApplied(chosen.target, exc.one_line(), False))
             return
-        text = "; ".join(f"audit {c.audit_id}: {c.command}: {c.result}" for c in changes)
+        text = "; ".join(
+            f"audit {c.audit_id}: {c.command}: {c.result} (undo: c, or ibfab isolate --undo {c.audit_id})"
+            for c in changes
+        )
         self.post_message(ActionApplied(chosen.target, text, True))

@@ -1,0 +1,210 @@
+"""``ibfab drain recommended|nodes|list|undo``: Slurm drains and resumes, dry run first, audited."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from fabric.cli.advise import _confirm, _discover, _fabric_options, _policy, _policy_options
+from topology.errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@click.group("drain")
+def drain_group() -> None:
+    """Drain nodes in Slurm (scontrol ... State=DRAIN Reason="ibfab: ...") and resume them, audited."""
+
+
+def _apply_options(fn: F) -> F:
+    for opt in reversed(
+        (
+            click.option(
+                "--node-map",
+                metavar="FILE",
+                help="Fabric host -> Slurm node, one pair a line, where names differ.",
+            ),
+            click.option(
+                "--apply", "do_apply", is_flag=True, help="Make the change (default: print the plan only)."
+            ),
+            click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts)."),
+            click.option("--db", metavar="PATH", help="Store path for the audit log."),
+            click.option("--json", "as_json", is_flag=True, help="Print the plan / result as JSON."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _drain(
+    requests: Any, node_map: str | None, do_apply: bool, yes: bool, db: str | None, as_json: bool
+) -> None:
+    from fabric.app import drain as drains
+    from fabric.app.slurm import connect, read_node_map
+    from fabric.present.slurm import render_drain_plan
+    from fabric.store import Store
+
+    if not requests:
+        click.echo("no drain to make", err=True)
+        return
+    slurm = connect()
+    plan = drains.plan_drains(requests, slurm, read_node_map(node_map))
+    if as_json and not do_apply:
+        click.echo(json.dumps(plan.to_dict(), indent=1))
+        return
+    click.echo(render_drain_plan(plan))
+    if not do_apply:
+        click.echo("dry run: nothing changed (add --apply)")
+        return
+    if not plan.to_apply:
+        click.echo("nothing to drain")
+        return
+    _confirm(yes, f"drain {len(plan.to_apply)} node(s) in Slurm?")
+    with Store.open(db) as store:
+        done = drains.apply_drains(plan, store, slurm)
+    for d in done:
+        click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
+
+
+@drain_group.command("recommended")
+@_fabric_options
+@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
+@click.option(
+    "--min-status",
+    type=click.Choice(["watch", "warn", "critical"]),
+    default="warn",
+    show_default=True,
+    help="Act on links at this health status or worse.",
+)
+@_policy_options
+@_apply_options
+def recommended_cmd(
+    input_path: str | None,
+    lab: str | None,
+    ssh: str | None,
+    health_file: str | None,
+    min_status: str,
+    min_uplink_share: float,
+    max_isolations: int | None,
+    allow_switch_to_host: bool,
+    node_map: str | None,
+    do_apply: bool,
+    yes: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Drain the nodes 'ibfab recommend' says to drain (hosts whose only cable is bad)."""
+    from fabric.advise.candidates import read_health_file
+    from fabric.app.drain import requests_from_actions
+    from fabric.app.recommend import recommend_fabric, stored_findings
+
+    d = _discover(input_path, lab, ssh)
+    findings = read_health_file(health_file) if health_file else stored_findings(db)
+    if findings is None:
+        raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
+    # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
+    # drains rest on health findings, never on the subnet manager, so none is asked
+    recs = recommend_fabric(
+        d,
+        None,
+        findings,
+        _policy(min_uplink_share, max_isolations, allow_switch_to_host),
+        db=db,
+        min_status=min_status,
+    )
+    _drain(requests_from_actions(recs.actions), node_map, do_apply, yes, db, as_json)
+
+
+@drain_group.command("nodes")
+@click.argument("hosts", nargs=-1, required=True)
+@click.option("--reason", required=True, help="The finding behind the drain (Slurm shows 'ibfab: REASON').")
+@_apply_options
+def nodes_cmd(
+    hosts: tuple[str, ...],
+    reason: str,
+    node_map: str | None,
+    do_apply: bool,
+    yes: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Drain HOST... (fabric host names or host ranges) for REASON."""
+    from fabric.app.drain import DrainRequest
+    from probes.inventory import expand_hosts
+
+    names = [h for spec in hosts for h in expand_hosts(spec, "HOST")]
+    _drain([DrainRequest(h, reason) for h in dict.fromkeys(names)], node_map, do_apply, yes, db, as_json)
+
+
+@drain_group.command("list")
+@click.option("--db", metavar="PATH", help="Store path of the audit log.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_cmd(db: str | None, as_json: bool) -> None:
+    """Drains ibfab made that are not resumed yet, beside what Slurm reports (sinfo -R)."""
+    from fabric.app.drain import open_drains
+    from fabric.app.slurm import connect
+    from fabric.present.slurm import render_drains
+    from fabric.store import Store
+
+    slurm = connect()
+    with Store.open(db) as store:
+        audited = open_drains(store)
+    now = slurm.drains()
+    if as_json:
+        doc = {
+            "audited": [
+                {"audit_id": e.id, "target": e.target, "time": e.time, "user": e.user, "command": e.command}
+                for e in audited
+            ],
+            "slurm": [
+                {"node": d.node, "state": d.state, "user": d.user, "time": d.when, "reason": d.reason}
+                for d in now
+            ],
+        }
+        click.echo(json.dumps(doc, indent=1))
+        return
+    click.echo(render_drains(audited, now))
+
+
+@drain_group.command("undo")
+@click.argument("audit_id", type=int)
+@click.option("--apply", "do_apply", is_flag=True, help="Resume the node (default: print the plan only).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts).")
+@click.option("--force", is_flag=True, help="Resume inside the re-test window or after a failed re-test.")
+@click.option(
+    "--retest-window",
+    type=click.FloatRange(0),
+    default=126.0,
+    show_default=True,
+    help="Minutes a drained node must re-test clean before it is resumed.",
+)
+@click.option("--db", metavar="PATH", help="Store path of the audit log.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def undo_cmd(
+    audit_id: int, do_apply: bool, yes: bool, force: bool, retest_window: float, db: str | None, as_json: bool
+) -> None:
+    """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
+    from fabric.app import drain as drains
+    from fabric.app.slurm import connect
+    from fabric.present.slurm import render_resume_plan
+    from fabric.store import Store
+
+    slurm = connect()
+    with Store.open(db) as store:
+        plan = drains.plan_resume(store, audit_id, slurm, window_seconds=retest_window * 60)
+        if as_json and not do_apply:
+            click.echo(json.dumps(plan.to_dict(), indent=1))
+            return
+        click.echo(render_resume_plan(plan))
+        if not do_apply:
+            click.echo("dry run: nothing changed (add --apply)")
+            return
+        if not force:
+            drains.check_resume(plan)
+        _confirm(yes, f"resume {plan.node} in Slurm?")
+        change = drains.apply_resume(plan, store, slurm, force=force)
+    click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")

@@ -1,0 +1,166 @@
+"""Every finding in one list: discovery's anomalies (all severities) and each cable at watch or
+worse, grouped by kind, worst first; filter as you type; enter opens the cable or node named."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import DataTable, Input, Static
+
+from fabric.app.views import Alert
+from fabric.present.overview import ellipsis
+from tui.messages import OpenDetail
+from tui.screens.base import DataScreen, plain
+
+GROUP = "group:"  # row keys of the group heading rows
+DEBOUNCE_S = 0.15  # a large fabric's thousands of findings are listed again once typing pauses
+
+
+def matches(alert: Alert, words: list[str]) -> bool:
+    """Every word appears in the severity, kind, element or message (case-insensitive)."""
+    text = f"{alert.severity.value} {alert.kind} {alert.element} {alert.message}".lower()
+    return all(w in text for w in words)
+
+
+class AnomaliesScreen(DataScreen):
+    HELP = (
+        "The filter keeps findings whose severity, kind, element or message contain every word\n"
+        "(e.g. 'critical', 'rail_miswire', 'dgx-0002', 'spine-01 symbol'). The full message of\n"
+        "the highlighted row is shown below the table."
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: handled as the key arrives, so the keys queued behind it already find the box
+        Binding("slash", "focus_filter", "filter", priority=True),
+        Binding("escape", "leave_filter_or_back", "back"),
+    ]
+    DEFAULT_CSS = "#anomalies { height: 1fr; } #anomaly-why { height: auto; max-height: 8; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        self.shown: dict[str, Alert] = {}  # row key -> alert
+        self._alerts: tuple[int, tuple[Alert, ...]] | None = None  # (data generation, alerts)
+        self._debounce: Timer | None = None
+        self.debounce_s = DEBOUNCE_S
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_frame()
+        yield Input(
+            placeholder="filter: severity, kind, name or words  (/ to edit, esc to leave)", id="filter"
+        )
+        yield Static("", id="anomalies-count")
+        yield DataTable(id="anomalies", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="anomaly-why", classes="panel")
+        yield from self.compose_footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_focus(
+            self.query_one(Input) if self.filter_first else self.query_one("#anomalies", DataTable)
+        )
+
+    def alerts(self) -> tuple[Alert, ...]:
+        """Every finding, worked out once per data load (not per keystroke)."""
+        app = self.data
+        if app.view is None:
+            return ()
+        if self._alerts is None or self._alerts[0] != app.generation:
+            self._alerts = (app.generation, app.service.alerts(app.view, app.rows))
+        return self._alerts[1]
+
+    def draw(self) -> None:
+        app = self.data
+        table = self.query_one("#anomalies", DataTable)
+        table.clear(columns=True)
+        table.add_columns("SEVERITY", "ELEMENT", "MESSAGE")
+        self.shown = {}
+        if app.view is None:
+            self.query_one("#anomalies-count", Static).update(
+                "loading topology…"
+                if app.loading["topology"]
+                else "no topology stored (ibfab discover --save)"
+            )
+            return
+        every = self.alerts()
+        words = self.filter_text.lower().split()
+        kept = [a for a in every if matches(a, words)]
+        element_w = min(48, max(20, self.app.size.width // 3))
+        # group by kind: the kind of the worst finding first (alerts come worst first)
+        kinds: dict[str, list[Alert]] = {}
+        for a in kept:
+            kinds.setdefault(a.kind, []).append(a)
+        for kind, group in kinds.items():
+            table.add_row(plain(f"── {kind}"), plain(f"{len(group)} finding(s)"), "", key=f"{GROUP}{kind}")
+            for i, a in enumerate(group):
+                key = f"{kind}#{i}"
+                self.shown[key] = a
+                table.add_row(
+                    a.severity.value.upper(),
+                    plain(ellipsis(a.element, element_w)),
+                    plain(ellipsis(a.message, self.room(element_w + 22))),
+                    key=key,
+                )
+        if kept:
+            table.move_cursor(row=1)  # the worst finding, under its kind's heading
+        if app.loading["health"]:
+            health = "; computing health…"
+        elif app.health is None:
+            health = "; no health yet: discovery anomalies only"
+        else:
+            health = ""
+        self.query_one("#anomalies-count", Static).update(
+            plain(
+                f"{len(kept)} of {len(every)} findings in {len(kinds)} kind(s)"
+                + (f"  filter: {self.filter_text}" if self.filter_text else "")
+                + health
+            )
+        )
+        if not every:
+            self.query_one("#anomaly-why", Static).update("no anomaly and no cable at watch or worse")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        a = self.shown.get(str(event.row_key.value))
+        why = self.query_one("#anomaly-why", Static)
+        if a is None:
+            why.border_title = ""
+            why.update("a kind heading: the findings of this kind follow; enter on one opens what it names")
+            return
+        why.border_title = f"{a.severity.value.upper()} {a.kind}"
+        why.update(plain(f"{a.element}\n{a.message}"))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        a = self.shown.get(str(event.row_key.value))
+        if a is None:
+            return
+        if a.link is not None:
+            self.post_message(OpenDetail(link=a.link))
+        elif a.guid is not None:
+            self.post_message(OpenDetail(guid=a.guid))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(self.debounce_s, self.draw)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.filter_text = event.value
+        self.draw()
+        self.set_focus(self.query_one("#anomalies", DataTable))
+
+    def action_focus_filter(self) -> None:
+        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
+            self.filter_first = True
+            return
+        self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
+
+    def action_leave_filter_or_back(self) -> None:
+        if isinstance(self.focused, Input):
+            self.set_focus(self.query_one("#anomalies", DataTable))
+        else:
+            self.go_back()

@@ -1,0 +1,155 @@
+"""Changes and runs: the isolations still in force with their age (enter or u: undo, through the
+same safety checks and audit as ``ibfab isolate --undo``), the audit log, and the last collection,
+sweep and daemon runs with their errors."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.actions import SkipAction
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Static
+
+from fabric.app.isolate import UndoPlan
+from fabric.app.operations import Operations
+from fabric.present.advice import undo_plan_text
+from fabric.present.operations import open_change_row, runs_text
+from fabric.present.overview import ellipsis, when
+from topology.errors import IbfabError
+from tui.messages import ActionApplied, OpenDetail
+from tui.screens.base import DataScreen, plain
+from tui.screens.confirm import ConfirmChange
+
+
+class OperationsScreen(DataScreen):
+    HELP = (
+        "Open changes: enter (or u) on an isolation shows its undo plan; it applies after you type the\n"
+        "port's name, only once the re-test window has passed (ibfab isolate --undo ID --force otherwise)."
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("u", "undo", "undo…"),
+        Binding("enter", "undo_here", "undo…", show=False, priority=True),  # see recommendations
+        Binding("d", "open_cable", "cable detail"),
+    ]
+    DEFAULT_CSS = (
+        "#ops-open { height: auto; max-height: 8; } #ops-audit { height: auto; max-height: 12; }"
+        " .ops-title { padding: 0 1; text-style: bold; }"
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Operations | None = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_frame()
+        with VerticalScroll(id="ops-body"):
+            yield Static("OPEN CHANGES", id="ops-open-title", classes="ops-title")
+            yield DataTable(id="ops-open", cursor_type="row")
+            yield Static("LAST RUNS", classes="ops-title")
+            yield Static("", id="ops-runs", classes="panel")
+            yield Static("AUDIT LOG (newest first)", classes="ops-title")
+            yield DataTable(id="ops-audit", cursor_type="row", zebra_stripes=True)
+        yield from self.compose_footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_focus(self.query_one("#ops-open", DataTable))
+
+    def draw(self) -> None:
+        try:
+            self.ops = ops = self.data.service.operations(now=self.data.now())
+        except IbfabError as exc:
+            self.query_one("#ops-runs", Static).update(plain(exc.one_line()))
+            return
+        now = self.data.now()
+        open_table = self.query_one("#ops-open", DataTable)
+        open_table.clear(columns=True)
+        open_table.add_columns("AUDIT", "ACTION", "TARGET", "AGE", "BY")
+        for c in ops.open_changes:
+            open_table.add_row(*(plain(x) for x in open_change_row(c)), key=str(c.entry.id))
+        self.query_one("#ops-open-title", Static).update(
+            f"OPEN CHANGES ({len(ops.open_changes)})" if ops.open_changes else "OPEN CHANGES: none in force"
+        )
+        self.query_one("#ops-runs", Static).update(plain(runs_text(ops, self.data.state, now)))
+        audit = self.query_one("#ops-audit", DataTable)
+        audit.clear(columns=True)
+        audit.add_columns("ID", "WHEN", "USER", "ACTION", "TARGET", "RESULT")
+        for e in ops.audit:
+            audit.add_row(
+                e.id,
+                when(e.time),
+                plain(e.user),
+                e.action,
+                plain(ellipsis(e.target, 40)),
+                plain(ellipsis(e.result, self.room(90, 24))),
+                key=str(e.id),
+            )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "ops-open":
+            self.action_undo()  # a double click on an open change
+
+    def action_undo_here(self) -> None:
+        """enter: the undo plan of the open change under the cursor (elsewhere enter is the table's)."""
+        focused = self.focused
+        if focused is None or focused.id != "ops-open":
+            raise SkipAction()
+        self.action_undo()
+
+    def action_open_cable(self) -> None:
+        """The cable of the highlighted open change (its audit target starts ``GUID/PORT``)."""
+        table, view = self.query_one("#ops-open", DataTable), self.data.view
+        if self.ops is None or not self.ops.open_changes or view is None or table.cursor_row is None:
+            return
+        change = self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+        guid, _, port = change.entry.target.split(" ", 1)[0].rpartition("/")
+        row = view.port_row.get((guid, int(port))) if port.isdigit() else None
+        if row is None:
+            self.notify("that port has no cable in the latest topology", severity="warning")
+            return
+        self.post_message(OpenDetail(link=view.links[row].key))
+
+    def action_undo(self) -> None:
+        table = self.query_one("#ops-open", DataTable)
+        if self.ops is None or not self.ops.open_changes or table.cursor_row is None:
+            return
+        change = self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+        try:
+            plan = self.data.service.undo_plan(change.entry.id)
+        except IbfabError as exc:
+            self.notify(exc.one_line(), severity="error")
+            return
+        blocked = (
+            None
+            if plan.window_passed
+            else f"the re-test window has not passed: re-test the link first (ibfab isolate --undo {plan.entry.id} --force overrides)"
+        )
+        target = plan.entry.target.split(" ", 2)[1] if " " in plan.entry.target else plan.entry.target
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.apply_undo(plan)
+            else:
+                self.post_message(ActionApplied(plan.entry.target, "not confirmed; nothing changed", False))
+
+        self.app.push_screen(
+            ConfirmChange(f"RETURN TO SERVICE {plan.entry.target}", undo_plan_text(plan), target, blocked),
+            answered,
+        )
+
+    @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
+    def apply_undo(self, plan: UndoPlan) -> None:
+        try:
+            change = self.data.service.apply_undo(plan)
+        except IbfabError as exc:
+            self.post_message(ActionApplied(plan.entry.target, exc.one_line(), False))
+            return
+        self.post_message(
+            ActionApplied(
+                plan.entry.target, f"audit {change.audit_id}: {change.command}: {change.result}", True
+            )
+        )
+        self.app.call_from_thread(self.refresh_data)
