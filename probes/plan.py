@@ -231,28 +231,34 @@ def _schedule(
     busy: dict[object, set[int]] = defaultdict(set)
     out = []
     for hint, client, server in pairs:
-        keys = (client.host, server.host) if per_host else (client.guid, server.guid)
-        taken = busy[keys[0]] | busy[keys[1]]
-        if hint in taken:
+        mine, theirs = (
+            (busy[client.host], busy[server.host]) if per_host else (busy[client.guid], busy[server.guid])
+        )
+        if hint in mine or hint in theirs:  # no union of the two: 380,000 pairs of 600-round sets
             if fixed:
                 raise UsageError(f"round {hint + 1}: {client.label} or {server.label} is in two probes")
-            hint = next(r for r in range(len(taken) + 1) if r not in taken)
-        busy[keys[0]].add(hint)
-        busy[keys[1]].add(hint)
+            hint = 0
+            while hint in mine or hint in theirs:
+                hint += 1
+        mine.add(hint)
+        theirs.add(hint)
         out.append(Probe(client, server, hint))
     return out
 
 
 def _bound(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
-    degree: dict[object, int] = defaultdict(int)
-    for p in probes:
+    degree: dict[str, int] = defaultdict(int)
+    for p in probes:  # by host name or GUID: hashing the Endpoint dataclasses cost a second
         for end in (p.client, p.server):
-            degree[end.host if per_host else end.label] += 1
+            degree[end.host if per_host else end.guid] += 1
     if not degree:
         return 0, "no probes"
-    key, most = max(degree.items(), key=lambda kv: kv[1])
+    most_key, most = max(degree.items(), key=lambda kv: kv[1])
+    name = most_key
+    if not per_host:
+        name = next(end.label for p in probes for end in (p.client, p.server) if end.guid == most_key)
     what = "host" if per_host else "HCA"
-    return most, f"max probes per {what} ({most}, {key}): one per round"
+    return most, f"max probes per {what} ({most}, {name}): one per round"
 
 
 # -- entry point --------------------------------------------------------------------------------
@@ -317,16 +323,18 @@ def plan_sweep(
         for ep in eps:
             hosts[ep.host].append(ep)
         rails = sorted({ep.rail for ep in eps})
+        rail_index = {rail: i for i, rail in enumerate(rails)}
+        by_rail = {host: {ep.rail: ep for ep in mine} for host, mine in hosts.items()}  # once, not per round
         for r, matching in enumerate(_circle(sorted(hosts))):
             for a, b in matching:
                 if a is None or b is None:
                     continue
                 if r % 2:
                     a, b = b, a
-                mine = {ep.rail: ep for ep in hosts[a]}
+                mine = by_rail[a]
                 for ep in hosts[b]:
                     if ep.rail in mine:
-                        hint = r * len(rails) + rails.index(ep.rail) if per_host else r
+                        hint = r * len(rails) + rail_index[ep.rail] if per_host else r
                         hinted.append((hint, mine[ep.rail], ep))
     elif pattern == "leaf-pairs":
         on_leaf: dict[Guid, list[Endpoint]] = defaultdict(list)
@@ -350,8 +358,18 @@ def plan_sweep(
         listed = parse_pair_file(pairs_text, pairs_source, eps)
         fixed = all(r is not None for r, _, _ in listed)
         hinted = [(r if r is not None else 0, a, b) for r, a, b in listed]
-    probes = _schedule(hinted, per_host, fixed)
-    probes.sort(key=lambda p: (p.round, p.client, p.server))
+    if pattern == "pairwise":
+        # the circle method gives every endpoint (and host, per_host) one probe per round: the
+        # hints are the rounds already, nothing to resolve for 380,000 pairs
+        probes = [Probe(client, server, hint) for hint, client, server in hinted]
+    else:
+        probes = _schedule(hinted, per_host, fixed)
+    # Endpoint order ranked once by GUID: comparing and hashing the dataclasses cost seconds
+    rank = {ep.guid: i for i, ep in enumerate(sorted(eps))}
+    if len(rank) == len(eps):  # one endpoint per GUID, as endpoints() makes them
+        probes.sort(key=lambda p: (p.round, rank[p.client.guid], rank[p.server.guid]))
+    else:
+        probes.sort(key=lambda p: (p.round, p.client, p.server))
     coverage, paths = _coverage(fabric, cls, updown, probes, routes)
     bound, reason = _bound(probes, per_host)
     if coverage_bound[0] and coverage_bound[0] >= bound:
@@ -390,21 +408,24 @@ def _coverage(
             else:
                 paths[key] = tuple(got)
     leaf_pair_cache: dict[tuple[Guid, Guid], list[Link]] = {}
+    leaf_pairs: dict[int, set[tuple[Guid, Guid]]] = defaultdict(set)  # without routes: by leaf pair
     for p in probes:
-        count_by_round[p.round] += 1
-        rails_by_round[p.round].add(p.client.rail)
-        a, b = p.client.leaf, p.server.leaf
+        r, client, server = p.round, p.client, p.server
+        count_by_round[r] += 1
+        rails_by_round[r].add(client.rail)
+        a, b = client.leaf, server.leaf
         assert a is not None and b is not None
         ends[a] += 1
         ends[b] += 1
         if routes is not None:
-            crossed: Iterable[Link] = paths.get((p.client.guid, p.server.guid), ())
+            per_round[r].update(paths.get((client.guid, server.guid), ()))
         else:
-            key = (a, b)
+            leaf_pairs[r].add((a, b))
+    for r, pairs in leaf_pairs.items():  # each leaf pair's cables once per round, not once per probe
+        for key in pairs:
             if key not in leaf_pair_cache:
-                leaf_pair_cache[key] = updown.uplinks(a, b) + updown.uplinks(b, a)
-            crossed = leaf_pair_cache[key]
-        per_round[p.round].update(crossed)
+                leaf_pair_cache[key] = updown.uplinks(key[0], key[1]) + updown.uplinks(key[1], key[0])
+            per_round[r].update(leaf_pair_cache[key])
     covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
     short = tuple(
         sorted(

@@ -113,12 +113,14 @@ class ProgressLine:
 @sweep_group.command("plan")
 @_plan_options
 @source_options
+@click.option("--all", "show_all", is_flag=True, help="Every round and cable, not the first ones.")
 def plan_cmd(
     pattern: str,
     pairs_path: str | None,
     routes_path: str | None,
     per_host: bool,
     as_json: bool,
+    show_all: bool,
     **opts: Any,
 ) -> None:
     """Plan a sweep: rounds used against the lower bound, and the cables and rails covered.
@@ -127,15 +129,23 @@ def plan_cmd(
     from fabric.app.sweep import names_of
 
     lab = opts.get("lab")
-    discovery = discover_from(opts)
-    ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
+    # planning a large fabric's pairwise sweep takes a second or more: say so on a terminal only
+    status = sys.stderr.isatty()
+    if status:
+        click.echo(f"planning a {pattern} sweep ...", err=True, nl=False)
+    try:
+        discovery = discover_from(opts)
+        ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
+    finally:
+        if status:
+            click.echo("\r\x1b[K", err=True, nl=False)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
     else:
         from fabric.present.sweep import render_plan
 
-        click.echo(render_plan(ctx.plan, names))
+        click.echo(render_plan(ctx.plan, names, show_all=show_all))
 
 
 @sweep_group.command("run")

@@ -11,8 +11,17 @@ from probes.pairs import PairResult
 from probes.plan import SweepPlan
 from topology.model import Guid, Link
 
+ROUNDS_SHOWN = 40
+UNCOVERED_SHOWN = 10
+UNROUTABLE_SHOWN = 5
 
-def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
+
+def _cut(shown: int, total: int, what: str) -> list[str]:
+    """The line that says a list was cut short, and how to see all of it."""
+    return [f"({shown} of {total} {what} shown; --all)"] if total > shown else []
+
+
+def render_plan(plan: SweepPlan, names: dict[Guid, str], *, show_all: bool = False) -> str:
     cov = plan.coverage
     how = "from routes" if cov.from_routes else "possible, from cabling (no routes)"
     lines = [
@@ -23,14 +32,20 @@ def render_plan(plan: SweepPlan, names: dict[Guid, str]) -> str:
         lines.append(
             f"leaves with fewer probe ends than uplinks: {', '.join(names.get(g, g) for g in cov.short_leaves)}"
         )
-    for lk in cov.uncovered[:10]:
+    uncovered = cov.uncovered if show_all else cov.uncovered[:UNCOVERED_SHOWN]
+    for lk in uncovered:
         lines.append(
             f"  not crossed: {names.get(lk.a.guid, lk.a.guid)}/{lk.a.port} - {names.get(lk.b.guid, lk.b.guid)}/{lk.b.port}"
         )
-    for msg in cov.unroutable[:5]:
+    lines += _cut(len(uncovered), len(cov.uncovered), "cables not crossed")
+    unroutable = cov.unroutable if show_all else cov.unroutable[:UNROUTABLE_SHOWN]
+    for msg in unroutable:
         lines.append(f"  unroutable: {msg}")
-    rows = [(r.round + 1, r.probes, r.cables, ",".join(map(str, r.rails))) for r in cov.per_round[:40]]
+    lines += _cut(len(unroutable), len(cov.unroutable), "unroutable pairs")
+    per_round = cov.per_round if show_all else cov.per_round[:ROUNDS_SHOWN]
+    rows = [(r.round + 1, r.probes, r.cables, ",".join(map(str, r.rails))) for r in per_round]
     lines.append(table(("ROUND", "PROBES", "CABLES", "RAILS"), rows))
+    lines += _cut(len(per_round), len(cov.per_round), "rounds")
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
 
