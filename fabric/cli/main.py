@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from typing import Any
 
@@ -58,6 +59,19 @@ class _Root(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(141)
+
+
+class _Warnings(logging.Handler):
+    """Warnings of the layers below (a damaged snapshot skipped, ...) as one ``ibfab: warning:``
+    line each on stderr, whatever stderr is at the time (CliRunner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"ibfab: warning: {' '.join(record.getMessage().split())}", err=True)
+
+
+_fabric_log = logging.getLogger("fabric")
+if not any(isinstance(h, _Warnings) for h in _fabric_log.handlers):
+    _fabric_log.addHandler(_Warnings(logging.WARNING))  # (Python's last-resort handler then stays quiet)
 
 
 @click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})

@@ -127,6 +127,12 @@ def test_a_flipped_bit_in_a_counter_block_skips_it_and_its_chain_then_repair_set
         assert len(store.load_port_counters(new)) == 2 * len(links)
         found = store.check()
         assert [(d.kind, d.ref) for d in found] == [("counter snapshot", i) for i in ids[2:]]
+    health = CliRunner().invoke(main, ["health", "--db", str(path), "--since", "all", "--no-record"])
+    assert "Traceback" not in health.output
+    assert (
+        f"ibfab: warning: {path}: counter snapshot {damaged} skipped: damaged (checksum mismatch)"
+        in health.stderr
+    )
     res = CliRunner().invoke(main, ["store", "check", "--db", str(path), "--json"])
     assert res.exit_code == 1
     assert [d["ref"] for d in json.loads(res.stdout)["damage"]] == ids[2:]
