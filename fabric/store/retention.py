@@ -88,12 +88,12 @@ class RetentionTables(CounterTables, HistoryTables):
         hours = points = deleted = 0
         done = True
         for group in self._raw_groups(now - policy.raw_s):
-            if budget_s is not None and hours and time.monotonic() - started > budget_s:  # one at least
+            if budget_s is not None and (hours or deleted) and time.monotonic() - started > budget_s:
                 done = False
                 break
             with self._write() as db:
                 made, gone = self._compact_hour(db, group)
-            hours += 1
+            hours += 1 if made else 0
             points += made
             deleted += gone
         captures, events, findings, runs = self._trim(now, policy)
@@ -189,7 +189,8 @@ class RetentionTables(CounterTables, HistoryTables):
                     blocks.checksum(blob),
                 ),
             )
-        doomed = [sid for sid, _, _ in group if sid not in points]
+        # a damaged snapshot stays as it is, for `ibfab store repair` to set aside with its blob
+        doomed = [sid for sid in order if sid not in points]
         self._delete_snapshots(db, doomed)
         base = points[0] if len(points) > 1 else prev
         if base is not None and base < keep:

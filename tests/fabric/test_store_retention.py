@@ -278,3 +278,27 @@ def test_store_info_and_compact_through_the_cli(raw_store: Path, tmp_path: Path)
     assert res.exit_code == 0 and "hourly points" in res.stdout and "projected" in res.stdout
     res = runner.invoke(main, ["store", "compact", "--db", str(path), "--raw", "30d", "--hourly", "1d"])
     assert res.exit_code == 2 and "at least as long as raw" in res.stderr
+
+
+def test_compaction_leaves_a_damaged_snapshot_for_repair(raw_store: Path, tmp_path: Path) -> None:
+    from tests.fabric.test_store_heal import flip_bit
+
+    path = _copy(raw_store, tmp_path)
+    with Store.open(path, create=False) as store:
+        in_hour_3 = [
+            s.id for s in store.list_counter_snapshots() if T0 + 3 * HOUR <= s.taken_at < T0 + 4 * HOUR
+        ]
+    damaged = in_hour_3[5]
+    flip_bit(path, "counter_blocks", "data", f"snapshot_id = {damaged}")
+    result, _ = compact_store(path, raw_s=2 * HOUR, now=NOW - 5)
+    assert result.done
+    with Store.open(path, create=False) as store:
+        left = {s.id for s in store.list_counter_snapshots()}
+        # the damaged one and those stored as changes against it are still there, unread
+        assert damaged in left
+        found = {d.ref for d in store.check() if d.kind == "counter snapshot"}
+        assert damaged in found and found <= left
+        assert store.set_aside(store.check()) == len(found)
+        assert store.check() == []
+        again = store.compact(now=NOW - 5)
+        assert again.hours == 0 and again.snapshots_deleted == 0
