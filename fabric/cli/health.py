@@ -71,6 +71,7 @@ def health_cmd(
 ) -> None:
     """Score every link from the collected counters: BER with bounds, flaps, errors, congestion."""
     from fabric.app.health import assess_store, load_thresholds, open_store
+    from fabric.cli.progress import status
 
     t = load_thresholds(thresholds) if thresholds else None
     if prometheus:
@@ -80,16 +81,17 @@ def health_cmd(
         if since is None:
             raise UsageError("--prometheus needs a window: --since 1h, 7d, ...")
         fabric, topology_id = topology_for(db, topology_file)
-        view = assess_prometheus(
-            prometheus,
-            fabric,
-            since_s=since,
-            step_s=step or DEFAULT_STEP_S,
-            thresholds=t,
-            topology_id=topology_id,
-        )
+        with status("querying Prometheus and scoring every link"):
+            view = assess_prometheus(
+                prometheus,
+                fabric,
+                since_s=since,
+                step_s=step or DEFAULT_STEP_S,
+                thresholds=t,
+                topology_id=topology_id,
+            )
     else:
-        with open_store(db) as store:
+        with open_store(db) as store, status("scoring every link"):  # seconds at 50,000 ports
             view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
         # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).

@@ -34,9 +34,11 @@ def store_group() -> None:
 def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
     """Read every page, counter snapshot, topology and capture once; exit 1 if any is damaged."""
     from fabric.app.storecare import check_store
+    from fabric.cli.progress import status
     from fabric.present.store import check_report
 
-    check = check_store(db, pages=not quick)
+    with status("reading every page and blob"):
+        check = check_store(db, pages=not quick)
     if as_json:
         click.echo(
             json.dumps(
@@ -62,9 +64,11 @@ def repair_cmd(db: str | None, dry_run: bool) -> None:
     """Set damaged snapshots, topologies and captures aside in the store's quarantine (their
     blobs are kept as they were); readers then stop warning about them."""
     from fabric.app.storecare import repair_store
+    from fabric.cli.progress import status
     from fabric.present.store import repair_report
 
-    repair = repair_store(db, dry_run=dry_run)
+    with status("checking the store"):
+        repair = repair_store(db, dry_run=dry_run)
     click.echo(repair_report(repair))
     if repair.file_damage:
         raise SystemExit(1)
@@ -116,9 +120,11 @@ def compact_cmd(
     Each hour is its own short transaction: collectors keep writing meanwhile, and a compaction
     stopped at any moment loses nothing."""
     from fabric.app.retention import compact_store
+    from fabric.cli.progress import status
     from fabric.present.store import compact_report
 
-    result, used = compact_store(
-        db, raw_s=raw, hourly_s=hourly, findings_s=findings, captures_s=captures, save=save
-    )
+    with status("compacting"):
+        result, used = compact_store(
+            db, raw_s=raw, hourly_s=hourly, findings_s=findings, captures_s=captures, save=save
+        )
     click.echo(compact_report(result, used))

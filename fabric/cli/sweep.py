@@ -129,16 +129,11 @@ def plan_cmd(
     from fabric.app.sweep import names_of
 
     lab = opts.get("lab")
-    # planning a large fabric's pairwise sweep takes a second or more: say so on a terminal only
-    status = sys.stderr.isatty()
-    if status:
-        click.echo(f"planning a {pattern} sweep ...", err=True, nl=False)
-    try:
+    from fabric.cli.progress import status
+
+    with status(f"planning a {pattern} sweep"):  # a second or more on a large fabric
         discovery = discover_from(opts)
         ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
-    finally:
-        if status:
-            click.echo("\r\x1b[K", err=True, nl=False)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
