@@ -127,9 +127,12 @@ def nccl_cmd(
         click.echo(render(report))
     failed = [r for r in report.runs if not r.ok]
     if failed:
-        from topology.errors import CommandFailed
+        from probes.nccl_run import UNPARSABLE
+        from topology.errors import CommandFailed, ParseError
 
         first = failed[0]
+        if first.exit_code == 0 and (first.error or "").startswith(UNPARSABLE):
+            raise ParseError("nccl-tests", f"ssh {report.head}", 0, "", first.error or UNPARSABLE)
         raise CommandFailed(first.job.argv, first.exit_code, first.error or "", f"ssh {report.head}")
 
 
