@@ -29,7 +29,7 @@ from types import MappingProxyType
 from fabric.health.status import Status, status_rank
 from probes.inventory import expand_hosts, host_sort_key
 from topology.classify import Classification, Role
-from topology.errors import UsageError
+from topology.errors import InputError, UsageError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
 
 POLICIES = ("pack", "spread")
@@ -466,7 +466,11 @@ def parse_host_list(text: str, source: str = "<free>") -> list[str]:
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if line:
-            for h in expand_hosts(line, f"{source}:{lineno}"):
+            try:
+                hosts = expand_hosts(line, f"{source}:{lineno}")
+            except UsageError as exc:  # a list that does not parse: exit 3, as any such input
+                raise InputError(exc.one_line()) from exc
+            for h in hosts:
                 out.setdefault(h, None)
     return list(out)
 

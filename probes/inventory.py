@@ -36,11 +36,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from topology.errors import UsageError, excerpt
+from topology.errors import InputError, UsageError, excerpt
 
 # An InfiniBand subnet has at most 49,151 unicast LIDs: no range of its hosts is longer than this.
 MAX_HOSTS = 100_000
-MAX_NAME_CHARS = 1024  # one name or one bracketed name pattern (a DNS name is at most 253)
+MAX_NAME_CHARS = 1024
+MAX_INVENTORY_BYTES = 16 << 20  # one name or one bracketed name pattern (a DNS name is at most 253)
 HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
@@ -176,23 +177,32 @@ def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
 def parse_inventory(text: str, source: str = "<inventory>", fmt: str | None = None) -> Inventory:
     """Parse an inventory; ``fmt`` is ``toml`` or ``lines`` (default: from the source's suffix)."""
     fmt = fmt or ("toml" if source.endswith(".toml") else "lines")
-    if fmt == "toml":
-        raw = _toml_entries(text, source)
-    elif fmt == "lines":
-        raw = _line_entries(text, source)
-    else:
+    if fmt not in ("toml", "lines"):
         raise UsageError(f"{source}: unknown inventory format {fmt!r}")
-    return _build(raw, source)
+    try:
+        raw = _toml_entries(text, source) if fmt == "toml" else _line_entries(text, source)
+        inventory = _build(raw, source)
+    except InputError:
+        raise
+    except UsageError as exc:  # what the file says does not parse: exit 3, as any such input
+        raise InputError(exc.one_line()) from exc
+    if not inventory.hosts:
+        raise InputError(f"{source}: no hosts in the inventory")
+    return inventory
 
 
 def read_inventory(path: str | Path) -> Inventory:
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_INVENTORY_BYTES + 1)
+        if len(data) > MAX_INVENTORY_BYTES:
+            raise InputError(f"{p}: larger than {MAX_INVENTORY_BYTES >> 20} MiB: not an inventory")
+        text = data.decode("utf-8")
     except OSError as exc:
-        raise UsageError(f"{p}: cannot read inventory: {exc.strerror or exc}") from exc
+        raise InputError(f"{p}: cannot read inventory: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{p}: inventory is not UTF-8 text") from exc
+        raise InputError(f"{p}: inventory is not UTF-8 text (byte {exc.start})") from exc
     return parse_inventory(text, str(p))
 
 

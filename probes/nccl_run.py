@@ -165,8 +165,16 @@ def _combined(r: CommandResult) -> str:
     return f"{r.stdout}\n# --- stderr (exit {r.exit_code})\n{r.stderr}"
 
 
+UNPARSABLE = "output not understood"
+_SHOWN = 200  # characters of a line quoted in an error (a 10 MB line is not repeated)
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _SHOWN else f"{line[:_SHOWN]}... ({len(line)} characters)"
+
+
 def _last_line(text: str) -> str:
-    return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
+    return _cut(next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), ""))
 
 
 _STEPD_ERROR = re.compile(r"^slurmstepd(?:-\S+)?: error: .+$", re.M)
@@ -182,10 +190,10 @@ def _explain(r: CommandResult) -> str:
         if _DASHES.match(line):
             first = next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), "")
             if first and not _DASHES.match(first):
-                return first
+                return _cut(first)
     stepd = _STEPD_ERROR.search(r.stderr)
     if stepd:
-        return stepd.group(0).strip()
+        return _cut(stepd.group(0).strip())
     return _last_line(r.stderr) or _last_line(r.stdout) or f"exit {r.exit_code} with no output"
 
 
@@ -212,8 +220,9 @@ def judge(job: NcclJob, r: CommandResult, binary: str, started: float) -> NcclRu
     error: str | None
     try:
         result = parse_nccl_tests(f"{r.stdout}\n{r.stderr}", f"{job.label} on {r.host}", binary)
-    except ParseError:
-        error = _explain(r)
+    except ParseError as exc:
+        # exit 0 with text that is not nccl-tests': say so, rather than blame the launcher
+        error = _explain(r) if r.exit_code != 0 else f"{UNPARSABLE}: {exc.one_line()}"
     else:
         error = result.error
         quiet = not (result.rows or result.warns or result.failures or result.launch_error)

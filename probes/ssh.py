@@ -454,7 +454,7 @@ def _loaded_key(path: str) -> paramiko.PKey | None:
 def _parse_key(path: str, mtime_ns: int, size: int) -> paramiko.PKey | None:
     try:
         return paramiko.PKey.from_path(path)
-    except (paramiko.SSHException, OSError, ValueError):
+    except (paramiko.SSHException, OSError, ValueError, TypeError):  # TypeError: it has a passphrase
         return None
 
 

@@ -46,6 +46,13 @@ class UsageError(IbfabError):
     exit_code = 2
 
 
+class InputError(UsageError):
+    """A file the user wrote (an inventory, a host list) that does not parse; the message names the
+    file and line. Exit 3, as any input that does not parse (it is a UsageError for handlers)."""
+
+    exit_code = 3
+
+
 class ParseError(IbfabError):
     """Tool output that does not parse. Names the tool, the source, the line number and the line."""
 

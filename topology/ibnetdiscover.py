@@ -86,6 +86,8 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 # One line break: CRLF, a doubled CR before LF (terminal logs), or LF.
 _LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear in a run of CRs
 _SKIPPED_SHOWN = 5
+MAX_PORT = 255  # port numbers are one byte in InfiniBand
+_PORT_RANGE = f"a port number above {MAX_PORT} (port numbers are one byte)"
 _PORTS_REPORT = re.compile(
     r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\d+)x\s*(\S+)"
     # atomic first description: the line's end is checked once, not once per "' - '" in it
@@ -355,6 +357,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             fm = strict_match(stripped) or (fast_match(stripped) if stripped.count('"') <= 8 else None)
             if fm is not None:
                 port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
+                if len(port) > 3 or len(rport) > 3:
+                    raise b.error(lineno, raw, _PORT_RANGE)
                 pnum = int(port)
                 if own_lid is not None and current.lid is None:
                     # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
@@ -501,6 +505,8 @@ def decode_capture(data: bytes) -> str:
 
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:
     record, nports, gid, desc, rest = m.groups()
+    if len(nports) > 3 or int(nports) > MAX_PORT:
+        raise b.error(lineno, line, f"{nports[:8]} ports: a node has at most {MAX_PORT}")
     try:
         guid = b.guid(gid)
         sysimg = header.get("sysimgguid")
@@ -539,6 +545,8 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
         remote_guid = b.guid(rgid)
     except ValueError as exc:
         raise b.error(lineno, line, str(exc)) from exc
+    if len(port) > 3 or len(rport) > 3 or int(port) > MAX_PORT or int(rport) > MAX_PORT:
+        raise b.error(lineno, line, _PORT_RANGE)
     pnum, rpnum = int(port), int(rport)
     if current.nports and pnum > current.nports:
         raise b.error(lineno, line, f"port {pnum} beyond the {current.nports} ports of its record")

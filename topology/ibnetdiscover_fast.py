@@ -96,6 +96,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
         nports = int(nports_text)
+        if nports > 255:
+            return None  # not a port count: the general parser says so, with the line
         lid: int | None = node_lid(rest) if "lid" in rest else None
         if lid is None and record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
@@ -179,8 +181,8 @@ class _Ports:
             # The two ends disagree on some cable's view: keep the narrower/slower.
             views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         ints = list(map(int, numbers))
-        if any(map(operator.gt, ints, self.limit)):
-            return None  # a port beyond its record's port count
+        if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
+            return None  # a port beyond its record's port count, or beyond any (one byte)
         # Each cable once, from the end whose key sorts first: the lower end when the GUIDs
         # differ (GUID texts have one length), so the Link needs no reordering.
         first = list(map(operator.lt, near, far))

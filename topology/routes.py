@@ -38,6 +38,7 @@ from pathlib import Path
 from topology.classify import Classification
 from topology.errors import IbfabError, ParseError
 from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef, normalise_guid
+from topology.textfile import read_input_text
 
 ForwardingTables = Mapping[Guid, Mapping[int, int]]
 NO_PATH = 255
@@ -57,6 +58,10 @@ _SKIP = re.compile(
     r"^(?:\s*$|\s*Lid\s+Out|\s*Port\s+Info|\d+ (?:valid )?lids dumped|LID\s*:\s*Port|ibwarn:|"
     r"\*\*\* WARNING|#|ERROR|.*sim_connect)"
 )
+
+
+MAX_LID = 0xFFFF
+MAX_PORT = 255  # a switch port number is one byte (255: "no route" in some dumps)
 
 
 class RouteError(IbfabError):
@@ -86,6 +91,12 @@ def parse_lft_dump(text: str | Iterable[str], source: str = "<lft dump>") -> dic
             if current is None:
                 raise ParseError("lft", source, lineno, line, "route entry before any switch header")
             port = m.group(2)
+            if len(m.group(1)) > 6 or int(m.group(1), 16) > MAX_LID:
+                raise ParseError("lft", source, lineno, line, "a LID above 0xffff (LIDs are 16 bits)")
+            if port.isdigit() and (len(port) > 3 or int(port) > MAX_PORT):
+                raise ParseError(
+                    "lft", source, lineno, line, f"port {port[:8]} is not a switch port (0-{MAX_PORT})"
+                )
             if port.isdigit() and int(port) != NO_PATH:
                 current[int(m.group(1), 16)] = int(port)
             continue
@@ -94,13 +105,18 @@ def parse_lft_dump(text: str | Iterable[str], source: str = "<lft dump>") -> dic
         raise ParseError("lft", source, lineno, line, "not a forwarding table line")
     if not tables:
         raise ParseError("lft", source, 0, "", "no switch forwarding table found")
+    if not any(tables.values()):
+        # a header and no entry: a dump cut after its first line(s) routes nothing, and a plan on
+        # it would say no cable is crossed
+        raise ParseError(
+            "lft", source, 0, "", f"{len(tables)} switch header(s) but no route entry: cut short?"
+        )
     return tables
 
 
 def read_lft_dump(path: str | Path) -> dict[Guid, dict[int, int]]:
-    """:func:`parse_lft_dump` of a file."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_lft_dump(handle.read(), str(path))
+    """:func:`parse_lft_dump` of a file (bounded, see :mod:`topology.textfile`)."""
+    return parse_lft_dump(read_input_text(path, "lft"), str(path))
 
 
 class _Router:

@@ -99,12 +99,20 @@ def load_thresholds(path: str | Path) -> HealthThresholds:
 
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read(_MAX_THRESHOLDS_BYTES + 1)  # bounded: a device or a wrong file is not read whole
+        if len(raw) > _MAX_THRESHOLDS_BYTES:
+            raise UsageError(f"{path}: larger than {_MAX_THRESHOLDS_BYTES >> 20} MiB: not a thresholds file")
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from exc
     return thresholds_from_mapping(data, str(path))
+
+
+_MAX_THRESHOLDS_BYTES = 1 << 20
 
 
 def utc_day(epoch: float) -> str:

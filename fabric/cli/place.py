@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -75,10 +74,13 @@ def place_cmd(
     free = None
     slurm_busy: dict[str, str] = {}
     if free_file:
+        from topology.errors import InputError
+        from topology.textfile import read_input_bytes
+
         try:
-            text = Path(free_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--free {free_file}: cannot read: {exc}") from exc
+            text = read_input_bytes(free_file, "free host list", max_bytes=16 << 20).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"--free {free_file}: not UTF-8 text (byte {exc.start})") from exc
         free = parse_host_list(text, free_file)
     elif use_slurm:
         from fabric.app.slurm import connect, hosts_for_jobs, read_node_map

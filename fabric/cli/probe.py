@@ -177,10 +177,13 @@ def _show(report: object, as_json: bool) -> None:
         click.echo(render(report))
     failed = [r for r in report.runs if not r.ok]
     if failed:
-        from topology.errors import CommandFailed
+        from probes.nccl_run import UNPARSABLE
+        from topology.errors import CommandFailed, ParseError
 
         first = failed[0]
         where = report.head if report.head.startswith("slurm job ") else f"ssh {report.head}"
+        if first.exit_code == 0 and (first.error or "").startswith(UNPARSABLE):
+            raise ParseError("nccl-tests", where, 0, "", first.error or UNPARSABLE)
         raise CommandFailed(first.job.argv, first.exit_code, first.error or "", where)
 
 

@@ -21,6 +21,9 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 8640
 _SPEC_UNITS = (("d", 86400.0), ("h", 3600.0), ("m", 60.0))
 
 
+MAX_DURATION_S = 10 * 365 * 86400
+
+
 def parse_duration(text: str, what: str = "--every") -> float:
     """Seconds in ``30s``, ``5m``, ``1h``, ``2d``, ``0.2s``, ``500ms`` or a bare number of seconds;
     a one-line UsageError naming ``what`` otherwise (zero, negative, not a duration)."""
@@ -30,6 +33,8 @@ def parse_duration(text: str, what: str = "--every") -> float:
     seconds = float(m["n"]) * _UNIT_S[(m["unit"] or "s").lower()]
     if seconds <= 0:
         raise UsageError(f"{what} {text!r}: must be more than 0")
+    if seconds > MAX_DURATION_S:  # 99999999999999999999d would not fit the store, nor mean anything
+        raise UsageError(f"{what} {text[:40]!r}: longer than {MAX_DURATION_S // (365 * 86400)} years")
     return seconds
 
 

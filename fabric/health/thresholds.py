@@ -8,6 +8,7 @@ rdma-core's ``error_thresholds`` file, "UFM log analyzer" its link-flapping rule
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -78,6 +79,8 @@ def thresholds_from_mapping(mapping: Mapping[str, object], source: str = "thresh
             )
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise UsageError(f"{source}: health threshold {key!r} must be a number, not {value!r}")
+        if not math.isfinite(value):  # inf, nan (and 1e400, which TOML reads as inf)
+            raise UsageError(f"{source}: health threshold {key!r} must be a finite number, not {value!r}")
         if key in _INT_FIELDS:
             if value != int(value):
                 raise UsageError(f"{source}: health threshold {key!r} must be a whole number, not {value!r}")
@@ -87,4 +90,23 @@ def thresholds_from_mapping(mapping: Mapping[str, object], source: str = "thresh
         if key in _FRACTIONS and value >= 1:
             raise UsageError(f"{source}: health threshold {key!r} is a fraction below 1, not {value!r}")
         values[key] = value
-    return dataclasses.replace(HealthThresholds(), **values)  # type: ignore[arg-type]
+    thresholds = dataclasses.replace(HealthThresholds(), **values)  # type: ignore[arg-type]
+    for lower, upper, strict in _ORDERED:
+        low, high = getattr(thresholds, lower), getattr(thresholds, upper)
+        if not (low < high if strict else low <= high):
+            below = "below" if strict else "at most"
+            raise UsageError(
+                f"{source}: health threshold {lower} ({low:g}) must be {below} {upper} ({high:g})"
+            )
+    return thresholds
+
+
+# Levels that must rise in this order (each pair after the keys given are applied to the defaults).
+# (lower, upper, strictly): a warn level equal to its critical one would never be seen.
+_ORDERED = (
+    ("flap_warn", "flap_critical", True),
+    ("recovery_watch", "recovery_warn", True),
+    ("congestion_watch", "congestion_warn", True),
+    ("ber_window_s", "ber_window_long_s", False),
+    ("ber_target_long", "ber_target", False),
+)
