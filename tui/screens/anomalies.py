@@ -3,20 +3,17 @@ worse, grouped by kind, worst first; filter as you type; enter opens the cable o
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from fabric.app.views import Alert
 from fabric.present.overview import ellipsis
 from tui.messages import OpenDetail
-from tui.screens.base import DataScreen, plain
+from tui.screens.base import FilterScreen, plain
 
 GROUP = "group:"  # row keys of the group heading rows
-DEBOUNCE_S = 0.15  # a large fabric's thousands of findings are listed again once typing pauses
 
 
 def matches(alert: Alert, words: list[str]) -> bool:
@@ -25,26 +22,18 @@ def matches(alert: Alert, words: list[str]) -> bool:
     return all(w in text for w in words)
 
 
-class AnomaliesScreen(DataScreen):
+class AnomaliesScreen(FilterScreen):
     HELP = (
         "The filter keeps findings whose severity, kind, element or message contain every word\n"
         "(e.g. 'critical', 'rail_miswire', 'dgx-0002', 'spine-01 symbol'). The full message of\n"
         "the highlighted row is shown below the table."
     )
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # priority: handled as the key arrives, so the keys queued behind it already find the box
-        Binding("slash", "focus_filter", "filter", priority=True),
-        Binding("escape", "leave_filter_or_back", "back"),
-    ]
     DEFAULT_CSS = "#anomalies { height: 1fr; } #anomaly-why { height: auto; max-height: 8; }"
 
     def __init__(self) -> None:
         super().__init__()
-        self.filter_text = ""
         self.shown: dict[str, Alert] = {}  # row key -> alert
         self._alerts: tuple[int, tuple[Alert, ...]] | None = None  # (data generation, alerts)
-        self._debounce: Timer | None = None
-        self.debounce_s = DEBOUNCE_S
 
     def compose(self) -> ComposeResult:
         yield from self.compose_frame()
@@ -56,11 +45,8 @@ class AnomaliesScreen(DataScreen):
         yield Static("", id="anomaly-why", classes="panel")
         yield from self.compose_footer()
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.set_focus(
-            self.query_one(Input) if self.filter_first else self.query_one("#anomalies", DataTable)
-        )
+    def filtered(self) -> DataTable[Any]:
+        return self.query_one("#anomalies", DataTable)
 
     def alerts(self) -> tuple[Alert, ...]:
         """Every finding, worked out once per data load (not per keystroke)."""
@@ -139,28 +125,3 @@ class AnomaliesScreen(DataScreen):
             self.post_message(OpenDetail(link=a.link))
         elif a.guid is not None:
             self.post_message(OpenDetail(guid=a.guid))
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(self.debounce_s, self.draw)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self.filter_text = event.value
-        self.draw()
-        self.set_focus(self.query_one("#anomalies", DataTable))
-
-    def action_focus_filter(self) -> None:
-        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
-            self.filter_first = True
-            return
-        self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
-
-    def action_leave_filter_or_back(self) -> None:
-        if isinstance(self.focused, Input):
-            self.set_focus(self.query_one("#anomalies", DataTable))
-        else:
-            self.go_back()

@@ -14,7 +14,10 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static
 
 from tui.state import FabricData, fabric_data
@@ -43,7 +46,6 @@ class DataScreen(Screen[None]):
     # What ? says about this screen beyond its keys (a filter's language, what a mark means).
     HELP: ClassVar[str] = ""
     drawn_generation = -1
-    filter_first = False  # a / came before the screen was built: its filter box takes the focus
     drawn_width: int | None = None
 
     @property
@@ -89,3 +91,60 @@ class DataScreen(Screen[None]):
         """One step back in the history (the overview at the bottom stays)."""
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
+
+
+# A large fabric's thousands of rows are listed again once typing pauses (or on enter).
+FILTER_DEBOUNCE_S = 0.15
+
+
+class FilterScreen(DataScreen):
+    """A data screen with a filter box over one table: typing filters it once typing pauses
+    (``debounce_s``), enter filters at once and moves to the table, ``/`` goes to the box (even
+    when it arrives before the screen is built), escape leaves the box, then the screen.
+    Subclasses give :meth:`filtered` (the table) and draw with ``filter_text``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: handled as the key arrives, so the keys queued behind it already find the box
+        Binding("slash", "focus_filter", "filter", priority=True),
+        Binding("escape", "leave_filter_or_back", "back"),
+    ]
+    filter_first = False  # a / came before the screen was built: its filter box takes the focus
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        self.debounce_s = FILTER_DEBOUNCE_S
+        self._debounce: Timer | None = None
+
+    def filtered(self) -> Widget:
+        """The table the filter applies to (where enter and escape move the focus)."""
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_focus(self.query_one(Input) if self.filter_first else self.filtered())
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(self.debounce_s, self.draw)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.filter_text = event.value
+        self.draw()
+        self.set_focus(self.filtered())
+
+    def action_focus_filter(self) -> None:
+        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
+            self.filter_first = True
+            return
+        self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
+
+    def action_leave_filter_or_back(self) -> None:
+        if isinstance(self.focused, Input):
+            self.set_focus(self.filtered())
+        else:
+            self.go_back()

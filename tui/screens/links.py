@@ -6,26 +6,20 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from tui.linkquery import parse_query
-from tui.screens.base import DataScreen, plain
+from tui.screens.base import FilterScreen, plain
 from tui.widgets.link_table import LinkTable
 
-DEBOUNCE_S = 0.15
 
-
-class LinksScreen(DataScreen):
+class LinksScreen(FilterScreen):
     HELP = (
         "Filter words are ANDed: status:warn (or ok watch warn crit nodata), tier:leaf-spine (or a bare\n"
         "tier pair: hca-leaf spine-core side_leaf-side_spine), rail:3, group:1; any other word must be\n"
         "in an end's name or host (dgx-0042, spine-01). Left/right scroll a narrow table sideways."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        # priority: handled as the key arrives, so the keys queued behind it already find the box
-        Binding("slash", "focus_filter", "filter", priority=True),
-        Binding("escape", "leave_filter_or_back", "back"),
         Binding("s", "sort('score')", "sort: score"),
         Binding("b", "sort('ber')", "sort: BER"),
         Binding("f", "sort('flaps')", "sort: flaps"),
@@ -35,10 +29,7 @@ class LinksScreen(DataScreen):
     def __init__(self) -> None:
         super().__init__()
         self.sort_key = "score"
-        self.filter_text = ""
-        self._debounce: Timer | None = None
         self.shown_for: object = None  # the LinkIndex the table was last filled from
-        self.debounce_s = DEBOUNCE_S
 
     def compose(self) -> ComposeResult:
         yield from self.compose_frame()
@@ -50,9 +41,8 @@ class LinksScreen(DataScreen):
         yield LinkTable(id="links-table")
         yield from self.compose_footer()
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.set_focus(self.query_one(Input) if self.filter_first else self.query_one(LinkTable))
+    def filtered(self) -> LinkTable:
+        return self.query_one(LinkTable)
 
     def draw(self) -> None:
         self.apply_filter()
@@ -70,31 +60,6 @@ class LinksScreen(DataScreen):
                 f"{what}  sorted by {self.sort_key}{'  filter: ' + self.filter_text if self.filter_text else ''}"
             )
         )
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(self.debounce_s, self.apply_filter)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self.filter_text = event.value
-        self.apply_filter()
-        self.set_focus(self.query_one(LinkTable))
-
-    def action_focus_filter(self) -> None:
-        if not self.is_mounted:  # / right behind the screen key: the box takes focus once built
-            self.filter_first = True
-            return
-        self.set_focus(self.query_one(Input))  # at once: the keys behind / are already queued
-
-    def action_leave_filter_or_back(self) -> None:
-        if isinstance(self.focused, Input):
-            self.set_focus(self.query_one(LinkTable))
-        else:
-            self.go_back()
 
     def action_sort(self, key: str) -> None:
         self.sort_key = key
