@@ -23,22 +23,18 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.servers import free_port
+
 SLURMCTLD = "/usr/sbin/slurmctld"
 SLURMD = "/usr/sbin/slurmd"
 PARTITION = "ibfab"
 MARKER = "IBFAB_SLURM_TEST"
-
-
-def _free_port(address: str = "127.0.0.1") -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind((address, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -149,7 +145,7 @@ def _parent(pid: int) -> int | None:
 
 
 def _config(directory: Path, nodes: tuple[str, ...], addresses: dict[str, str], ports: dict[str, int]) -> str:
-    ctld_port = _free_port()
+    ctld_port = free_port()
     lines = [
         "ClusterName=ibfabtest",
         f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
@@ -212,7 +208,7 @@ def start_slurm(directory: Path, nodes: int = 4) -> Iterator[SlurmCluster]:
     (directory / "plugstack.conf").write_text("")
     names = tuple(f"node{k}" for k in range(1, nodes + 1))
     addresses = {n: f"127.0.0.1{k}" for k, n in enumerate(names, 1)}
-    ports = {n: _free_port(addresses[n]) for n in names}
+    ports = {n: free_port(addresses[n]) for n in names}
     (directory / "slurm.conf").write_text(_config(directory, names, addresses, ports))
     (directory / "topology.conf").write_text(_topology(names))
     env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf"), MARKER: str(directory)}

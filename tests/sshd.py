@@ -14,11 +14,13 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.servers import free_port
 
 SSHD = "/usr/sbin/sshd"
 
@@ -54,12 +56,6 @@ def keygen(path: Path, kind: str = "ed25519") -> Path:
         capture_output=True,
     )
     return path
-
-
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _answers(address: str, port: int) -> bool:

@@ -37,6 +37,7 @@ from fabric.exports.prometheus import (
 from fabric.serve.exporter import parse_listen, serve
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA
+from tests.servers import free_port
 from topology.errors import UsageError
 from topology.ibnetdiscover import read_ibnetdiscover
 
@@ -44,12 +45,6 @@ LAB = "exporter"
 SPEC = "leafspine:leaves=2,spines=1,hosts=2"  # leaf-0N ports 1-2 to hosts, 3-4 to spine-01
 INJECTED = 120  # symbol errors planted on leaf-01 port 1 (to cn0001 mlx5_0) between two snapshots
 Labels = frozenset[tuple[str, str]]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 10.0) -> tuple[int, str]:
@@ -103,7 +98,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 names = {name: guid for guid, name in node_names(store.load_topology().fabric).items()}
         finally:
             lab.down(LAB)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     argv = [sys.executable, "-c", "from fabric.cli import main; main()", "exporter"]
     argv += ["--listen", f"127.0.0.1:{port}", "--db", str(db), "--refresh", "1s"]
@@ -290,7 +285,7 @@ def test_promtool_accepts_the_exposition(served: Served) -> None:
 @pytest.mark.lab
 @pytest.mark.slow
 def test_real_prometheus_scrapes_the_injected_value(served: Served, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     target = urllib.parse.urlsplit(served.url).netloc
     config = tmp_path / "prometheus.yml"
     config.write_text(

@@ -26,6 +26,7 @@ from fabric.serve.exporter import Exporter
 from fabric.serve.http import HttpServer, Limits, Request, Response
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA
+from tests.servers import free_port
 from topology.ibnetdiscover import read_ibnetdiscover
 
 CAPTURE = REALDATA / "ibnetdiscover" / "topograph-dgx-ndr-superpod-622nodes.txt"
@@ -62,18 +63,12 @@ class Running:
     page_bytes: int
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def exporter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     root = tmp_path_factory.mktemp("limits")
     db = root / "ibfab.db"
     store_with_every_port(db)
-    port = _free_port()
+    port = free_port()
     argv = [sys.executable, "-c", "from fabric.cli import main; main()", "exporter", "--db", str(db)]
     argv += ["--listen", f"127.0.0.1:{port}", "--refresh", "1h", "--max-connections", "64"]
     log = (root / "exporter.err").open("w")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
 from probes.inventory import expand_hosts
 from tests.conftest import REALDATA
+from tests.servers import free_port
 from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover, read_ibnetdiscover
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.skipif(
     reason="slurmctld/scontrol not installed",
 )
 SLURMCTLD = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 Switches = dict[str, tuple[int, frozenset[str], frozenset[str]]]
@@ -64,7 +58,7 @@ def slurmctld(tmp_path: Path) -> Iterator[Callable[[str, list[str]], str]]:
         lines = [
             "ClusterName=ibfabtest",
             "SlurmctldHost=localhost",
-            f"SlurmctldPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
             "AuthType=auth/none",
             "CredType=cred/none",
             "SlurmUser=root",

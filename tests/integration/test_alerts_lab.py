@@ -11,9 +11,7 @@ health window 15 s) so the test takes well under a minute; it stops only the PID
 
 from __future__ import annotations
 
-import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +31,7 @@ from fabric.app.source import Source
 from fabric.exports.alert_rules import RuleTiming, alert_rules
 from fabric.exports.grafana import dashboard_queries, grafana_dashboard, with_sample_variables
 from fabric.store import Store
+from tests.servers import free_port, get_json, stop_process
 
 LAB = "alerts"
 SPEC = "leafspine:leaves=2,spines=1,hosts=2"  # leaf-0N ports 1-2 to hosts, 3-4 to spine-01
@@ -47,26 +46,6 @@ FIRE_WITHIN_S = 40.0  # collection (~1 s) + exporter refresh (1 s) + scrape (1 s
 RESOLVE_WITHIN_S = 60.0  # + the health window
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @dataclass
 class Rig:
     store: Store
@@ -79,7 +58,7 @@ class Rig:
         self.collector.collect_once()
 
     def alerts(self) -> list[dict[str, Any]]:
-        data: list[dict[str, Any]] = _get_json(f"{self.api}/api/v1/alerts")["data"]["alerts"]
+        data: list[dict[str, Any]] = get_json(f"{self.api}/api/v1/alerts")["data"]["alerts"]
         return data
 
     def firing(self) -> list[dict[str, Any]]:
@@ -105,7 +84,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     db = root / "ibfab.db"
     rules = root / "ibfab-rules.yml"
     rules.write_text(alert_rules(window_s=WINDOW_S, timing=TIMING).to_yaml())
-    exporter_port, prom_port = _free_port(), _free_port()
+    exporter_port, prom_port = free_port(), free_port()
     started: list[subprocess.Popen[bytes]] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IBFAB_LAB_DIR", str(root / "labs"))
@@ -149,7 +128,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
                 def scraping() -> bool:
                     try:
-                        up = _get_json(f"{api}/api/v1/query?query=ibfab_exporter_up")["data"]["result"]
+                        up = get_json(f"{api}/api/v1/query?query=ibfab_exporter_up")["data"]["result"]
                     except OSError:
                         return False
                     return bool(up) and up[0]["value"][1] == "1"
@@ -158,7 +137,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 yield r
         finally:
             for proc in reversed(started):
-                _stop(proc)
+                stop_process(proc)
             lab.down(LAB)
 
 
@@ -207,7 +186,7 @@ def test_alert_fires_on_planted_symbol_errors_and_resolves_when_healed(
 @pytest.mark.lab
 @pytest.mark.slow
 def test_every_rule_evaluates_without_error(rig: Rig) -> None:
-    groups = _get_json(f"{rig.api}/api/v1/rules")["data"]["groups"]
+    groups = get_json(f"{rig.api}/api/v1/rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
     assert len(rules) == len(alert_rules().alerts) + len(alert_rules().recording)
     assert [(r["name"], r["lastError"]) for r in rules if r["health"] != "ok"] == []
@@ -219,7 +198,7 @@ def test_every_dashboard_query_runs_against_the_real_prometheus(rig: Rig) -> Non
     results = {}
     for expr in dashboard_queries(grafana_dashboard()):
         q = urllib.parse.urlencode({"query": with_sample_variables(expr)})
-        body = _get_json(f"{rig.api}/api/v1/query?{q}")
+        body = get_json(f"{rig.api}/api/v1/query?{q}")
         assert body["status"] == "success", (expr, body)
         results[expr] = body["data"]["result"]
     # the lab's data reach the panels: statuses of all 8 links, leaf x spine cells for both leaves

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,30 +28,11 @@ from fabric.app.source import Source
 from fabric.cli import main
 from fabric.health import HealthReport, Status
 from fabric.store import Store
+from tests.servers import free_port, get_json, stop_process
 from topology.model import Fabric, LinkKey
 
 LAB = "promsrc"
 SPEC = "leafspine:leaves=2,spines=1,hosts=2"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @dataclass
@@ -66,7 +46,7 @@ class Rig:
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         url = f"{self.api}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-        result: list[dict[str, Any]] = _get_json(url)["data"]["result"]
+        result: list[dict[str, Any]] = get_json(url)["data"]["result"]
         return result
 
     def wait_for(self, what: str, promql: str, value: float, within: float = 30.0) -> None:
@@ -85,7 +65,7 @@ class Rig:
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     root = tmp_path_factory.mktemp("promsrc")
     db = root / "ibfab.db"
-    exporter_port, prom_port = _free_port(), _free_port()
+    exporter_port, prom_port = free_port(), free_port()
     started: list[subprocess.Popen[bytes]] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IBFAB_LAB_DIR", str(root / "labs"))
@@ -142,7 +122,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 yield r
         finally:
             for proc in reversed(started):
-                _stop(proc)
+                stop_process(proc)
             lab.down(LAB)
 
 
@@ -231,7 +211,7 @@ def test_prometheus_flags_the_same_links_as_the_store(rig: Rig, monkeypatch: pyt
 
 
 def test_an_unreachable_prometheus_is_a_one_line_error(tmp_path: Path) -> None:
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     topo = Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / "ibnetdiscover"
     capture = topo / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
     res = CliRunner().invoke(

@@ -18,7 +18,8 @@ from probes.inventory import HostEntry, parse_inventory
 from probes.preflight import preflight_hosts
 from probes.ssh import SshTransport, ssh_transport_factory
 from probes.transport import FailureKind, HostError
-from tests.sshd import Sshd, free_port, keygen, sshd_server, start_sshd
+from tests.servers import free_port
+from tests.sshd import Sshd, keygen, sshd_server, start_sshd
 
 pytestmark = pytest.mark.sshd
 __all__ = ["sshd_server"]  # the fixture, imported so pytest finds it here
