@@ -8,7 +8,6 @@ from pathlib import Path
 from fabric.advise.candidates import LinkFinding, findings_from_report
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
-from fabric.advise.subnet_manager import SubnetManager
 from fabric.app.discover import Discovery, discover
 from fabric.app.health import assess_store
 from fabric.app.health_window import HealthWindow
@@ -28,19 +27,12 @@ def recommendations(
     if health is None:
         return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
 
-    sm = probe_subnet_manager(lab=lab) if lab else SubnetManager()
-    d = view.discovery
-    with Store.open(db) as store:
-        limits = isolation_limits(store, d.fabric, d.classification, Source("lab", lab) if lab else None)
-    recs = recommend(
-        d.fabric,
-        d.classification,
+    recs = recommend_fabric(
+        view.discovery,
+        Source("lab", lab) if lab else None,
         findings_from_report(health.report),
         SafetyPolicy(),
-        sm,
-        already_isolated=limits.already,
-        anomalies=d.anomalies,
-        designed=limits.designed,
+        db=None if db is None else str(db),
     )
     return [
         Advice(
@@ -141,11 +133,7 @@ def recommend_fabric(
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
     and the store, then :func:`fabric.advise.recommend.recommend`."""
     if live is not None and live.kind == "lab":
-        from fabric import lab as labmod
-
-        sm = learn_subnet_manager(
-            live, log_path=opensm_log or labmod.opensm_log(live.target), conf_path=opensm_conf
-        )
+        sm = probe_subnet_manager(lab=live.target, log_path=opensm_log, conf_path=opensm_conf)
     else:
         sm = learn_subnet_manager(
             live,
