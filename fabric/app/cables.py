@@ -207,7 +207,7 @@ def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | No
     """``ibfab topology cable NODE/PORT``: the cable there, with the modules of the ``ibdiagnet``
     run when given, else of the newest inventory kept in the store (none: the ends only)."""
     from fabric.advise.candidates import resolve_port
-    from fabric.store import Store, default_db_path
+    from fabric.store import Store, store_path
 
     m = _NODE_PORT.match(port.strip())
     if m is None:
@@ -217,7 +217,7 @@ def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | No
     if ibdiagnet:
         inv = read_inventory(ibdiagnet)
     else:
-        path = Path(db) if db else default_db_path()
+        path = store_path(db)
         if path.exists():
             with Store.open(path, create=False) as store:
                 inv = stored_inventory(store)

@@ -34,7 +34,7 @@ from fabric.health import (
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import thresholds_from_mapping
-from fabric.store import CounterSnapshotInfo, FindingRecord, Store, default_db_path, link_subject
+from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject, store_path
 from topology.classify import classify, switch_name
 from topology.errors import StoreError, UsageError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
@@ -165,7 +165,7 @@ def record_today(store: Store, report: HealthReport, now: float) -> int:
 
 def open_store(db: str | None) -> Store:
     """The store, which must exist and hold counters (a one-line error saying what to do otherwise)."""
-    path = Path(db) if db else default_db_path()
+    path = store_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no ibfab store there; {COLLECT_FIRST}")
     return Store.open(path, create=False)

@@ -16,7 +16,7 @@ from fabric.app.isolation_limits import isolate_ports, isolation_limits
 from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
-from fabric.store import Store, default_db_path
+from fabric.store import Store, default_db_path, store_path
 from topology.errors import SafetyError, StoreError, UsageError
 
 
@@ -94,7 +94,7 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
 def stored_findings(db: str | None) -> list[LinkFinding] | None:
     """Findings from the store's counters (the same assessment as 'ibfab health'), or None
     when the store has no topology or counters yet."""
-    path = Path(db) if db else default_db_path()
+    path = store_path(db)
     if not path.exists():
         return None
     try:

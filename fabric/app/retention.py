@@ -7,7 +7,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from fabric.store import CompactResult, Retention, Store, default_db_path
+from fabric.store import CompactResult, Retention, Store, store_path
 from fabric.store.records import StoreInfo
 from topology.errors import StoreError
 
@@ -17,7 +17,7 @@ log = logging.getLogger("fabric.store")
 
 
 def _open(db: str | Path | None) -> Store:
-    path = Path(db) if db else default_db_path()
+    path = store_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no ibfab store there")
     return Store.open(path, create=False)

@@ -185,9 +185,9 @@ def require_running_lab(name: str) -> None:
 def newest_snapshot(db: str | None) -> int | None:
     """The id of the newest topology snapshot in the store ``db``, None when there is no store or
     it holds none (an unreadable store is an error: it is not silently passed over)."""
-    from fabric.store import Store, default_db_path
+    from fabric.store import Store, store_path
 
-    path = Path(db) if db is not None else default_db_path()
+    path = store_path(db)
     if not path.exists():
         return None
     with Store.open(path, create=False) as store:

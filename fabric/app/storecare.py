@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.store import Damage, QuarantineEntry, Store, default_db_path
+from fabric.store import Damage, QuarantineEntry, Store, store_path
 from topology.errors import StoreError
 
 
@@ -39,7 +39,7 @@ class StoreRepair:
 
 
 def _open(db: str | Path | None) -> Store:
-    path = Path(db) if db else default_db_path()
+    path = store_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no ibfab store there")
     return Store.open(path, create=False)

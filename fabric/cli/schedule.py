@@ -155,16 +155,15 @@ def remove_cmd(name: str, db: str | None) -> None:
 def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, grace: float) -> None:
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
     import signal
-    from pathlib import Path
 
     from fabric.serve.daemon import Daemon, RunReport
-    from fabric.store import default_db_path
+    from fabric.store import store_path
 
     def report(r: RunReport) -> None:
         click.echo(r.line())
 
     daemon = Daemon(
-        Path(db) if db else default_db_path(),
+        store_path(db),
         workers=workers,
         grace_seconds=grace,
         on_report=report,

@@ -12,7 +12,7 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 from __future__ import annotations
 
 from fabric.core.fields import PORT_COUNTER_FIELDS
-from fabric.store.core import BUSY_TIMEOUT_SECONDS, StoreDamaged, default_db_path
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, StoreDamaged, default_db_path, store_path
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables, link_subject
 from fabric.store.integrity import IntegrityTables
@@ -84,4 +84,5 @@ __all__ = [
     "default_db_path",
     "link_subject",
     "schema_version",
+    "store_path",
 ]

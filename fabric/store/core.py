@@ -43,6 +43,11 @@ def default_db_path() -> Path:
     return base / "ibfab" / "ibfab.db"
 
 
+def store_path(db: str | Path | None) -> Path:
+    """The store file a ``--db`` value names: the value itself, else :func:`default_db_path`."""
+    return Path(db) if db else default_db_path()
+
+
 def compress(data: bytes, level: int = RAW_ZLIB_LEVEL) -> bytes:
     return zlib.compress(data, level)
 
@@ -63,7 +68,7 @@ class StoreBase:
     @classmethod
     def open(cls, path: str | Path | None = None, create: bool = True) -> Self:
         """Open (and create or upgrade) the store at ``path`` (default: :func:`default_db_path`)."""
-        where = Path(path) if path is not None else default_db_path()
+        where = store_path(path)
         if not where.exists():
             if not create:
                 raise StoreError(f"{where}: no ibfab store there")
