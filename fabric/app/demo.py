@@ -330,3 +330,9 @@ def plan_step(plan_path: Path) -> DemoStep:
         verdict,
         ok=ok,
     )
+
+
+def stop_demo_lab() -> None:
+    """Stop the demo's lab fabric if it runs (its recorded PIDs only)."""
+    if any(s.name == DEMO_LAB for s in lab.list_labs()):
+        lab.down(DEMO_LAB)

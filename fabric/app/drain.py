@@ -25,6 +25,7 @@ from fabric.advise.actions import Action, ActionKind
 from fabric.app.isolate import RETEST_WINDOW_SECONDS, current_user
 from fabric.app.slurm import NodeMap
 from fabric.store import AuditEntry, Store
+from probes.inventory import expand_hosts
 from probes.slurm import DRAIN_PREFIX, Slurm, drain_argv, resume_argv
 from probes.slurm_parse import SlurmNode
 from topology.errors import IbfabError, SafetyError, UsageError
@@ -96,6 +97,12 @@ def requests_from_actions(actions: Iterable[Action]) -> list[DrainRequest]:
         if a.kind is ActionKind.DRAIN_NODE and a.target not in out:
             out[a.target] = DrainRequest(a.target, a.reason, a.evidence)
     return list(out.values())
+
+
+def requests_for_hosts(hosts: Iterable[str], reason: str) -> list[DrainRequest]:
+    """One drain request per host named in ``hosts`` (names or host ranges), in order, for ``reason``."""
+    names = [h for spec in hosts for h in expand_hosts(spec, "HOST")]
+    return [DrainRequest(h, reason) for h in dict.fromkeys(names)]
 
 
 def plan_drains(requests: Sequence[DrainRequest], slurm: Slurm, node_map: NodeMap | None = None) -> DrainPlan:

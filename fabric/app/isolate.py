@@ -27,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_curl
-from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label
+from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label, resolve_port
 from fabric.advise.safety import DesignedUplinks, SafetyPolicy, SafetyReport, check_isolations
+from fabric.app.discover import Discovery
 from fabric.app.source import Source, run_tool
 from fabric.store import AuditEntry, Store
 from topology.classify import Classification
@@ -84,6 +85,11 @@ class AppliedChange:
 
 def current_user() -> str:
     return os.environ.get("SUDO_USER") or getpass.getuser()
+
+
+def resolve_ports(d: Discovery, ports: Sequence[str]) -> list[PortRef]:
+    """``NODE:PORT`` texts as ports of the discovered fabric; UsageError naming the first bad one."""
+    return [resolve_port(d.fabric, d.classification, p) for p in ports]
 
 
 def plan_isolation(

@@ -22,8 +22,8 @@ from typing import Any
 from fabric.app.source import SshOptions, run_on_host
 from probes.inventory import fold_names, read_inventory
 from probes.nccl import NcclTestOptions
-from probes.nccl_run import NcclPlan, NcclRun, expectation, plan_nccl, run_nccl
-from topology.errors import UsageError
+from probes.nccl_run import UNPARSABLE, NcclPlan, NcclRun, expectation, plan_nccl, run_nccl
+from topology.errors import CommandFailed, IbfabError, ParseError, UsageError
 
 PARSER_VERSION = "nccl-tests/1"
 
@@ -48,6 +48,39 @@ class NcclReport:
             return None
         _, _, floor = expectation(self.line_rate_gbps)
         return "below expectation" if per_nic < floor else "ok"
+
+
+def test_options(
+    binary: str,
+    *,
+    min_bytes: str,
+    max_bytes: str,
+    step_factor: int,
+    binary_dir: str,
+    env: dict[str, str],
+) -> NcclTestOptions:
+    """The nccl-tests command line: which test, the size range and factor, where it is, its environment."""
+    return NcclTestOptions(
+        binary,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        step_factor=step_factor,
+        binary_dir=binary_dir,
+        env=env,
+    )
+
+
+def report_failure(report: NcclReport) -> IbfabError | None:
+    """The first failed run as the error the command exits with (output nccl-tests printed but
+    that could not be read is a parse error; anything else a failed command); None when all ran."""
+    failed = [r for r in report.runs if not r.ok]
+    if not failed:
+        return None
+    first = failed[0]
+    where = report.head if report.head.startswith("slurm job ") else f"ssh {report.head}"
+    if first.exit_code == 0 and (first.error or "").startswith(UNPARSABLE):
+        return ParseError("nccl-tests", where, 0, "", first.error or UNPARSABLE)
+    return CommandFailed(first.job.argv, first.exit_code, first.error or "", where)
 
 
 def select_hosts(pattern: str, inventory: str) -> list[str]:

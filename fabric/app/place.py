@@ -1,10 +1,24 @@
-"""Placement and scheduler exports read health from the store: the hosts and links to avoid."""
+"""``ibfab place``: N hosts for a job from the free ones (a file or Slurm), packed or spread; and
+the health placement and the scheduler exports weigh (the hosts and links to avoid)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
 from fabric.app.discover import Discovery
 from fabric.app.health import assess_store, open_store
-from fabric.placement import PlacementHealth, health_view_from_links
+from fabric.placement import (
+    Placement,
+    PlacementHealth,
+    health_view_from_links,
+    parse_host_list,
+    place,
+    unhealthy_hosts,
+)
+from probes.inventory import expand_hosts
+from topology.errors import InputError
+from topology.textfile import read_input_bytes
 
 
 def placement_health(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
@@ -16,4 +30,61 @@ def placement_health(d: Discovery, db: str | None, hours: float) -> PlacementHea
         d.fabric,
         d.classification,
         ((lk.key, lk.status.value, lk.reasons, lk.repeat_offender) for lk in view.report.links),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FreeHosts:
+    """The hosts a job may get: ``hosts`` None means every compute host of the fabric; ``busy``
+    are hosts the scheduler holds, kept as candidates so that each is left out with its reason."""
+
+    hosts: tuple[str, ...] | None = None
+    busy: Mapping[str, str] = field(default_factory=dict)
+
+
+def free_from_file(path: str) -> FreeHosts:
+    """One host or host range a line (``#`` comments), read bounded; one-line errors."""
+    try:
+        text = read_input_bytes(path, "free host list", max_bytes=16 << 20).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--free {path}: not UTF-8 text (byte {exc.start})") from exc
+    return FreeHosts(tuple(parse_host_list(text, path)))
+
+
+def free_from_slurm(partition: str | None, reservation: str | None, node_map: str | None) -> FreeHosts:
+    """What Slurm could give now in ``partition``/``reservation``; its busy nodes with Slurm's reason."""
+    from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
+
+    found = hosts_for_jobs(connect(), partition, reservation, read_node_map(node_map))
+    return FreeHosts((*found.free, *found.busy), dict(found.busy))
+
+
+def place_hosts(
+    d: Discovery,
+    n: int,
+    free: FreeHosts,
+    *,
+    policy: str = "pack",
+    excluded: Sequence[str] = (),
+    exclude_unhealthy: bool = False,
+    health_hours: float = 24.0,
+    db: str | None = None,
+) -> Placement:
+    """``n`` hosts of ``free`` in ring order, packed or spread, leaving out the scheduler's busy
+    hosts, the ``excluded`` host ranges and (``exclude_unhealthy``) hosts whose cable is warn or worse."""
+    exclude: dict[str, str] = dict(free.busy)
+    for pattern in excluded:
+        exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
+    health = None
+    if exclude_unhealthy:
+        health = placement_health(d, db, health_hours)
+        exclude = {**unhealthy_hosts(health), **exclude}
+    return place(
+        d.fabric,
+        d.classification,
+        n,
+        free=list(free.hosts) if free.hosts is not None else None,
+        policy=policy,
+        exclude=exclude,
+        health=health,
     )

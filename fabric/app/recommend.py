@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.advise.candidates import LinkFinding, findings_from_report
+from fabric.advise.candidates import LinkFinding, findings_from_report, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
 from fabric.app.discover import Discovery, discover
@@ -103,6 +103,19 @@ def stored_findings(db: str | None) -> list[LinkFinding] | None:
     except StoreError:
         return None
     return findings_from_report(view.report)
+
+
+def health_findings(health_file: str | None, db: str | None) -> list[LinkFinding] | None:
+    """The findings advice rests on: a saved ``ibfab health --json`` file when given, else the
+    store's newest assessment; None when neither holds any."""
+    return read_health_file(health_file) if health_file else stored_findings(db)
+
+
+def safety_policy(
+    min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool
+) -> SafetyPolicy:
+    """The isolation safety rules an operator set on the command line or in the TUI."""
+    return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
 def live_source(lab: str | None, ssh: str | None, d: Discovery, saved: bool) -> Source | None:

@@ -6,13 +6,19 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fabric.core.timing import Timing
-from fabric.store import Run, Schedule, Store
+from fabric.store import Run, Schedule, Store, store_path
 from topology.errors import UsageError
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def schedules_store(db: str | None) -> Path:
+    """The store whose schedules the daemon runs (``--db``, else the user's default store)."""
+    return store_path(db)
 
 
 @dataclass(frozen=True, slots=True)

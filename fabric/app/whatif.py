@@ -4,12 +4,14 @@ degraded, AR on/off), routed by the fabric's forwarding tables when they can be 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fabric.advise.whatif import RouteFn, Scenario, WhatIf, what_if
+from fabric.advise.candidates import resolve_port
+from fabric.advise.whatif import RouteFn, Scenario, WhatIf, parse_share, what_if
 from fabric.app.discover import Discovery
 from probes.inventory import expand_hosts
+from topology.errors import UsageError
 from topology.routes import path, read_lft_dump
 
 
@@ -35,3 +37,31 @@ def run_whatif(
     """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None)."""
     host_list = expand_hosts(hosts, "--hosts") if hosts else None
     return what_if(d.fabric, d.classification, scenario(d), host_list, route_function(d, lab, lft))
+
+
+ScenarioFor = Callable[[Discovery], Scenario]
+
+
+def isolate_scenario(ports: Sequence[str]) -> ScenarioFor:
+    """``NODE:PORT``... isolated."""
+    return lambda d: Scenario(isolate=tuple(resolve_port(d.fabric, d.classification, p) for p in ports))
+
+
+def degrade_scenario(links: Sequence[str]) -> ScenarioFor:
+    """``NODE:PORT=SHARE``...: the cable on that port keeps SHARE of its rate (``50%`` or ``0.5``)."""
+
+    def build(d: Discovery) -> Scenario:
+        degrade = {}
+        for item in links:
+            port, sep, share = item.rpartition("=")
+            if not sep:
+                raise UsageError(f"{item!r}: expected NODE:PORT=SHARE, e.g. leaf-su01-r3:9=50%")
+            degrade[resolve_port(d.fabric, d.classification, port)] = parse_share(share)
+        return Scenario(degrade=degrade)
+
+    return build
+
+
+def ar_scenario(on: bool) -> ScenarioFor:
+    """Adaptive routing on or off on the fabric as it is."""
+    return lambda d: Scenario(ar=on)

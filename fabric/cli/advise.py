@@ -58,9 +58,9 @@ def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -
 
 
 def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
-    from fabric.advise.safety import SafetyPolicy
+    from fabric.app.recommend import safety_policy
 
-    return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
+    return safety_policy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
 # -- recommend ------------------------------------------------------------------------------------
@@ -97,14 +97,13 @@ def recommend_cmd(
     on a guess. The store (--db) gives the health findings and the open isolations, which count
     toward the cap; with no source its newest topology snapshot is the fabric.
     """
-    from fabric.advise.candidates import read_health_file
-    from fabric.app.recommend import live_source, recommend_fabric, stored_findings
+    from fabric.app.recommend import health_findings, live_source, recommend_fabric
 
     db = opts.get("db")
     lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
     saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
     d = discover_from(opts)
-    findings = read_health_file(health_file) if health_file else stored_findings(db)
+    findings = health_findings(health_file, db)
     if findings is None:
         findings = []
         click.echo(
@@ -200,12 +199,12 @@ def isolate_cmd(
         return
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
-    from fabric.advise.candidates import resolve_port
+    from fabric.app.isolate import resolve_ports
     from fabric.app.isolation_limits import IsolationRun, isolate_ports
     from fabric.present.advice import isolation_plan_text
 
     d = _discover(input_path, lab)
-    refs = [resolve_port(d.fabric, d.classification, p) for p in ports]
+    refs = resolve_ports(d, ports)
 
     def show(run: IsolationRun) -> None:
         if as_json and not do_apply:
@@ -306,17 +305,9 @@ def whatif_isolate(
     as_json: bool,
 ) -> None:
     """PORT... isolated (NODE:PORT)."""
-    from fabric.advise.candidates import resolve_port
-    from fabric.advise.whatif import Scenario
+    from fabric.app.whatif import isolate_scenario
 
-    _run_whatif(
-        input_path,
-        lab,
-        hosts,
-        lft,
-        as_json,
-        lambda d: Scenario(isolate=tuple(resolve_port(d.fabric, d.classification, p) for p in ports)),
-    )
+    _run_whatif(input_path, lab, hosts, lft, as_json, isolate_scenario(ports))
 
 
 @whatif_group.command("degrade")
@@ -331,19 +322,9 @@ def whatif_degrade(
     as_json: bool,
 ) -> None:
     """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
-    from fabric.advise.candidates import resolve_port
-    from fabric.advise.whatif import Scenario, parse_share
+    from fabric.app.whatif import degrade_scenario
 
-    def build(d: Any) -> Scenario:
-        degrade = {}
-        for item in links:
-            port, sep, share = item.rpartition("=")
-            if not sep:
-                raise UsageError(f"{item!r}: expected NODE:PORT=SHARE, e.g. leaf-su01-r3:9=50%")
-            degrade[resolve_port(d.fabric, d.classification, port)] = parse_share(share)
-        return Scenario(degrade=degrade)
-
-    _run_whatif(input_path, lab, hosts, lft, as_json, build)
+    _run_whatif(input_path, lab, hosts, lft, as_json, degrade_scenario(links))
 
 
 @whatif_group.command("ar")
@@ -353,6 +334,6 @@ def whatif_ar(
     state: str, input_path: str | None, lab: str | None, hosts: str | None, lft: str | None, as_json: bool
 ) -> None:
     """AR on or off on the fabric as it is."""
-    from fabric.advise.whatif import Scenario
+    from fabric.app.whatif import ar_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, lambda d: Scenario(ar=state == "on"))
+    _run_whatif(input_path, lab, hosts, lft, as_json, ar_scenario(state == "on"))

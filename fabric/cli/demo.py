@@ -12,8 +12,7 @@ import click
 )
 def demo_cmd(db: str | None, keep: bool) -> None:
     """Bring up a lab fabric with planted faults and show what ibfab finds."""
-    from fabric import lab
-    from fabric.app.demo import DEMO_LAB, run_demo
+    from fabric.app.demo import DEMO_LAB, run_demo, stop_demo_lab
     from fabric.present.demo import render_step
 
     failed = False
@@ -22,8 +21,8 @@ def demo_cmd(db: str | None, keep: bool) -> None:
             click.echo(f"\n== {step.title}\n{render_step(step)}")
             failed |= not step.ok
     finally:
-        if not keep and any(s.name == DEMO_LAB for s in lab.list_labs()):
-            lab.down(DEMO_LAB)
+        if not keep:
+            stop_demo_lab()
     if keep:
         click.echo(
             f"\nThe lab fabric {DEMO_LAB!r} is still running: try `ibfab discover --lab {DEMO_LAB}`; "

@@ -8,7 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
-from fabric.cli.advise import _confirm, _discover, _fabric_options, _policy, _policy_options
+from fabric.cli.advise import _confirm, _policy, _policy_options
+from fabric.cli.options import discover_from, source_options
 from topology.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,7 +32,6 @@ def _apply_options(fn: F) -> F:
                 "--apply", "do_apply", is_flag=True, help="Make the change (default: print the plan only)."
             ),
             click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts)."),
-            click.option("--db", metavar="PATH", help="Store path for the audit log."),
             click.option("--json", "as_json", is_flag=True, help="Print the plan / result as JSON."),
         )
     ):
@@ -43,9 +43,9 @@ def _drain(
     requests: Any, node_map: str | None, do_apply: bool, yes: bool, db: str | None, as_json: bool
 ) -> None:
     from fabric.app import drain as drains
+    from fabric.app.isolate import audit_store
     from fabric.app.slurm import connect, read_node_map
     from fabric.present.slurm import render_drain_plan
-    from fabric.store import Store
 
     if not requests:
         click.echo("no drain to make", err=True)
@@ -63,15 +63,14 @@ def _drain(
         click.echo("nothing to drain")
         return
     _confirm(yes, f"drain {len(plan.to_apply)} node(s) in Slurm?")
-    with Store.open(db) as store:
+    with audit_store(db) as store:
         done = drains.apply_drains(plan, store, slurm)
     for d in done:
         click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
 
 
 @drain_group.command("recommended")
-@_fabric_options
-@click.option("--ssh", metavar="HOST", help="Discover on a management host over SSH.")
+@source_options
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
     "--min-status",
@@ -83,9 +82,6 @@ def _drain(
 @_policy_options
 @_apply_options
 def recommended_cmd(
-    input_path: str | None,
-    lab: str | None,
-    ssh: str | None,
     health_file: str | None,
     min_status: str,
     min_uplink_share: float,
@@ -94,16 +90,19 @@ def recommended_cmd(
     node_map: str | None,
     do_apply: bool,
     yes: bool,
-    db: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
-    """Drain the nodes 'ibfab recommend' says to drain (hosts whose only cable is bad)."""
-    from fabric.advise.candidates import read_health_file
-    from fabric.app.drain import requests_from_actions
-    from fabric.app.recommend import recommend_fabric, stored_findings
+    """Drain the nodes 'ibfab recommend' says to drain (hosts whose only cable is bad).
 
-    d = _discover(input_path, lab, ssh)
-    findings = read_health_file(health_file) if health_file else stored_findings(db)
+    The store (--db) gives the health findings and keeps the audit log; with no source its newest
+    topology snapshot is the fabric."""
+    from fabric.app.drain import requests_from_actions
+    from fabric.app.recommend import health_findings, recommend_fabric
+
+    db = opts.get("db")
+    d = discover_from(opts)
+    findings = health_findings(health_file, db)
     if findings is None:
         raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
     # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
@@ -123,6 +122,7 @@ def recommended_cmd(
 @click.argument("hosts", nargs=-1, required=True)
 @click.option("--reason", required=True, help="The finding behind the drain (Slurm shows 'ibfab: REASON').")
 @_apply_options
+@click.option("--db", metavar="PATH", help="Store path for the audit log.")
 def nodes_cmd(
     hosts: tuple[str, ...],
     reason: str,
@@ -133,11 +133,9 @@ def nodes_cmd(
     as_json: bool,
 ) -> None:
     """Drain HOST... (fabric host names or host ranges) for REASON."""
-    from fabric.app.drain import DrainRequest
-    from probes.inventory import expand_hosts
+    from fabric.app.drain import requests_for_hosts
 
-    names = [h for spec in hosts for h in expand_hosts(spec, "HOST")]
-    _drain([DrainRequest(h, reason) for h in dict.fromkeys(names)], node_map, do_apply, yes, db, as_json)
+    _drain(requests_for_hosts(hosts, reason), node_map, do_apply, yes, db, as_json)
 
 
 @drain_group.command("list")
@@ -146,12 +144,12 @@ def nodes_cmd(
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Drains ibfab made that are not resumed yet, beside what Slurm reports (sinfo -R)."""
     from fabric.app.drain import open_drains
+    from fabric.app.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_drains
-    from fabric.store import Store
 
     slurm = connect()
-    with Store.open(db) as store:
+    with audit_store(db) as store:
         audited = open_drains(store)
     now = slurm.drains()
     if as_json:
@@ -189,12 +187,12 @@ def undo_cmd(
 ) -> None:
     """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
     from fabric.app import drain as drains
+    from fabric.app.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_resume_plan
-    from fabric.store import Store
 
     slurm = connect()
-    with Store.open(db) as store:
+    with audit_store(db) as store:
         plan = drains.plan_resume(store, audit_id, slurm, window_seconds=retest_window * 60)
         if as_json and not do_apply:
             click.echo(json.dumps(plan.to_dict(), indent=1))

@@ -7,8 +7,6 @@ from typing import Any
 
 import click
 
-from topology.errors import UsageError
-
 _NAME = click.option(
     "--name", default="default", show_default=True, help="Lab name (one directory per name)."
 )
@@ -16,13 +14,6 @@ _NAME = click.option(
 
 def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
-
-
-def _node_port(text: str) -> tuple[str, int]:
-    node, sep, port = text.rpartition(":")
-    if not sep or not node or not port.isdigit():
-        raise UsageError(f"{text!r}: expected NODE:PORT, e.g. leaf-su01-r0:5 or 'dgx-0001 mlx5_0:1'")
-    return node, int(port)
 
 
 @click.group("lab")
@@ -39,10 +30,9 @@ def lab() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def up_cmd(spec: str | None, faults: tuple[str, ...], name: str, as_json: bool) -> None:
     """Generate a fabric, start ibsim and OpenSM, and wait for SUBNET UP."""
-    from fabric import lab as labmod
-    from topology.generate import DEFAULT_PRESET
+    from fabric.app import labs
 
-    state = labmod.up(spec or DEFAULT_PRESET, faults, name)
+    state = labs.up(spec, faults, name)
     if as_json:
         _echo_json(state.to_dict())
         return
@@ -64,9 +54,9 @@ def _echo_env(data: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def status_cmd(name: str, all_labs: bool, as_json: bool) -> None:
     """Show whether the lab's ibsim and OpenSM are running, and how to reach them."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    states = labmod.list_labs() if all_labs else [labmod.status(name)]
+    states = labs.list_labs() if all_labs else [labs.status(name)]
     if as_json:
         _echo_json([s.to_dict() for s in states] if all_labs else states[0].to_dict())
         return
@@ -86,11 +76,14 @@ def status_cmd(name: str, all_labs: bool, as_json: bool) -> None:
 @click.option("--all", "all_labs", is_flag=True, help="Stop every lab under the lab directory.")
 def down_cmd(name: str, all_labs: bool) -> None:
     """Stop the lab's OpenSM and ibsim (only the recorded PIDs) and clean up."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    names = [s.name for s in labmod.list_labs()] if all_labs else [name]
+    if all_labs:
+        names = labs.down_all()
+    else:
+        labs.down(name)
+        names = [name]
     for n in names:
-        labmod.down(n)
         click.echo(f"lab {n} down")
 
 
@@ -107,10 +100,9 @@ def inject(ctx: click.Context, name: str) -> None:
 @click.pass_obj
 def link_down_cmd(name: str, node_port: str) -> None:
     """Unplug the cable on NODE:PORT (OpenSM sees a trap and resweeps)."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    node, port = _node_port(node_port)
-    _print_reply(labmod.link_down(name, node, port), f"{node}[{port}] unlinked")
+    _print_reply(labs.link_down(name, node_port), f"{node_port} unlinked")
 
 
 @inject.command("link-up")
@@ -118,10 +110,9 @@ def link_down_cmd(name: str, node_port: str) -> None:
 @click.pass_obj
 def link_up_cmd(name: str, node_port: str) -> None:
     """Plug back the cable of NODE:PORT that link-down removed."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    node, port = _node_port(node_port)
-    _print_reply(labmod.link_up(name, node, port), f"{node}[{port}] relinked")
+    _print_reply(labs.link_up(name, node_port), f"{node_port} relinked")
 
 
 @inject.command("counter")
@@ -130,13 +121,9 @@ def link_up_cmd(name: str, node_port: str) -> None:
 @click.pass_obj
 def counter_cmd(name: str, node_port: str, assignment: str) -> None:
     """Set a port counter: NODE:PORT FIELD=VALUE (e.g. SymbolErrorCounter=120)."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    node, port = _node_port(node_port)
-    field, sep, value = assignment.partition("=")
-    if not sep or not value.isdigit():
-        raise UsageError(f"{assignment!r}: expected FIELD=VALUE, e.g. SymbolErrorCounter=120")
-    _print_reply(labmod.set_counter(name, node, port, field, int(value)), "")
+    _print_reply(labs.set_counter(name, node_port, assignment), "")
 
 
 @inject.command("error-rate")
@@ -148,10 +135,9 @@ def counter_cmd(name: str, node_port: str, assignment: str) -> None:
 @click.pass_obj
 def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> None:
     """Drop RATE % of the MADs arriving at NODE[:PORT] (all its ports without :PORT); 0 stops it."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    node_id, port = _node_port(node) if node.rpartition(":")[2].isdigit() else (node, None)
-    labmod.set_error_rate(name, node_id, rate, port, attribute)
+    labs.set_error_rate(name, node, rate, attribute)
     click.echo(f"error rate {rate}% on {node}")
 
 
@@ -160,9 +146,9 @@ def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> No
 @click.argument("command", nargs=-1, required=True)
 def console_cmd(name: str, command: tuple[str, ...]) -> None:
     """Send one command to the simulator console and print its reply (e.g. Dump "leaf-su01-r0")."""
-    from fabric import lab as labmod
+    from fabric.app import labs
 
-    reply = labmod.console(name, " ".join(command))
+    reply = labs.console(name, " ".join(command))
     if reply:
         click.echo(reply)
 

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from fabric.cli.options import discover_from, source_options
+from topology.errors import UsageError
 
 
 @click.command("place")
@@ -57,13 +58,8 @@ def place_cmd(
 
     Prints the hosts on stdout (hostfile, Slurm nodelist or JSON) and the cost and the hosts left
     out on stderr."""
-    import json
-
-    from fabric.exports.hostfile import hostfile
-    from fabric.exports.tree import fold
-    from fabric.placement import parse_host_list, place, unhealthy_hosts
-    from probes.inventory import expand_hosts
-    from topology.errors import UsageError
+    from fabric.app.place import FreeHosts, free_from_file, free_from_slurm, place_hosts
+    from fabric.present.placement import placement_hosts, placement_summary
 
     if free_slurm and partition and free_slurm != partition:
         raise UsageError("--free-slurm is --partition: give one of them")
@@ -71,51 +67,23 @@ def place_cmd(
     use_slurm = use_slurm or bool(partition or reservation or node_map)
     if free_file and use_slurm:
         raise UsageError("choose one of --free FILE and Slurm (--slurm, --partition, --free-slurm)")
-    free = None
-    slurm_busy: dict[str, str] = {}
     if free_file:
-        from topology.errors import InputError
-        from topology.textfile import read_input_bytes
-
-        try:
-            text = read_input_bytes(free_file, "free host list", max_bytes=16 << 20).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"--free {free_file}: not UTF-8 text (byte {exc.start})") from exc
-        free = parse_host_list(text, free_file)
+        free = free_from_file(free_file)
     elif use_slurm:
-        from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
-
-        found = hosts_for_jobs(connect(), partition, reservation, read_node_map(node_map))
-        # Slurm's busy nodes stay candidates so that each is left out with Slurm's reason.
-        free, slurm_busy = [*found.free, *found.busy], dict(found.busy)
-    exclude: dict[str, str] = dict(slurm_busy)
-    for pattern in excluded:
-        exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
-    d = discover_from(opts, db)
-    health = None
-    if exclude_unhealthy:
-        from fabric.app.place import placement_health
-
-        health = placement_health(d, db, health_hours)
-        exclude = {**unhealthy_hosts(health), **exclude}
-    p = place(d.fabric, d.classification, n, free=free, policy=policy, exclude=exclude, health=health)
-    if fmt == "json":
-        click.echo(json.dumps(p.to_dict(), indent=1))
-    elif fmt == "slurm":
-        click.echo(fold(p.hosts))
+        free = free_from_slurm(partition, reservation, node_map)
     else:
-        click.echo(hostfile(p.hosts, "openmpi", slots), nl=False)
-    c = p.cost
-    click.echo(
-        f"placed {len(p.hosts)} hosts ({policy}): {c.units} units (min {c.units_min}), "
-        f"{c.leaves} leaves (min {c.leaves_min}), {c.crossings} spine crossings in the ring "
-        f"(min {c.crossings_min}); units {','.join(p.units)}",
-        err=True,
+        free = FreeHosts()
+    d = discover_from(opts, db)
+    p = place_hosts(
+        d,
+        n,
+        free,
+        policy=policy,
+        excluded=excluded,
+        exclude_unhealthy=exclude_unhealthy,
+        health_hours=health_hours,
+        db=db,
     )
-    if c.worst_link is not None:
-        click.echo(f"worst link on the paths: {c.worst_link} {'; '.join(c.worst_links)}".rstrip(), err=True)
-    by_reason: dict[str, list[str]] = {}
-    for lo in p.left_out:
-        by_reason.setdefault(lo.reason, []).append(lo.name)
-    for reason, hosts in by_reason.items():
-        click.echo(f"left out ({len(hosts)}) {reason}: {fold(hosts)}", err=True)
+    click.echo(placement_hosts(p, fmt, slots), nl=False)
+    for line in placement_summary(p):
+        click.echo(line, err=True)

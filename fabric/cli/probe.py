@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from fabric.cli.options import host_key_options
 from topology.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.nccl import NcclReport
 
 
 @click.group("probe")
@@ -113,9 +117,8 @@ def nccl_cmd(
     Exits 4 with the failure in one line when a run failed (the run is still stored)."""
     from fabric.app import nccl as ncclsvc
     from fabric.app.source import SshOptions
-    from probes.nccl import NcclTestOptions
 
-    opts = NcclTestOptions(
+    opts = ncclsvc.test_options(
         binary,
         min_bytes=min_bytes,
         max_bytes=max_bytes,
@@ -167,65 +170,14 @@ def nccl_cmd(
     _show(report, as_json)
 
 
-def _show(report: object, as_json: bool) -> None:
-    from fabric.app import nccl as ncclsvc
+def _show(report: NcclReport, as_json: bool) -> None:
+    from fabric.app.nccl import report_failure, report_to_dict
+    from fabric.present.nccl import render_nccl
 
-    assert isinstance(report, ncclsvc.NcclReport)
     if as_json:
-        click.echo(json.dumps(ncclsvc.report_to_dict(report), indent=1))
+        click.echo(json.dumps(report_to_dict(report), indent=1))
     else:
-        click.echo(render(report))
-    failed = [r for r in report.runs if not r.ok]
-    if failed:
-        from probes.nccl_run import UNPARSABLE
-        from topology.errors import CommandFailed, ParseError
-
-        first = failed[0]
-        where = report.head if report.head.startswith("slurm job ") else f"ssh {report.head}"
-        if first.exit_code == 0 and (first.error or "").startswith(UNPARSABLE):
-            raise ParseError("nccl-tests", where, 0, "", first.error or UNPARSABLE)
-        raise CommandFailed(first.job.argv, first.exit_code, first.error or "", where)
-
-
-def render(report: object) -> str:
-    from fabric.app.nccl import NcclReport
-    from fabric.present.table import table
-    from probes.nccl_run import expectation
-
-    assert isinstance(report, NcclReport)
-    lines = [
-        f"nccl sweep {report.sweep_id}: {report.plan.binary} on {report.hosts} "
-        f"({report.plan.launcher} via {report.head}), {len(report.runs)} run(s)"
-    ]
-    if report.line_rate_gbps is not None:
-        low, high, floor = expectation(report.line_rate_gbps)
-        lines.append(
-            f"expected at {report.line_rate_gbps:g} Gb/s ({report.line_rate_from}): {low:g}-{high:g} GB/s busbw per NIC;"
-            f" below expectation under {floor:g} GB/s"
-        )
-    else:
-        lines.append(
-            "no line rate known (give --line-rate or store a topology): no comparison with expectations"
-        )
-    for r in report.runs:
-        lines.append(f"== {r.job.label}: {'ok' if r.ok else 'FAILED'} ({r.seconds:.1f} s)")
-        res = r.result
-        if res is not None and res.rows:
-            rows = [
-                (row.size, f"{row.out_of_place.busbw:.2f}", f"{row.in_place.busbw:.2f}") for row in res.rows
-            ]
-            lines.append(table(("SIZE", "BUSBW OOP GB/s", "BUSBW IP GB/s"), rows))
-        if res is not None and res.avg_busbw is not None:
-            per_nic = r.busbw_per_nic
-            nic = "" if per_nic is None or r.job.nics_per_node == 1 else f", {per_nic:.2f} GB/s per NIC"
-            lines.append(f"avg busbw {res.avg_busbw:.2f} GB/s{nic}")
-        if res is not None and res.out_of_bounds is not None:
-            lines.append(f"out of bounds values: {res.out_of_bounds}")
-        for w in [] if res is None else res.warns[:5]:
-            lines.append(f"WARN {w.host}: {w.message}")
-        if r.error:
-            lines.append(f"error: {r.error}")
-        verdict = report.verdict(r)
-        if verdict is not None:
-            lines.append(f"verdict: {verdict}")
-    return "\n".join(lines)
+        click.echo(render_nccl(report))
+    failure = report_failure(report)
+    if failure is not None:
+        raise failure

@@ -156,14 +156,14 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
     import signal
 
+    from fabric.app.schedules import schedules_store
     from fabric.serve.daemon import Daemon, RunReport
-    from fabric.store import store_path
 
     def report(r: RunReport) -> None:
         click.echo(r.line())
 
     daemon = Daemon(
-        store_path(db),
+        schedules_store(db),
         workers=workers,
         grace_seconds=grace,
         on_report=report,

@@ -151,3 +151,18 @@ def test_unparsable_nccl_output_is_said_to_be_unparsable(sshd_server: Sshd, tmp_
     assert res.stderr.count("\n") == 1 and "output not understood" in res.stderr
     assert "mpirun on" not in res.stderr and "failed (exit" not in res.stderr
     assert len(res.stderr) <= MAX_ERROR_CHARS + 20 and res.stdout.count("x" * 300) == 0
+
+
+# -- lab inject: the port and counter are read before the lab is asked -----------------------------
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["link-down", "leaf-su01-r0"], "expected NODE:PORT"),
+        (["link-up", "leaf-su01-r0:x"], "expected NODE:PORT"),
+        (["counter", "leaf-su01-r0:5", "SymbolErrorCounter"], "expected FIELD=VALUE"),
+        (["counter", "leaf-su01-r0:5", "SymbolErrorCounter=-1"], "expected FIELD=VALUE"),
+        (["counter", ":5", "SymbolErrorCounter=1"], "expected NODE:PORT"),
+    ],
+)
+def test_lab_inject_bad_port_or_counter(args: list[str], needle: str) -> None:
+    assert needle in one_line(["lab", "inject", "--name", "no-such-lab", *args], 2)

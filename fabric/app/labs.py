@@ -1,0 +1,79 @@
+"""``ibfab lab``: bring lab fabrics (ibsim + the real OpenSM) up and down and change them while
+they run: unplug and replug cables, set counters, drop MADs, talk to the simulator console.
+
+Parses the operator's ``NODE:PORT`` and ``FIELD=VALUE`` here, so that every front end gets the
+same one-line errors; the lab itself lives in :mod:`fabric.lab`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fabric import lab
+from fabric.lab import LabState
+from topology.errors import UsageError
+from topology.generate import DEFAULT_PRESET
+
+
+def node_port(text: str) -> tuple[str, int]:
+    """``NODE:PORT`` (the node may hold spaces: ``dgx-0001 mlx5_0:1``) -> (node, port)."""
+    node, sep, port = text.rpartition(":")
+    if not sep or not node or not port.isdigit():
+        raise UsageError(f"{text!r}: expected NODE:PORT, e.g. leaf-su01-r0:5 or 'dgx-0001 mlx5_0:1'")
+    return node, int(port)
+
+
+def up(spec: str | None, faults: Sequence[str], name: str) -> LabState:
+    """Generate the fabric ``spec`` (the default preset when None) with ``faults`` planted, start
+    ibsim and OpenSM, and wait for SUBNET UP."""
+    return lab.up(spec or DEFAULT_PRESET, faults, name)
+
+
+def status(name: str) -> LabState:
+    return lab.status(name)
+
+
+def list_labs() -> list[LabState]:
+    return lab.list_labs()
+
+
+def down(name: str) -> LabState:
+    """Stop the lab's OpenSM and ibsim (only the recorded PIDs) and clean up."""
+    return lab.down(name)
+
+
+def down_all() -> list[str]:
+    """Stop every lab under the lab directory; the names stopped."""
+    names = [s.name for s in lab.list_labs()]
+    for n in names:
+        lab.down(n)
+    return names
+
+
+def link_down(name: str, port: str) -> str:
+    """Unplug the cable on ``NODE:PORT``; the simulator's reply."""
+    return lab.link_down(name, *node_port(port))
+
+
+def link_up(name: str, port: str) -> str:
+    """Plug back the cable of ``NODE:PORT`` that :func:`link_down` removed; the simulator's reply."""
+    return lab.link_up(name, *node_port(port))
+
+
+def set_counter(name: str, port: str, assignment: str) -> str:
+    """Set a port counter: ``NODE:PORT`` and ``FIELD=VALUE`` (e.g. ``SymbolErrorCounter=120``)."""
+    node, number = node_port(port)
+    field, sep, value = assignment.partition("=")
+    if not sep or not value.isdigit():
+        raise UsageError(f"{assignment!r}: expected FIELD=VALUE, e.g. SymbolErrorCounter=120")
+    return lab.set_counter(name, node, number, field, int(value))
+
+
+def set_error_rate(name: str, node: str, rate: int, attribute: int | None = None) -> None:
+    """Drop ``rate`` % of the MADs arriving at ``NODE[:PORT]`` (every port without ``:PORT``)."""
+    node_id, port = node_port(node) if node.rpartition(":")[2].isdigit() else (node, None)
+    lab.set_error_rate(name, node_id, rate, port, attribute)
+
+
+def console(name: str, command: str) -> str:
+    """One command to the simulator console; its reply."""
+    return lab.console(name, command)
