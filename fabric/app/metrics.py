@@ -20,13 +20,14 @@ from fabric.exports.prometheus import (
     ScheduleRun,
     SweepSuspects,
     collection_interval,
+    exporter_families,
     link_families,
     port_families,
     render,
     sweep_families,
     switch_families,
 )
-from fabric.store import Store
+from fabric.store import Store, store_path
 from fabric.store.records import CounterSnapshotInfo
 from topology.errors import StoreError
 
@@ -55,6 +56,21 @@ class ExporterView:
     def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, ...] | None) -> Self:
         text = render(families)
         return cls(text, status, key, gzip.compress(text, 6) if text else b"")
+
+
+def served_store(db_path: str | Path | None) -> Path:
+    """The store an exporter serves: the given path, else the user's default store."""
+    return store_path(db_path)
+
+
+def unread_view() -> ExporterView:
+    """What scrapes get before the store was first read: no data, a ``store_error`` saying so."""
+    return ExporterView(b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet"))
+
+
+def exporter_page(status: ExporterStatus, seconds: float) -> bytes:
+    """The exporter's own families for one scrape (its status, and ``seconds`` spent on the scrape)."""
+    return render(exporter_families(status, seconds))
 
 
 def read_view(

@@ -1,6 +1,6 @@
 """``ibfab exporter``: the store's latest port counters and link health, served to Prometheus.
 
->>> serve("127.0.0.1:9315", default_db_path(), refresh_s=30, window_s=7200)   # doctest: +SKIP
+>>> serve("127.0.0.1:9315", Path("ibfab.db"), refresh_s=30, window_s=7200)   # doctest: +SKIP
 
 What is served, names and labels, is documented in :mod:`fabric.exports.prometheus`.
 
@@ -44,10 +44,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric.app.metrics import DEFAULT_WINDOW_S, ExporterView, failed_view, read_view
-from fabric.exports.prometheus import ExporterStatus, exporter_families, render
+from fabric.app.metrics import (
+    DEFAULT_WINDOW_S,
+    ExporterView,
+    exporter_page,
+    failed_view,
+    read_view,
+    served_store,
+    unread_view,
+)
 from fabric.serve.http import HttpServer, Limits, Request, Response
-from fabric.store import default_db_path
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
@@ -93,9 +99,7 @@ class Exporter:
         self.window_s = window_s
         self.log = log
         self.thresholds = thresholds
-        self.view = ExporterView(
-            b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet")
-        )
+        self.view = unread_view()
         self._refreshed = False
 
     def refresh(self) -> ExporterView:
@@ -122,7 +126,7 @@ class Exporter:
         """
         started = time.perf_counter()
         view = self.view
-        own = render(exporter_families(view.status, time.perf_counter() - started))
+        own = exporter_page(view.status, time.perf_counter() - started)
         if compressed:
             return view.gzipped, gzip.compress(own, 6)
         return view.text, own
@@ -169,7 +173,7 @@ def serve(
     bound connections, time and request size (:class:`fabric.serve.http.Limits`).
     """
     host, port = parse_listen(listen)
-    exporter = Exporter(db_path if db_path is not None else default_db_path(), window_s, log, thresholds)
+    exporter = Exporter(served_store(db_path), window_s, log, thresholds)
     server = HttpServer.bind(host, port, exporter.respond, limits, log)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None
