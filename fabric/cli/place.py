@@ -74,13 +74,9 @@ def place_cmd(
     free = None
     slurm_busy: dict[str, str] = {}
     if free_file:
-        from topology.errors import InputError
-        from topology.textfile import read_input_bytes
+        from topology.textfile import read_input_text
 
-        try:
-            text = read_input_bytes(free_file, "free host list", max_bytes=16 << 20).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"--free {free_file}: not UTF-8 text (byte {exc.start})") from exc
+        text = read_input_text(free_file, "free host list", max_bytes=16 << 20, strict=True)
         free = parse_host_list(text, free_file)
     elif use_slurm:
         from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
