@@ -138,7 +138,9 @@ def parse_perfquery(
         try:
             number = to_int(value)
         except ValueError:
-            fail("perfquery", source, lineno, raw, f"{key} has no numeric value", problems)
+            # Lenient (problems given): that counter of that port is unknown, the rest is kept.
+            where = f"LID {current.lid} port {current.port}: " if current is not None else ""
+            fail("perfquery", source, lineno, raw, f"{where}{key} has no numeric value: unknown", problems)
             continue
         if current is None:
             if port is None:
