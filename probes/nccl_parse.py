@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from topology.errors import ParseError
+from topology.textfile import read_input_text
 
 # libibverbs enum ibv_wc_status, for NET/IB completion errors.
 WC_STATUS = (
@@ -427,6 +428,5 @@ def parse_nccl_tests(
 
 
 def read_nccl_tests(path: str, binary: str | None = None) -> NcclTestResult:
-    """Parse a saved nccl-tests output file."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_nccl_tests(handle.read(), path, binary)
+    """Parse a saved nccl-tests output file (bounded, see :mod:`topology.textfile`)."""
+    return parse_nccl_tests(read_input_text(path, "nccl-tests"), path, binary)

@@ -9,6 +9,7 @@ Pure functions of text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # Possessive and atomic: each pattern reads a line once (a plain "(\S+) tables" retried from every
 # character of a long word, "(.*?)\s*$" from every space of a long run: quadratic in the line).
@@ -23,16 +24,19 @@ def parse_sminfo(text: str) -> tuple[int, str, str] | None:
     return (int(m.group(1)), m.group(2).lower(), m.group(3)) if m else None
 
 
-def parse_opensm_log(text: str) -> tuple[str | None, str | None]:
-    """(version, engine used last) from an OpenSM log; None where the log does not say."""
-    versions = _OSM_VERSION.findall(text)
-    engine = None
-    for line in text.splitlines():
+def parse_opensm_log(text: str | Iterable[str]) -> tuple[str | None, str | None]:
+    """(version, engine used last) from an OpenSM log (its text, or its lines one at a time: a log
+    of gigabytes is read as a stream); None where the log does not say."""
+    version = engine = None
+    for line in text.splitlines() if isinstance(text, str) else text:
+        m = _OSM_VERSION.search(line)
+        if m:
+            version = m.group(1).strip()
         at = line.rfind(_ENGINE_USED)
         before = line[:at].split() if at > 0 and not line[at - 1].isspace() else []
         if before:
             engine = before[-1]
-    return (versions[-1].strip() if versions else None, engine)
+    return version, engine
 
 
 def parse_opensm_conf(text: str) -> dict[str, str]:

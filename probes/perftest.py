@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from topology.errors import ParseError, UsageError
+from topology.textfile import read_input_text
 
 BANDWIDTH_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 LATENCY_TOOLS = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
@@ -517,6 +518,5 @@ def parse_perftest(
 
 
 def read_perftest(path: str, tool: str | None = None) -> PerftestResult:
-    """Parse a saved perftest output file."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_perftest(handle.read(), path, tool)
+    """Parse a saved perftest output file (bounded, see :mod:`topology.textfile`)."""
+    return parse_perftest(read_input_text(path, tool or "perftest"), path, tool)

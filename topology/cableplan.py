@@ -32,6 +32,7 @@ from pathlib import Path
 
 from topology.errors import ParseError
 from topology.model import LANE_GBPS, SPEED_RANK
+from topology.textfile import InputFileError, decode_input, read_input_bytes
 
 TOOL = "cable plan"
 REQUIRED = ("startdevice", "startport", "enddevice", "endport")
@@ -345,16 +346,14 @@ def _end_of(cable: PlannedCable, key: EndKey) -> PlanEnd:
 
 def read_cable_plan(path: str | Path) -> CablePlan:
     """Read a plan file (UTF-8, or Latin-1 as spreadsheets on Windows save it)."""
-    p = Path(path)
+    data = read_input_bytes(path, TOOL)
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise PlanParseError(str(p), 0, "", exc.strerror or str(exc)) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+        text = decode_input(data, str(path), TOOL, strict=True)
+    except InputFileError:
+        if b"\0" in data:
+            raise  # binary, not a spreadsheet's Latin-1
         text = data.decode("latin-1")
-    return parse_cable_plan(text, str(p))
+    return parse_cable_plan(text, str(path))
 
 
 # -- writing ---------------------------------------------------------------------------------------

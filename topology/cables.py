@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 from topology.errors import ParseError
 from topology.model import Guid, PortRef, normalise_guid
+from topology.textfile import read_input_text
 
 TOOL = "ibdiagnet cables"
 _HEADER = re.compile(
@@ -160,9 +161,4 @@ def by_node(
 
 
 def read_cables(path: str | Path) -> Mapping[PortRef, CableInfo]:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
-    return parse_cables(text, str(p))
+    return parse_cables(read_input_text(path, TOOL), str(path))

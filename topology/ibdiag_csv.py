@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 from topology.errors import ParseError
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+from topology.textfile import read_input_text
 
 TOOL = "ibdiagnet db_csv"
 _KIND = {"1": NodeKind.HCA, "2": NodeKind.SWITCH, "3": NodeKind.ROUTER}
@@ -47,34 +48,51 @@ class Section:
         return self.first_line + 1 + index
 
 
-def db_csv_sections(text: str, source: str = "<db_csv>") -> dict[str, Section]:
-    """Every ``START_X``..``END_X`` table of ``text``. A table cut off before its END line is a
-    :class:`ParseError` naming where it started."""
-    lines = text.splitlines()
+def db_csv_sections(
+    text: str, source: str = "<db_csv>", wanted: Collection[str] | None = None
+) -> dict[str, Section]:
+    """The ``START_X``..``END_X`` tables of ``text`` (only those ``wanted``, when given: a run of
+    50,000 ports has a dozen tables of a row a port, and a reader needs two or three of them). A
+    table cut off before its END line, wanted or not, is a :class:`ParseError` naming where it
+    started. The text is walked a line at a time, never split whole into a list."""
     out: dict[str, Section] = {}
     name: str | None = None
+    keep = False
     start = 0
     body: list[str] = []
-    for lineno, raw in enumerate(lines, 1):
+    for lineno, raw in enumerate(_lines(text), 1):
         line = raw.strip()
         if name is None:
             if line.startswith("START_"):
                 name, start, body = line[6:], lineno + 1, []
+                keep = wanted is None or name in wanted
             continue
         if line == f"END_{name}":
-            out[name] = _section(name, start, body)
+            if keep:
+                out[name] = _section(name, start, body)
             name = None
         elif line.startswith("START_"):
             raise ParseError(
                 TOOL, source, lineno, raw, f"section {name} (line {start - 1}) has no END_{name}"
             )
-        else:
+        elif keep:
             body.append(raw)
     if name is not None:
         raise ParseError(
             TOOL, source, start - 1, f"START_{name}", f"section {name} has no END_{name}: truncated"
         )
     return out
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (CR LF or LF), without a list of them all."""
+    at, end = 0, len(text)
+    while at < end:
+        nl = text.find("\n", at)
+        if nl < 0:
+            nl = end
+        yield text[at : nl - 1 if nl > at and text[nl - 1] == "\r" else nl]
+        at = nl + 1
 
 
 def _section(name: str, start: int, body: list[str]) -> Section:
@@ -147,7 +165,7 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     (``origin``; ibdiagnet does not say which HCA port it used), and port labels (``1/1/1``),
     which the model does not keep from either tool.
     """
-    sections = db_csv_sections(text, source)
+    sections = db_csv_sections(text, source, ("NODES", "PORTS", "LINKS"))
     nodes_s, ports_s, links_s = (_need(sections, n, source) for n in ("NODES", "PORTS", "LINKS"))
     ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
     for i, row in enumerate(ports_s.rows):
@@ -228,12 +246,8 @@ def _slower(a: str, b: str) -> str:
 
 
 def read_db_csv(path: str | Path) -> str:
-    """The text of a db_csv file (a ParseError naming it when it cannot be read)."""
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
+    """The text of a db_csv file, bounded (a ParseError naming it when it cannot be read)."""
+    return read_input_text(path, TOOL)
 
 
 def read_db_csv_fabric(path: str | Path) -> Fabric:
@@ -243,7 +257,7 @@ def read_db_csv_fabric(path: str | Path) -> Fabric:
 def node_of_port_guid(text: str, source: str = "<db_csv>") -> dict[Guid, Guid]:
     """Port GUID -> node GUID from PORTS (ibdiagnet2.cables names HCA ports by port GUID)."""
     out: dict[Guid, Guid] = {}
-    section = db_csv_sections(text, source).get("PORTS")
+    section = db_csv_sections(text, source, ("PORTS",)).get("PORTS")
     for row in section.rows if section else ():
         try:
             out[normalise_guid(row.get("PortGuid", ""))] = normalise_guid(row.get("NodeGuid", ""))
@@ -265,7 +279,7 @@ def run_time(text: str, source: str = "<db_csv>") -> float | None:
     >>> run_time("START_RUN_INFO\\nDate\\n2025-03-31 23:43:18 UTC +0000\\nEND_RUN_INFO\\n")
     1743464598.0
     """
-    section = db_csv_sections(text, source).get("RUN_INFO")
+    section = db_csv_sections(text, source, ("RUN_INFO",)).get("RUN_INFO")
     date = section.rows[0].get("Date", "") if section and section.rows else ""
     m = _RUN_DATE.match(date.strip())
     if m is None:

@@ -159,7 +159,7 @@ def _sms(section: Section | None) -> tuple[SmPort, ...]:
 
 
 def parse_db_csv_state(text: str, source: str = "<db_csv>") -> IbdiagState:
-    sections = db_csv_sections(text, source)
+    sections = db_csv_sections(text, source, ("AR_INFO", "FEC_MODE", "TEMP_SENSING", "SM_INFO"))
     return IbdiagState(
         MappingProxyType(_ar(sections.get("AR_INFO"))),
         MappingProxyType(_fec(sections.get("FEC_MODE"))),

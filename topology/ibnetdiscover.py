@@ -37,6 +37,7 @@ from topology.model import (
     UnconnectedPort,
     normalise_guid,
 )
+from topology.textfile import read_input_text
 
 TOOL = "ibnetdiscover"
 
@@ -479,28 +480,10 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
 
 
 def read_ibnetdiscover(path: str | Path) -> Fabric:
-    """Parse a saved ibnetdiscover file (any line endings)."""
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            bom = fh.read(2)
-        # Text mode decodes in chunks (a 10 MB capture is not held twice); newline="" keeps
-        # the line ends as saved (see decode_capture).
-        encoding = "utf-16" if bom in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
-        with open(p, encoding=encoding, errors="replace", newline="") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise ParseError(TOOL, str(p), 0, "", exc.strerror or str(exc)) from exc
-    return parse_ibnetdiscover_text(text, str(p))
-
-
-def decode_capture(data: bytes) -> str:
-    """The text of a saved capture, line ends as saved: reading in text mode would turn a
-    terminal log's CR CR LF into two line ends, a blank line inside a record. UTF-16 (a
-    PowerShell redirect) and a UTF-8 byte order mark are recognised; bad bytes become U+FFFD."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16", errors="replace")
-    return data.decode("utf-8-sig", errors="replace")
+    """Parse a saved ibnetdiscover file (bounded; UTF-16 or UTF-8, line ends as saved: reading in
+    text mode would turn a terminal log's CR CR LF into two line ends, a blank line inside a
+    record; see :func:`topology.textfile.decode_input`)."""
+    return parse_ibnetdiscover_text(read_input_text(path, TOOL), str(path))
 
 
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:

@@ -1,7 +1,19 @@
 """Reading an input file (or stdin) with bounds: its size and the length of its lines.
 
+Every file a user hands ibfab (a capture, an ibdiagnet run, a cable plan, a pair list, a saved
+health report, an OpenSM log) is read here, so that each is refused the same way, on one line
+naming the file (and the line where there is one), exit 3:
+
 >>> read_input_bytes("/dev/zero", "ibnetdiscover")   # doctest: +SKIP
-ParseError: /dev/zero: ibnetdiscover output: larger than 1024 MiB: not read (is it the right file?)
+InputFileError: /dev/zero: ibnetdiscover: larger than 1024 MiB: not read (is it the right file?)
+
+* a missing file, a directory, a device that never ends, a file over :data:`MAX_INPUT_BYTES` or
+  with a line over :data:`MAX_LINE_BYTES` (:func:`read_input_bytes`);
+* binary data (a NUL byte: no tool writes one into text) and, for files people write
+  (``strict``), bytes that are not UTF-8 (:func:`read_input_text`). Tool output keeps a bad byte
+  as U+FFFD instead: a node description in Latin-1 must not lose the capture;
+* a log is read as a stream of lines (:func:`input_lines`): memory bounded by a line whatever
+  the size of the log, a line past the limit cut, NUL runs (a log after a crash) kept.
 
 A saved capture of the largest fabric (ibnetdiscover of 16,000 HCAs: ~20 MB; ibdiagnet's db_csv
 of 50,000 ports: ~200 MB) fits well within :data:`MAX_INPUT_BYTES`; a device, a runaway log or a
@@ -11,8 +23,10 @@ a longer one is refused with its line number (never echoed).
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,6 +34,17 @@ from topology.errors import ParseError
 
 MAX_INPUT_BYTES = 1 << 30  # 1 GiB
 MAX_LINE_BYTES = 1 << 20  # 1 MiB
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+class InputFileError(ParseError):
+    """An input file that cannot be read as text: missing, a directory, too large, binary, not
+    UTF-8. A :class:`ParseError` (exit 3) whose message says ``FILE[:LINE]: WHAT: PROBLEM``."""
+
+    def __init__(self, what: str, source: str, lineno: int, problem: str) -> None:
+        super().__init__(what, source, lineno, "", problem)
+        where = f"{source}:{lineno}" if lineno else source
+        self.args = (f"{where}: {what}: {problem}",)
 
 
 def read_input_bytes(
@@ -34,17 +59,81 @@ def read_input_bytes(
             return _read_bounded(sys.stdin.buffer, name, what, max_bytes, max_line)
         with open(path, "rb") as fh:
             return _read_bounded(fh, name, what, max_bytes, max_line)
-    except IsADirectoryError as exc:
-        raise ParseError(what, name, 0, "", "is a directory, not a file") from exc
     except OSError as exc:
-        raise ParseError(what, name, 0, "", exc.strerror or str(exc)) from exc
+        raise _os_error(exc, what, name) from exc
 
 
 def read_input_text(
-    path: str | Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES, max_line: int = MAX_LINE_BYTES
+    path: str | Path,
+    what: str,
+    *,
+    max_bytes: int = MAX_INPUT_BYTES,
+    max_line: int = MAX_LINE_BYTES,
+    strict: bool = False,
 ) -> str:
-    """:func:`read_input_bytes` decoded as UTF-8 (a bad byte becomes U+FFFD)."""
-    return read_input_bytes(path, what, max_bytes=max_bytes, max_line=max_line).decode("utf-8", "replace")
+    """:func:`read_input_bytes` as text by :func:`decode_input` (line ends as saved)."""
+    data = read_input_bytes(path, what, max_bytes=max_bytes, max_line=max_line)
+    return decode_input(data, str(path), what, strict=strict)
+
+
+def decode_input(data: bytes, source: str, what: str, *, strict: bool = False) -> str:
+    """The text of an input file's bytes: UTF-16 when it starts with its byte order mark (a
+    PowerShell redirect), else UTF-8 (a byte order mark dropped). A NUL byte outside UTF-16 is
+    binary data, refused with its line; a byte that is not UTF-8 is refused the same way when
+    ``strict`` (a file people write), else it becomes U+FFFD (tool output)."""
+    if data[:2] in _UTF16_BOMS:
+        try:
+            return data.decode("utf-16", "strict" if strict else "replace")
+        except UnicodeDecodeError as exc:
+            raise InputFileError(what, source, 0, f"not UTF-16 text (byte {exc.start})") from exc
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputFileError(what, source, line, f"binary data (a NUL byte at line {line}): not a text file")
+    if not strict:
+        return data.decode("utf-8-sig", "replace")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFileError(
+            what, source, line, f"not UTF-8 text (byte {exc.start}, line {line}): save it as UTF-8"
+        ) from exc
+
+
+def input_lines(path: str | Path, what: str, *, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The lines of a log (line ends dropped), read as a stream: the file is opened here (an
+    :class:`InputFileError` when it cannot be), then read a line at a time, so memory stays within
+    ``max_line`` whatever the size of the log. A longer line is cut to ``max_line`` (a log is read
+    for what it says, not refused for one line); NUL bytes are kept (a log after a crash)."""
+    name = str(path)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the generator below
+    except OSError as exc:
+        raise _os_error(exc, what, name) from exc
+    return _lines(fh, name, what, max_line)
+
+
+def _lines(fh: BinaryIO, name: str, what: str, max_line: int) -> Iterator[str]:
+    with fh:
+        cut = False  # inside a line already cut: skip to its end
+        while True:
+            try:
+                raw = fh.readline(max_line)
+            except OSError as exc:
+                raise _os_error(exc, what, name) from exc
+            if not raw:
+                return
+            ended = raw.endswith(b"\n")
+            if not cut:
+                yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+            cut = not ended
+
+
+def _os_error(exc: OSError, what: str, name: str) -> InputFileError:
+    if isinstance(exc, IsADirectoryError):
+        return InputFileError(what, name, 0, "is a directory, not a file")
+    return InputFileError(what, name, 0, exc.strerror or str(exc))
 
 
 def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: int) -> bytes:
@@ -54,7 +143,7 @@ def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: 
         except (OSError, ValueError):
             size = 0
         if size > max_bytes:
-            raise ParseError(what, name, 0, "", f"{size} bytes, larger than {_mib(max_bytes)}: not read")
+            raise InputFileError(what, name, 0, f"{size} bytes, larger than {_mib(max_bytes)}: not read")
     chunks: list[bytes] = []
     total = lines = 0
     line_len = 0  # bytes since the last line break
@@ -63,8 +152,8 @@ def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: 
     while chunk := fh.read(max_line):
         total += len(chunk)
         if total > max_bytes:
-            raise ParseError(
-                what, name, 0, "", f"larger than {_mib(max_bytes)}: not read (is it the right file?)"
+            raise InputFileError(
+                what, name, 0, f"larger than {_mib(max_bytes)}: not read (is it the right file?)"
             )
         first = chunk.find(b"\n")
         if first < 0:
@@ -75,7 +164,7 @@ def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: 
                 lines += chunk.count(b"\n")
                 line_len = len(chunk) - chunk.rfind(b"\n") - 1
         if line_len > max_line:
-            raise ParseError(what, name, lines + 1, "", f"line {lines + 1} is longer than {_mib(max_line)}")
+            raise InputFileError(what, name, lines + 1, f"line {lines + 1} is longer than {_mib(max_line)}")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -87,6 +176,9 @@ def _mib(n: int) -> str:
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_LINE_BYTES",
+    "InputFileError",
+    "decode_input",
+    "input_lines",
     "read_input_bytes",
     "read_input_text",
 ]

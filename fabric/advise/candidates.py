@@ -21,6 +21,7 @@ from fabric.health.status import is_status, status_rank
 from topology.classify import Classification
 from topology.errors import ParseError, UsageError
 from topology.model import Fabric, Guid, Link, NodeKind, PortRef, normalise_guid, order_ends
+from topology.textfile import MAX_INPUT_BYTES, read_input_text
 
 # Days with a finding within the health lookback that make a link a repeat offender when the
 # report does not say so itself (NVIDIA's PDR advice: do not re-admit after the 2nd/3rd time).
@@ -130,10 +131,11 @@ def findings_from_dict(data: Mapping[str, Any], source: str = "health.json") -> 
 
 
 def read_health_file(path: str | Path) -> list[LinkFinding]:
+    # Bounded, UTF-8 or refused (json.loads would raise on bytes it cannot decode); the JSON of
+    # 50,000 links is ~30 MB, far below the limit (and a JSON file is written on few lines).
+    text = read_input_text(path, "ibfab health", max_line=MAX_INPUT_BYTES, strict=True)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ParseError("ibfab health", str(path), 0, "", exc.strerror or str(exc)) from exc
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError("ibfab health", str(path), exc.lineno, "", f"not JSON: {exc.msg}") from exc
     return findings_from_dict(data, str(path))

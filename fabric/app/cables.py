@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.app.ibdiag_files import ibdiagnet_files
 from topology.cables import CableInfo, by_node, parse_cables
-from topology.errors import ParseError, UsageError
+from topology.errors import UsageError
 from topology.ibdiag_csv import node_of_port_guid, read_db_csv, run_time
 from topology.ibdiag_state import IbdiagState, parse_db_csv_state
 from topology.model import Guid, PortRef
+from topology.textfile import read_input_text
 
 if TYPE_CHECKING:
     from fabric.app.discover import Discovery
@@ -68,10 +69,7 @@ def inventory_of(
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(TOOL, str(path), 0, "", exc.strerror or str(exc)) from exc
+    return read_input_text(path, TOOL)
 
 
 def read_inventory(path: str | Path) -> CableInventory:

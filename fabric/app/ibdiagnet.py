@@ -17,6 +17,7 @@ from topology.errors import ParseError, UsageError
 from topology.ibdiag_csv import db_csv_sections, parse_db_csv_fabric, read_db_csv, run_time
 from topology.ibdiag_state import IbdiagState, parse_db_csv_state
 from topology.model import Guid, PortRef
+from topology.textfile import read_input_text
 
 if TYPE_CHECKING:
     from fabric.store import Store
@@ -68,13 +69,10 @@ class StoredRun:
 def _counter_text(files: IbdiagFiles, db_csv_text: str) -> tuple[str, str]:
     """The text the run's counters are read from and its file: PM_INFO of the db_csv (the same
     run as the fabric, by construction), else the ``.pm`` file beside it."""
-    if "PM_INFO" in db_csv_sections(db_csv_text, str(files.db_csv)):
+    if "PM_INFO" in db_csv_sections(db_csv_text, str(files.db_csv), ("PM_INFO",)):
         return db_csv_text, str(files.db_csv)
     if files.pm is not None:
-        try:
-            return files.pm.read_text(encoding="utf-8", errors="replace"), str(files.pm)
-        except OSError as exc:
-            raise ParseError("ibdiagnet", str(files.pm), 0, "", exc.strerror or str(exc)) from exc
+        return read_input_text(files.pm, "ibdiagnet pm"), str(files.pm)
     raise UsageError(
         f"{files.db_csv}: the run read no port counters (no PM_INFO section and no ibdiagnet2.pm; "
         "was ibdiagnet run with --skip pm?)"

@@ -17,8 +17,7 @@ from fabric.placement import (
     unhealthy_hosts,
 )
 from probes.inventory import expand_hosts
-from topology.errors import InputError
-from topology.textfile import read_input_bytes
+from topology.textfile import read_input_text
 
 
 def placement_health(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
@@ -44,10 +43,7 @@ class FreeHosts:
 
 def free_from_file(path: str) -> FreeHosts:
     """One host or host range a line (``#`` comments), read bounded; one-line errors."""
-    try:
-        text = read_input_bytes(path, "free host list", max_bytes=16 << 20).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"--free {path}: not UTF-8 text (byte {exc.start})") from exc
+    text = read_input_text(path, "free host list", max_bytes=16 << 20, strict=True)
     return FreeHosts(tuple(parse_host_list(text, path)))
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from probes.inventory import expand_hosts, host_sort_key
 from probes.slurm import Slurm, SlurmUnavailable, why_unavailable
 from topology.errors import CommandFailed, UsageError
+from topology.textfile import read_input_text
 
 
 @dataclass(frozen=True)
@@ -75,11 +75,10 @@ def parse_node_map(text: str, source: str = "<node map>") -> NodeMap:
 def read_node_map(path: str | None) -> NodeMap:
     if path is None:
         return NodeMap()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the node map: {exc.strerror or exc}") from exc
-    return parse_node_map(text, path)
+    return parse_node_map(read_input_text(path, "node map", max_bytes=_MAX_NODE_MAP_BYTES, strict=True), path)
+
+
+_MAX_NODE_MAP_BYTES = 64 << 20  # a line a host: millions of hosts
 
 
 def connect(env: Mapping[str, str] | None = None, timeout: float = 60.0) -> Slurm:

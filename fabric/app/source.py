@@ -20,8 +20,7 @@ from probes.inventory import HostEntry, parse_host_spec, read_inventory
 from probes.runner import LocalTransport
 from probes.transport import CommandResult, Transport
 from topology.errors import LabError, UsageError
-from topology.ibnetdiscover import decode_capture
-from topology.textfile import read_input_bytes
+from topology.textfile import read_input_text
 
 # Sources whose text the caller hands in (nothing runs for them).
 TEXT_KINDS = ("file", "stdin")
@@ -160,9 +159,9 @@ def read_source(
     # Bytes, decoded by the parser's rule: line ends as saved (a terminal log's CR CR LF), UTF-16.
     # Bounded: a device or a wrong file is refused (size, line length) before it is read whole.
     if input_path == "-":
-        return Source("stdin"), decode_capture(read_input_bytes("-", "ibnetdiscover"))
+        return Source("stdin"), read_input_text("-", "ibnetdiscover")
     if input_path:
-        return Source("file", input_path), decode_capture(read_input_bytes(input_path, "ibnetdiscover"))
+        return Source("file", input_path), read_input_text(input_path, "ibnetdiscover")
     if ssh:
         return Source("ssh", ssh), None
     if lab:

@@ -5,8 +5,7 @@ machine), and an ibdiagnet run's AR_INFO and SM_INFO. Every field no source gave
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 
 from fabric.advise.subnet_manager import (
     OPENSM_CONF,
@@ -18,17 +17,33 @@ from fabric.advise.subnet_manager import (
 )
 from fabric.app.source import Source, SshOptions, run_tool
 from probes.opensm import parse_opensm_conf, parse_opensm_log, parse_sminfo
-from topology.errors import IbfabError, ParseError
+from topology.errors import IbfabError
+from topology.textfile import InputFileError, input_lines, read_input_text
+
+
+def _lines(path: str, tool: str, given: bool) -> Iterable[str] | None:
+    """The lines of a log at ``path``, read as a stream (a log of gigabytes in the memory of a
+    line); None when a usual place is missing, an error when a given one is."""
+    try:
+        return input_lines(path, tool)
+    except InputFileError:
+        if given:
+            raise
+        return None
 
 
 def _read(path: str, tool: str, given: bool) -> str | None:
-    """The text of ``path``; None when a usual place is missing, an error when a given one is."""
+    """The text of the config file at ``path`` (bounded: a wrong file is refused); None when a
+    usual place is missing, an error when a given one is."""
     try:
-        return Path(path).read_text(errors="replace")
-    except OSError as exc:
+        return read_input_text(path, tool, max_bytes=_MAX_CONF_BYTES)
+    except InputFileError:
         if given:
-            raise ParseError(tool, path, 0, "", exc.strerror or str(exc)) from exc
+            raise
         return None
+
+
+_MAX_CONF_BYTES = 16 << 20  # opensm.conf is ~40 KB
 
 
 def learn_subnet_manager(
@@ -58,10 +73,10 @@ def learn_subnet_manager(
     version = engine = None
     logs: Sequence[str] = [log_path] if log_path else [OPENSM_LOG, UFM_OPENSM_LOG] if look_locally else []
     for p in logs:
-        text = _read(p, "opensm log", bool(log_path))
-        if text is None:
+        lines = _lines(p, "opensm log", bool(log_path))
+        if lines is None:
             continue
-        version, engine = parse_opensm_log(text)
+        version, engine = parse_opensm_log(lines)
         if version:
             sources["version"] = f"OpenSM log {p}"
         if engine:

@@ -25,6 +25,7 @@ from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
 from topology.model import Guid, Link, LinkKey, PortRef
 from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
+from topology.textfile import read_input_text
 
 FORMAT = "ibfab-sweep/2"
 
@@ -66,12 +67,12 @@ def prepare(
             discovery = discover(Source("lab", lab))
         else:
             assert input_path is not None
-            discovery = discover_text(_read(input_path, "topology"), input_path)
+            discovery = discover_text(_read(input_path, "ibnetdiscover"), input_path)
     if routes_path is not None:
         tables = read_lft_dump(routes_path)
     elif lab is not None:
         tables = lab_tables(lab)
-    pairs_text = _read(pairs_path, "pair file") if pairs_path else None
+    pairs_text = _read(pairs_path, "pair file", strict=True) if pairs_path else None
     plan = plan_sweep(
         discovery.fabric,
         discovery.classification,
@@ -85,11 +86,8 @@ def prepare(
     return SweepContext(discovery, tables, plan, source)
 
 
-def _read(path: str, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+def _read(path: str, what: str, *, strict: bool = False) -> str:
+    return read_input_text(path, what, strict=strict)
 
 
 def names_of(d: Discovery) -> dict[Guid, str]:

@@ -47,9 +47,7 @@ def hosts_group() -> None:
 
 def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
     options = [
-        click.option(
-            "-i", "--inventory", required=True, type=click.Path(dir_okay=False), help="Host inventory."
-        ),
+        click.option("-i", "--inventory", required=True, help="Host inventory."),
         click.option(
             "-w", "--hosts", "pattern", default=None, help="Only these hosts, e.g. 'dgx-[0001-0008]'."
         ),

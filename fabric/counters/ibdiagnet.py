@@ -88,7 +88,15 @@ def parse_pm(
             try:
                 to_int(value)
             except ValueError:
-                fail("ibdiagnet", source, lineno, raw, f"{f['key']} has no numeric value", problems)
+                where = f"GUID {head['guid']} port {head['port']}"
+                fail(
+                    "ibdiagnet",
+                    source,
+                    lineno,
+                    raw,
+                    f"{where}: {f['key']} has no numeric value: unknown",
+                    problems,
+                )
                 continue
         kv[f["key"]] = value
     flush()

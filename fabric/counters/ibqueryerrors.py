@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fabric.core import fields
+from fabric.counters.samples import to_int
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
 
@@ -373,9 +374,7 @@ def _generic_line(scan: Scan, raw: str, lineno: int) -> None:
     scan.fail(lineno, raw, "unrecognised line")
 
 
-def _int(text: str) -> int:
-    text = text.strip()
-    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+_int = to_int
 
 
 def _counters(scan: Scan, acc: PortAcc, rest: str, lineno: int, raw: str) -> bool:

@@ -34,6 +34,7 @@ from fabric.counters.samples import (
 )
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
+from topology.textfile import read_input_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,9 @@ def parse_perfquery(
         try:
             number = to_int(value)
         except ValueError:
-            fail("perfquery", source, lineno, raw, f"{key} has no numeric value", problems)
+            # Lenient (problems given): that counter of that port is unknown, the rest is kept.
+            where = f"LID {current.lid} port {current.port}: " if current is not None else ""
+            fail("perfquery", source, lineno, raw, f"{where}{key} has no numeric value: unknown", problems)
             continue
         if current is None:
             if port is None:
@@ -247,16 +250,14 @@ def parse_ibdiagnet_pm(
     return parse_pm(text, source, problems=problems)
 
 
+# Saved captures, read bounded (size, line length, binary refused) by topology.textfile.
 def read_perfquery(path: str, guid: str | None = None) -> list[PortSample]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return parse_perfquery(fh.read(), path, guid)
+    return parse_perfquery(read_input_text(path, "perfquery"), path, guid)
 
 
 def read_ibqueryerrors(path: str) -> IbqueryerrorsReport:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return parse_ibqueryerrors(fh.read(), path)
+    return parse_ibqueryerrors(read_input_text(path, "ibqueryerrors"), path)
 
 
 def read_ibdiagnet_pm(path: str) -> list[PortSample]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return parse_ibdiagnet_pm(fh.read(), path)
+    return parse_ibdiagnet_pm(read_input_text(path, "ibdiagnet pm"), path)

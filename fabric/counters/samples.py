@@ -4,6 +4,7 @@ raised or collected)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -62,8 +63,17 @@ def saturated(sample: PortSample) -> frozenset[str]:
     return frozenset(out)
 
 
+# What the tools print: decimal (a minus sign is read, for sound_row to refuse with the port) or
+# 0x hex, ASCII only. int() alone would also take "١٢" (any Unicode digit), "1_000" and "+5":
+# garbage that must not become a number.
+_NUMBER = re.compile(r"-?[0-9]++|0[xX][0-9a-fA-F]++")
+
+
 def to_int(text: str) -> int:
+    """A counter value as the tools print it; ValueError for anything else ("0x", "1e400", "-")."""
     text = text.strip()
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"not a counter value: {text[:40]!r}")
     return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
 
 

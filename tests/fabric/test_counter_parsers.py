@@ -312,7 +312,8 @@ def test_ibdiagnet_pm_and_db_csv_of_one_run_agree() -> None:
 def test_ibdiagnet_pm_bad_hex_is_one_line_error() -> None:
     text = "Port=1 Lid=0x0002 GUID=0x0002c903006e29b0 Device=1 Port Name=x\nsymbol_error_counter=0xZZ\n"
     with pytest.raises(
-        ParseError, match=r"^pm:2: ibdiagnet output: symbol_error_counter has no numeric value"
+        ParseError,
+        match=r"^pm:2: ibdiagnet output: GUID 0x0002c903006e29b0 port 1: symbol_error_counter has no numeric value",
     ):
         parse_ibdiagnet_pm(text, "pm")
 
