@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
+from fabric.advise.cabling import cabling_actions
 from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
 from fabric.advise.repairs import (
     degraded_cable_actions,
@@ -65,7 +66,8 @@ def recommend(
     """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
     one action per target) and the routing settings the evidence supports.
 
-    ``anomalies`` are discovery's: degraded cables and rail miswires get their repair from them;
+    ``anomalies`` are discovery's: each kind gets its repair from them (a cable to replace,
+    recable, connect or move; a node description to set, see fabric.advise.cabling);
     ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations)."""
     cands = isolation_candidates(fabric, cls, findings, min_status)
     report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
@@ -121,6 +123,7 @@ def recommend(
     actions += flapping_cable_actions(fabric, cls, findings)
     actions += degraded_cable_actions(fabric, cls, anomalies)
     actions += miswire_actions(fabric, cls, anomalies)
+    actions += cabling_actions(fabric, cls, anomalies)
     actions = merge_actions(actions)
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions

@@ -262,12 +262,15 @@ def recommend_step(db: str, d: object) -> DemoStep:
         anomalies=d.anomalies,
     )
     kinds = [a.kind.value for a in recs.actions]
-    # The planted miswire gets its exact recabling, each degraded cable its replacement.
+    # The planted miswire gets its exact recabling, each degraded cable its replacement, each
+    # missing cable (an uplink, a rail HCA's) its connection.
     planted = sum(1 for f in DEMO_FAULTS if f.startswith("degraded"))
+    missing = sum(1 for f in DEMO_FAULTS if f.startswith("missing"))
     ok = (
         ("isolate_port" in kinds or "drain_node" in kinds)
         and kinds.count("swap_cables") == 1
         and kinds.count("replace_cable") >= planted
+        and kinds.count("connect_cable") == missing
     )
     return DemoStep(
         "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",
