@@ -16,6 +16,7 @@ from fabric.app.isolation_limits import isolate_ports, isolation_limits
 from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
+from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, default_db_path, store_path
 from topology.errors import SafetyError, StoreError, UsageError
 
@@ -91,15 +92,15 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
     return list(run.changes)
 
 
-def stored_findings(db: str | None) -> list[LinkFinding] | None:
-    """Findings from the store's counters (the same assessment as 'ibfab health'), or None
-    when the store has no topology or counters yet."""
+def stored_findings(db: str | None, thresholds: HealthThresholds | None = None) -> list[LinkFinding] | None:
+    """Findings from the store's counters (the same assessment as 'ibfab health', with the same
+    ``thresholds``), or None when the store has no topology or counters yet."""
     path = store_path(db)
     if not path.exists():
         return None
     try:
         with Store.open(path, create=False) as store:
-            view = assess_store(store, record=False)
+            view = assess_store(store, thresholds=thresholds, record=False)
     except StoreError:
         return None
     return findings_from_report(view.report)
@@ -128,6 +129,7 @@ def recommend_fabric(
     opensm_log: str | None = None,
     opensm_conf: str | None = None,
     ibdiagnet: str | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> Recommendations:
     """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
@@ -157,4 +159,5 @@ def recommend_fabric(
         already_isolated=limits.already,
         anomalies=d.anomalies,
         designed=limits.designed,
+        thresholds=thresholds,
     )
