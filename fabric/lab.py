@@ -45,6 +45,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 # "command 'x' unknown - skipped". Informational lines start "# Net status", "#  dumped", "#\t".
 _CONSOLE_ERROR = re.compile(r"^(# [a-z].*|command '.*' unknown.*)$", re.MULTILINE)
 _STOP_GRACE = 3.0
+# How long link_down/link_up wait for the port and OpenSM to settle after the change.
+SETTLE_TIMEOUT = 30.0
 # Popen objects of the processes this Python process started: kept so they are reaped, not leaked.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -459,14 +461,91 @@ def _node_port(node: str, port: int | None) -> str:
     return f'"{node}"[{port}]'
 
 
-def link_down(name: str, node: str, port: int) -> str:
-    """Unplug the cable on ``node`` ``port`` (console Unlink; OpenSM gets a trap and resweeps)."""
-    return console(name, f"Unlink {_node_port(node, port)}")
+def link_down(name: str, node: str, port: int, *, timeout: float = SETTLE_TIMEOUT) -> str:
+    """Unplug the cable on ``node`` ``port`` (console Unlink; OpenSM gets a trap and resweeps).
+    Returns once the port is down and OpenSM has finished the sweep that trap started (none when
+    the cable was the SM's own), so what is read next sees the fabric as it is after the change
+    (LabError after ``timeout`` s)."""
+    mark = _sm_log_size(name)
+    before = port_line(name, node, port)
+    sm_cut_off = before.is_sm or (before.far is not None and port_line(name, *before.far).is_sm)
+    reply = console(name, f"Unlink {_node_port(node, port)}")
+    _settle(name, node, port, mark, up=False, sweep=not sm_cut_off, timeout=timeout)
+    return reply
 
 
-def link_up(name: str, node: str, port: int) -> str:
-    """Plug back the cable that link_down removed (console ReLink)."""
-    return console(name, f"ReLink {_node_port(node, port)}")
+def link_up(name: str, node: str, port: int, *, timeout: float = SETTLE_TIMEOUT) -> str:
+    """Plug back the cable that link_down removed (console ReLink). Returns once both ends are
+    Active again and OpenSM has finished sweeping after the ports' traps (LabError after
+    ``timeout`` s): the counters and routes read next are those of the replugged link."""
+    mark = _sm_log_size(name)
+    reply = console(name, f"ReLink {_node_port(node, port)}")
+    _settle(name, node, port, mark, up=True, sweep=True, timeout=timeout)
+    return reply
+
+
+@dataclass(frozen=True, slots=True)
+class PortLine:
+    state: str | None  # Active, Down, Init... (None: no such port)
+    far: tuple[str, int] | None  # the far end's node and port, when linked
+    is_sm: bool  # the subnet manager's own port (its LID is the SM LID)
+
+
+# A port line of the console's Dump: GUID, [port], "far node"[far port] when linked, the LID and
+# SM LID on an HCA port, width, speed, state/physical state.
+_DUMP_PORT = re.compile(
+    r'^\S+\t\[(\d+)\]\t(?:"(.*)"\[(\d+)\])?(?:.*?\slid (\d+) lmc \d+ smlid (\d+))?.*\s(\w+)/\w+\s*$',
+    re.MULTILINE,
+)
+_TRAP = "Received Generic Notice"
+_SWEPT = "SUBNET UP"
+
+
+def _sm_log_size(name: str) -> int:
+    try:
+        return _paths(name).osm_log.stat().st_size
+    except OSError:
+        return 0
+
+
+def port_line(name: str, node: str, port: int) -> PortLine:
+    """``node`` ``port`` as the simulator has it (the console's Dump)."""
+    for m in _DUMP_PORT.finditer(console(name, f"Dump {_node_port(node, None)}")):
+        if int(m.group(1)) == port:
+            far = (m.group(2), int(m.group(3))) if m.group(2) is not None else None
+            return PortLine(m.group(6), far, m.group(4) is not None and m.group(4) == m.group(5))
+    return PortLine(None, None, False)
+
+
+def _sm_swept_since(name: str, mark: int) -> bool:
+    """OpenSM finished a sweep after ``mark`` (a log offset) and after every trap it has logged since."""
+    with _paths(name).osm_log.open("rb") as fh:
+        fh.seek(mark)
+        text = fh.read().decode(errors="replace")
+    last_sweep = text.rfind(_SWEPT)
+    return last_sweep >= 0 and text.rfind(_TRAP) < last_sweep
+
+
+def _settle(name: str, node: str, port: int, mark: int, *, up: bool, sweep: bool, timeout: float) -> None:
+    """Wait for the observable end of a link change: the port (and, plugged back, its far end)
+    in the state the change leads to and, with ``sweep``, OpenSM's sweep after the change's
+    traps done. Polled, not slept: it returns as soon as the fabric shows it."""
+    deadline = time.monotonic() + timeout
+    want = "Active" if up else "Down"
+    while True:
+        line = port_line(name, node, port)
+        ends = line.state == want and (
+            not up or (line.far is not None and port_line(name, *line.far).state == want)
+        )
+        if ends and (not sweep or _sm_swept_since(name, mark)):
+            return
+        if time.monotonic() > deadline:
+            raise LabError(
+                f"lab {name}: {node}[{port}] not {want.lower()}"
+                + (" with OpenSM's sweep done" if sweep else "")
+                + f" within {timeout:g} s (port {line.state or 'not found'}; see {_paths(name).osm_log})"
+            )
+        time.sleep(0.02)
 
 
 def set_counter(name: str, node: str, port: int, field: str, value: int) -> str:

@@ -59,9 +59,9 @@ def counter_rows(
 
 
 def build_store(
-    path: Path, snapshots: int = 16, spec: str = SPEC, faults: tuple[str, ...] = FAULTS
+    path: Path, snapshots: int = 16, spec: str = SPEC, faults: tuple[str, ...] = FAULTS, t0: float = T0
 ) -> tuple[Path, Fabric, Link, Link]:
-    """(store path, fabric, the high-BER uplink, the flapping uplink)."""
+    """(store path, fabric, the high-BER uplink, the flapping uplink); snapshots from ``t0`` on."""
     design = generate(spec, list(faults))
     text = to_ibnetdiscover(design)
     fabric = parse_ibnetdiscover(text.splitlines(), f"generated {spec}")
@@ -73,10 +73,10 @@ def build_store(
     }
     with Store.open(path) as store:
         topo = store.save_topology(
-            fabric, text, "ibnetdiscover", f"generated {spec}", label="test", taken_at=T0 - 10
+            fabric, text, "ibnetdiscover", f"generated {spec}", label="test", taken_at=t0 - 10
         )
         for i in range(snapshots):
-            when = T0 + i * SNAPSHOT_EVERY_S
+            when = t0 + i * SNAPSHOT_EVERY_S
             store.save_counter_snapshot(when, "synthetic", topo, counter_rows(fabric, when, i, bad))
     return path, fabric, ber_bad, flappy
 

@@ -331,6 +331,20 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     return out
 
 
+def uplinks_by_peers(fabric: Fabric, cls: Classification, g: Guid) -> tuple[Counter[Guid], dict[Guid, int]]:
+    """Switch ``g``'s cables per upper switch, and the count its own peers have to each (what
+    the ``missing_link`` and ``uplink_imbalance`` checks compare; empty when ``g`` has no peers)."""
+    c = cls.nodes.get(g)
+    if c is None or c.tier is None:
+        return Counter(), {}
+    switches = _cabled_up_by_tier(cls).get((c.section, c.tier), [])
+    above = _higher_tier(cls, c.section, c.tier)
+    counts = {h: _upper_counts(fabric, h, above) for h in switches}
+    mine = counts.get(g, _upper_counts(fabric, g, above))
+    counts[g] = mine
+    return mine, _usual_per_upper(g, counts)
+
+
 def _usual_per_upper(g: Guid, upper_counts: dict[Guid, Counter[Guid]]) -> dict[Guid, int]:
     """Cables per upper switch that ``g``'s own peers have: peers are the switches reaching mostly
     the same upper switches (the leaves of one pod, the spines of one plane), so a leaf of pod 1

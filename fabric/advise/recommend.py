@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
+from fabric.advise.cabling import cabling_actions
 from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
 from fabric.advise.repairs import (
     degraded_cable_actions,
@@ -26,6 +27,7 @@ from fabric.advise.safety import (
     check_isolations,
 )
 from fabric.advise.subnet_manager import SubnetManager
+from fabric.health.thresholds import HealthThresholds
 from topology.classify import Classification
 from topology.model import Fabric, Guid
 from topology.routes import dr_path
@@ -61,12 +63,16 @@ def recommend(
     already_isolated: int = 0,
     anomalies: Sequence[Anomaly] = (),
     designed: Mapping[Guid, DesignedUplinks] | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> Recommendations:
     """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
     one action per target) and the routing settings the evidence supports.
 
-    ``anomalies`` are discovery's: degraded cables and rail miswires get their repair from them;
-    ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations)."""
+    ``anomalies`` are discovery's: each kind gets its repair from them (a cable to replace,
+    recable, connect or move; a node description to set, see fabric.advise.cabling);
+    ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations);
+    ``thresholds`` are the site's health thresholds (a flapping cable is one at their critical
+    link-down count), the defaults when None."""
     cands = isolation_candidates(fabric, cls, findings, min_status)
     report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
@@ -118,9 +124,10 @@ def recommend(
         else a
         for a in actions
     ]
-    actions += flapping_cable_actions(fabric, cls, findings)
+    actions += flapping_cable_actions(fabric, cls, findings, thresholds)
     actions += degraded_cable_actions(fabric, cls, anomalies)
     actions += miswire_actions(fabric, cls, anomalies)
+    actions += cabling_actions(fabric, cls, anomalies)
     actions = merge_actions(actions)
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions

@@ -3,8 +3,9 @@ recabling of a rail miswire, and one action per target however many findings poi
 
 * **Degraded cable** (a ``degraded_link`` anomaly: trained width or speed below its peers'):
   ``replace_cable`` naming both ends, reseat first.
-* **Flapping cable** (a health finding with at least ``FLAP_DOWNS`` link-downs in its window, the
-  PDR plugin's second-down rule; one down alone is often a reboot or a reseat): ``replace_cable``.
+* **Flapping cable** (a health finding with at least ``flap_critical`` link-downs in its window,
+  from the site's thresholds as health judges them; by default 2, the PDR plugin's second-down
+  rule, since one down alone is often a reboot or a reseat): ``replace_cable``.
 * **Rail miswire**: ``swap_cables`` with each move, ``from LEAF port P to LEAF port Q``. A cable
   goes to the port its own rail's leaf holds for this host: where another miswired HCA of the same
   host sits (the two swap), else the port number the host uses on its other rail leaves when that
@@ -26,9 +27,6 @@ from fabric.health.thresholds import HealthThresholds
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, Link, NodeKind, PortRef
 from topology.wiring import Anomaly
-
-# Link-downs in the health window that make a cable "flapping" (the threshold of critical).
-FLAP_DOWNS = HealthThresholds().flap_critical
 
 
 def cable_target(fabric: Fabric, cls: Classification, lk: Link) -> str:
@@ -82,8 +80,14 @@ def _ends(fabric: Fabric, cls: Classification, lk: Link) -> tuple[str, str]:
 
 
 def flapping_cable_actions(
-    fabric: Fabric, cls: Classification, findings: Iterable[LinkFinding], min_downs: int = FLAP_DOWNS
+    fabric: Fabric,
+    cls: Classification,
+    findings: Iterable[LinkFinding],
+    thresholds: HealthThresholds | None = None,
 ) -> list[Action]:
+    """A replacement for each cable whose link-downs in the window reach the threshold of
+    critical (``thresholds.flap_critical``, the site's when given: the number health judges by)."""
+    min_downs = (thresholds or HealthThresholds()).flap_critical
     by_key = {lk.key: lk for lk in fabric.links}
     out = []
     for f in findings:

@@ -179,6 +179,9 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
     lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 40)
     for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
         lab.set_counter(DEMO_LAB, node, port, "link_downed", 1)
+    # link_down/link_up return once the ports are in their new state and OpenSM's sweep after
+    # their traps is done: a collection during that sweep could miss the link's counters (the
+    # SA does not answer ibqueryerrors) and read the flap from discovery alone, as one down.
     lab.link_down(DEMO_LAB, flap_leaf, flap_port)
     lines.append((collector.collect_once(), f"{flap_leaf}:{flap_port} unplugged"))
     lab.link_up(DEMO_LAB, flap_leaf, flap_port)
@@ -262,12 +265,15 @@ def recommend_step(db: str, d: object) -> DemoStep:
         anomalies=d.anomalies,
     )
     kinds = [a.kind.value for a in recs.actions]
-    # The planted miswire gets its exact recabling, each degraded cable its replacement.
+    # The planted miswire gets its exact recabling, each degraded cable its replacement, each
+    # missing cable (an uplink, a rail HCA's) its connection.
     planted = sum(1 for f in DEMO_FAULTS if f.startswith("degraded"))
+    missing = sum(1 for f in DEMO_FAULTS if f.startswith("missing"))
     ok = (
         ("isolate_port" in kinds or "drain_node" in kinds)
         and kinds.count("swap_cables") == 1
         and kinds.count("replace_cable") >= planted
+        and kinds.count("connect_cable") == missing
     )
     return DemoStep(
         "5. Recommendations (ibfab recommend; apply with ibfab isolate PORT --apply)",

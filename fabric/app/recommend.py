@@ -16,6 +16,7 @@ from fabric.app.isolation_limits import isolate_ports, isolation_limits
 from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
+from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, default_db_path, store_path
 from topology.errors import SafetyError, StoreError, UsageError
 
@@ -91,24 +92,26 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
     return list(run.changes)
 
 
-def stored_findings(db: str | None) -> list[LinkFinding] | None:
-    """Findings from the store's counters (the same assessment as 'ibfab health'), or None
-    when the store has no topology or counters yet."""
+def stored_findings(db: str | None, thresholds: HealthThresholds | None = None) -> list[LinkFinding] | None:
+    """Findings from the store's counters (the same assessment as 'ibfab health', with the same
+    ``thresholds``), or None when the store has no topology or counters yet."""
     path = store_path(db)
     if not path.exists():
         return None
     try:
         with Store.open(path, create=False) as store:
-            view = assess_store(store, record=False)
+            view = assess_store(store, thresholds=thresholds, record=False)
     except StoreError:
         return None
     return findings_from_report(view.report)
 
 
-def health_findings(health_file: str | None, db: str | None) -> list[LinkFinding] | None:
+def health_findings(
+    health_file: str | None, db: str | None, thresholds: HealthThresholds | None = None
+) -> list[LinkFinding] | None:
     """The findings advice rests on: a saved ``ibfab health --json`` file when given, else the
-    store's newest assessment; None when neither holds any."""
-    return read_health_file(health_file) if health_file else stored_findings(db)
+    store's newest assessment under the site's ``thresholds``; None when neither holds any."""
+    return read_health_file(health_file) if health_file else stored_findings(db, thresholds)
 
 
 def safety_policy(
@@ -141,6 +144,7 @@ def recommend_fabric(
     opensm_log: str | None = None,
     opensm_conf: str | None = None,
     ibdiagnet: str | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> Recommendations:
     """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
@@ -170,4 +174,5 @@ def recommend_fabric(
         already_isolated=limits.already,
         anomalies=d.anomalies,
         designed=limits.designed,
+        thresholds=thresholds,
     )

@@ -70,6 +70,11 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
 @click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
+    "--thresholds",
+    metavar="FILE.toml",
+    help="Health thresholds, as ibfab health takes them (the stored findings and what counts as flapping).",
+)
+@click.option(
     "--min-status",
     type=click.Choice(["watch", "warn", "critical"]),
     default="warn",
@@ -82,6 +87,7 @@ def recommend_cmd(
     opensm_log: str | None,
     opensm_conf: str | None,
     health_file: str | None,
+    thresholds: str | None,
     min_status: str,
     min_uplink_share: float,
     max_isolations: int | None,
@@ -97,13 +103,15 @@ def recommend_cmd(
     on a guess. The store (--db) gives the health findings and the open isolations, which count
     toward the cap; with no source its newest topology snapshot is the fabric.
     """
+    from fabric.app.health import load_thresholds
     from fabric.app.recommend import health_findings, live_source, recommend_fabric
 
+    t = load_thresholds(thresholds) if thresholds else None
     db = opts.get("db")
     lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
     saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
     d = discover_from(opts)
-    findings = health_findings(health_file, db)
+    findings = health_findings(health_file, db, t)
     if findings is None:
         findings = []
         click.echo(
@@ -120,6 +128,7 @@ def recommend_cmd(
         opensm_log=opensm_log,
         opensm_conf=opensm_conf,
         ibdiagnet=ibdiagnet_dir,
+        thresholds=t,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))

@@ -73,6 +73,11 @@ def _drain(
 @source_options
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
+    "--thresholds",
+    metavar="FILE.toml",
+    help="Health thresholds, as ibfab health takes them (the stored findings and what counts as flapping).",
+)
+@click.option(
     "--min-status",
     type=click.Choice(["watch", "warn", "critical"]),
     default="warn",
@@ -83,6 +88,7 @@ def _drain(
 @_apply_options
 def recommended_cmd(
     health_file: str | None,
+    thresholds: str | None,
     min_status: str,
     min_uplink_share: float,
     max_isolations: int | None,
@@ -98,11 +104,13 @@ def recommended_cmd(
     The store (--db) gives the health findings and keeps the audit log; with no source its newest
     topology snapshot is the fabric."""
     from fabric.app.drain import requests_from_actions
+    from fabric.app.health import load_thresholds
     from fabric.app.recommend import health_findings, recommend_fabric
 
+    t = load_thresholds(thresholds) if thresholds else None
     db = opts.get("db")
     d = discover_from(opts)
-    findings = health_findings(health_file, db)
+    findings = health_findings(health_file, db, t)
     if findings is None:
         raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
     # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
@@ -114,6 +122,7 @@ def recommended_cmd(
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
         db=db,
         min_status=min_status,
+        thresholds=t,
     )
     _drain(requests_from_actions(recs.actions), node_map, do_apply, yes, db, as_json)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,51 @@ def test_isolate_dry_run_with_a_stop_verdict_exits_8(topo: Path, tmp_path: Path)
     assert (
         host.exit_code == 8 and json.loads(host.stdout)["safety"]["verdicts"][0]["rule"] == "disconnects_hca"
     )
+
+
+# -- the site's thresholds decide what flapping is, as they do for health ---------------------------
+def test_recommend_takes_flapping_from_the_thresholds_file(tmp_path: Path) -> None:
+    from tests.tui_data import SNAPSHOT_EVERY_S, build_store, topology_file
+
+    # 16 snapshots up to now, the flapping uplink down once more in each
+    t0 = time.time() - 16 * SNAPSHOT_EVERY_S
+    db, _, _, flappy = build_store(tmp_path / "s.db", t0=t0)
+    topo = topology_file(tmp_path / "f.topo")
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[health]\nflap_critical = 100\n")
+    base = ["recommend", "--input", str(topo), "--db", str(db), "--json"]
+
+    def replaced(*extra: str) -> list[dict[str, object]]:
+        res = CliRunner().invoke(main, [*base, *extra])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        return [a for a in out["actions"] if a["kind"] == "replace_cable"]
+
+    (act,) = replaced()
+    downs = re.match(r"flapping: (\d+) link-downs", str(act["reason"]))
+    assert downs is not None and 2 <= int(downs.group(1)) < 100
+    assert act["port"] in [{"guid": e.guid, "port": e.port} for e in (flappy.a, flappy.b)]
+    # The same store judged with the site's file: that many downs are not flapping there.
+    assert replaced("--thresholds", str(strict)) == []
+    # ... as health, given the same file, judges that link: warn (down at all), not critical.
+    assert flapping_status(db, flappy) == "critical"
+    assert flapping_status(db, flappy, "--thresholds", str(strict)) == "warn"
+
+
+def flapping_status(db: Path, lk: Link, *extra: str) -> str:
+    res = CliRunner().invoke(main, ["health", "--db", str(db), "--json", *extra])
+    assert res.exit_code == 0, res.output
+    ends = [{"guid": e.guid, "port": e.port} for e in (lk.a, lk.b)]
+    (row,) = [r for r in json.loads(res.stdout)["links"] if [r["a"], r["b"]] in (ends, ends[::-1])]
+    assert row["downs"] >= 2
+    return str(row["status"])
+
+
+def test_flapping_cable_actions_use_the_given_thresholds() -> None:
+    from fabric.health.thresholds import HealthThresholds
+
+    d = fabric_of("rail-small")
+    row = link_row(d, "leaf-su01-r0:5", "critical", downs=3)
+    assert [a.kind for a in repairs(d, [row])] == [ActionKind.ISOLATE_PORT, ActionKind.REPLACE_CABLE]
+    t = HealthThresholds(flap_critical=4)
+    assert [a.kind for a in repairs(d, [row], thresholds=t)] == [ActionKind.ISOLATE_PORT]

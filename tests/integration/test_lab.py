@@ -152,3 +152,71 @@ def test_cli_status_json(running: str) -> None:
     assert data["env"]["IBSIM_SOCKNAME"].startswith(f"ibfab-{running}-")
     missing = CliRunner().invoke(lab_group, ["status", "--name", "nope"])
     assert isinstance(missing.exception, LabError)
+
+
+# -- link changes return once the fabric shows them (the demo's flap read the fabric mid-sweep) ----
+def _sm_log(name: str) -> str:
+    return Path(lab.opensm_log(name)).read_text(errors="replace")
+
+
+def _swept_after_every_trap(text: str) -> bool:
+    return text.rfind("SUBNET UP") > max(text.rfind("Received Generic Notice"), -1)
+
+
+def test_link_down_and_up_wait_for_the_ports_and_the_sm(running: str) -> None:
+    """With OpenSM paused, a replugged port stays Init and link_up does not return; once OpenSM
+    runs it sweeps, the ports go Active and link_up returns with the SM idle (what is read next is
+    the replugged fabric, not one the SM is still reprogramming)."""
+    import os
+    import signal
+    import threading
+
+    sm = lab.status(running).opensm_pid
+    node, port = "leaf-su01-r1", 6
+    mark = len(_sm_log(running))
+    lab.link_down(running, node, port)
+    after = _sm_log(running)[mark:]
+    assert lab.port_line(running, node, port).state == "Down"
+    assert "Received Generic Notice" in after and _swept_after_every_trap(after)
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def plug() -> None:
+        try:
+            lab.link_up(running, node, port)
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+        done.set()
+
+    mark = len(_sm_log(running))
+    os.kill(sm, signal.SIGSTOP)
+    try:
+        worker = threading.Thread(target=plug)
+        worker.start()
+        # The simulator relinks at once; only the SM makes the ports Active.
+        deadline = time.monotonic() + 10
+        while lab.port_line(running, node, port).state != "Init" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lab.port_line(running, node, port).state == "Init"
+        assert not done.wait(1.0), "link_up returned while the SM could not sweep"
+    finally:
+        os.kill(sm, signal.SIGCONT)
+    assert done.wait(30) and not failed, failed
+    worker.join()
+    line = lab.port_line(running, node, port)
+    assert line.state == "Active" and line.far == ("spine-02", 2)
+    assert lab.port_line(running, "spine-02", 2).state == "Active"
+    assert _swept_after_every_trap(_sm_log(running)[mark:])
+
+
+def test_unplugging_the_sms_own_cable_waits_for_no_sweep(running: str) -> None:
+    # No SM is left to sweep: link_down returns once the port is down, not after its timeout.
+    sm_hca = next(n for n in ("dgx-0001 mlx5_0", "dgx-0001 mlx5_1") if lab.port_line(running, n, 1).is_sm)
+    start = time.monotonic()
+    lab.link_down(running, sm_hca, 1, timeout=20)
+    try:
+        assert time.monotonic() - start < 10
+        assert lab.port_line(running, sm_hca, 1).state == "Down"
+    finally:
+        lab.link_up(running, sm_hca, 1)
+    assert lab.port_line(running, sm_hca, 1).state == "Active"

@@ -14,7 +14,15 @@ from fabric import lab
 from fabric.cli.main import main
 
 pytestmark = pytest.mark.lab
-REPAIRS = {"isolate_port", "drain_node", "replace_cable", "swap_cables"}
+REPAIRS = {
+    "isolate_port",
+    "drain_node",
+    "replace_cable",
+    "swap_cables",
+    "connect_cable",
+    "move_cables",
+    "set_node_description",
+}
 
 
 @pytest.fixture
@@ -54,9 +62,25 @@ def repairs(out: dict[str, object]) -> list[tuple[str, str]]:
             [("replace_cable", "leaf-su02-r1:5 <-> spine-01:10")],
         ),
         (("rail-small", ("miswire:dgx-0002:1:2",)), [("swap_cables", "dgx-0002")]),
+        (
+            ("rail-small", ("missing-link:leaf-su01-r0",)),
+            [("connect_cable", "leaf-su01-r0:5 <-> spine-01:1")],
+        ),
+        (
+            ("rail-small", ("missing-hca:dgx-0002:3",)),
+            [("connect_cable", "leaf-su01-r3:2 <-> dgx-0002 mlx5_3:1")],
+        ),
     ],
     indirect=["name"],
-    ids=["clean-rail", "clean-fattree", "degraded-width", "degraded-speed", "miswire"],
+    ids=[
+        "clean-rail",
+        "clean-fattree",
+        "degraded-width",
+        "degraded-speed",
+        "miswire",
+        "missing-link",
+        "missing-hca",
+    ],
 )
 def test_each_planted_fault_gets_exactly_its_repair(
     name: str, expected: list[tuple[str, str]], tmp_path: Path

@@ -1,0 +1,183 @@
+"""Repairs for the cabling faults discovery finds beside degraded cables and miswires: a missing
+uplink or rail HCA gets ``connect_cable`` with both ends named from the peers (or the end said to
+be unknown), a down port its reseat/replace with the far end said to be unknown, uneven uplinks
+the exact moves, an unnamed HCA its node description. Each planted alone yields exactly its
+action; the clean fabric none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from fabric.advise.actions import Action, ActionKind
+from fabric.advise.candidates import findings_from_dict
+from fabric.advise.recommend import recommend
+from fabric.app.discover import Discovery, analyse
+from tests.advise_fabrics import fabric_of, guid_of
+from tests.fabric.test_advise import UPSTREAM
+from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import parse_ibnetdiscover
+from topology.model import Fabric, Link, PortRef, UnconnectedPort
+
+ROUTING = {
+    ActionKind.SET_NCCL_ENV,
+    ActionKind.SET_ROUTING_ENGINE,
+    ActionKind.ENABLE_AR,
+    ActionKind.DISABLE_AR,
+}
+FOUR_SPINES = "leafspine:leaves=4,spines=4,hosts=8,radix=40"  # two cables from each leaf to each spine
+
+
+def repairs(d: Discovery) -> list[Action]:
+    recs = recommend(
+        d.fabric, d.classification, findings_from_dict({"links": []}), sm=UPSTREAM, anomalies=d.anomalies
+    )
+    return [a for a in recs.actions if a.kind not in ROUTING]
+
+
+def only(d: Discovery, kind: str) -> Action:
+    """The one anomaly of ``kind`` gets exactly one action, and nothing else is flagged."""
+    assert [a.kind for a in d.anomalies] == [kind], d.anomalies
+    (act,) = repairs(d)
+    assert act.evidence[0] == f"discovery: {d.anomalies[0].message}"
+    return act
+
+
+def operator_line(act: Action) -> str:
+    (line,) = act.commands_for("operator")
+    return line
+
+
+@pytest.mark.parametrize("spec", ["rail-small", "fattree-small", "rail-3tier", FOUR_SPINES])
+def test_a_clean_fabric_gets_no_cabling_action(spec: str) -> None:
+    d = fabric_of(spec)
+    assert d.anomalies == ()
+    assert repairs(d) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "fault", "target"),
+    [
+        ("rail-small", "missing-link:leaf-su01-r0", "leaf-su01-r0:5 <-> spine-01:1"),
+        ("fattree-small", "missing-link:leaf-02", "leaf-02:9 <-> spine-01:5"),
+        (FOUR_SPINES, "missing-link:leaf-03:14", "leaf-03:14 <-> spine-03:6"),
+    ],
+)
+def test_a_missing_uplink_names_both_ends_from_its_peers(spec: str, fault: str, target: str) -> None:
+    d = fabric_of(spec, (fault,))
+    act = only(d, "missing_link")
+    assert act.kind is ActionKind.CONNECT_CABLE and act.target == target
+    # The ends named are those of the cable the fault took out of the clean fabric.
+    clean = fabric_of(spec)
+    near, far = target.split(" <-> ")
+    (node, port), (far_node, far_port) = (e.rsplit(":", 1) for e in (near, far))
+    ref = PortRef(guid_of(clean, node), int(port))
+    lk = next(lk for p, _, lk in clean.fabric.neighbours(ref.guid) if p == ref.port)
+    assert lk.other(ref.guid) == PortRef(guid_of(clean, far_node), int(far_port))
+    line = operator_line(act)
+    assert line.startswith(f"check the cable between {node} port {port} and {far_node} port {far_port}: ")
+    assert f"peers: port {port} goes to {far_node} on " in act.evidence[1]
+
+
+def test_a_missing_uplink_says_which_end_is_not_known() -> None:
+    # rail-3tier: each spine sends all its core cables to one core; no other core tells the port.
+    d = fabric_of("rail-3tier", ("missing-link:spine-su01-01",))
+    act = only(d, "missing_link")
+    assert act.target == "spine-su01-01 <-> core-01"
+    assert "spine-su01-01 port 9 and core-01 (which port is not known)" in operator_line(act)
+    assert act.port == PortRef(guid_of(d, "spine-su01-01"), 9)
+
+
+@pytest.mark.parametrize(
+    ("spec", "host", "index"), [("rail-small", "dgx-0002", 3), ("rail-3tier", "dgx-0001", 0)]
+)
+def test_a_missing_rail_hca_names_the_leaf_port_and_the_hca(spec: str, host: str, index: int) -> None:
+    d = fabric_of(spec, (f"missing-hca:{host}:{index}",))
+    act = only(d, "missing_link")
+    clean = fabric_of(spec)
+    hca = guid_of(clean, f"{host} mlx5_{index}")
+    ((hca_port, leaf_end, _),) = clean.fabric.neighbours(hca)
+    leaf = clean.classification.nodes[leaf_end.guid].name
+    assert act.kind is ActionKind.CONNECT_CABLE
+    assert act.target == f"{leaf}:{leaf_end.port} <-> {host} mlx5_{index}:{hca_port}"
+    line = operator_line(act)
+    assert f"between {leaf} port {leaf_end.port} and {host} mlx5_{index} port {hca_port}" in line
+    assert "dead HCA" in act.reason
+
+
+def _rebuilt(d: Discovery, change: Callable[[Fabric], tuple[list[Link], list[UnconnectedPort]]]) -> Discovery:
+    links, down = change(d.fabric)
+    return analyse(Fabric.build(d.fabric.nodes.values(), links, down, origin=d.fabric.origin), "", "rebuilt")
+
+
+def test_a_down_host_port_is_reseated_with_its_far_end_said_unknown() -> None:
+    # cn0011's HCA port went down: ibnetdiscover -p lists leaf-02 port 3 without a peer and the
+    # HCA is no longer reached (it is left out of the nodes too).
+    clean = fabric_of("fattree-small")
+    leaf = guid_of(clean, "leaf-02")
+    ((_, hca, gone),) = [(p, far, lk) for p, far, lk in clean.fabric.neighbours(leaf) if p == 3]
+    links = [lk for lk in clean.fabric.links if lk != gone]
+    nodes = [n for g, n in clean.fabric.nodes.items() if g != hca.guid]
+    d = analyse(
+        Fabric.build(nodes, links, [UnconnectedPort(PortRef(leaf, 3), 4, "HDR")], origin=clean.fabric.origin)
+    )
+    act = only(d, "down_port")
+    assert act.kind is ActionKind.REPLACE_CABLE and act.target == "leaf-02:3"
+    assert act.port == PortRef(leaf, 3)
+    line = operator_line(act)
+    assert "leaf-02 port 3 and its far end (not known: the link is down" in line
+
+
+def test_a_down_uplink_port_is_one_action_with_its_missing_cable() -> None:
+    clean = fabric_of("fattree-small")
+    leaf = guid_of(clean, "leaf-02")
+
+    def down(f: Fabric) -> tuple[list[Link], list[UnconnectedPort]]:
+        gone = next(lk for p, _, lk in f.neighbours(leaf) if p == 9)
+        return [lk for lk in f.links if lk != gone], [UnconnectedPort(PortRef(leaf, 9), 4, "HDR")]
+
+    d = _rebuilt(clean, down)
+    assert sorted(a.kind for a in d.anomalies) == ["down_port", "missing_link"]
+    (act,) = repairs(d)
+    assert act.kind is ActionKind.CONNECT_CABLE and act.target == "leaf-02:9 <-> spine-01:5"
+    assert {f"discovery: {a.message}" for a in d.anomalies} <= set(act.evidence)
+
+
+def test_uneven_uplinks_get_the_exact_move() -> None:
+    # leaf-01's second spine-02 cable (port 11, spine-02 port 1) sits on spine-01 port 9 instead.
+    clean = fabric_of(FOUR_SPINES)
+    leaf, s1 = guid_of(clean, "leaf-01"), guid_of(clean, "spine-01")
+
+    def moved(f: Fabric) -> tuple[list[Link], list[UnconnectedPort]]:
+        lk = next(lk for p, _, lk in f.neighbours(leaf) if p == 11)
+        return [lk2 for lk2 in f.links if lk2 != lk] + [
+            Link(PortRef(leaf, 11), PortRef(s1, 9), lk.width, lk.speed)
+        ], []
+
+    d = _rebuilt(clean, moved)
+    act = only(d, "uplink_imbalance")
+    assert act.kind is ActionKind.MOVE_CABLES and act.target == "leaf-01"
+    assert "spine-01: 3 of 2" in act.reason and "spine-02: 1 of 2" in act.reason
+    assert "spine-02 lacks links" in act.reason
+    assert operator_line(act) == "move the cable on leaf-01 port 11 from spine-01 port 9 to spine-02 port 1"
+
+
+def test_an_unnamed_hca_gets_a_node_description_not_a_cable() -> None:
+    text = to_ibnetdiscover(generate("fattree-small"))
+    renamed = text.replace('"cn0005 mlx5_0"', '"MT4123 ConnectX6   Mellanox Technologies"')
+    assert renamed != text
+    d = analyse(parse_ibnetdiscover(renamed.splitlines(), "renamed"), renamed, "renamed")
+    act = only(d, "unnamed_hca")
+    assert act.kind is ActionKind.SET_NODE_DESCRIPTION
+    assert act.target == d.anomalies[0].nodes[0]
+    assert any("rdma-ndd" in c for c in act.commands_for("operator"))
+
+
+def test_two_missing_cables_to_one_spine_name_both_ends_ports_without_pairing_them() -> None:
+    d = fabric_of(FOUR_SPINES, ("missing-link:leaf-03:13", "missing-link:leaf-03:14"))
+    act = only(d, "missing_link")
+    assert act.target == "leaf-03 <-> spine-03"
+    assert operator_line(act).startswith(
+        "check the 2 cables between leaf-03 ports 13, 14 and spine-03 ports 5, 6: "
+    )
