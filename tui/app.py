@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
+from fabric.app.cables import CableInventory
 from fabric.app.health_window import HealthProcess, HealthWindow
 from fabric.app.readmodel import FabricService
 from fabric.app.views import FabricView, LinkRow, StoreState, with_health
@@ -138,6 +139,9 @@ class IbfabApp(App[None]):
         self._seen_ids: tuple[int | None, int | None] | None = None
         self._health_job: HealthProcess | None = None
         self._health_lock = threading.Lock()
+        # the newest kept cable inventory, read once per store state (seconds on a large fabric)
+        self._inventory: tuple[StoreState | None, CableInventory | None] | None = None
+        self._inventory_lock = threading.Lock()
 
     # -- life cycle ---------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[None]:
@@ -300,6 +304,15 @@ class IbfabApp(App[None]):
 
     def now(self) -> float:
         return self.clock()
+
+    def cable_inventory(self) -> CableInventory | None:
+        """The store's newest cable inventory (None: no ibdiagnet run kept), read again only once
+        the store has changed; called from worker threads."""
+        with self._inventory_lock:
+            state = self.state
+            if self._inventory is None or self._inventory[0] is not state:
+                self._inventory = (state, self.service.cable_inventory())
+            return self._inventory[1]
 
     def status_line(self) -> str:
         """What is loaded, in words (shown at the top of every screen)."""
