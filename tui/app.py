@@ -14,6 +14,7 @@ only swaps them in.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from tui.messages import (
     OpenScreen,
     StateLoaded,
     StoreChanged,
+    StoreWarning,
     SweepFinished,
     ViewLoaded,
 )
@@ -88,6 +90,19 @@ def built_without_gc_pauses(build: Callable[[], T]) -> T:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+class StoreWarnings(logging.Handler):
+    """The warnings of the layers below (logger ``fabric``: a damaged snapshot skipped, a damaged
+    newest topology passed over) as :class:`StoreWarning` messages to the app, from any thread:
+    under the TUI they are notifications, never lines on a stderr the screen is drawn over."""
+
+    def __init__(self, app: App[None]) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.app.post_message(StoreWarning(" ".join(record.getMessage().split())))
 
 
 class IbfabApp(App[None]):
@@ -142,12 +157,17 @@ class IbfabApp(App[None]):
         # the newest kept cable inventory, read once per store state (seconds on a large fabric)
         self._inventory: tuple[StoreState | None, CableInventory | None] | None = None
         self._inventory_lock = threading.Lock()
+        self.warnings: list[str] = []  # each store warning once, in the order they came
+        self._fabric_log = logging.getLogger("fabric")
+        self._log_handlers: list[logging.Handler] | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[None]:
         return OverviewScreen()  # the bottom of the history: escape stops here
 
     def on_mount(self) -> None:
+        # the store's warnings come here while the UI runs (the CLI's stderr handler set aside)
+        self._log_handlers, self._fabric_log.handlers = self._fabric_log.handlers, [StoreWarnings(self)]
         self.sub_title = self.service.db.name if self.service.db else "default store"
         self.load(topology=True)
         if self.poll_seconds:
@@ -189,6 +209,8 @@ class IbfabApp(App[None]):
 
     def on_unmount(self) -> None:
         self.stop_health()
+        if self._log_handlers is not None:
+            self._fabric_log.handlers, self._log_handlers = self._log_handlers, None
 
     def stop_health(self) -> None:
         """Kill a health computation still running (a newer one replaces it, or the app closes)."""
@@ -212,7 +234,11 @@ class IbfabApp(App[None]):
             view = built_without_gc_pauses(svc.load_view) if topology else self.view
             if topology:
                 self.post_message(ViewLoaded(view))
-            health = built_without_gc_pauses(job.result)
+            try:
+                health = built_without_gc_pauses(job.result)
+            finally:
+                for text in job.warnings:  # what the store warned of in the health process
+                    self.post_message(StoreWarning(text))
             with self._health_lock:
                 if self._health_job is job:
                     self._health_job = None
@@ -266,6 +292,15 @@ class IbfabApp(App[None]):
         new_topology = self.view is None or msg.topology_id != self.view.topology.id
         self.loading["health"] = True
         self.load(topology=new_topology)
+
+    def on_store_warning(self, msg: StoreWarning) -> None:
+        """Each warning once (every load reads the same damaged snapshot again), kept in
+        :attr:`warnings` and shown as a notification that stays a while."""
+        self.messages_seen.append(msg)
+        if msg.text in self.warnings:
+            return
+        self.warnings.append(msg.text)
+        self.notify(msg.text, title="store warning", severity="warning", timeout=30, markup=False)
 
     def on_load_failed(self, msg: LoadFailed) -> None:
         self.messages_seen.append(msg)
