@@ -124,3 +124,14 @@ def test_cable_inventory_at_80x24(snap_compare: Any, tmp_path: Path, monkeypatch
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_one_imported_run_the_overview_says_rates_need_two_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tui.cli import overview_text
+
+    db = imported_store(tmp_path, monkeypatch)
+    report = overview_text(str(db))
+    assert "one counter reading only (snapshot 1): error and traffic rates need two" in report
+    assert "health over" not in report
