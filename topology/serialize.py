@@ -46,7 +46,7 @@ def fabric_to_dict(fabric: Fabric) -> dict[str, Any]:
     def ref(guid: Guid) -> int | str:
         return index.get(guid, guid)
 
-    return {
+    out: dict[str, Any] = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "source": fabric.source,
@@ -61,6 +61,9 @@ def fabric_to_dict(fabric: Fabric) -> dict[str, Any]:
         ],
         "unconnected": [[ref(u.ref.guid), u.ref.port, u.width, u.speed] for u in fabric.unconnected],
     }
+    if fabric.warnings:  # what the parser noted (lines skipped...), kept with a stored fabric
+        out["notes"] = list(fabric.warnings)
+    return out
 
 
 def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> Fabric:
@@ -90,12 +93,16 @@ def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> 
             UnconnectedPort(PortRef(guid_of(g), int(p)), int(w), str(s)) for g, p, w, s in data["unconnected"]
         ]
         origin = data.get("origin")
+        notes = data.get("notes", [])
+        if not isinstance(notes, list):
+            raise TypeError(f"notes is {type(notes).__name__}, not a list")
         return Fabric.build(
             nodes,
             links,
             unconnected,
             source=str(data.get("source", "")),
             origin=PortRef(normalise_guid(origin[0]), int(origin[1])) if origin else None,
+            warnings=tuple(str(n) for n in notes),
         )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ParseError(TOOL, source, 0, "", f"malformed fabric: {type(exc).__name__}: {exc}") from exc

@@ -14,6 +14,7 @@ only swaps them in.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
+from fabric.app.cables import CableInventory
 from fabric.app.health_window import HealthProcess, HealthWindow
 from fabric.app.readmodel import FabricService
 from fabric.app.views import FabricView, LinkRow, StoreState, with_health
@@ -40,6 +42,7 @@ from tui.messages import (
     OpenScreen,
     StateLoaded,
     StoreChanged,
+    StoreWarning,
     SweepFinished,
     ViewLoaded,
 )
@@ -87,6 +90,19 @@ def built_without_gc_pauses(build: Callable[[], T]) -> T:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+class StoreWarnings(logging.Handler):
+    """The warnings of the layers below (logger ``fabric``: a damaged snapshot skipped, a damaged
+    newest topology passed over) as :class:`StoreWarning` messages to the app, from any thread:
+    under the TUI they are notifications, never lines on a stderr the screen is drawn over."""
+
+    def __init__(self, app: App[None]) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.app.post_message(StoreWarning(" ".join(record.getMessage().split())))
 
 
 class IbfabApp(App[None]):
@@ -138,12 +154,20 @@ class IbfabApp(App[None]):
         self._seen_ids: tuple[int | None, int | None] | None = None
         self._health_job: HealthProcess | None = None
         self._health_lock = threading.Lock()
+        # the newest kept cable inventory, read once per store state (seconds on a large fabric)
+        self._inventory: tuple[StoreState | None, CableInventory | None] | None = None
+        self._inventory_lock = threading.Lock()
+        self.warnings: list[str] = []  # each store warning once, in the order they came
+        self._fabric_log = logging.getLogger("fabric")
+        self._log_handlers: list[logging.Handler] | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[None]:
         return OverviewScreen()  # the bottom of the history: escape stops here
 
     def on_mount(self) -> None:
+        # the store's warnings come here while the UI runs (the CLI's stderr handler set aside)
+        self._log_handlers, self._fabric_log.handlers = self._fabric_log.handlers, [StoreWarnings(self)]
         self.sub_title = self.service.db.name if self.service.db else "default store"
         self.load(topology=True)
         if self.poll_seconds:
@@ -185,6 +209,8 @@ class IbfabApp(App[None]):
 
     def on_unmount(self) -> None:
         self.stop_health()
+        if self._log_handlers is not None:
+            self._fabric_log.handlers, self._log_handlers = self._log_handlers, None
 
     def stop_health(self) -> None:
         """Kill a health computation still running (a newer one replaces it, or the app closes)."""
@@ -208,7 +234,11 @@ class IbfabApp(App[None]):
             view = built_without_gc_pauses(svc.load_view) if topology else self.view
             if topology:
                 self.post_message(ViewLoaded(view))
-            health = built_without_gc_pauses(job.result)
+            try:
+                health = built_without_gc_pauses(job.result)
+            finally:
+                for text in job.warnings:  # what the store warned of in the health process
+                    self.post_message(StoreWarning(text))
             with self._health_lock:
                 if self._health_job is job:
                     self._health_job = None
@@ -263,6 +293,15 @@ class IbfabApp(App[None]):
         self.loading["health"] = True
         self.load(topology=new_topology)
 
+    def on_store_warning(self, msg: StoreWarning) -> None:
+        """Each warning once (every load reads the same damaged snapshot again), kept in
+        :attr:`warnings` and shown as a notification that stays a while."""
+        self.messages_seen.append(msg)
+        if msg.text in self.warnings:
+            return
+        self.warnings.append(msg.text)
+        self.notify(msg.text, title="store warning", severity="warning", timeout=30, markup=False)
+
     def on_load_failed(self, msg: LoadFailed) -> None:
         self.messages_seen.append(msg)
         self.errors[msg.what] = msg.error
@@ -300,6 +339,15 @@ class IbfabApp(App[None]):
 
     def now(self) -> float:
         return self.clock()
+
+    def cable_inventory(self) -> CableInventory | None:
+        """The store's newest cable inventory (None: no ibdiagnet run kept), read again only once
+        the store has changed; called from worker threads."""
+        with self._inventory_lock:
+            state = self.state
+            if self._inventory is None or self._inventory[0] is not state:
+                self._inventory = (state, self.service.cable_inventory())
+            return self._inventory[1]
 
     def status_line(self) -> str:
         """What is loaded, in words (shown at the top of every screen)."""

@@ -43,16 +43,20 @@ def overview_text(db: str | None, lab: str | None = None) -> str:
     return overview_report(svc.overview(view, health, state))
 
 
-def run_tui_or_report(db: str | None, lab: str | None = None, poll_seconds: float | None = 5.0) -> None:
+def run_tui_or_report(
+    db: str | None, lab: str | None = None, poll_seconds: float | None = 5.0, node_map: str | None = None
+) -> None:
     """Open the TUI on a terminal; print the overview report when stdout is not a terminal
     (``make demo`` ends with this either way)."""
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         click.echo(overview_text(db, lab))
         return
     from fabric.app.readmodel import FabricService
+    from fabric.app.slurm import read_node_map
     from tui.app import build_app
 
-    build_app(FabricService(db, lab), poll_seconds=poll_seconds).run()
+    service = FabricService(db, lab, node_map=read_node_map(node_map))
+    build_app(service, poll_seconds=poll_seconds).run()
 
 
 @click.command("tui")
@@ -66,8 +70,13 @@ def run_tui_or_report(db: str | None, lab: str | None = None, poll_seconds: floa
     show_default=True,
     help="Seconds between checks for new snapshots in the store (0: no live refresh).",
 )
+@click.option(
+    "--node-map",
+    metavar="FILE",
+    help="Fabric host -> Slurm node, one pair a line, where names differ (for drains, as ibfab drain).",
+)
 @click.option("--report", is_flag=True, help="Print the overview report instead of opening the UI.")
-def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, report: bool) -> None:
+def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, node_map: str | None, report: bool) -> None:
     """Browse the fabric: overview, links, fabric map, details, probes, recommendations.
 
     With --lab demo and no --db it opens the store `ibfab demo` wrote (demo.db beside the default
@@ -76,4 +85,4 @@ def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, report: bool) 
     if report:
         click.echo(overview_text(db, lab))
         return
-    run_tui_or_report(db, lab, poll_seconds or None)
+    run_tui_or_report(db, lab, poll_seconds or None, node_map)

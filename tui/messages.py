@@ -27,6 +27,15 @@ class StateLoaded(Message):
         self.state = state
 
 
+class StoreWarning(Message):
+    """A warning the store logged while the TUI (or its health process) read it: a damaged
+    snapshot skipped, a damaged newest topology passed over."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class ViewLoaded(Message):
     """The latest topology, classified (None: the store has none)."""
 

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.app import App
 
+from fabric.app.cables import CableInventory
 from fabric.app.health_window import HealthWindow
 from fabric.app.readmodel import FabricService
 from fabric.app.views import FabricView, LinkRow, StoreState
@@ -33,6 +34,10 @@ class FabricData(Protocol):
 
     def now(self) -> float:
         """The wall clock ages are counted against (fixed in tests and snapshots)."""
+        ...
+
+    def cable_inventory(self) -> CableInventory | None:
+        """The store's newest cable inventory, read once per store state (worker threads only)."""
         ...
 
 

@@ -56,6 +56,11 @@ class PlannedDrain:
     def command(self) -> str:
         return shlex.join(self.argv)
 
+    @property
+    def undo(self) -> str:
+        """What resumes the node (``ibfab drain undo ID`` runs it after a clean re-test window)."""
+        return shlex.join(resume_argv(self.node))
+
 
 @dataclass(frozen=True, slots=True)
 class DrainPlan:
@@ -219,7 +224,8 @@ class ResumePlan:
         }
 
 
-def _host_of_target(target: str) -> str:
+def host_of_target(target: str) -> str:
+    """The fabric host of a drain's audit target (``node1 (fabric host cn0001)`` or ``cn0001``)."""
     head, _, rest = target.partition(" (fabric host ")
     return rest.rstrip(")") if rest else head
 
@@ -251,7 +257,7 @@ def plan_resume(
         raise UsageError(f"audit entry {audit_id} is not a successful drain ({entry.action}: {entry.result})")
     if entry.id not in {e.id for e in open_drains(store)}:
         raise UsageError(f"audit entry {audit_id} was already resumed")
-    node, host = node_of_target(entry.target), _host_of_target(entry.target)
+    node, host = node_of_target(entry.target), host_of_target(entry.target)
     current = {n.name: n for n in slurm.nodes([node])}.get(node)
     if current is None:
         raise UsageError(f"{node} is not a Slurm node any more")
@@ -323,6 +329,8 @@ __all__ = [
     "apply_drains",
     "apply_resume",
     "check_resume",
+    "host_of_target",
+    "node_of_target",
     "open_drains",
     "plan_drains",
     "plan_resume",

@@ -54,6 +54,26 @@ _OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
 
 
 @dataclass(frozen=True, slots=True)
+class OneReading:
+    """The window holds one counter reading: error and traffic rates need two, so no link could
+    be judged on them. ``ibdiagnet``: the reading is an ibdiagnet run's (the next one comes from
+    running it again); ``elsewhere``: readings the store holds outside the window."""
+
+    snapshot: CounterSnapshotInfo
+    ibdiagnet: bool
+    elsewhere: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "snapshot_id": self.snapshot.id,
+            "taken_at": self.snapshot.taken_at,
+            "source": self.snapshot.source,
+            "ibdiagnet": self.ibdiagnet,
+            "readings_outside_the_window": self.elsewhere,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AssessedHealth:
     """A report with what the CLI needs to name things."""
 
@@ -66,6 +86,7 @@ class AssessedHealth:
     # kept cable inventory; empty without one) and the run that inventory is from.
     cable_notes: tuple[SharedCableTrait, ...] = ()
     inventory: str | None = None
+    one_reading: OneReading | None = None  # set when the window holds a single counter reading
 
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
@@ -189,6 +210,13 @@ def assess_store(
     snapshots = store.list_counter_snapshots(since=since, until=now)
     if not any(s.ports for s in snapshots):
         window = "" if since_s is None else f" in the last {duration_spec(since_s)}"
+        older = [s for s in store.list_counter_snapshots(until=now) if s.ports] if since_s is not None else []
+        if older:  # an imported run from months ago: say where it is rather than to collect
+            taken = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(older[-1].taken_at))
+            raise StoreError(
+                f"{store.path}: no counter snapshots{window}; the newest is snapshot {older[-1].id} "
+                f"at {taken} (--since all reads it)"
+            )
         raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
     stored = store.load_topology("latest")
     lookback = now - t.repeat_lookback_days * DAY_S
@@ -230,8 +258,29 @@ def assess_store(
     recorded = record_today(store, report, now) if record else 0
     notes, inventory = cable_notes(store, report)
     return AssessedHealth(
-        report, stored.fabric, stored.id, node_names(stored.fabric), recorded, notes, inventory
+        report,
+        stored.fabric,
+        stored.id,
+        node_names(stored.fabric),
+        recorded,
+        notes,
+        inventory,
+        one_reading(store, snapshots),
     )
+
+
+def one_reading(store: Store, window: list[CounterSnapshotInfo]) -> OneReading | None:
+    """What to say when the window's counters are a single reading (None: two or more)."""
+    read = [s for s in window if s.ports]
+    if len(read) != 1:
+        return None
+    only = read[0]
+    ibdiagnet = any(
+        c.source == only.source and c.taken_at == only.taken_at
+        for c in store.list_captures(kind="counters", tool="ibdiagnet")
+    )
+    elsewhere = sum(1 for s in store.list_counter_snapshots() if s.ports and s.id != only.id)
+    return OneReading(only, ibdiagnet, elsewhere)
 
 
 def cable_notes(store: Store, report: HealthReport) -> tuple[tuple[SharedCableTrait, ...], str | None]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import os
 import pickle
 import subprocess
@@ -131,6 +132,17 @@ def load_health(data: bytes) -> HealthWindow | None:
     return None if payload is None else view_of(*payload)
 
 
+# How the child hands the store's warnings (a damaged snapshot skipped...) to the parent: one line
+# each on its stderr, which the parent reads (the child's stderr is a pipe, never the terminal).
+WARNING_PREFIX = "ibfab-warning: "
+
+
+class _WarningLines(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(WARNING_PREFIX + " ".join(record.getMessage().split()) + "\n")
+        sys.stderr.flush()
+
+
 # Not ``-m fabric.app.health_window``: run as __main__, the module would pickle its helpers under
 # that name and the parent could not find them.
 _CHILD = "import sys; from fabric.app.health_window import _child_main; sys.exit(_child_main(sys.argv[1:]))"
@@ -141,6 +153,7 @@ def _child_main(argv: list[str]) -> int:
     on stdout, nothing else there (stray prints go to stderr)."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
     try:
         db, window_s = (None if argv[0] == "-" else argv[0]), float(argv[1])
         data = dump_health(compute_health(db, window_s))
@@ -169,6 +182,7 @@ class HealthProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         self.cancelled = False
+        self.warnings: tuple[str, ...] = ()  # what the store warned of while the child read it
         self._process = subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(db) if db is not None else "-", repr(window_s)],
             stdin=subprocess.DEVNULL,
@@ -179,12 +193,19 @@ class HealthProcess:
         )
 
     def result(self) -> HealthWindow | None:
-        """Wait for the child (the GIL is free meanwhile) and return its view."""
+        """Wait for the child (the GIL is free meanwhile) and return its view; the store's
+        warnings it logged are in :attr:`warnings` then."""
         data, err = self._process.communicate()
+        lines = err.decode(errors="replace").splitlines()
+        self.warnings = tuple(
+            ln.removeprefix(WARNING_PREFIX) for ln in lines if ln.startswith(WARNING_PREFIX)
+        )
         if self.cancelled:
             raise StoreError("health: computation cancelled")
         if self._process.returncode != 0 or not data:
-            last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            last = [ln for ln in lines if ln.strip() and not ln.startswith(WARNING_PREFIX)][-1:] or [
+                "no output"
+            ]
             raise StoreError(
                 f"health: the computing process failed (exit code {self._process.returncode}): {last[0]}"
             )

@@ -1,8 +1,9 @@
 """What an operator checks before and after changing the fabric: the changes still in force (open
-isolations, with their age), the audit log, the schedules the daemon runs and how their last runs
+isolations and Slurm drains, with their age), the audit log, the schedules the daemon runs and how their last runs
 ended; and a sweep's pairs each once, with every re-test.
 
-Reads the store only; the safety checks of an undo stay in :mod:`fabric.app.isolate`.
+Reads the store only; the safety checks of an undo stay in :mod:`fabric.app.isolate` and
+:mod:`fabric.app.drain`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fabric.app.drain import DRAIN, open_drains
 from fabric.app.isolate import ISOLATE, open_isolations
 from fabric.app.sweep import ShownSweep
 from fabric.store import AuditEntry, Run, Schedule, Store
@@ -20,7 +22,7 @@ from probes.pairs import PairResult
 
 @dataclass(frozen=True, slots=True)
 class OpenChange:
-    """A change still in force (an isolation nobody has undone) and how long it has been."""
+    """A change still in force (an isolation or a drain nobody has undone) and how long it has been."""
 
     entry: AuditEntry
     age_seconds: float  # negative: recorded at a time ahead of this clock
@@ -28,6 +30,10 @@ class OpenChange:
     @property
     def kind(self) -> str:
         return self.entry.action
+
+    @property
+    def is_drain(self) -> bool:
+        return self.entry.action == DRAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,7 @@ class ScheduleState:
 
 @dataclass(frozen=True, slots=True)
 class Operations:
-    open_changes: tuple[OpenChange, ...]  # oldest first
+    open_changes: tuple[OpenChange, ...]  # isolations and drains, oldest first
     audit: tuple[AuditEntry, ...]  # newest first
     schedules: tuple[ScheduleState, ...]
     runs: tuple[Run, ...]  # newest first: the daemon's and collections run by hand
@@ -50,7 +56,8 @@ class Operations:
 
 def operations(store: Store, now: float, audit_limit: int = 200, runs_limit: int = 50) -> Operations:
     log = store.audit_log()
-    still = tuple(OpenChange(e, now - e.time) for e in open_isolations(store) if e.action == ISOLATE)
+    entries = [e for e in open_isolations(store) if e.action == ISOLATE] + open_drains(store)
+    still = tuple(OpenChange(e, now - e.time) for e in sorted(entries, key=lambda e: (e.time, e.id)))
     schedules = tuple(
         ScheduleState(s, next(iter(store.list_runs(s.id, limit=1)), None)) for s in store.list_schedules()
     )

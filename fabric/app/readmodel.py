@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
 from fabric.app import bandwidth, recommend
+from fabric.app import drain as drains
 from fabric.app import isolate as isolation
 from fabric.app.bandwidth import SweepBandwidth
 from fabric.app.cables import CableDetail, CableInventory, cable_detail, stored_inventory
 from fabric.app.discover import analyse, summary
+from fabric.app.drain import AppliedDrain, DrainPlan, ResumePlan
 from fabric.app.health_window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
 from fabric.app.isolate import AppliedChange, IsolationPlan, UndoPlan
 from fabric.app.operations import Operations, PairHistory, operations, pair_histories
+from fabric.app.slurm import NodeMap, connect
 from fabric.app.sweep import ShownSweep, show
 from fabric.app.views import (
     LINK_ALERT,
@@ -52,17 +55,30 @@ from fabric.app.views import (
 )
 from fabric.health.status import Status
 from fabric.store import Store, StoredSweep
+from probes.slurm import Slurm
 from probes.sweep import SweepStep
+from topology.errors import UsageError
 from topology.model import Guid, PortRef
 from topology.wiring import Anomaly
 
 
 class FabricService:
-    """Read-side use cases over one store. ``lab`` names the lab fabric sweeps run against."""
+    """Read-side use cases over one store. ``lab`` names the lab fabric sweeps run against;
+    ``node_map`` says which Slurm node each fabric host is (``--node-map``) and ``slurm_env`` is
+    added to the environment of the Slurm commands a drain runs (``SLURM_CONF``)."""
 
-    def __init__(self, db: str | Path | None = None, lab: str | None = None) -> None:
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        lab: str | None = None,
+        *,
+        node_map: NodeMap | None = None,
+        slurm_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.db = Path(db) if db is not None else None
         self.lab = lab
+        self.node_map = node_map or NodeMap()
+        self.slurm_env = dict(slurm_env or {})
 
     def open(self) -> Store:
         return Store.open(self.db)
@@ -303,7 +319,7 @@ class FabricService:
 
     # -- operations: open changes, the audit log, runs (fabric.app.operations, fabric.app.isolate) --
     def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
-        """Open isolations with their age, the audit log (newest first), schedules and runs."""
+        """Open isolations and drains with their age, the audit log (newest first), schedules and runs."""
         with self.open() as store:
             return operations(store, time.time() if now is None else now, audit_limit)
 
@@ -317,6 +333,39 @@ class FabricService:
         never forces), audited either way."""
         with self.open() as store:
             return isolation.apply_undo(plan, store, lab=self.lab)
+
+    # -- drains in Slurm (fabric.app.drain, what ``ibfab drain`` runs) --------------------------
+    def slurm(self) -> Slurm:
+        """A Slurm client whose controller has just answered (SlurmUnavailable otherwise)."""
+        return connect(self.slurm_env)
+
+    def drain_plan(self, advice: Advice) -> DrainPlan:
+        """What ``ibfab drain recommended`` prints for this drain_node advice: the scontrol
+        command and the node's state in Slurm now; changes nothing."""
+        requests = drains.requests_from_actions([advice.action])
+        if not requests:
+            raise UsageError(f"{advice.kind} {advice.target}: not a drain")
+        return drains.plan_drains(requests, self.slurm(), self.node_map)
+
+    def apply_drains(self, plan: DrainPlan) -> list[AppliedDrain]:
+        """What ``ibfab drain ... --apply --yes`` does after its plan (every node audited)."""
+        slurm = self.slurm()
+        with self.open() as store:
+            return drains.apply_drains(plan, store, slurm)
+
+    def resume_plan(self, audit_id: int) -> ResumePlan:
+        """What ``ibfab drain undo ID`` shows (it refuses an entry already resumed, or a node
+        someone else has resumed or drained again)."""
+        slurm = self.slurm()
+        with self.open() as store:
+            return drains.plan_resume(store, audit_id, slurm)
+
+    def apply_resume(self, plan: ResumePlan) -> AppliedDrain:
+        """What ``ibfab drain undo ID --apply`` does: refused inside the re-test window or after a
+        failed re-test (the TUI never forces), audited either way."""
+        slurm = self.slurm()
+        with self.open() as store:
+            return drains.apply_resume(plan, store, slurm)
 
     def sweep_pairs(self, shown: ShownSweep) -> list[PairHistory]:
         """Each pair of a sweep once, with every attempt (re-tests) and the final verdict."""

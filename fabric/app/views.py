@@ -206,7 +206,9 @@ class Advice:
 
     @property
     def can_apply(self) -> bool:
-        return self.kind == "isolate_port" and self.action.port is not None
+        """An isolation (ibfab changes the port) or a drain (ibfab drains the node in Slurm);
+        every other action is advice whose commands the operator runs."""
+        return (self.kind == "isolate_port" and self.action.port is not None) or self.kind == "drain_node"
 
 
 def with_health(rows: Sequence[LinkRow], health: HealthWindow | None) -> tuple[LinkRow, ...]:

@@ -98,6 +98,7 @@ def health_cmd(
         doc = view.report.to_dict()
         doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
         doc["cable_inventory"] = view.inventory
+        doc["one_reading"] = view.one_reading.to_dict() if view.one_reading is not None else None
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return

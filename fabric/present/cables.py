@@ -3,10 +3,10 @@ temperature, per-lane power), the FEC each port runs and each node's temperature
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from fabric.app.cables import CableDetail, CableEnd
+from fabric.present.overview import ellipsis, when
 from fabric.present.table import table
 from topology.cables import CableInfo
 
@@ -59,7 +59,9 @@ def _end_label(e: CableEnd) -> str:
     return f"{e.name}:{e.port}"
 
 
-def render_cable(d: CableDetail) -> str:
+def render_cable(d: CableDetail, width: int | None = None) -> str:
+    """The cable with both ends side by side; where that is wider than ``width`` columns (an
+    80-column terminal), one end under the other."""
     near, far = d.near, d.far
     if far is None:
         head = f"Port {_end_label(near)} ({near.guid}): nothing cabled to it in this fabric"
@@ -70,20 +72,33 @@ def render_cable(d: CableDetail) -> str:
         lines.append(NO_INVENTORY)
         return "\n".join(lines)
     ends = [near] if far is None else [near, far]
-    rows: list[list[str | None]] = [[f] for f in _MODULE_FIELDS]
-    rows.append(["FEC"])
-    rows.append(["node temperature"])
-    for e in ends:
-        for row, value in zip(rows, _module_rows(e.module), strict=False):
-            row.append(value)
-        rows[-2].append(e.fec or "not read")
-        rows[-1].append("not read" if e.node_temperature_c is None else f"{e.node_temperature_c} C")
-    headers = ["", *(_end_label(e) if e.guid in e.name else f"{_end_label(e)} ({e.guid})" for e in ends)]
-    lines.append(table(headers, rows, 60))
-    when = (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.inventory_taken_at))
-        if d.inventory_taken_at is not None
-        else "an unknown time"
+    columns = [_end_column(e) for e in ends]
+    labels = [*_MODULE_FIELDS, "FEC", "node temperature"]
+    side_by_side = table(
+        ["", *(_end_heading(e) for e in ends)],
+        [[label, *(c[i] for c in columns)] for i, label in enumerate(labels)],
+        60,
     )
-    lines.append(f"inventory: ibdiagnet run {d.inventory} at {when}")
+    if width is None or max(map(len, side_by_side.splitlines())) <= width:
+        lines.append(side_by_side)
+    else:
+        room = max(16, width - 20)  # the label column and the gap take 20
+        for e, column in zip(ends, columns, strict=True):
+            rows = list(zip(labels, column, strict=True))
+            lines.append(table(["", ellipsis(_end_heading(e), room)], rows, room))
+    taken = when(d.inventory_taken_at) if d.inventory_taken_at is not None else "an unknown time"
+    lines.append(f"inventory: ibdiagnet run {d.inventory} at {taken}")
     return "\n".join(lines)
+
+
+def _end_heading(e: CableEnd) -> str:
+    return _end_label(e) if e.guid in e.name else f"{_end_label(e)} ({e.guid})"
+
+
+def _end_column(e: CableEnd) -> list[str | None]:
+    """What the inventory says of one end, in the order of the field labels."""
+    return [
+        *_module_rows(e.module),
+        e.fec or "not read",
+        "not read" if e.node_temperature_c is None else f"{e.node_temperature_c} C",
+    ]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fabric.app.health import AssessedHealth
+from fabric.app.health import AssessedHealth, OneReading
 from fabric.health import BerEstimate
+from fabric.present.overview import when
 from fabric.present.table import table
 
 DEFAULT_LIMIT = 40
@@ -46,13 +47,20 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         )
         if len(links) > len(shown):
             lines.append(f"  … {len(links) - len(shown)} more (--all or --json)")
-    else:
+    elif view.one_reading is None:
         lines.append("No findings: every link is ok.")
     offenders = sum(1 for lk in report.links if lk.repeat_offender)
-    lines.append("")
-    lines.append(
-        f"{s.links} links over {span} ({s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
-    )
+    if view.one_reading is not None:  # no rate, so "ok" would be a guess: say what is missing
+        lines += [*([""] if lines else []), *one_reading_lines(view.one_reading)]
+        lines.append(
+            f"{s.links} links, 1 reading (topology {view.topology_id}): none judged on rates yet; "
+            f"{len(links)} findings from the reading alone"
+        )
+    else:
+        lines.append("")
+        lines.append(
+            f"{s.links} links over {span} ({s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
+        )
     extra = []
     if offenders:
         extra.append(f"{offenders} repeat offenders")
@@ -71,6 +79,23 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         lines.append("; ".join(extra))
     lines += cable_note_lines(view)
     return "\n".join(lines)
+
+
+def one_reading_lines(one: OneReading) -> list[str]:
+    """The window's one counter reading (when, from where) and how to get the second one."""
+    snap = one.snapshot
+    if one.elsewhere:
+        more = f"widen the window: --since all ({one.elsewhere} more readings stored)"
+    elif one.ibdiagnet:
+        more = "run ibdiagnet again, then `ibfab counters collect --ibdiagnet DIR`"
+    else:
+        more = "run `ibfab counters collect` again (or `ibfab daemon` on a schedule)"
+    return [
+        f"One counter reading only: snapshot {snap.id} at {when(snap.taken_at)} from {snap.source}.",
+        "Error and traffic rates need two readings, so no link is judged on them yet "
+        "(a counter read once is a total since its last reset, not a rate).",
+        f"For a second reading: {more}.",
+    ]
 
 
 def cable_note_lines(view: AssessedHealth, show: int = 4) -> list[str]:

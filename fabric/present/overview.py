@@ -108,6 +108,11 @@ def health_note(ov: Overview) -> str:
     if ov.health is None:
         return "no counter snapshots yet (run: ibfab counters collect)"
     h = ov.health
+    if h.report.summary.snapshots < 2:  # no rate from one reading: its "ok" judges nothing
+        return (
+            f"one counter reading only (snapshot {h.snapshot_id}): error and traffic rates need two "
+            "(run: ibfab counters collect again)"
+        )
     return f"health over {human_duration(h.now - h.since)} ending at snapshot {h.snapshot_id}"
 
 

@@ -39,7 +39,11 @@ def render_drain_plan(plan: DrainPlan) -> str:
         lines.append(f"drain {who}: {d.finding}")
         lines += [f"  evidence: {e}" for e in d.evidence]
         lines.append(f"  slurm now: {d.state or 'unknown'}")
-        lines.append(f"  skip: {d.skip}" if d.skip else f"  [slurm] {d.command}")
+        if d.skip:
+            lines.append(f"  skip: {d.skip}")
+            continue
+        lines.append(f"  [slurm apply] {d.command}")
+        lines.append(f"  [slurm undo] {d.undo}   (ibfab drain undo AUDIT_ID, after a clean re-test window)")
     return "\n".join(lines)
 
 
@@ -48,7 +52,7 @@ def render_resume_plan(plan: ResumePlan) -> str:
     lines = [
         f"resume {plan.entry.target} (drain audit {plan.entry.id}, by {plan.entry.user})",
         f"  slurm now: {plan.state}: {plan.slurm_reason}",
-        f"  [slurm] {plan.command}",
+        f"  [slurm apply] {plan.command}",
         f"  drained {plan.age_seconds / 60:.0f} min ago; re-test window of {plan.window_seconds / 60:g} min {state}",
     ]
     if not plan.retests:

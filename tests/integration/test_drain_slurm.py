@@ -81,8 +81,8 @@ def test_recommended_drain_is_a_dry_run_then_applied_audited_and_seen_in_sinfo_R
     assert lines[0].startswith("drain node1 (fabric host cn0001): ") and "critical" in lines[0]
     assert "leaf-01:1 <-> cn0001 mlx5_0:1" in lines[0]
     assert "  slurm now: idle" in lines
-    (cmd,) = [line for line in lines if line.startswith("  [slurm] ")]
-    assert cmd.startswith("  [slurm] scontrol update NodeName=node1 State=DRAIN 'Reason=ibfab: ")
+    (cmd,) = [line for line in lines if line.startswith("  [slurm apply] ")]
+    assert cmd.startswith("  [slurm apply] scontrol update NodeName=node1 State=DRAIN 'Reason=ibfab: ")
     assert "leaf-01:1" in cmd
     assert lines[-1] == "dry run: nothing changed (add --apply)" and reasons(slurm) == {}
     # No confirmation, no change (stdin is not a terminal here).
@@ -102,7 +102,7 @@ def test_recommended_drain_is_a_dry_run_then_applied_audited_and_seen_in_sinfo_R
         with Store.open(files["db"]) as store:
             (entry,) = store.audit_log()
         assert (entry.action, entry.target, entry.result) == ("drain", "node1 (fabric host cn0001)", "ok")
-        assert entry.command == cmd.removeprefix("  [slurm] ")
+        assert entry.command == cmd.removeprefix("  [slurm apply] ")
         assert done.output.splitlines()[-1] == (
             f"audit {entry.id}: {entry.command}: ok (undo: ibfab drain undo {entry.id})"
         )

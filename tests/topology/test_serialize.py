@@ -50,6 +50,7 @@ def test_round_trip_of_real_capture(path: Path) -> None:
     assert back.links == fabric.links
     assert back.unconnected == fabric.unconnected
     assert back.source == str(path)
+    assert back.warnings == fabric.warnings  # the parser's notes (lines skipped...) are kept
     # neighbour lookups are rebuilt too (they are not part of equality)
     for some in list(fabric.nodes)[:20]:
         assert back.links_of(some) == fabric.links_of(some)
@@ -100,6 +101,11 @@ def test_links_to_nodes_without_a_record_keep_their_guid() -> None:
             '{"format": "ibfab-fabric", "version": 1, "nodes": [], "links": [[3, 1, 4, 1, 4, "HDR"]],'
             ' "unconnected": []}',
             "malformed fabric",
+        ),
+        (
+            '{"format": "ibfab-fabric", "version": 1, "nodes": [], "links": [], "unconnected": [],'
+            ' "notes": "one line"}',
+            "malformed fabric: TypeError: notes is str",
         ),
     ],
 )

@@ -9,8 +9,11 @@ from pathlib import Path
 from fabric.app.readmodel import FabricService
 from fabric.app.views import LINK_HEALTH
 from fabric.present.overview import note_lines
+from fabric.store import Store
+from tests.conftest import REALDATA
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
 from tests.tui_data import T0, build_store
+from topology.ibnetdiscover import read_ibnetdiscover
 from topology.wiring import Severity
 from tui.app import build_app
 from tui.screens.anomalies import AnomaliesScreen
@@ -137,3 +140,35 @@ def test_parser_notes_are_listed_and_counted() -> None:
     notes = [f"line {i}: port cabled twice" for i in range(7)]
     assert note_lines(notes) == [*(f"note: {n}" for n in notes[:5]), "… 2 more notes (ibfab discover)"]
     assert note_lines([]) == [] and note_lines(None) == []
+
+
+@run_async
+async def test_parser_notes_of_a_stored_topology_are_on_the_overview(tmp_path: Path) -> None:
+    """What the parser noted reading a real capture (a diagnostic line ibnetdiscover printed into
+    its output, a port cabled twice) is kept with the stored topology and shown, as discover says it."""
+    captures = (
+        "junousi-nvidia-kb-edr-fdr-mixed-loopbacks.txt",
+        "treydock-ibnetdiscover-p-ports-hdr-qdr-odd-spaces.txt",
+    )
+    for name in captures:
+        path = REALDATA / "ibnetdiscover" / name
+        fabric = read_ibnetdiscover(path)
+        assert fabric.warnings  # the capture has something to note
+        db = tmp_path / f"{path.stem}.db"
+        with Store.open(db) as store:
+            store.save_topology(fabric, path.read_text(), "ibnetdiscover", str(path), taken_at=T0)
+        app = build_app(FabricService(db), poll_seconds=None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            shown = " ".join(text_of(app, "#ov-fabric").split())
+        for note in fabric.warnings:
+            assert f"note: {' '.join(note.split())}" in shown
+
+
+@run_async
+async def test_a_capture_with_nothing_to_note_shows_no_note(tmp_path: Path) -> None:
+    path, _, _, _ = build_store(tmp_path / "tui.db")
+    app = build_app(FabricService(path), poll_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert "note:" not in text_of(app, "#ov-fabric")

@@ -37,8 +37,11 @@ class ConfirmChange(ModalScreen[bool]):
     #confirm-prompt { margin-top: 1; }
     """
 
-    def __init__(self, title: str, plan_text: str, target: str, blocked: str | None = None) -> None:
+    def __init__(
+        self, title: str, plan_text: str, target: str, blocked: str | None = None, changes: str = "the fabric"
+    ) -> None:
         super().__init__()
+        self.changes = changes  # what applying changes, in the prompt: the fabric, Slurm
         self.title_text = title
         self.plan_text = plan_text
         self.target = target
@@ -54,7 +57,7 @@ class ConfirmChange(ModalScreen[bool]):
                 prompt = f"cannot apply: {self.blocked}\nesc closes; nothing was changed."
             else:
                 prompt = (
-                    f"This changes the fabric and is recorded in the audit log.\n"
+                    f"This changes {self.changes} and is recorded in the audit log.\n"
                     f"To apply, type the name {self.target}  and press enter; esc cancels."
                 )
             yield Static(plain(prompt), id="confirm-prompt")

@@ -1,5 +1,7 @@
-"""Detail of a switch, an HCA (its host's other HCAs listed) or a cable: ports and peers,
-counter history as sparklines, findings (whole, wrapped), probe results and recommended actions.
+"""Detail of a switch, an HCA (its host's other HCAs listed) or a cable: ports and peers, a
+cable's inventory (the module at each end as the newest kept ibdiagnet run read it, or that there
+is none), counter history as sparklines, findings (whole, wrapped), probe results and recommended
+actions.
 
 Every row that names something opens it: a node's port row opens its cable, a cable's end row
 opens that node, a host's HCA row opens the HCA; ``a``/``b`` open the ends of a cable as shown
@@ -15,7 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
+from fabric.app.cables import CableDetail
 from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
+from fabric.present.cables import render_cable
 from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
 from topology.model import LinkKey
@@ -40,6 +44,7 @@ class DetailScreen(DataScreen):
         self.link = link
         self.history: list[tuple[str, CounterSeries]] | None = None
         self.advice: list[Advice] | Unavailable | None = None
+        self.cable: CableDetail | str | None = None  # str: why it could not be read
 
     def compose(self) -> ComposeResult:
         yield from self.compose_frame()
@@ -47,6 +52,7 @@ class DetailScreen(DataScreen):
             yield Static("", id="detail-head", classes="panel")
             yield DataTable(id="detail-ports", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="detail-hcas", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="detail-cable", classes="panel")
             yield Static("counter history: loading…", id="detail-history-title", classes="panel")
             yield VerticalScroll(id="detail-sparks")
             yield Static("", id="detail-findings", classes="panel")
@@ -57,6 +63,8 @@ class DetailScreen(DataScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.set_focus(self.query_one("#detail-ports", DataTable), scroll_visible=False)
+        if self.link is not None:
+            self.load_cable()
         self.load_history()
 
     def link_row(self) -> LinkRow | None:
@@ -82,6 +90,7 @@ class DetailScreen(DataScreen):
         hcas = self.query_one("#detail-hcas", DataTable)
         hcas.clear(columns=True)
         hcas.display = False
+        self._draw_cable()
         findings: list[str] = []
         host: str | None = None
         if self.link is not None:
@@ -172,6 +181,37 @@ class DetailScreen(DataScreen):
         self._draw_probes(host)
         self._draw_actions()
         self._draw_history()
+
+    def _draw_cable(self) -> None:
+        panel = self.query_one("#detail-cable", Static)
+        panel.display = self.link is not None
+        if self.link is None:
+            return
+        panel.border_title = "CABLE INVENTORY"
+        if self.cable is None:
+            panel.update("reading the cable inventory…")
+        elif isinstance(self.cable, str):
+            panel.update(plain(self.cable))
+        else:  # both ends side by side where they fit, else one under the other
+            panel.update(plain(render_cable(self.cable, width=self.app.size.width - 6)))
+
+    @work(thread=True, exclusive=True, group="detail-cable", exit_on_error=False)
+    def load_cable(self) -> None:
+        """The modules at both ends of the cable, the end shown as A first."""
+        row, app = self.link_row(), self.data
+        if row is None or app.view is None:
+            return
+        cable: CableDetail | str
+        try:
+            cable = app.service.cable_detail(app.view, row.a_guid, row.a_port, app.cable_inventory())
+        except IbfabError as exc:
+            cable = f"cable inventory: {exc.one_line()}"
+        self.app.call_from_thread(self._set_cable, cable)
+
+    def _set_cable(self, cable: CableDetail | str) -> None:
+        self.cable = cable
+        if self.is_mounted:
+            self._draw_cable()
 
     def _draw_probes(self, host: str | None) -> None:
         panel = self.query_one("#detail-probes", Static)

@@ -1,6 +1,6 @@
-"""Changes and runs: the isolations still in force with their age (enter or u: undo, through the
-same safety checks and audit as ``ibfab isolate --undo``), the audit log, and the last collection,
-sweep and daemon runs with their errors."""
+"""Changes and runs: the isolations and Slurm drains still in force with their age (enter or u:
+undo, through the same safety checks and audit as ``ibfab isolate --undo`` / ``ibfab drain undo``),
+the audit log, and the last collection, sweep and daemon runs with their errors."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from fabric.app.drain import ResumePlan, check_resume, host_of_target
 from fabric.app.isolate import UndoPlan
-from fabric.app.operations import Operations
+from fabric.app.operations import OpenChange, Operations
 from fabric.present.advice import undo_plan_text
 from fabric.present.operations import open_change_row, runs_text
 from fabric.present.overview import ellipsis, when
+from fabric.present.slurm import render_resume_plan
 from topology.errors import IbfabError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
@@ -27,12 +29,15 @@ from tui.screens.confirm import ConfirmChange
 class OperationsScreen(DataScreen):
     HELP = (
         "Open changes: enter (or u) on an isolation shows its undo plan; it applies after you type the\n"
-        "port's name, only once the re-test window has passed (ibfab isolate --undo ID --force otherwise)."
+        "port's name, only once the re-test window has passed (ibfab isolate --undo ID --force otherwise).\n"
+        "On a drain it shows the resume plan; it applies after you type the Slurm node's name, only once\n"
+        "the re-test window has passed with no failed re-test (ibfab drain undo ID --force otherwise).\n"
+        "d opens the isolated cable, or the drained host."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("u", "undo", "undo…"),
         Binding("enter", "undo_here", "undo…", show=False, priority=True),  # see recommendations
-        Binding("d", "open_cable", "cable detail"),
+        Binding("d", "open_cable", "detail"),
     ]
     DEFAULT_CSS = (
         "#ops-open { height: auto; max-height: 8; } #ops-audit { height: auto; max-height: 12; }"
@@ -99,12 +104,26 @@ class OperationsScreen(DataScreen):
             raise SkipAction()
         self.action_undo()
 
+    def highlighted(self) -> OpenChange | None:
+        table = self.query_one("#ops-open", DataTable)
+        if self.ops is None or not self.ops.open_changes or table.cursor_row is None:
+            return None
+        return self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+
     def action_open_cable(self) -> None:
-        """The cable of the highlighted open change (its audit target starts ``GUID/PORT``)."""
-        table, view = self.query_one("#ops-open", DataTable), self.data.view
-        if self.ops is None or not self.ops.open_changes or view is None or table.cursor_row is None:
+        """The cable of the highlighted isolation (its audit target starts ``GUID/PORT``), or the
+        host of the highlighted drain."""
+        change, view = self.highlighted(), self.data.view
+        if change is None or view is None:
             return
-        change = self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+        if change.is_drain:
+            host = host_of_target(change.entry.target)
+            guid = self.data.service.find_node(view, host)
+            if guid is None:
+                self.notify(f"{host} is not in the latest topology", severity="warning", markup=False)
+                return
+            self.post_message(OpenDetail(guid=guid))
+            return
         guid, _, port = change.entry.target.split(" ", 1)[0].rpartition("/")
         row = view.port_row.get((guid, int(port))) if port.isdigit() else None
         if row is None:
@@ -113,10 +132,12 @@ class OperationsScreen(DataScreen):
         self.post_message(OpenDetail(link=view.links[row].key))
 
     def action_undo(self) -> None:
-        table = self.query_one("#ops-open", DataTable)
-        if self.ops is None or not self.ops.open_changes or table.cursor_row is None:
+        change = self.highlighted()
+        if change is None:
             return
-        change = self.ops.open_changes[min(table.cursor_row, len(self.ops.open_changes) - 1)]
+        if change.is_drain:
+            self.resume(change)
+            return
         try:
             plan = self.data.service.undo_plan(change.entry.id)
         except IbfabError as exc:
@@ -139,6 +160,47 @@ class OperationsScreen(DataScreen):
             ConfirmChange(f"RETURN TO SERVICE {plan.entry.target}", undo_plan_text(plan), target, blocked),
             answered,
         )
+
+    def resume(self, change: OpenChange) -> None:
+        """The resume plan of a drain (``ibfab drain undo ID``: Slurm asked for the node's state
+        now); it applies, never forced, once the node's name is typed."""
+        try:
+            plan = self.data.service.resume_plan(change.entry.id)
+        except IbfabError as exc:
+            self.notify(exc.one_line(), severity="error", markup=False)
+            return
+        try:
+            check_resume(plan)
+            blocked = None
+        except IbfabError as exc:
+            blocked = exc.one_line().replace("--force", f"ibfab drain undo {plan.entry.id} --force")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.apply_resume(plan)
+            else:
+                self.post_message(ActionApplied(plan.entry.target, "not confirmed; nothing changed", False))
+
+        self.app.push_screen(
+            ConfirmChange(
+                f"RESUME {plan.entry.target}", render_resume_plan(plan), plan.node, blocked, changes="Slurm"
+            ),
+            answered,
+        )
+
+    @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
+    def apply_resume(self, plan: ResumePlan) -> None:
+        try:
+            change = self.data.service.apply_resume(plan)
+        except IbfabError as exc:
+            self.post_message(ActionApplied(plan.entry.target, exc.one_line(), False))
+            return
+        self.post_message(
+            ActionApplied(
+                plan.entry.target, f"audit {change.audit_id}: {change.command}: {change.result}", True
+            )
+        )
+        self.app.call_from_thread(self.refresh_data)
 
     @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
     def apply_undo(self, plan: UndoPlan) -> None:

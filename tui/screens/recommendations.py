@@ -1,7 +1,8 @@
 """Recommendations: the advice list (the highlighted one's reason and evidence whole below);
 enter shows its plan. An isolation applies only through :class:`~tui.screens.confirm.ConfirmChange`
 (the port's name typed), then runs the same use case as ``ibfab isolate --apply`` (safety checked,
-audited); anything else is advice whose labelled commands the operator runs."""
+audited); a drain likewise (the Slurm node's name typed) runs what ``ibfab drain recommended
+--apply`` does (scontrol, audited); anything else is advice whose labelled commands the operator runs."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from fabric.app.drain import DrainPlan
 from fabric.app.isolate import IsolationPlan
 from fabric.app.views import Advice, Unavailable
 from fabric.present.advice import change_title, isolation_plan_text, render_actions
 from fabric.present.overview import ellipsis
+from fabric.present.slurm import render_drain_plan
 from topology.errors import IbfabError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
@@ -26,6 +29,7 @@ class RecommendationsScreen(DataScreen):
     HELP = (
         "enter shows the plan of the highlighted action. An isolation is applied only after you type\n"
         "the port's name in the plan window (safety-checked and audited like ibfab isolate --apply);\n"
+        "a drain only after you type the Slurm node's name (audited like ibfab drain --apply);\n"
         "other actions are advice: their [manager apply] / [manager undo] commands are shown to run."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -107,6 +111,9 @@ class RecommendationsScreen(DataScreen):
                 )
             )
             return
+        if chosen.kind == "drain_node":
+            self.drain_plan(chosen)
+            return
         try:
             plan = self.data.service.isolation_plan(view, chosen)
         except IbfabError as exc:
@@ -129,6 +136,45 @@ class RecommendationsScreen(DataScreen):
         self.app.push_screen(
             ConfirmChange(change_title(chosen.kind, chosen.target), self.last_plan, target, blocked), answered
         )
+
+    def drain_plan(self, chosen: Advice) -> None:
+        """The dry run of ``ibfab drain recommended`` for this host (Slurm asked for the node's
+        state now); it applies once the node's name is typed."""
+        try:
+            plan = self.data.service.drain_plan(chosen)
+        except IbfabError as exc:
+            self.notify(exc.one_line(), severity="error", markup=False)
+            return
+        self.last_plan = render_drain_plan(plan)
+        target = plan.drains[0].node if plan.drains else chosen.target
+        skipped = next((d.skip for d in plan.drains if d.skip), None)
+        blocked = f"nothing to drain: {skipped}" if not plan.to_apply else None
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.apply_drain(chosen, plan)
+            else:
+                self.post_message(ActionApplied(chosen.target, "not confirmed; nothing changed", False))
+
+        self.app.push_screen(
+            ConfirmChange(
+                change_title(chosen.kind, chosen.target), self.last_plan, target, blocked, changes="Slurm"
+            ),
+            answered,
+        )
+
+    @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
+    def apply_drain(self, chosen: Advice, plan: DrainPlan) -> None:
+        try:
+            done = self.data.service.apply_drains(plan)
+        except IbfabError as exc:
+            self.post_message(ActionApplied(chosen.target, exc.one_line(), False))
+            return
+        text = "; ".join(
+            f"audit {d.audit_id}: {d.command}: {d.result} (undo: c, or ibfab drain undo {d.audit_id})"
+            for d in done
+        )
+        self.post_message(ActionApplied(chosen.target, text, True))
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def apply(self, chosen: Advice, plan: IsolationPlan) -> None:
