@@ -13,11 +13,17 @@ import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from probes.transport import MAX_OUTPUT_BYTES, CommandResult, FailureKind, OutputCap, exit_code_error
+from probes.transport import (
+    MAX_OUTPUT_BYTES,
+    CommandResult,
+    FailureKind,
+    OutputCap,
+    exit_code_error,
+    running,
+)
 from topology.errors import CommandFailed
 
 
@@ -36,9 +42,9 @@ def run(
     """Run ``argv`` (never through a shell); ``env`` is added to the current environment.
 
     The command runs in a session (process group) of its own: a timeout, an interrupt or
-    :func:`stop_all` ends it with everything it started. ``timeout`` bounds the whole run,
-    reading included; each of stdout and stderr keeps at most ``max_output`` bytes (its head and
-    tail, with a line saying where and how much was cut: ``CommandResult.cut``).
+    :func:`probes.transport.stop_all` ends it with everything it started. ``timeout`` bounds the
+    whole run, reading included; each of stdout and stderr keeps at most ``max_output`` bytes (its
+    head and tail, with a line saying where and how much was cut: ``CommandResult.cut``).
     """
     full_env = dict(os.environ)
     if env:
@@ -59,22 +65,19 @@ def run(
         raise CommandFailed(argv, None, f"{argv[0]}: command not found", where) from exc
     except PermissionError as exc:
         raise CommandFailed(argv, None, f"{argv[0]}: permission denied", where) from exc
-    with _LOCK:
-        _RUNNING[proc.pid] = proc
     out, err = OutputCap(max_output), OutputCap(max_output)
     try:
-        finished = _pump(proc, None if stdin is None else stdin.encode(), out, err, deadline)
-        if not finished:
-            _kill_group(proc)
-            message = f"timed out after {timeout:g} s"
-            raise CommandFailed(argv, -9, (_text(err.data()) + "\n" + message).strip(), where)
-        returncode = proc.wait()
+        with running(lambda grace: _end_group(proc, grace)):
+            finished = _pump(proc, None if stdin is None else stdin.encode(), out, err, deadline)
+            if not finished:
+                _kill_group(proc)
+                message = f"timed out after {timeout:g} s"
+                raise CommandFailed(argv, -9, (_text(err.data()) + "\n" + message).strip(), where)
+            returncode = proc.wait()
     except BaseException:
         _kill_group(proc)  # an interrupt or a bug here must not leave the tool running
         raise
     finally:
-        with _LOCK:
-            _RUNNING.pop(proc.pid, None)
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
@@ -90,26 +93,6 @@ def run(
     if check and returncode not in ok_codes:
         raise CommandFailed(argv, returncode, result.stderr, where)
     return result
-
-
-def stop_all(grace: float = 2.0) -> int:
-    """End every command :func:`run` has running (each with its whole process group): SIGTERM,
-    then SIGKILL to what is left after ``grace`` seconds. Returns how many there were. The daemon
-    calls it when it stops, so no tool outlives it."""
-    with _LOCK:
-        procs = list(_RUNNING.values())
-    for proc in procs:
-        _signal_group(proc, signal.SIGTERM)
-    until = time.monotonic() + grace
-    for proc in procs:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(max(0.0, until - time.monotonic()))
-        _signal_group(proc, signal.SIGKILL)  # children that outlived their parent too
-    return len(procs)
-
-
-_LOCK = threading.Lock()
-_RUNNING: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def _pump(
@@ -163,6 +146,15 @@ def _pump(
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)  # the tool's own session: its pid is the group id
+
+
+def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """How :func:`probes.transport.stop_all` ends a running tool: SIGTERM to its group, then
+    SIGKILL after ``grace`` seconds to what is left (children that outlived their parent too)."""
+    _signal_group(proc, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    _signal_group(proc, signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -9,7 +9,10 @@ Host keys are checked against known_hosts (``~/.ssh/known_hosts`` and
 Commands are argv lists joined with :func:`shlex.join`, never a shell string. The remote login
 shell prints its PID and ``exec``s the command; sshd gives every session its own process
 session, so on a timeout we kill that whole process session over a second channel and the
-remote command (with its children) is gone, not just our end of the channel.
+remote command (with its children) is gone, not just our end of the channel. A running command
+is registered with :func:`probes.transport.running`: when :func:`probes.transport.stop_all` ends
+it (the daemon stopping), the same kill runs at once, and the transport then closes and runs
+nothing more.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from probes.inventory import HostEntry, check_address, check_user, parse_host_spec
-from probes.transport import CommandResult, FailureKind, HostError, OutputCap, exit_code_error
+from probes.transport import CommandResult, FailureKind, HostError, OutputCap, exit_code_error, running
 from topology.errors import UsageError
 
 # paramiko logs handshake failures from its own thread; we report them as records instead.
@@ -46,6 +49,13 @@ _PID_MARK = b"ibfab-pid:"
 # $$ is the login shell sshd started in a fresh session (setsid), so its PID is also the
 # process group and session id of everything the command starts.
 _WRAPPER = "printf 'ibfab-pid:%s\\n' \"$$\"; exec "
+# A command told to stop before its PID line came waits this long for it (the login shell prints
+# it first thing), so the kill can still find the session.
+_PID_WAIT = 5.0
+# How long a stop waits for the command's own kill: noticing the stop (0.5 s), the PID line, and
+# the kill channel (opened within connect_timeout, then up to 10 s for its exit status).
+_KILL_WAIT = _PID_WAIT + 11.0
+_STOPPED = "stopped: ibfab is stopping"
 _known_hosts_lock = threading.Lock()
 
 
@@ -136,6 +146,9 @@ class SshTransport:
         self._ssh_config = ssh_config
         self._client: paramiko.SSHClient | None = None
         self._jump_client: paramiko.SSHClient | None = None
+        self._stopped = threading.Event()  # told to stop: runs nothing more
+        self._active = 0  # commands running now
+        self._active_lock = threading.Lock()
 
     @property
     def host(self) -> str:
@@ -185,14 +198,23 @@ class SshTransport:
                 time.sleep(self._retry_delay * (attempt + 1))
 
     def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
-        """Run ``argv`` (quoted with shlex.join); every per-host problem comes back as a record."""
+        """Run ``argv`` (quoted with shlex.join); every per-host problem comes back as a record.
+        While it runs, :func:`probes.transport.stop_all` can end it (see :meth:`_end`)."""
         args = tuple(argv)
         if not args:
             raise UsageError("empty command")
         start = time.monotonic()
+        if self._stopped.is_set():
+            return CommandResult(
+                self.host, args, None, "", "", 0.0, FailureKind.ERROR, f"{_STOPPED}; not run"
+            )
+        stop, done = threading.Event(), threading.Event()
+        with self._active_lock:
+            self._active += 1
         try:
-            self.connect()
-            return self._exec(args, timeout, start)
+            with running(lambda grace: self._end(stop, done)):
+                self.connect()
+                return self._exec(args, timeout, start, stop)
         except HostError as exc:
             return CommandResult(
                 self.host, args, None, "", "", time.monotonic() - start, exc.kind, exc.message
@@ -200,9 +222,28 @@ class SshTransport:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             msg = f"connection lost: {exc or type(exc).__name__}"
+            if stop.is_set():
+                msg = f"{_STOPPED}; {msg}"
             return CommandResult(
                 self.host, args, None, "", "", time.monotonic() - start, FailureKind.UNREACHABLE, msg
             )
+        finally:
+            with self._active_lock:
+                self._active -= 1
+                idle = self._active == 0
+            if idle and self._stopped.is_set():
+                self.close()
+            done.set()
+
+    def _end(self, stop: threading.Event, done: threading.Event) -> None:
+        """End one running command (from :func:`probes.transport.stop_all`'s thread): the
+        command's own thread sees ``stop``, kills the remote session as on a timeout and returns
+        its record; this transport then closes and runs nothing more. A host that does not let
+        the kill through in time has its connection cut here."""
+        self._stopped.set()
+        stop.set()
+        if not done.wait(self._connect_timeout + _KILL_WAIT):
+            self.close()
 
     # -- connecting ---------------------------------------------------------------------------
 
@@ -280,17 +321,28 @@ class SshTransport:
 
     # -- running ------------------------------------------------------------------------------
 
-    def _exec(self, args: tuple[str, ...], timeout: float, start: float) -> CommandResult:
+    def _exec(
+        self, args: tuple[str, ...], timeout: float, start: float, stop: threading.Event
+    ) -> CommandResult:
         assert self._client is not None
         transport = self._client.get_transport()
         assert transport is not None
+        if stop.is_set():  # told to stop while connecting: start nothing
+            return CommandResult(
+                self.host, args, None, "", "", 0.0, FailureKind.ERROR, f"{_STOPPED}; not run"
+            )
         chan = transport.open_session(timeout=self._connect_timeout)
         try:
             chan.exec_command(_WRAPPER + shlex.join(args))
-            out, err, pid, finished = _collect(chan, start + timeout)
+            out, err, pid, finished = _collect(chan, start + timeout, stop)
             if not finished:
                 killed = self._kill_session(pid)
                 what = "killed" if killed else "could not be killed (no PID)"
+                if stop.is_set():
+                    kind, message = FailureKind.ERROR, f"{_STOPPED}; the command was {what}"
+                else:
+                    kind = FailureKind.COMMAND_TIMEOUT
+                    message = f"command timed out after {timeout:g} s and was {what}"
                 return CommandResult(
                     self.host,
                     args,
@@ -298,8 +350,8 @@ class SshTransport:
                     _text(out.data()),
                     _text(err.data()),
                     time.monotonic() - start,
-                    FailureKind.COMMAND_TIMEOUT,
-                    f"command timed out after {timeout:g} s and was {what}",
+                    kind,
+                    message,
                     out.cut + err.cut,
                 )
             status = chan.recv_exit_status()
@@ -357,15 +409,21 @@ def ssh_transport_factory(
     return make
 
 
-def _collect(chan: paramiko.Channel, deadline: float) -> tuple[OutputCap, OutputCap, int | None, bool]:
+def _collect(
+    chan: paramiko.Channel, deadline: float, stop: threading.Event | None = None
+) -> tuple[OutputCap, OutputCap, int | None, bool]:
     """Read stdout/stderr until exit status and EOF, or the deadline (checked between every
-    read: a command that never stops writing is still cut at its timeout). Each stream keeps at
-    most MAX_OUTPUT_BYTES (:class:`OutputCap`). Strips the PID line."""
+    read: a command that never stops writing is still cut at its timeout), or ``stop`` (once the
+    PID line is in, or after _PID_WAIT without it). Each stream keeps at most MAX_OUTPUT_BYTES
+    (:class:`OutputCap`). Strips the PID line."""
     out, err = OutputCap(), OutputCap()
     first = bytearray()  # stdout until the PID line is complete
     pid: int | None = None
     have_mark = False
     while True:
+        if stop is not None and stop.is_set():  # now, or as soon as the PID line is in
+            now = time.monotonic()
+            deadline = min(deadline, now if have_mark else now + _PID_WAIT)
         if time.monotonic() >= deadline:
             if not have_mark:
                 out.feed(bytes(first))
@@ -402,7 +460,7 @@ def _collect(chan: paramiko.Channel, deadline: float) -> tuple[OutputCap, Output
         if eof:
             chan.status_event.wait(min(remaining, 0.5))
         else:
-            select.select([chan], [], [], min(remaining, 1.0))
+            select.select([chan], [], [], min(remaining, 0.5))  # 0.5: a stop is seen soon
 
 
 class _QuickAckSocket(socket.socket):

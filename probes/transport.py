@@ -6,11 +6,20 @@ problem is a :class:`FailureKind` in the record, so a fan-out over 500 hosts kee
 results. :meth:`Transport.require` turns a record into the one error a single command owes its
 caller. ``probes.runner.LocalTransport`` (this machine, or a lab fabric's environment)
 and ``probes.ssh.SshTransport`` implement it, so callers do not know which one they hold.
+
+Every command that runs is registered here while it runs (:func:`running`), whichever transport
+runs it, so :func:`stop_all` (the daemon, when it stops) ends them all: a local one with its
+process group, a remote one with its whole SSH session on the host.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -150,3 +159,60 @@ class Transport(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# -- ending what runs ----------------------------------------------------------------------------
+# One registry for every transport: ``end(grace)`` ends one running command with everything it
+# started (SIGTERM, up to ``grace`` seconds, SIGKILL) and returns when it is gone or cannot be
+# reached. Keyed by a counter: the same transport may run several commands at once.
+Ender = Callable[[float], None]
+_ENDERS: dict[int, Ender] = {}
+_ENDERS_LOCK = threading.Lock()
+_TICKETS = itertools.count()
+# How long stop_all waits for the enders past the grace: a remote kill opens a channel and waits
+# for it (each bounded by the transport's own timeouts, ~20 s); a stuck one is not waited for.
+_END_SLACK = 30.0
+
+
+@contextmanager
+def running(end: Ender) -> Iterator[None]:
+    """Register one command for as long as the ``with`` block runs it: :func:`stop_all` calls
+    ``end(grace)`` (from another thread) to end it."""
+    ticket = next(_TICKETS)
+    with _ENDERS_LOCK:
+        _ENDERS[ticket] = end
+    try:
+        yield
+    finally:
+        with _ENDERS_LOCK:
+            _ENDERS.pop(ticket, None)
+
+
+def stop_all(grace: float = 2.0) -> int:
+    """End every command any transport has running in this process, all at once (local ones with
+    their process group, SSH ones with their remote session); returns how many there were. The
+    daemon calls it when it stops, so no tool outlives it, here or on a host."""
+    with _ENDERS_LOCK:
+        enders = list(_ENDERS.values())
+    threads = [
+        threading.Thread(target=_end_quietly, args=(end, grace), name="stop-command", daemon=True)
+        for end in enders
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + grace + _END_SLACK
+    for thread in threads:  # all run in parallel: one deadline for all
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return len(enders)
+
+
+def running_count() -> int:
+    """How many commands are registered as running now (in this process)."""
+    with _ENDERS_LOCK:
+        return len(_ENDERS)
+
+
+def _end_quietly(end: Ender, grace: float) -> None:
+    # One command that cannot be ended (its host gone) must not keep the others running.
+    with contextlib.suppress(Exception):
+        end(grace)

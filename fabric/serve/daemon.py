@@ -28,7 +28,7 @@ from fabric.app.jobs import HostActivity, JobContext
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
 from fabric.store import Schedule, Store
-from probes import runner
+from probes import transport
 from probes.fanout import HostLocks
 from topology.errors import IbfabError, StoreError
 
@@ -304,8 +304,8 @@ class Daemon:
 
     def _drain(self, store: Store, grace: float | None) -> None:
         """Wait for running jobs (up to ``grace`` seconds when stopping, cut short by a second
-        stop); then end the tools still running, each with its process group, and record the
-        jobs still running as failed."""
+        stop); then end the tools still running, each with its process group (over SSH: its
+        session on the host), and record the jobs still running as failed."""
         deadline = None if grace is None else time.monotonic() + grace
         while self._running:
             left = 0.5 if deadline is None else deadline - time.monotonic()
@@ -318,7 +318,7 @@ class Daemon:
             self._record(store, *item)
         if not self._running:
             return
-        ended = runner.stop_all()
+        ended = transport.stop_all()  # local tools and remote (SSH) commands alike
         for schedule_id in list(self._running):
             waited = f" (grace {grace:g} s)" if grace is not None else ""
             reason = f"daemon stopped while the job was still running{waited}"
