@@ -11,8 +11,9 @@ from fabric.present.table import table
 from topology.cables import CableInfo
 
 NO_INVENTORY = (
-    "no cable inventory: keep an ibdiagnet run's with 'ibfab counters collect --ibdiagnet DIR', "
-    "or give --ibdiagnet DIR"
+    "no cable inventory stored: keep one from an ibdiagnet run made with --get_cable_info "
+    "('ibfab counters collect --ibdiagnet DIR'), or read a run directly with "
+    "'ibfab topology cable --ibdiagnet DIR'"
 )
 
 
