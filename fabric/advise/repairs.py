@@ -189,9 +189,11 @@ def miswire_moves(fabric: Fabric, cls: Classification, host: str) -> list[Move]:
 
 
 def miswire_actions(fabric: Fabric, cls: Classification, anomalies: Iterable[Anomaly]) -> list[Action]:
+    """One recabling per host whose HCAs sit on another rail's leaf: a rail miswire, or a host with
+    every HCA on one leaf where its peers spread theirs over the rail leaves (the same moves)."""
     out = []
     for an in anomalies:
-        if an.kind != "rail_miswire":
+        if an.kind not in ("rail_miswire", "single_leaf_host"):
             continue
         hosts = sorted(
             {

@@ -181,3 +181,25 @@ def test_two_missing_cables_to_one_spine_name_both_ends_ports_without_pairing_th
     assert operator_line(act).startswith(
         "check the 2 cables between leaf-03 ports 13, 14 and spine-03 ports 5, 6: "
     )
+
+
+def test_a_host_on_one_leaf_gets_the_moves_to_its_rail_leaves() -> None:
+    """svc-01's four HCAs answer on ports 1-4 of the rail-0 leaf (where dgx-0001..0004 had their
+    rail-0 HCAs): one recabling for svc-01 moving HCAs 1-3 to the leaves of rails 1-3, beside the
+    connect_cable of each host now lacking rail 0; nothing else."""
+    text = to_ibnetdiscover(generate("rail:units=1,nodes=8,hcas=4,spines=2,radix=64"))
+    for i in range(4):
+        text = text.replace(f'"dgx-{i + 1:04d} mlx5_0"', f'"svc-01 mlx5_{i}"')
+    d = analyse(parse_ibnetdiscover(text.splitlines(), "svc"), text, "svc")
+    kinds = sorted(a.kind for a in d.anomalies)
+    assert kinds == ["missing_link"] * 4 + ["single_leaf_host"]
+    acts = repairs(d)
+    assert sorted(a.kind for a in acts) == [ActionKind.CONNECT_CABLE] * 4 + [ActionKind.SWAP_CABLES]
+    (move,) = [a for a in acts if a.kind is ActionKind.SWAP_CABLES]
+    assert move.target == "svc-01"
+    single = next(a for a in d.anomalies if a.kind == "single_leaf_host")
+    assert move.evidence == (f"discovery: {single.message}",)
+    lines = move.commands_for("operator")
+    assert [line.split(" (rail")[0] for line in lines] == [f"svc-01 mlx5_{i}" for i in (1, 2, 3)]
+    for i, line in zip((1, 2, 3), lines, strict=True):
+        assert f"from leaf-su01-r0 port {i + 1} to leaf-su01-r{i} " in line
