@@ -3,7 +3,10 @@
 
 A job's arguments are the schedule's ``args`` (a JSON object written by ``ibfab schedule add``):
 the source (``lab``, ``ssh`` + SSH options, or nothing for this machine) and, for sweeps,
-``pattern``, ``pairs``, ``input``, ``routes``, ``inventory``, ``per_host``, ``retest``, ``timeout``.
+``pattern``, ``pairs``, ``input``, ``routes``, ``inventory``, ``per_host``, ``retest``, ``timeout``,
+and ``launcher: slurm`` with ``partition``, ``reservation``, ``nodes``, ``idle``, ``node_map``,
+``time_limit``, ``shared_dir`` (the sweep as job steps of one allocation, as ``sweep run
+--launcher slurm`` runs it).
 
 Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's), so no host runs two
 probes at once: a lab sweep takes the hosts of each round before running it, an SSH sweep takes
@@ -29,6 +32,8 @@ from topology.errors import UsageError
 
 SOURCE_KEYS = ("lab", "ssh", "inventory", "known_hosts", "accept_new_host_key", "identity")
 SWEEP_KEYS = ("pattern", "pairs", "input", "routes", "per_host", "retest", "timeout")
+# ``launcher: slurm`` and where in Slurm, as ``ibfab sweep run --launcher slurm`` takes them
+SLURM_KEYS = ("launcher", "partition", "reservation", "nodes", "idle", "node_map", "time_limit", "shared_dir")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +153,15 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     lab, input_path, inventory = _text(args, "lab"), _text(args, "input"), _text(args, "inventory")
     pattern = _text(args, "pattern") or "rail-pairs"
     retest = bool(args.get("retest", True))
-    if lab is None and inventory is None:
-        raise UsageError(f"schedule {schedule.name}: a sweep needs a lab or an inventory")
+    slurm = slurm_choice_of(args)
+    if slurm is not None and inventory is not None:
+        raise UsageError(
+            f"schedule {schedule.name}: a Slurm sweep reaches its hosts through Slurm, not an inventory"
+        )
+    if lab is None and inventory is None and (slurm is None or input_path is None):
+        raise UsageError(
+            f"schedule {schedule.name}: a sweep needs a lab, an inventory, or Slurm and an input"
+        )
     if lab is not None:
         require_running_lab(lab)
     sweep_ctx = sweeps.prepare(
@@ -161,11 +173,26 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         per_host=bool(args.get("per_host", False)),
     )
     names = sweeps.names_of(sweep_ctx.discovery)
-    if lab is not None:
+    source = sweep_ctx.source
+    hosts = sorted({e.host for p in sweep_ctx.plan.probes for e in (p.client, p.server)})
+    if slurm is not None:
+        from fabric.app.sweep_slurm import run_slurm, stored_source
+
+        # The plan's hosts are held here for the whole sweep, as for an SSH sweep (so run_slurm
+        # is not given the locks: it would take them a second time).
+        with ctx.locks.hold(hosts):
+            start = time.time()
+            try:
+                report = run_slurm(
+                    sweep_ctx, slurm, lab=lab, retest=retest, timeout=float(args.get("timeout", 120.0))
+                )
+            finally:
+                ctx.activity.add(hosts, schedule.name, start, time.time())
+        outcome, source = report.outcome, stored_source(sweep_ctx.source, report)
+    elif lab is not None:
         outcome = _lab_sweep(sweep_ctx, lab, retest, ctx, schedule.name)
     else:
         assert inventory is not None
-        hosts = sorted({e.host for p in sweep_ctx.plan.probes for e in (p.client, p.server)})
         with ctx.locks.hold(hosts):
             start = time.time()
             try:
@@ -180,13 +207,41 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
                 )
             finally:
                 ctx.activity.add(hosts, schedule.name, start, time.time())
-    sweep_id = sweeps.save(outcome, sweep_ctx.source, names, str(ctx.db))
+    sweep_id = sweeps.save(outcome, source, names, str(ctx.db))
     top = None
     if outcome.suspects:
         s = outcome.suspects[0].link
         top = (f"{names.get(s.a.guid, s.a.guid)}/{s.a.port}", f"{names.get(s.b.guid, s.b.guid)}/{s.b.port}")
     return SweepJobResult(
         sweep_id, outcome.backend, len(outcome.results), sum(1 for r in outcome.results if not r.ok), top
+    )
+
+
+def slurm_choice_of(args: Mapping[str, Any]) -> Any:
+    """The schedule's :class:`~fabric.app.sweep_slurm.SlurmChoice`, or None unless ``launcher`` is
+    ``slurm`` (the Slurm keys without it are refused, as on the command line)."""
+    launcher = _text(args, "launcher") or "ssh"
+    if launcher not in ("ssh", "slurm"):
+        raise UsageError(f"schedule argument launcher must be ssh or slurm, not {launcher!r}")
+    given = [k for k in SLURM_KEYS[1:] if args.get(k) not in (None, False)]
+    if launcher != "slurm":
+        if given:
+            raise UsageError(f"schedule arguments {', '.join(given)} only apply with launcher slurm")
+        return None
+    from fabric.app.slurm import read_node_map
+    from fabric.app.sweep_slurm import SlurmChoice
+
+    limit = args.get("time_limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise UsageError(f"schedule argument time_limit must be whole minutes, not {limit!r}")
+    return SlurmChoice(
+        _text(args, "partition"),
+        _text(args, "reservation"),
+        _text(args, "nodes"),
+        bool(args.get("idle", False)),
+        read_node_map(_text(args, "node_map")),
+        limit,
+        shared_dir=_text(args, "shared_dir"),
     )
 
 
@@ -237,6 +292,7 @@ def run_job(schedule: Schedule, ctx: JobContext) -> JobResult:
 
 
 __all__ = [
+    "SLURM_KEYS",
     "SOURCE_KEYS",
     "SWEEP_KEYS",
     "HostActivity",
@@ -248,4 +304,5 @@ __all__ = [
     "run_counters",
     "run_job",
     "run_sweep_job",
+    "slurm_choice_of",
 ]

@@ -205,7 +205,11 @@ def run_cmd(
         assert lab is not None
         outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
     progress.done()
-    source = ctx.source if slurm_report is None else f"{ctx.source}, slurm job {slurm_report.job_id}"
+    source = ctx.source
+    if slurm_report is not None:
+        from fabric.app.sweep_slurm import stored_source
+
+        source = stored_source(ctx.source, slurm_report)
     sweep_id = sweeps.save(outcome, source, names, db)
     if as_json:
         doc = {
