@@ -8,7 +8,8 @@ pass). The workers only run the job; the loop's own thread records how each run 
 
 :meth:`Daemon.stop` (the CLI calls it on SIGTERM/SIGINT) starts no new job and waits up to
 ``grace_seconds`` for running ones; a job still running after that is recorded as failed
-("stopped while running") and abandoned with the process.
+("stopped while running") and abandoned with the process, after the tools it runs are ended and
+the Slurm allocations it holds or has asked for are cancelled (:func:`probes.slurm.release_all`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from fabric.app.jobs import HostActivity, JobContext
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
 from fabric.store import Schedule, Store
-from probes import runner
+from probes import runner, slurm
 from probes.fanout import HostLocks
 from topology.errors import IbfabError, StoreError
 
@@ -319,11 +320,14 @@ class Daemon:
         if not self._running:
             return
         ended = runner.stop_all()
+        released = slurm.release_all()  # a Slurm sweep's allocation must not outlive the daemon
         for schedule_id in list(self._running):
             waited = f" (grace {grace:g} s)" if grace is not None else ""
             reason = f"daemon stopped while the job was still running{waited}"
             if ended:
                 reason += f"; {ended} running tool(s) ended with their process groups"
+            if released:
+                reason += f"; Slurm job(s) {', '.join(released)} cancelled"
             self._record(store, schedule_id, self.clock(), False, reason)
 
 
