@@ -11,17 +11,15 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from probes.fanout_workers import can_send, error_record, run_host, run_in_workers
+from probes.hostlocks import HostBusy, HostLocks
 from probes.inventory import HostEntry, fold_names, host_sort_key
 from probes.transport import CommandResult, FailureKind, Transport
-from topology.errors import IbfabError
 
 ArgvForHost = Callable[[HostEntry], Sequence[str]] | Sequence[str]
 
@@ -136,50 +134,4 @@ def fold(results: Iterable[CommandResult]) -> list[FoldedResult]:
     return [f for _, f in sorted(folded, key=lambda pair: pair[0])]
 
 
-class HostBusy(IbfabError):
-    """A host stayed busy with another probe for longer than we were willing to wait."""
-
-
-class HostLocks:
-    """At most one probe per host at a time, across threads.
-
-    A probe that needs several hosts (a pair for a bandwidth test) takes them all at once or
-    waits, so two pair probes can never deadlock by each holding one end.
-    """
-
-    def __init__(self) -> None:
-        self._busy: set[str] = set()
-        self._cond = threading.Condition()
-
-    def busy(self) -> frozenset[str]:
-        with self._cond:
-            return frozenset(self._busy)
-
-    def try_acquire(self, hosts: Iterable[str]) -> bool:
-        wanted = set(hosts)
-        with self._cond:
-            if wanted & self._busy:
-                return False
-            self._busy |= wanted
-            return True
-
-    def acquire(self, hosts: Iterable[str], timeout: float | None = None) -> None:
-        wanted = set(hosts)
-        with self._cond:
-            if not self._cond.wait_for(lambda: not (wanted & self._busy), timeout):
-                taken = sorted(wanted & self._busy, key=host_sort_key)
-                raise HostBusy(f"host(s) still busy after {timeout:g} s: {fold_names(taken)}")
-            self._busy |= wanted
-
-    def release(self, hosts: Iterable[str]) -> None:
-        with self._cond:
-            self._busy -= set(hosts)
-            self._cond.notify_all()
-
-    @contextmanager
-    def hold(self, hosts: Sequence[str], timeout: float | None = None) -> Iterator[None]:
-        self.acquire(hosts, timeout)
-        try:
-            yield
-        finally:
-            self.release(hosts)
+__all__ = ["FoldedResult", "HostBusy", "HostLocks", "fan_out", "fold", "worker_count"]

@@ -120,7 +120,8 @@ class _Worker:
     held: dict[int, None] = field(default_factory=dict)  # task indexes it is running
     buffer: bytearray = field(default_factory=bytearray)
     usage: WorkerUsage | None = None
-    ended: bool = False
+    ended: bool = False  # its output has ended
+    broken: bool = False  # it no longer takes hosts
 
     def send(self, obj: object) -> bool:
         assert self.proc.stdin is not None
@@ -198,14 +199,18 @@ def run_in_workers(
             locks.release([entries[i].name])
 
     def dispatch() -> None:
-        for w in pool:
-            while not w.ended and len(w.held) < w.slots and pending:
-                i = _next_free(pending, entries, locks)
-                if i is None:
-                    return
-                w.held[i] = None
-                if not w.send((i, entries[i], argvs[i])):
-                    break  # its end-of-file will turn what it holds into records
+        while pending:
+            # the worker with the most free connections: hosts spread evenly over the workers
+            open_ = [w for w in pool if not (w.ended or w.broken) and len(w.held) < w.slots]
+            if not open_:
+                return
+            w = max(open_, key=lambda w: w.slots - len(w.held))
+            i = _next_free(pending, entries, locks)
+            if i is None:
+                return
+            w.held[i] = None
+            if not w.send((i, entries[i], argvs[i])):
+                w.broken = True  # its end-of-file will turn what it holds into records
 
     def read(w: _Worker) -> None:
         assert w.proc.stdout is not None
@@ -258,7 +263,8 @@ def run_in_workers(
             _stop(w)
         selector.close()
     usage = tuple(w.usage for w in pool if w.usage is not None)
-    return WorkerRun([r for r in results if r is not None], usage)
+    lost = "not run: the fan-out's worker processes ended"
+    return WorkerRun([r or lost_record(entries[i], argvs[i], lost) for i, r in enumerate(results)], usage)
 
 
 def _next_free(pending: deque[int], entries: Sequence[HostEntry], locks: HostClaims | None) -> int | None:

@@ -8,9 +8,10 @@ and ``launcher: slurm`` with ``partition``, ``reservation``, ``nodes``, ``idle``
 ``time_limit``, ``shared_dir`` (the sweep as job steps of one allocation, as ``sweep run
 --launcher slurm`` runs it).
 
-Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's), so no host runs two
-probes at once: a lab sweep takes the hosts of each round before running it, an SSH sweep takes
-all the hosts of its plan for the whole sweep. Each hold is written to a :class:`HostActivity`
+Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's, with lock files next to
+the store that CLI sweeps take too), so no host runs two probes at once: a lab sweep takes the hosts
+of each round before running it, an SSH or Slurm sweep takes all the hosts of its plan for the whole
+sweep; a job waits at most ``JobContext.host_wait`` for them, then fails naming the holder. Each hold is written to a :class:`HostActivity`
 log (host, job, start, end) so that claim can be checked.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.app.collect import SnapshotOutcome
+from fabric.app.hostlocks import lock_keys
 from fabric.store import Schedule
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
@@ -78,20 +80,31 @@ class JobContext:
     db: Path
     locks: HostLocks
     activity: HostActivity
+    host_wait: float = 3600.0  # seconds a job waits for hosts another sweep holds, then fails naming it
 
 
 class HostLockedLabBackend(LabTrafficBackend):
     """The lab's simulated traffic, each round run only while its hosts are held."""
 
-    def __init__(self, inner: LabTrafficBackend, locks: HostLocks, activity: HostActivity, job: str) -> None:
+    def __init__(
+        self,
+        inner: LabTrafficBackend,
+        locks: HostLocks,
+        activity: HostActivity,
+        job: str,
+        lab: str | None = None,
+        wait: float | None = None,
+    ) -> None:
         super().__init__(inner.fabric, inner.paths, inner.error_rates)
         self.locks = locks
         self.activity = activity
         self.job = job
+        self.lab = lab
+        self.wait = wait
 
     def run_round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
         hosts = sorted({e.host for p in probes for e in (p.client, p.server)})
-        with self.locks.hold(hosts):
+        with self.locks.hold(lock_keys(hosts, self.lab), self.wait, f"schedule {self.job}"):
             start = time.time()
             try:
                 return super().run_round(probes, attempt)
@@ -180,7 +193,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
 
         # The plan's hosts are held here for the whole sweep, as for an SSH sweep (so run_slurm
         # is not given the locks: it would take them a second time).
-        with ctx.locks.hold(hosts):
+        with ctx.locks.hold(lock_keys(hosts, lab), ctx.host_wait, f"schedule {schedule.name}"):
             start = time.time()
             try:
                 report = run_slurm(
@@ -193,7 +206,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         outcome = _lab_sweep(sweep_ctx, lab, retest, ctx, schedule.name)
     else:
         assert inventory is not None
-        with ctx.locks.hold(hosts):
+        with ctx.locks.hold(hosts, ctx.host_wait, f"schedule {schedule.name}"):
             start = time.time()
             try:
                 outcome = sweeps.run_ssh(
@@ -255,7 +268,7 @@ def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job
 
     rates = parse_error_rates(lab.console(lab_name, "Dump"))
     plain = LabTrafficBackend(sweep_ctx.discovery.fabric, sweep_ctx.plan.paths, rates)
-    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job)
+    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job, lab_name, ctx.host_wait)
     d = sweep_ctx.discovery
     return run_sweep(
         sweep_ctx.plan,

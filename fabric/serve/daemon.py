@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from fabric.app.hostlocks import host_locks
 from fabric.app.jobs import HostActivity, JobContext
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
@@ -130,7 +131,7 @@ class Daemon:
     on_report: Callable[[RunReport], None] | None = None
     on_note: Callable[[str], None] | None = None  # the store busy, and what the daemon did about it
     clock: Callable[[], float] = time.time
-    locks: HostLocks = field(default_factory=HostLocks)
+    locks: HostLocks = field(init=False)  # shared with CLI sweeps: lock files next to the store
     activity: HostActivity = field(default_factory=HostActivity)
     reports: list[RunReport] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
@@ -139,6 +140,9 @@ class Daemon:
     _unwritten: list[_Unwritten] = field(default_factory=list)
     _held_back: dict[int, float] = field(default_factory=dict)  # schedule id -> next slot (not stored)
     _urgent: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.locks = host_locks(self.db)
 
     def stop(self) -> None:
         """Start no new job; :meth:`run` returns once the running ones end (or the grace runs out).

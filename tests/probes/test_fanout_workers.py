@@ -102,7 +102,7 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
         from probes.fanout import fan_out
         from probes.inventory import HostEntry
         from tests.probes.test_fanout_workers import Local
-        fan_out([HostEntry(f"h{i}") for i in range(4)], ["sleep", "2"], Local(), workers=2)
+        fan_out([HostEntry(f"h{i}") for i in range(4)], ["sleep", "5"], Local(), workers=2)
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -118,16 +118,25 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
         time.sleep(0.5)  # the workers have their hosts
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 1.5  # well before their `sleep 2` would end
-        while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 3  # well before their `sleep 5` would end
+        while any(_running(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = [w for w in workers if Path(f"/proc/{w}").exists()]
+        left = [w for w in workers if _running(w)]
         assert left == [], f"workers still running after their parent died: {left}"
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-        time.sleep(max(0.0, 2.5 - (time.monotonic() - started)))  # their `sleep 2`s have ended
+        time.sleep(max(0.0, 5.5 - (time.monotonic() - started)))  # their `sleep 5`s have ended
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan waits for init to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
 
 
 @pytest.mark.parametrize(
