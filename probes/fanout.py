@@ -10,16 +10,16 @@
 
 from __future__ import annotations
 
-import threading
+import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
+from probes.fanout_workers import can_send, error_record, run_host, run_in_workers
+from probes.hostlocks import HostBusy, HostLocks
 from probes.inventory import HostEntry, fold_names, host_sort_key
 from probes.transport import CommandResult, FailureKind, Transport
-from topology.errors import IbfabError
 
 ArgvForHost = Callable[[HostEntry], Sequence[str]] | Sequence[str]
 
@@ -41,6 +41,26 @@ class FoldedResult:
         return self.failure is None and self.exit_code == 0
 
 
+# A worker process costs about 0.15 s of CPU to start (an interpreter and paramiko's import):
+# about as much as 30 connections. Below this many hosts per worker, threads in this process win.
+HOSTS_PER_WORKER = 64
+MAX_WORKERS = 8  # each worker is an interpreter of 30-40 MiB
+
+
+def worker_count(hosts: int, concurrency: int, workers: int | None = None) -> int:
+    """How many processes a fan-out to ``hosts`` hosts uses: ``workers`` when given (at most
+    one per connection and host), else one per core, one per HOSTS_PER_WORKER hosts, at most
+    MAX_WORKERS; 1 means threads in this process.
+
+    >>> worker_count(40, 16, None), worker_count(10, 16, 4), worker_count(10, 2, 4)
+    (1, 4, 2)
+    """
+    if workers is not None:
+        return max(1, min(workers, concurrency, hosts))
+    cores = len(os.sched_getaffinity(0))
+    return max(1, min(cores, MAX_WORKERS, concurrency, hosts // HOSTS_PER_WORKER))
+
+
 def fan_out(
     hosts: Iterable[HostEntry],
     argv_for_host: ArgvForHost,
@@ -48,16 +68,41 @@ def fan_out(
     concurrency: int = 16,
     timeout: float = 60.0,
     locks: HostLocks | None = None,
+    workers: int | None = None,
 ) -> list[CommandResult]:
     """Run a command on every host, at most ``concurrency`` at once; results sorted by host name.
 
     ``argv_for_host`` is one argv for all hosts or a function of the host. A host that cannot be
     reached is a record with a :class:`FailureKind`, never an exception. With ``locks``, a host
     already busy with another probe is waited for, so no host runs two probes at once.
+
+    Large fan-outs spread over worker processes (:func:`worker_count`; ``workers=1`` keeps them
+    in this process) when the factory can be sent to one (``probes.ssh.ssh_transport_factory``'s
+    can; a lambda cannot and runs on threads here); the records are the same either way.
     """
     entries = sorted(hosts, key=lambda h: host_sort_key(h.name))
     if not entries:
         return []
+    processes = worker_count(len(entries), concurrency, workers)
+    if processes > 1 and can_send(transport_factory):
+        records: dict[int, CommandResult] = {}
+        todo: list[tuple[int, tuple[str, ...]]] = []
+        for k, entry in enumerate(entries):
+            try:
+                todo.append((k, tuple(argv_for_host(entry) if callable(argv_for_host) else argv_for_host)))
+            except Exception as exc:  # a host whose command cannot be built is a record
+                records[k] = error_record(entry.name, (), time.monotonic(), exc)
+        run = run_in_workers(
+            [entries[k] for k, _ in todo],
+            [argv for _, argv in todo],
+            transport_factory,
+            processes,
+            concurrency,
+            timeout,
+            locks,
+        )
+        records.update(zip((k for k, _ in todo), run.results, strict=True))
+        return [records[k] for k in range(len(entries))]
 
     def one(entry: HostEntry) -> CommandResult:
         start = time.monotonic()
@@ -65,31 +110,16 @@ def fan_out(
         try:
             argv = tuple(argv_for_host(entry) if callable(argv_for_host) else argv_for_host)
             if locks is None:
-                return _run_once(entry, argv, transport_factory, timeout)
+                return run_host(entry, argv, transport_factory, timeout)
             with locks.hold([entry.name]):
-                return _run_once(entry, argv, transport_factory, timeout)
-        except IbfabError as exc:
-            message = exc.one_line()
+                return run_host(entry, argv, transport_factory, timeout)
         except Exception as exc:  # one host's bug must not lose the other hosts' results
-            message = f"{type(exc).__name__}: {exc}"
-        return CommandResult(
-            entry.name, argv, None, "", "", time.monotonic() - start, FailureKind.ERROR, message
-        )
+            return error_record(entry.name, argv, start, exc)
 
     with ThreadPoolExecutor(
         max_workers=max(1, min(concurrency, len(entries))), thread_name_prefix="fanout"
     ) as pool:
         return list(pool.map(one, entries))
-
-
-def _run_once(
-    entry: HostEntry, argv: tuple[str, ...], factory: Callable[[HostEntry], Transport], timeout: float
-) -> CommandResult:
-    transport = factory(entry)
-    try:
-        return transport.run(argv, timeout)
-    finally:
-        transport.close()
 
 
 def fold(results: Iterable[CommandResult]) -> list[FoldedResult]:
@@ -104,50 +134,4 @@ def fold(results: Iterable[CommandResult]) -> list[FoldedResult]:
     return [f for _, f in sorted(folded, key=lambda pair: pair[0])]
 
 
-class HostBusy(IbfabError):
-    """A host stayed busy with another probe for longer than we were willing to wait."""
-
-
-class HostLocks:
-    """At most one probe per host at a time, across threads.
-
-    A probe that needs several hosts (a pair for a bandwidth test) takes them all at once or
-    waits, so two pair probes can never deadlock by each holding one end.
-    """
-
-    def __init__(self) -> None:
-        self._busy: set[str] = set()
-        self._cond = threading.Condition()
-
-    def busy(self) -> frozenset[str]:
-        with self._cond:
-            return frozenset(self._busy)
-
-    def try_acquire(self, hosts: Iterable[str]) -> bool:
-        wanted = set(hosts)
-        with self._cond:
-            if wanted & self._busy:
-                return False
-            self._busy |= wanted
-            return True
-
-    def acquire(self, hosts: Iterable[str], timeout: float | None = None) -> None:
-        wanted = set(hosts)
-        with self._cond:
-            if not self._cond.wait_for(lambda: not (wanted & self._busy), timeout):
-                taken = sorted(wanted & self._busy, key=host_sort_key)
-                raise HostBusy(f"host(s) still busy after {timeout:g} s: {fold_names(taken)}")
-            self._busy |= wanted
-
-    def release(self, hosts: Iterable[str]) -> None:
-        with self._cond:
-            self._busy -= set(hosts)
-            self._cond.notify_all()
-
-    @contextmanager
-    def hold(self, hosts: Sequence[str], timeout: float | None = None) -> Iterator[None]:
-        self.acquire(hosts, timeout)
-        try:
-            yield
-        finally:
-            self.release(hosts)
+__all__ = ["FoldedResult", "HostBusy", "HostLocks", "fan_out", "fold", "worker_count"]

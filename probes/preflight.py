@@ -237,9 +237,12 @@ def preflight_hosts(
     concurrency: int = 16,
     timeout: float = 30.0,
     sysfs_root: str = SYSFS_ROOT,
+    workers: int | None = None,
 ) -> list[HostHcas]:
     """Run the sysfs dump on every host; one :class:`HostHcas` per host, sorted by name."""
-    results = fan_out(hosts, remote_hca_argv(sysfs_root), transport_factory, concurrency, timeout)
+    results = fan_out(
+        hosts, remote_hca_argv(sysfs_root), transport_factory, concurrency, timeout, workers=workers
+    )
     out = []
     for r in results:
         ports: Sequence[HcaPort] = ()

@@ -303,8 +303,12 @@ class Slurm:
         token = new_token()
         with exit_on_signals():
             alloc: Allocation | None = None
+            with _held_lock:
+                _held[token] = (self, req.job_name, None)
             try:
                 alloc = self.allocate(req, token)
+                with _held_lock:
+                    _held[token] = (self, req.job_name, alloc.job_id)
                 yield alloc
             finally:
                 with ignoring_signals():
@@ -312,6 +316,8 @@ class Slurm:
                         self.release(alloc.job_id)
                     else:  # a signal between salloc's grant and this frame seeing it
                         self.release_requested(token, req.job_name)
+                with _held_lock:
+                    _held.pop(token, None)
 
     # -- steps -----------------------------------------------------------------------------------
     def step_argv(
@@ -386,6 +392,28 @@ def resume_argv(host: str) -> list[str]:
 def new_token() -> str:
     """A request token no other salloc of this cluster carries."""
     return secrets.token_hex(8)
+
+
+# -- allocations this process holds -------------------------------------------------------------
+# request token -> (the client, the job name, the job id once granted). A process that must stop
+# while another of its threads still holds an allocation (the daemon past its grace) releases
+# them all with release_all: its threads may not get to their own release before it exits.
+_held_lock = threading.Lock()
+_held: dict[str, tuple[Slurm, str, str | None]] = {}
+
+
+def release_all(wait: float = 30.0) -> list[str]:
+    """Cancel every allocation this process holds or has asked for; the job ids cancelled."""
+    with _held_lock:
+        held = list(_held.items())
+    done: list[str] = []
+    for token, (slurm, job_name, job_id) in held:
+        if job_id is not None:
+            slurm.release(job_id, wait)
+            done.append(job_id)
+        else:
+            done += slurm.release_requested(token, job_name, wait)
+    return done
 
 
 # -- signals -------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ import shlex
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -384,6 +385,32 @@ class SshTransport:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class SshSettings:
+    """How to reach every host of a fan-out; called with a host, it is that host's transport.
+
+    A plain value (not a closure), so a fan-out can hand it to worker processes.
+    """
+
+    known_hosts: str | Path | None = None
+    accept_new: bool = False
+    connect_timeout: float = 10.0
+    retries: int = 2
+    retry_delay: float = 0.5
+    ssh_config: str | Path | None = DEFAULT_SSH_CONFIG
+
+    def __call__(self, entry: HostEntry) -> SshTransport:
+        return SshTransport(
+            entry,
+            known_hosts=self.known_hosts,
+            accept_new=self.accept_new,
+            connect_timeout=self.connect_timeout,
+            retries=self.retries,
+            retry_delay=self.retry_delay,
+            ssh_config=self.ssh_config,
+        )
+
+
 def ssh_transport_factory(
     *,
     known_hosts: str | Path | None = None,
@@ -392,21 +419,9 @@ def ssh_transport_factory(
     retries: int = 2,
     retry_delay: float = 0.5,
     ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
-) -> Callable[[HostEntry], SshTransport]:
+) -> SshSettings:
     """A ``transport_factory`` for :func:`probes.fanout.fan_out` with these settings for every host."""
-
-    def make(entry: HostEntry) -> SshTransport:
-        return SshTransport(
-            entry,
-            known_hosts=known_hosts,
-            accept_new=accept_new,
-            connect_timeout=connect_timeout,
-            retries=retries,
-            retry_delay=retry_delay,
-            ssh_config=ssh_config,
-        )
-
-    return make
+    return SshSettings(known_hosts, accept_new, connect_timeout, retries, retry_delay, ssh_config)
 
 
 def _collect(

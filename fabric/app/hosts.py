@@ -41,6 +41,7 @@ class HostsRequest:
     known_hosts: str | None = None
     accept_new_host_key: bool = False
     concurrency: int = 16
+    workers: int | None = None  # processes for the fan-out; None: by host count and cores
     timeout: float = 60.0
     connect_timeout: float = 10.0
     retries: int = 2
@@ -68,11 +69,15 @@ def _factory(req: HostsRequest) -> Callable[[HostEntry], SshTransport]:
 
 def run_on_hosts(req: HostsRequest, argv: Sequence[str]) -> list[CommandResult]:
     """``argv`` on every host, at most ``concurrency`` at once; sorted by host name."""
-    return fan_out(_inventory(req).hosts, list(argv), _factory(req), req.concurrency, req.timeout)
+    return fan_out(
+        _inventory(req).hosts, list(argv), _factory(req), req.concurrency, req.timeout, workers=req.workers
+    )
 
 
 def check_hosts(req: HostsRequest) -> list[HostHcas]:
-    return preflight_hosts(_inventory(req).hosts, _factory(req), req.concurrency, req.timeout)
+    return preflight_hosts(
+        _inventory(req).hosts, _factory(req), req.concurrency, req.timeout, workers=req.workers
+    )
 
 
 def group_preflight(reports: Sequence[HostHcas]) -> list[tuple[str, int, bool, str]]:

@@ -3,11 +3,15 @@
 
 A job's arguments are the schedule's ``args`` (a JSON object written by ``ibfab schedule add``):
 the source (``lab``, ``ssh`` + SSH options, or nothing for this machine) and, for sweeps,
-``pattern``, ``pairs``, ``input``, ``routes``, ``inventory``, ``per_host``, ``retest``, ``timeout``.
+``pattern``, ``pairs``, ``input``, ``routes``, ``inventory``, ``per_host``, ``retest``, ``timeout``,
+and ``launcher: slurm`` with ``partition``, ``reservation``, ``nodes``, ``idle``, ``node_map``,
+``time_limit``, ``shared_dir`` (the sweep as job steps of one allocation, as ``sweep run
+--launcher slurm`` runs it).
 
-Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's), so no host runs two
-probes at once: a lab sweep takes the hosts of each round before running it, an SSH sweep takes
-all the hosts of its plan for the whole sweep. Each hold is written to a :class:`HostActivity`
+Every sweep job shares one :class:`~probes.fanout.HostLocks` (the daemon's, with lock files next to
+the store that CLI sweeps take too), so no host runs two probes at once: a lab sweep takes the hosts
+of each round before running it, an SSH or Slurm sweep takes all the hosts of its plan for the whole
+sweep; a job waits at most ``JobContext.host_wait`` for them, then fails naming the holder. Each hold is written to a :class:`HostActivity`
 log (host, job, start, end) so that claim can be checked.
 """
 
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.app.collect import SnapshotOutcome
+from fabric.app.hostlocks import lock_keys
 from fabric.store import Schedule
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
@@ -29,6 +34,8 @@ from topology.errors import UsageError
 
 SOURCE_KEYS = ("lab", "ssh", "inventory", "known_hosts", "accept_new_host_key", "identity")
 SWEEP_KEYS = ("pattern", "pairs", "input", "routes", "per_host", "retest", "timeout")
+# ``launcher: slurm`` and where in Slurm, as ``ibfab sweep run --launcher slurm`` takes them
+SLURM_KEYS = ("launcher", "partition", "reservation", "nodes", "idle", "node_map", "time_limit", "shared_dir")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +80,31 @@ class JobContext:
     db: Path
     locks: HostLocks
     activity: HostActivity
+    host_wait: float = 3600.0  # seconds a job waits for hosts another sweep holds, then fails naming it
 
 
 class HostLockedLabBackend(LabTrafficBackend):
     """The lab's simulated traffic, each round run only while its hosts are held."""
 
-    def __init__(self, inner: LabTrafficBackend, locks: HostLocks, activity: HostActivity, job: str) -> None:
+    def __init__(
+        self,
+        inner: LabTrafficBackend,
+        locks: HostLocks,
+        activity: HostActivity,
+        job: str,
+        lab: str | None = None,
+        wait: float | None = None,
+    ) -> None:
         super().__init__(inner.fabric, inner.paths, inner.error_rates)
         self.locks = locks
         self.activity = activity
         self.job = job
+        self.lab = lab
+        self.wait = wait
 
     def run_round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
         hosts = sorted({e.host for p in probes for e in (p.client, p.server)})
-        with self.locks.hold(hosts):
+        with self.locks.hold(lock_keys(hosts, self.lab), self.wait, f"schedule {self.job}"):
             start = time.time()
             try:
                 return super().run_round(probes, attempt)
@@ -148,8 +166,15 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     lab, input_path, inventory = _text(args, "lab"), _text(args, "input"), _text(args, "inventory")
     pattern = _text(args, "pattern") or "rail-pairs"
     retest = bool(args.get("retest", True))
-    if lab is None and inventory is None:
-        raise UsageError(f"schedule {schedule.name}: a sweep needs a lab or an inventory")
+    slurm = slurm_choice_of(args)
+    if slurm is not None and inventory is not None:
+        raise UsageError(
+            f"schedule {schedule.name}: a Slurm sweep reaches its hosts through Slurm, not an inventory"
+        )
+    if lab is None and inventory is None and (slurm is None or input_path is None):
+        raise UsageError(
+            f"schedule {schedule.name}: a sweep needs a lab, an inventory, or Slurm and an input"
+        )
     if lab is not None:
         require_running_lab(lab)
     sweep_ctx = sweeps.prepare(
@@ -161,12 +186,27 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         per_host=bool(args.get("per_host", False)),
     )
     names = sweeps.names_of(sweep_ctx.discovery)
-    if lab is not None:
+    source = sweep_ctx.source
+    hosts = sorted({e.host for p in sweep_ctx.plan.probes for e in (p.client, p.server)})
+    if slurm is not None:
+        from fabric.app.sweep_slurm import run_slurm, stored_source
+
+        # The plan's hosts are held here for the whole sweep, as for an SSH sweep (so run_slurm
+        # is not given the locks: it would take them a second time).
+        with ctx.locks.hold(lock_keys(hosts, lab), ctx.host_wait, f"schedule {schedule.name}"):
+            start = time.time()
+            try:
+                report = run_slurm(
+                    sweep_ctx, slurm, lab=lab, retest=retest, timeout=float(args.get("timeout", 120.0))
+                )
+            finally:
+                ctx.activity.add(hosts, schedule.name, start, time.time())
+        outcome, source = report.outcome, stored_source(sweep_ctx.source, report)
+    elif lab is not None:
         outcome = _lab_sweep(sweep_ctx, lab, retest, ctx, schedule.name)
     else:
         assert inventory is not None
-        hosts = sorted({e.host for p in sweep_ctx.plan.probes for e in (p.client, p.server)})
-        with ctx.locks.hold(hosts):
+        with ctx.locks.hold(hosts, ctx.host_wait, f"schedule {schedule.name}"):
             start = time.time()
             try:
                 outcome = sweeps.run_ssh(
@@ -180,13 +220,41 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
                 )
             finally:
                 ctx.activity.add(hosts, schedule.name, start, time.time())
-    sweep_id = sweeps.save(outcome, sweep_ctx.source, names, str(ctx.db))
+    sweep_id = sweeps.save(outcome, source, names, str(ctx.db))
     top = None
     if outcome.suspects:
         s = outcome.suspects[0].link
         top = (f"{names.get(s.a.guid, s.a.guid)}/{s.a.port}", f"{names.get(s.b.guid, s.b.guid)}/{s.b.port}")
     return SweepJobResult(
         sweep_id, outcome.backend, len(outcome.results), sum(1 for r in outcome.results if not r.ok), top
+    )
+
+
+def slurm_choice_of(args: Mapping[str, Any]) -> Any:
+    """The schedule's :class:`~fabric.app.sweep_slurm.SlurmChoice`, or None unless ``launcher`` is
+    ``slurm`` (the Slurm keys without it are refused, as on the command line)."""
+    launcher = _text(args, "launcher") or "ssh"
+    if launcher not in ("ssh", "slurm"):
+        raise UsageError(f"schedule argument launcher must be ssh or slurm, not {launcher!r}")
+    given = [k for k in SLURM_KEYS[1:] if args.get(k) not in (None, False)]
+    if launcher != "slurm":
+        if given:
+            raise UsageError(f"schedule arguments {', '.join(given)} only apply with launcher slurm")
+        return None
+    from fabric.app.slurm import read_node_map
+    from fabric.app.sweep_slurm import SlurmChoice
+
+    limit = args.get("time_limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise UsageError(f"schedule argument time_limit must be whole minutes, not {limit!r}")
+    return SlurmChoice(
+        _text(args, "partition"),
+        _text(args, "reservation"),
+        _text(args, "nodes"),
+        bool(args.get("idle", False)),
+        read_node_map(_text(args, "node_map")),
+        limit,
+        shared_dir=_text(args, "shared_dir"),
     )
 
 
@@ -200,7 +268,7 @@ def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job
 
     rates = parse_error_rates(lab.console(lab_name, "Dump"))
     plain = LabTrafficBackend(sweep_ctx.discovery.fabric, sweep_ctx.plan.paths, rates)
-    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job)
+    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job, lab_name, ctx.host_wait)
     d = sweep_ctx.discovery
     return run_sweep(
         sweep_ctx.plan,
@@ -237,6 +305,7 @@ def run_job(schedule: Schedule, ctx: JobContext) -> JobResult:
 
 
 __all__ = [
+    "SLURM_KEYS",
     "SOURCE_KEYS",
     "SWEEP_KEYS",
     "HostActivity",
@@ -248,4 +317,5 @@ __all__ = [
     "run_counters",
     "run_job",
     "run_sweep_job",
+    "slurm_choice_of",
 ]

@@ -28,12 +28,20 @@ class ScheduleStatus:
 
     @property
     def source(self) -> str:
-        """Where the job runs: ``lab NAME``, ``ssh HOST`` / ``ssh INVENTORY`` or ``local``."""
+        """Where the job runs: ``lab NAME``, ``ssh HOST`` / ``ssh INVENTORY`` or ``local``, and
+        ``through slurm (partition P)`` for a sweep launched through Slurm."""
         args = self.schedule.args
+        where = "local"
         for key, kind in (("lab", "lab"), ("ssh", "ssh"), ("inventory", "ssh")):
             if args.get(key):
-                return f"{kind} {args[key]}"
-        return "local"
+                where = f"{kind} {args[key]}"
+                break
+        if args.get("launcher") == "slurm":
+            if where == "local":
+                where = f"input {args.get('input')}"
+            inside = [f"{k} {args[k]}" for k in ("partition", "reservation") if args.get(k)]
+            where += " through slurm" + (f" ({', '.join(inside)})" if inside else "")
+        return where
 
 
 def add_schedule(
@@ -45,10 +53,20 @@ def add_schedule(
     if args.get("lab") and args.get("ssh"):
         raise UsageError("choose one of --lab and --ssh")
     if kind == "sweep":
+        from fabric.app.jobs import slurm_choice_of
+
+        through_slurm = slurm_choice_of(args) is not None
         if args.get("ssh"):
             raise UsageError("a sweep runs against --lab NAME or over SSH with --inventory FILE, not --ssh")
-        if not args.get("lab") and not args.get("inventory"):
-            raise UsageError("a sweep schedule needs --lab NAME or --inventory FILE (with -- --input TOPO)")
+        if through_slurm and args.get("inventory"):
+            raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
+        if through_slurm and not args.get("lab") and "input" not in args:
+            raise UsageError("a Slurm sweep schedule needs --lab NAME or the fabric: add -- --input TOPO")
+        if not through_slurm and not args.get("lab") and not args.get("inventory"):
+            raise UsageError(
+                "a sweep schedule needs --lab NAME or --inventory FILE (with -- --input TOPO),"
+                " or -- --launcher slurm --input TOPO"
+            )
         if args.get("inventory") and "input" not in args:
             raise UsageError("an SSH sweep schedule needs the fabric: add -- --input TOPO")
     with Store.open(db) as store:

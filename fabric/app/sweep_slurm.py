@@ -190,6 +190,11 @@ def run_slurm(
     )
 
 
+def stored_source(source: str, report: SlurmSweepReport) -> str:
+    """The source a Slurm sweep is stored under: the fabric's, and the job it ran as."""
+    return f"{source}, slurm job {report.job_id}"
+
+
 def report_to_dict(report: SlurmSweepReport) -> dict[str, Any]:
     m = report.node_map
     return {
@@ -212,4 +217,4 @@ def report_to_dict(report: SlurmSweepReport) -> dict[str, Any]:
     }
 
 
-__all__ = ["SlurmChoice", "SlurmSweepReport", "choose_nodes", "report_to_dict", "run_slurm"]
+__all__ = ["SlurmChoice", "SlurmSweepReport", "choose_nodes", "report_to_dict", "run_slurm", "stored_source"]

@@ -52,6 +52,12 @@ def _ssh_options(f: Callable[..., None]) -> Callable[..., None]:
             "-w", "--hosts", "pattern", default=None, help="Only these hosts, e.g. 'dgx-[0001-0008]'."
         ),
         click.option("-f", "--concurrency", default=16, show_default=True, type=click.IntRange(1, 512)),
+        click.option(
+            "--workers",
+            default=None,
+            type=click.IntRange(1, 64),
+            help="Processes to spread the connections over (default: one per core from 128 hosts; 1: none).",
+        ),
         click.option("-t", "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1)),
         click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1)),
         click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10)),
@@ -73,6 +79,7 @@ def _request(opts: dict[str, Any]) -> HostsRequest:
         known_hosts=opts["known_hosts"],
         accept_new_host_key=opts["accept_new_host_key"],
         concurrency=opts["concurrency"],
+        workers=opts["workers"],
         timeout=opts["timeout"],
         connect_timeout=opts["connect_timeout"],
         retries=opts["retries"],

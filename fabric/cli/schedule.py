@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
 
 from fabric.cli.options import ssh_options
+from fabric.cli.slurm import SLURM_OPTION_KEYS, slurm_choice, slurm_sweep_options
 from topology.errors import UsageError
 
 
@@ -24,6 +26,7 @@ def schedule_group() -> None:
 @click.option("--per-host", is_flag=True, default=None)
 @click.option("--no-retest", is_flag=True, default=None)
 @click.option("--timeout", type=click.FloatRange(min=1))
+@slurm_sweep_options
 def _sweep_job(**_: Any) -> None:
     """The options a sweep job takes after '--' (those of `ibfab sweep run`)."""
 
@@ -49,6 +52,11 @@ def _sweep_args(extra: tuple[str, ...]) -> dict[str, Any]:
         out["retest"] = False
     if p.get("timeout") is not None:
         out["timeout"] = p["timeout"]
+    slurm_choice(*(p[k] for k in SLURM_OPTION_KEYS))  # refuses Slurm options without --launcher slurm
+    if p.get("launcher") == "slurm":
+        out.update({k: p[k] for k in SLURM_OPTION_KEYS if p.get(k) not in (None, False)})
+        if p.get("node_map") is not None:
+            out["node_map"] = str(Path(p["node_map"]).resolve())  # the daemon may run elsewhere
     if out.get("pattern") == "custom" and "pairs" not in out:
         raise UsageError("sweep job: --pattern custom needs --pairs FILE")
     return out
@@ -85,6 +93,7 @@ def add_cmd(
     \b
       ibfab schedule add counters-5m --kind counters --every 5m --lab demo
       ibfab schedule add nightly --kind sweep --cron "0 2 * * *" --lab demo -- --pattern pairwise
+      ibfab schedule add weekly --kind sweep --cron "0 3 * * 0" -- --input fabric.topo --launcher slurm --partition gpu --idle
     """
     from fabric.app.schedules import add_schedule
     from fabric.core.timing import Timing

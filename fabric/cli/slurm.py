@@ -13,7 +13,17 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_KEYS = ("launcher", "partition", "reservation", "nodes", "idle", "node_map", "time_limit", "shared_dir")
+# The options' names, as a scheduled sweep stores them too (fabric.app.jobs.SLURM_KEYS).
+SLURM_OPTION_KEYS = (
+    "launcher",
+    "partition",
+    "reservation",
+    "nodes",
+    "idle",
+    "node_map",
+    "time_limit",
+    "shared_dir",
+)
 
 
 def slurm_choice(
@@ -60,7 +70,7 @@ def slurm_sweep_options(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["slurm"] = slurm_choice(*(kwargs.pop(k) for k in _KEYS))
+        kwargs["slurm"] = slurm_choice(*(kwargs.pop(k) for k in SLURM_OPTION_KEYS))
         return fn(*args, **kwargs)
 
     for opt in reversed(

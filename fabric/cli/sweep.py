@@ -16,8 +16,8 @@ from topology.errors import UsageError
 if TYPE_CHECKING:
     from fabric.app.discover import Discovery
     from fabric.app.sweep import SweepContext
-    from fabric.app.sweep_slurm import SlurmChoice
-    from probes.sweep import SweepStep
+    from fabric.app.sweep_slurm import SlurmChoice, SlurmSweepReport
+    from probes.sweep import SweepOutcome, SweepStep
 
 
 @click.group("sweep")
@@ -152,6 +152,14 @@ def plan_cmd(
     "--timeout", default=120.0, show_default=True, type=click.FloatRange(min=1), help="Per pair, seconds."
 )
 @click.option("--db", metavar="PATH", help="Store file (default: the data directory).")
+@click.option(
+    "--host-wait",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 86400),
+    metavar="SECONDS",
+    help="Wait this long for hosts another ibfab process (the daemon, another sweep) is probing.",
+)
 @slurm_sweep_options
 def run_cmd(
     pattern: str,
@@ -168,11 +176,17 @@ def run_cmd(
     no_retest: bool,
     timeout: float,
     db: str | None,
+    host_wait: float,
     slurm: SlurmChoice | None,
 ) -> None:
     """Run a sweep (lab: simulated traffic; --inventory: ib_write_bw over SSH on its hosts;
-    --launcher slurm: as job steps of one Slurm allocation), store it, rank suspects."""
+    --launcher slurm: as job steps of one Slurm allocation), store it, rank suspects.
+
+    The plan's hosts are held for the whole sweep (lock files next to the store): a host another
+    ibfab process is probing stops the sweep with that process named, or is waited for
+    (--host-wait)."""
     from fabric.app import sweep as sweeps
+    from fabric.app.hostlocks import host_locks, lock_keys, plan_hosts
 
     if slurm is not None and inventory is not None:
         raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
@@ -182,30 +196,26 @@ def run_cmd(
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
-    slurm_report = None
-    if slurm is not None:
-        from fabric.app.sweep_slurm import run_slurm
-
-        slurm_report = run_slurm(
-            ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
-        )
-        outcome = slurm_report.outcome
-    elif inventory is not None:
-        outcome = sweeps.run_ssh(
+    keys = lock_keys(plan_hosts(ctx.plan), lab)
+    with host_locks(db).hold(keys, host_wait, "sweep run"):
+        outcome, slurm_report = _run_sweep(
             ctx,
+            lab,
             inventory,
-            known_hosts=known_hosts,
-            accept_new=accept_new_host_key,
-            identity=identity,
-            retest=not no_retest,
-            timeout=timeout,
-            progress=progress,
+            known_hosts,
+            accept_new_host_key,
+            identity,
+            no_retest,
+            timeout,
+            slurm,
+            progress,
         )
-    else:
-        assert lab is not None
-        outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
     progress.done()
-    source = ctx.source if slurm_report is None else f"{ctx.source}, slurm job {slurm_report.job_id}"
+    source = ctx.source
+    if slurm_report is not None:
+        from fabric.app.sweep_slurm import stored_source
+
+        source = stored_source(ctx.source, slurm_report)
     sweep_id = sweeps.save(outcome, source, names, db)
     if as_json:
         doc = {
@@ -247,6 +257,46 @@ def run_cmd(
 
         click.echo(render_slurm_sweep(slurm_report))
     click.echo(render_suspects(outcome.suspects, names))
+
+
+def _run_sweep(
+    ctx: SweepContext,
+    lab: str | None,
+    inventory: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    identity: str | None,
+    no_retest: bool,
+    timeout: float,
+    slurm: SlurmChoice | None,
+    progress: ProgressLine,
+) -> tuple[SweepOutcome, SlurmSweepReport | None]:
+    """(the sweep's outcome, the Slurm report or None) by the launcher asked for."""
+    from fabric.app import sweep as sweeps
+
+    slurm_report: SlurmSweepReport | None = None
+    if slurm is not None:
+        from fabric.app.sweep_slurm import run_slurm
+
+        slurm_report = run_slurm(
+            ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
+        )
+        outcome = slurm_report.outcome
+    elif inventory is not None:
+        outcome = sweeps.run_ssh(
+            ctx,
+            inventory,
+            known_hosts=known_hosts,
+            accept_new=accept_new_host_key,
+            identity=identity,
+            retest=not no_retest,
+            timeout=timeout,
+            progress=progress,
+        )
+    else:
+        assert lab is not None
+        outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
+    return outcome, slurm_report
 
 
 @sweep_group.command("show")

@@ -8,7 +8,8 @@ pass). The workers only run the job; the loop's own thread records how each run 
 
 :meth:`Daemon.stop` (the CLI calls it on SIGTERM/SIGINT) starts no new job and waits up to
 ``grace_seconds`` for running ones; a job still running after that is recorded as failed
-("stopped while running") and abandoned with the process.
+("stopped while running") and abandoned with the process, after the tools it runs are ended and
+the Slurm allocations it holds or has asked for are cancelled (:func:`probes.slurm.release_all`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from fabric.app.hostlocks import host_locks
 from fabric.app.jobs import HostActivity, JobContext
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
 from fabric.store import Schedule, Store
-from probes import transport
+from probes import slurm, transport
 from probes.fanout import HostLocks
 from topology.errors import IbfabError, StoreError
 
@@ -129,7 +131,7 @@ class Daemon:
     on_report: Callable[[RunReport], None] | None = None
     on_note: Callable[[str], None] | None = None  # the store busy, and what the daemon did about it
     clock: Callable[[], float] = time.time
-    locks: HostLocks = field(default_factory=HostLocks)
+    locks: HostLocks = field(init=False)  # shared with CLI sweeps: lock files next to the store
     activity: HostActivity = field(default_factory=HostActivity)
     reports: list[RunReport] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
@@ -138,6 +140,9 @@ class Daemon:
     _unwritten: list[_Unwritten] = field(default_factory=list)
     _held_back: dict[int, float] = field(default_factory=dict)  # schedule id -> next slot (not stored)
     _urgent: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.locks = host_locks(self.db)
 
     def stop(self) -> None:
         """Start no new job; :meth:`run` returns once the running ones end (or the grace runs out).
@@ -319,11 +324,14 @@ class Daemon:
         if not self._running:
             return
         ended = transport.stop_all()  # local tools and remote (SSH) commands alike
+        released = slurm.release_all()  # a Slurm sweep's allocation must not outlive the daemon
         for schedule_id in list(self._running):
             waited = f" (grace {grace:g} s)" if grace is not None else ""
             reason = f"daemon stopped while the job was still running{waited}"
             if ended:
                 reason += f"; {ended} running tool(s) ended with their process groups"
+            if released:
+                reason += f"; Slurm job(s) {', '.join(released)} cancelled"
             self._record(store, schedule_id, self.clock(), False, reason)
 
 

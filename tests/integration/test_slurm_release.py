@@ -85,3 +85,50 @@ def test_release_requested_cancels_only_its_own_token(slurm: SlurmCluster) -> No
     assert s.release_requested("cccc") == []
     assert s.release_requested("bbbb") == [granted["bbbb"]]
     assert s.jobs(name="ibfab-sweep") == []
+
+
+@pytest.mark.slurm
+def test_a_daemon_stopped_past_its_grace_cancels_the_allocation_its_job_holds(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    import threading
+
+    from fabric.app.jobs import JobContext
+    from fabric.serve.daemon import Daemon
+    from fabric.store import Schedule, Store
+    from probes.slurm import AllocationRequest
+
+    granted: list[str] = []
+    finish = threading.Event()
+
+    def sweep_that_overruns(schedule: Schedule, ctx: JobContext) -> str:  # the job is the boundary
+        with Slurm(slurm.env).allocation(
+            AllocationRequest(hosts=("node1", "node2"), time_limit_minutes=5)
+        ) as a:
+            granted.append(a.job_id)
+            finish.wait(60)
+        return "done"
+
+    db = tmp_path / "store.db"
+    with Store.open(db) as store:
+        store.add_schedule("long", "sweep", interval_seconds=3600, args={}, next_run=time.time())
+    daemon = Daemon(db, runner=sweep_that_overruns, grace_seconds=0.5)
+    loop = threading.Thread(target=daemon.run)
+    loop.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not granted:
+            assert time.monotonic() < deadline, "the job never got its allocation"
+            time.sleep(0.05)
+        assert [j for j in _sweep_jobs(slurm) if j[0] == granted[0]]
+        daemon.stop()
+        loop.join(40)
+        assert not loop.is_alive()
+        assert _sweep_jobs(slurm) == []  # cancelled by the daemon, not left to its time limit
+        with Store.open(db) as store:
+            (run,) = store.list_runs()
+        assert not run.ok and run.error is not None
+        assert f"Slurm job(s) {granted[0]} cancelled" in run.error
+    finally:
+        finish.set()
+        loop.join(10)

@@ -7,6 +7,7 @@ every test the fixture checks no job is queued and no step process is left.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -251,3 +252,51 @@ def test_host_locks_hold_across_a_slurm_sweep_and_another_sweep(
     # The other sweep waited for cn0002 through every step of the Slurm sweep, and got it after.
     assert not any(seen) and len(got) == 1 and locks.busy() == frozenset({"cn0002"})
     locks.release(["cn0002"])
+
+
+@pytest.mark.slurm
+@pytest.mark.lab
+def test_a_scheduled_sweep_runs_through_slurm_in_the_daemon(
+    slurm: SlurmCluster, cable_lab: str, node_map: str, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "store.db")
+    added = invoke(slurm, "schedule", "add", "weekly", "--kind", "sweep", "--every", "7d", "--lab", cable_lab,
+                   "--db", db, "--", "--pattern", "pairwise", "--launcher", "slurm", "--node-map", node_map,
+                   "--timeout", "30", "--no-retest")  # fmt: skip
+    assert added.exit_code == 0, added.output
+    listed = json.loads(invoke(None, "schedule", "list", "--db", db, "--json").stdout)
+    (entry,) = listed if isinstance(listed, list) else listed["schedules"]
+    assert entry["args"]["launcher"] == "slurm" and entry["args"]["node_map"] == node_map
+    ran = invoke(slurm, "daemon", "--once", "--db", db)
+    assert ran.exit_code == 0, ran.output
+    assert "weekly" in ran.output and " ok (" in ran.output, ran.output
+    shown = json.loads(invoke(None, "sweep", "show", "1", "--db", db, "--json").stdout)
+    # Stored as `sweep run --launcher slurm` stores it: the job it ran as, the planted cable on top.
+    assert {r["backend"] for r in shown["results"]} == {"slurm:lab-simulated"} and len(shown["results"]) == 6
+    assert re.fullmatch(rf"slurm:lab-simulated: lab {cable_lab}, slurm job \d+", shown["source"])
+    top = shown["suspects"][0]
+    assert {f"{top['a']['name']}/{top['a']['port']}", f"{top['b']['name']}/{top['b']['port']}"} == {
+        "leaf-01/1",
+        "cn0001 mlx5_0/1",
+    }
+    job_id = shown["source"].rsplit(" ", 1)[1]
+    assert Slurm(slurm.env).jobs(job_id) == []  # released when the job ended
+
+
+def test_a_scheduled_slurm_sweep_is_checked_when_added(tmp_path: Path, node_map: str) -> None:
+    db = str(tmp_path / "store.db")
+    base = ["schedule", "add", "w", "--kind", "sweep", "--every", "1d", "--db", db]
+    res = invoke(None, *base, "--", "--input", "f.topo", "--partition", "gpu")
+    assert res.exit_code == 2 and "--partition only apply with --launcher slurm" in res.output
+    res = invoke(None, *base, "--inventory", node_map, "--", "--input", "f.topo", "--launcher", "slurm")
+    assert res.exit_code == 2 and "drop --inventory" in res.output
+    res = invoke(None, *base, "--", "--launcher", "slurm")
+    assert res.exit_code == 2 and "needs --lab NAME or the fabric: add -- --input TOPO" in res.output
+    res = invoke(None, *base, "--", "--input", "f.topo", "--launcher", "slurm", "--node-map", "/nonexistent")
+    assert res.exit_code == 2 and "/nonexistent: cannot read the node map" in res.output
+    res = invoke(
+        None, *base, "--", "--input", "f.topo", "--launcher", "slurm", "--partition", "gpu", "--idle"
+    )
+    assert res.exit_code == 0, res.output
+    listed = invoke(None, "schedule", "list", "--db", db)
+    assert "input f.topo through slurm (partition gpu)" in listed.output

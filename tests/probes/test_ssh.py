@@ -239,7 +239,10 @@ def test_jump_host_reaches_the_target_through_a_direct_tcpip_channel(
     assert r.message.startswith("jump host node2 could not connect to port")
 
 
-def test_fan_out_to_many_hosts_folds_identical_output(sshd_server: Sshd, known_hosts: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["threads", "2-workers"])
+def test_fan_out_to_many_hosts_folds_identical_output(
+    sshd_server: Sshd, known_hosts: Path, workers: int
+) -> None:
     inv = parse_inventory(
         f"node[2-9] address=127.0.0.[2-9] user={sshd_server.user} port={sshd_server.port} "
         f"key_file={sshd_server.user_key}\nnode10 address=127.0.0.1 port={free_port()}\n",
@@ -250,7 +253,7 @@ def test_fan_out_to_many_hosts_folds_identical_output(sshd_server: Sshd, known_h
     def argv(h: HostEntry) -> list[str]:
         return ["sh", "-c", "echo special; exit 1"] if h.name in ("node4", "node7") else ["echo", "same"]
 
-    results = fan_out(inv.hosts, argv, factory, concurrency=4, timeout=10, locks=HostLocks())
+    results = fan_out(inv.hosts, argv, factory, concurrency=4, timeout=10, locks=HostLocks(), workers=workers)
     assert [r.host for r in results] == [f"node{i}" for i in range(2, 11)]
     folded = fold(results)
     assert [(f.hosts, f.count, f.exit_code, f.stdout, f.failure) for f in folded] == [

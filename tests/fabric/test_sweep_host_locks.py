@@ -1,0 +1,95 @@
+"""Two ibfab processes never probe one host at once: `sweep run` against hosts a real other process
+holds (as the daemon or another sweep would) stops with that process named, or waits a bounded time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fabric.cli.main import main
+from tests.servers import free_port
+from topology.generate import generate, to_ibnetdiscover
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HOLDER = """
+import sys, time
+from fabric.app.hostlocks import host_locks
+locks = host_locks(sys.argv[1])
+locks.acquire(["cn0002"], why="schedule nightly")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+locks.release(["cn0002"])
+print("released", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.fixture
+def sweep_args(tmp_path: Path) -> list[str]:
+    topo = tmp_path / "fabric.topo"
+    topo.write_text(to_ibnetdiscover(generate("leafspine:leaves=2,spines=1,hosts=2,radix=40")))
+    inventory = tmp_path / "hosts.txt"
+    port = free_port()  # nothing listens: once the hosts are ours the sweep stops as unreachable
+    inventory.write_text("".join(f"cn{i:04d} address=127.0.0.1 port={port}\n" for i in range(1, 5)))
+    return ["sweep", "run", "--input", str(topo), "--pattern", "pairwise", "--inventory", str(inventory),
+            "--known-hosts", str(tmp_path / "known_hosts"), "--db", str(tmp_path / "store.db")]  # fmt: skip
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for p in procs:  # only what this test started
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def _hold(procs: list[subprocess.Popen[str]], db: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLDER), str(db), str(seconds)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    procs.append(proc)
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_a_sweep_on_a_host_another_process_probes_stops_naming_it(
+    sweep_args: list[str], tmp_path: Path, holder: list[subprocess.Popen[str]]
+) -> None:
+    other = _hold(holder, tmp_path / "store.db", 60)
+    res = CliRunner().invoke(main, sweep_args)
+    assert res.exit_code == 1, res.output
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("ibfab: error: host cn0002 is busy: another ibfab process probes it: ")
+    assert f"PID {other.pid} (-c " in line and line.endswith(", for schedule nightly")
+    # A store elsewhere is a different scope: its sweep gets as far as the (closed) SSH port.
+    elsewhere = [
+        a if not a.endswith("store.db") else str(tmp_path / "other" / "store.db") for a in sweep_args
+    ]
+    (tmp_path / "other").mkdir()
+    res = CliRunner().invoke(main, elsewhere)
+    assert res.exit_code == 7 and "unreachable" in res.stderr
+
+
+def test_a_sweep_with_host_wait_runs_once_the_other_process_lets_go(
+    sweep_args: list[str], tmp_path: Path, holder: list[subprocess.Popen[str]]
+) -> None:
+    other = _hold(holder, tmp_path / "store.db", 0.8)
+    t0 = time.monotonic()
+    res = CliRunner().invoke(main, [*sweep_args, "--host-wait", "20"])
+    waited = time.monotonic() - t0
+    assert other.stdout is not None and other.stdout.readline() == "released\n"
+    # It waited for cn0002, then went on to SSH (nothing listens there: exit 7, unreachable).
+    assert res.exit_code == 7 and "sweep cannot start: cn[0001-0004] unreachable" in res.stderr
+    assert waited >= 0.5
