@@ -1,9 +1,9 @@
 """Health use case: from the store to a scored report, and today's findings back into the store.
 
 :func:`assess_store` loads the latest topology, the link events (cables discovery saw go and
-come back) and the findings history, runs :func:`fabric.health.assess_pieces` over the counter
-snapshots of the window, read a few snapshots at a time (so a day of snapshots needs no more memory
-than an hour), with the cables that train below their peers (from the topology, the rule behind
+come back) and the findings history, runs :func:`fabric.health.assess_columns` over the stored
+blocks of the window's counter snapshots, read a few snapshots at a time (so a day of snapshots
+needs no more memory than an hour), with the cables that train below their peers (from the topology, the rule behind
 discovery's ``degraded_link``), and records today's non-ok links in ``findings_history`` (one row
 per link and kind of finding per UTC day, keeping the worst status of the day), so links that
 keep failing become repeat offenders across days.
@@ -14,10 +14,9 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fabric.core.units import duration_spec
 from fabric.counters.deltas import OutOfOrder
@@ -29,6 +28,7 @@ from fabric.health import (
     PastFinding,
     Status,
     assess,
+    assess_columns,
     assess_pieces,
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
@@ -39,9 +39,6 @@ from topology.classify import classify, switch_name
 from topology.errors import StoreError, UsageError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
 from topology.wiring import BelowPeers, links_below_peers
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 DAY_S = 86400.0
 # Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
@@ -199,9 +196,14 @@ def assess_store(
     now: float | None = None,
     thresholds: HealthThresholds | None = None,
     record: bool = True,
+    columnar: bool = True,
 ) -> AssessedHealth:
     """Score every link of the latest topology over the counters of the last ``since_s`` seconds
-    (None: all of them) and, if ``record``, add today's findings to the history."""
+    (None: all of them) and, if ``record``, add today's findings to the history.
+
+    ``columnar``: sum the stored blocks column-wise (:func:`fabric.health.assess_columns`, the fast
+    path); False reads the counter table a few snapshots at a time instead (the reference the fast
+    path is tested against; the same report)."""
     t = thresholds or HealthThresholds()
     now = time.time() if now is None else now
     since = None if since_s is None else now - since_s
@@ -230,10 +232,11 @@ def assess_store(
     today = utc_day(now)
     history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
     below = below_peers(stored.fabric)
-    pieces = _pieces(store, snapshots, since, now)
-    try:
-        report = assess_pieces(
-            pieces,
+    groups = _groups(snapshots)
+
+    def score(how: Callable[..., HealthReport], counters: object) -> HealthReport:
+        return how(
+            counters,
             stored.fabric,
             since=since,
             now=now,
@@ -242,19 +245,21 @@ def assess_store(
             thresholds=t,
             below_peers=below,
         )
-    except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
-        pieces.close()
-        frame = store.load_counters(since=since, until=now)
-        report = assess(
-            frame,
-            stored.fabric,
-            since=since,
-            now=now,
-            events=events,
-            history=history,
-            thresholds=t,
-            below_peers=below,
-        )
+
+    report = None
+    if columnar:
+        blocks = store.load_counter_block_pieces(groups, since, now)
+        try:
+            report = score(assess_columns, blocks)
+        except OutOfOrder:  # a port's readings out of time order: the counter table sorts them
+            blocks.close()
+    if report is None:
+        pieces = store.load_counter_pieces(groups, since, now)
+        try:
+            report = score(assess_pieces, pieces)
+        except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
+            pieces.close()
+            report = score(assess, store.load_counters(since=since, until=now))
     recorded = record_today(store, report, now) if record else 0
     notes, inventory = cable_notes(store, report)
     return AssessedHealth(
@@ -303,10 +308,8 @@ def below_peers(fabric: Fabric) -> dict[LinkKey, BelowPeers]:
     return {d.link.key: d for d in links_below_peers(fabric, classify(fabric))}
 
 
-def _pieces(
-    store: Store, snapshots: list[CounterSnapshotInfo], since: float | None, until: float
-) -> Generator[pd.DataFrame, None, None]:
-    """The window's counter table, PIECE_ROWS rows or so at a time (whole snapshots, by id)."""
+def _groups(snapshots: list[CounterSnapshotInfo]) -> list[list[int]]:
+    """The window's snapshot ids in groups of PIECE_ROWS rows or so (whole snapshots, by id)."""
     groups: list[list[int]] = [[]]
     rows = 0
     for info in sorted(snapshots, key=lambda s: s.id):
@@ -315,7 +318,7 @@ def _pieces(
             rows = 0
         groups[-1].append(info.id)
         rows += info.ports
-    return store.load_counter_pieces(groups, since, until)
+    return groups
 
 
 __all__ = [

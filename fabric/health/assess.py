@@ -20,6 +20,7 @@ import pandas as pd
 
 from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
 from fabric.health.ber import BerEstimate, estimate_ber
+from fabric.health.columns import ColumnSums
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
 from fabric.health.ports import PortSums, PortTable, port_table
@@ -35,6 +36,8 @@ from topology.wiring import BelowPeers
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from fabric.store.blocks import PortSet, Values
 
 _T = TypeVar("_T", bound=np.generic)
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -130,6 +133,38 @@ def assess_pieces(
     if start > now:
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
     return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers)
+
+
+def assess_columns(
+    pieces: Iterable[Iterable[tuple[int, PortSet, Values]]],
+    fabric: Fabric,
+    *,
+    since: float | None,
+    now: float,
+    events: Sequence[LinkEvent] = (),
+    history: Sequence[PastFinding] = (),
+    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
+    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
+) -> HealthReport:
+    """:func:`assess_pieces` of the store's decoded blocks (pieces of (snapshot id, port set,
+    values), snapshots in id order, as :meth:`Store.load_counter_block_pieces` gives them), summed
+    column-wise without building the counter table (:mod:`fabric.health.columns`); the same report.
+    Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples are not in time order
+    across snapshots (the caller then takes the counter table's path).
+    """
+    t = thresholds
+    if since is not None and since > now:
+        raise UsageError(f"health window starts after it ends (since {since} > now {now})")
+    sums = ColumnSums(since=since, now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
+    for piece in pieces:
+        for snapshot_id, ports, values in piece:
+            sums.add(snapshot_id, ports, values)
+    pt = sums.table()
+    first = sums.first
+    start = since if since is not None else (first if math.isfinite(first) else now)
+    if start > now:
+        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
+    return _report(pt, fabric, start, now, len(sums.snapshots), sums.samples, events, history, t, below_peers)
 
 
 def _pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:

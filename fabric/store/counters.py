@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fabric.store")
 
 _INT64_MAX = (1 << 63) - 1
+_Piece = TypeVar("_Piece")
 _SNAPSHOT_INFO = "id, taken_at, source, topology_snapshot_id, ports, state"
 
 
@@ -148,6 +149,20 @@ class CounterTables(CaptureTables):
             where += " AND id IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(set(snapshots))))
         wanted = None if guids is None else set(guids)
+        return _frame(self._decoded(where, args), wanted)
+
+    def load_counter_blocks(
+        self, snapshots: Iterable[int], since: float | None = None, until: float | None = None
+    ) -> list[tuple[int, PortSet, Values]]:
+        """The decoded blocks of the complete snapshots ``snapshots`` taken in [since, until], by id:
+        (snapshot id, its port set, its values), the columns ``load_counters`` builds its table
+        from (values exact, not clamped). Damaged snapshots are left out as there."""
+        where, args = _time_filter(since, until)
+        where += " AND id IN (SELECT value FROM json_each(?))"
+        args.append(json.dumps(sorted(set(snapshots))))
+        return self._decoded(where, args)
+
+    def _decoded(self, where: str, args: list[Any]) -> list[tuple[int, PortSet, Values]]:
         with self._read() as db:
             ids = [r[0] for r in db.execute(f"SELECT id FROM counter_snapshots WHERE {where}", args)]
             parts = []
@@ -157,7 +172,7 @@ class CounterTables(CaptureTables):
                 except Damaged:
                     continue  # decode() already named it
                 parts.append((sid, ports, values))
-        return _frame(parts, wanted)
+        return parts
 
     def load_counter_pieces(
         self, pieces: Sequence[Sequence[int]], since: float | None = None, until: float | None = None
@@ -169,18 +184,34 @@ class CounterTables(CaptureTables):
         so at most two pieces are in memory beside the one the caller still holds. Each piece is
         its own read: a snapshot pruned meanwhile is simply absent from the later pieces.
         """
+        return self._read_ahead(
+            pieces, lambda store, piece: store.load_counters(since, until, snapshots=piece)
+        )
+
+    def load_counter_block_pieces(
+        self, pieces: Sequence[Sequence[int]], since: float | None = None, until: float | None = None
+    ) -> Generator[list[tuple[int, PortSet, Values]], None, None]:
+        """``load_counter_blocks(piece, since, until)`` for each piece in turn, read ahead as
+        :meth:`load_counter_pieces` does (health's columnar path)."""
+        return self._read_ahead(pieces, lambda store, piece: store.load_counter_blocks(piece, since, until))
+
+    def _read_ahead(
+        self, pieces: Sequence[Sequence[int]], load: Callable[[CounterTables, Sequence[int]], _Piece]
+    ) -> Generator[_Piece, None, None]:
+        """``load(store, piece)`` of each piece in turn, the next one read in a background thread
+        on a connection of its own."""
         if len(pieces) < 2 or self._db.in_transaction or not self.path.exists():
             for piece in pieces:
-                yield self.load_counters(since, until, snapshots=piece)
+                yield load(self, piece)
             return
         from concurrent.futures import Future, ThreadPoolExecutor
 
         readers: list[CounterTables] = []  # the worker's own connection (sqlite3: one thread each)
 
-        def load(piece: Sequence[int]) -> pd.DataFrame:
+        def read(piece: Sequence[int]) -> _Piece:
             if not readers:
                 readers.append(type(self).open(self.path, create=False))
-            return readers[0].load_counters(since, until, snapshots=piece)
+            return load(readers[0], piece)
 
         def close() -> None:
             for reader in readers:
@@ -188,13 +219,13 @@ class CounterTables(CaptureTables):
                 reader.close()
 
         pool = ThreadPoolExecutor(1, thread_name_prefix="ibfab-counters")
-        ahead: Future[pd.DataFrame] = pool.submit(load, pieces[0])
+        ahead: Future[_Piece] = pool.submit(read, pieces[0])
         try:
             for piece in pieces[1:]:
-                frame = ahead.result()
-                ahead = pool.submit(load, piece)
-                yield frame
-                del frame
+                got = ahead.result()
+                ahead = pool.submit(read, piece)
+                yield got
+                del got
             yield ahead.result()
         finally:
             ahead.cancel()

@@ -604,21 +604,30 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
     path, fab, ber_bad, flappy = build_store(tmp_path / "h.db", snapshots=8)
     now = T0 + 7 * SNAPSHOT_EVERY_S + 5
     with Store.open(path) as store:
-        loads: list[list[int]] = []
-        load = store.load_counter_pieces
+        loads: list[tuple[str, list[int]]] = []
 
-        def counted(pieces: Sequence[Sequence[int]], *args: Any) -> Any:
-            loads.extend(list(p) for p in pieces)
-            return load(pieces, *args)
+        def counting(method: str) -> Any:
+            load = getattr(store, method)
 
-        monkeypatch.setattr(store, "load_counter_pieces", counted)
+            def counted(pieces: Sequence[Sequence[int]], *args: Any) -> Any:
+                loads.extend((method, list(p)) for p in pieces)
+                return load(pieces, *args)
+
+            return counted
+
+        for method in ("load_counter_pieces", "load_counter_block_pieces"):
+            monkeypatch.setattr(store, method, counting(method))
         whole = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
-        assert loads == [list(range(1, 9))]  # 8 snapshots of a small fabric: one piece
+        # 8 snapshots of a small fabric: one piece, summed from the blocks (the fast path)
+        assert loads == [("load_counter_block_pieces", list(range(1, 9)))]
         ports = store.list_counter_snapshots()[0].ports
         monkeypatch.setattr(healthsvc, "PIECE_ROWS", 3 * ports)
-        loads.clear()
-        pieces = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
-        assert loads == [[1, 2, 3], [4, 5, 6], [7, 8]]
+        for columnar, method in ((True, "load_counter_block_pieces"), (False, "load_counter_pieces")):
+            loads.clear()
+            view = healthsvc.assess_store(store, since_s=3600, now=now, record=False, columnar=columnar)
+            assert loads == [(method, [1, 2, 3]), (method, [4, 5, 6]), (method, [7, 8])]
+            assert view.report.to_dict() == whole.to_dict()
+        pieces = view.report
     assert pieces.to_dict() == whole.to_dict()
     assert link_of(pieces, ber_bad.a).status is Status.CRITICAL
     assert link_of(pieces, flappy.b).downs == 7 and pieces.summary.samples == 8 * ports

@@ -17,6 +17,7 @@ from fabric.cli.main import main
 from fabric.health.score import finding_kind
 from fabric.present.counters import snapshot_line
 from fabric.store import Store
+from tests.healthpaths import assert_same_health
 from topology.classify import switch_name
 from topology.model import Fabric
 
@@ -138,6 +139,35 @@ def test_counter_going_down_is_a_new_baseline(lab_up: str, tmp_path: Path) -> No
     assert all(v >= 0 for lk in view.report.links for v in lk.counters.values())
     assert any(e.reset for e in link.ends) and link.ber.at_least
     assert any("cleared" in r for r in link.reasons)
+
+
+def test_the_fast_path_gives_the_counter_tables_health_on_the_lab(lab_up: str, tmp_path: Path) -> None:
+    """Collections from the real tools with symbol errors rising then cleared, a saturated counter,
+    a cable unplugged for one collection and link downs: the store's blocks summed column-wise
+    give the counter table's per-port sums and report (tests/healthpaths.py)."""
+    import time as _time
+
+    with Store.open(tmp_path / "fast.db") as store:
+        collector = Collector(store, Source("lab", lab_up))
+        collector.collect_once()
+        lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 40)
+        lab.set_counter(lab_up, "leaf-02", 4, "LinkDownedCounter", 2)
+        collector.collect_once()
+        lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 5)  # cleared, then 5 new
+        lab.set_counter(lab_up, "spine-01", 2, "SymbolErrorCounter", 70000)  # saturates at 65535
+        lab.link_down(lab_up, "leaf-01", 4)
+        collector.collect_once()
+        lab.link_up(lab_up, "leaf-01", 4)
+        lab.set_counter(lab_up, "leaf-02", 2, "PortRcvErrors", 12)
+        collector.collect_once()
+        now = _time.time()
+        view = assert_same_health(store, 3600, now)
+        fabric = store.load_topology().fabric
+    flagged = {lk.key for lk in view.report.links if lk.status.value != "ok"}
+    planted = {
+        (n, p) for n, p in (("leaf-01", 3), ("leaf-02", 4), ("spine-01", 2), ("leaf-01", 4), ("leaf-02", 2))
+    }
+    assert flagged == {_key(fabric, n, p) for n, p in planted}
 
 
 def test_health_without_counters_says_to_collect_first(tmp_path: Path) -> None:

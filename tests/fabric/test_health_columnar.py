@@ -1,0 +1,222 @@
+"""Health's fast path (the store's blocks summed column-wise, fabric.health.columns) gives what
+the counter table's path gives: the same per-port table and the same report, on planted faults,
+on random histories (resets, saturation, unreadable counters, unreachable spells, re-cabling,
+ports coming and going, windows cut mid-way), and on the real ibdiagnet run of ../shared."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import fabric.app.health as healthsvc
+from fabric.cli.main import main
+from fabric.core.fields import COUNTER_NAMES, ERROR_COUNTERS, max_value
+from fabric.counters.deltas import OutOfOrder
+from fabric.health import Status, assess, assess_columns
+from fabric.store import PortCounterRow, Store
+from tests.conftest import REALDATA
+from tests.fabric.test_health import HCA0, HCA1, NOW, UP1, eventful_frame, fabric, link_of
+from tests.healthpaths import assert_same_health
+from topology.model import Fabric
+
+IBDIAG_DIR = REALDATA / "ibdiagnet"
+RUN_TIME = 1743464598.0  # the run's RUN_INFO time
+
+
+def save_frame(path: Path, fab: Fabric, frame: pd.DataFrame, order: Sequence[int] | None = None) -> Path:
+    """The counter table's snapshots as stored collections (in ``order`` of snapshot, default by id)."""
+    with Store.open(path) as store:
+        topo = store.save_topology(
+            fab, "-", "ibnetdiscover", "test", taken_at=float(frame["time"].min()) - 10
+        )
+        for s in order if order is not None else sorted(frame["snapshot"].unique()):
+            rows = frame[frame["snapshot"] == s]
+            tuples = [
+                (
+                    r["guid"],
+                    int(r["port"]),
+                    _value(r["lid"]),
+                    _value(r["peer_guid"]),
+                    _value(r["peer_port"]),
+                    bool(r["reachable"]),
+                    None if r["reachable"] else "timeout",
+                    float(r["time"]),
+                    *(_value(r[name]) for name in COUNTER_NAMES),
+                )
+                for r in rows.to_dict("records")
+            ]
+            store.save_counter_snapshot(float(rows["time"].min()), "test", topo, tuples)
+    return path
+
+
+def _value(v: Any) -> Any:
+    return None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+
+
+@pytest.mark.parametrize("since_s", [None, 3000.0, 600.0])
+@pytest.mark.parametrize("piece_rows", [12, 40, 200_000])
+def test_planted_faults_give_the_same_health_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, since_s: float | None, piece_rows: int
+) -> None:
+    fab = fabric()
+    frame = eventful_frame(fab)
+    path = save_frame(tmp_path / "h.db", fab, frame)
+    monkeypatch.setattr(healthsvc, "PIECE_ROWS", piece_rows)  # one snapshot a piece ... all at once
+    with Store.open(path) as store:
+        view = assert_same_health(store, since_s, NOW)
+    # and the same as assess() of the frame itself: the planted faults are there
+    whole = assess(frame, fab, since=None if since_s is None else NOW - since_s, now=NOW)
+    assert view.report.to_dict() == whole.to_dict()
+    if since_s is None:
+        assert link_of(view.report, HCA0).ber.errors == 42 and link_of(view.report, UP1).downs == 3
+        assert [e.saturated for e in link_of(view.report, HCA1).ends if e.ref == HCA1] == [("rcv_errors",)]
+
+
+def random_frame(seed: int, snapshots: int = 10) -> tuple[Fabric, pd.DataFrame]:
+    """A random history of the small fabric: counters that climb, reset, saturate, go unread;
+    ports unreachable, missing from a snapshot, re-cabled, given a new LID; readings jittered."""
+    rng = np.random.default_rng(seed)
+    fab = fabric()
+    ends = [(lk.a, lk.b) for lk in fab.links] + [(lk.b, lk.a) for lk in fab.links]
+    values = {(a, name): 0 for a, _ in ends for name in COUNTER_NAMES}
+    peers = {a: b for a, b in ends}
+    lids = {a: 1 + i for i, (a, _) in enumerate(ends)}
+    rows: list[dict[str, Any]] = []
+    for s in range(snapshots):
+        start = NOW - 600.0 * snapshots + 600.0 * s
+        for a, _ in ends:
+            if rng.random() < 0.04:
+                continue  # not in this snapshot: its port set differs
+            if rng.random() < 0.03:
+                b = peers[a]
+                peers[a] = type(b)(b.guid, b.port + 10)  # re-cabled
+            if rng.random() < 0.03:
+                lids[a] += 100
+            for name in COUNTER_NAMES:
+                top = max_value(name)
+                if name in ERROR_COUNTERS:
+                    step = int(rng.poisson(0.4)) * int(rng.random() < 0.3)
+                else:
+                    step = int(rng.integers(0, 10**9))
+                values[(a, name)] = min(top, values[(a, name)] + step)
+                if rng.random() < 0.02:
+                    values[(a, name)] = int(rng.integers(0, 3))  # cleared
+                if name in ERROR_COUNTERS and rng.random() < 0.01:
+                    values[(a, name)] = top  # saturated
+            reachable = rng.random() > 0.08
+            unread = rng.random() < 0.03  # answered, but no counter read
+            peer = peers[a] if rng.random() > 0.05 else None
+            row: dict[str, Any] = {
+                "snapshot": s,
+                "time": start + float(rng.uniform(0, 5)),
+                "guid": a.guid,
+                "port": a.port,
+                "lid": lids[a] if rng.random() > 0.05 else None,
+                "peer_guid": None if peer is None else peer.guid,
+                "peer_port": None if peer is None or rng.random() < 0.05 else peer.port,
+                "reachable": reachable,
+            }
+            for name in COUNTER_NAMES:
+                gone = not reachable or unread or (name in ERROR_COUNTERS and rng.random() < 0.05)
+                row[name] = None if gone else values[(a, name)]
+            if reachable and rng.random() < 0.02:
+                row["xmit_data"] = (1 << 63) + int(rng.integers(0, 1000))  # beyond the table's Int64
+            rows.append(row)
+    frame = pd.DataFrame(rows, dtype=object)  # counters as Python ints, None where not read
+    return fab, frame.astype({"snapshot": np.int64, "time": np.float64, "port": np.int64})
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_histories_give_the_same_health_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    fab, frame = random_frame(seed)
+    path = save_frame(tmp_path / "r.db", fab, frame)
+    monkeypatch.setattr(healthsvc, "PIECE_ROWS", 30)
+    with Store.open(path) as store:
+        for since_s in (None, 2500.0):
+            assert_same_health(store, since_s, NOW)
+
+
+def test_samples_out_of_time_order_leave_the_fast_path_for_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fab = fabric()
+    frame = eventful_frame(fab)
+    path = save_frame(tmp_path / "b.db", fab, frame, order=list(reversed(range(10))))  # ids run backwards
+    with Store.open(path) as store:
+        ids = [s.id for s in store.list_counter_snapshots()]
+        with pytest.raises(OutOfOrder):
+            assess_columns([store.load_counter_blocks(ids)], fab, since=None, now=NOW)
+        tables: list[int] = []
+        monkeypatch.setattr(store, "load_counters", _counting(store.load_counters, tables))
+        view = healthsvc.assess_store(store, since_s=None, now=NOW, record=False)
+        assert tables == [len(frame)]  # the fast path gave way to the whole counter table
+        simple = healthsvc.assess_store(store, since_s=None, now=NOW, record=False, columnar=False)
+    assert view.report.to_dict() == simple.report.to_dict()
+    assert view.report.to_dict() == assess(frame, fab, since=None, now=NOW).to_dict()
+
+
+def _counting(load: Any, calls: list[int]) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        frame = load(*args, **kwargs)
+        calls.append(len(frame))
+        return frame
+
+    return counted
+
+
+def test_the_real_ibdiagnet_run_gives_the_same_health_both_ways(tmp_path: Path) -> None:
+    """The NDR run's real counters (saturated XmitWait, LinkDowned on 264 ports...) as the first
+    snapshot, then six more five minutes apart with errors, a reset and an unreachable spell."""
+    db = tmp_path / "real.db"
+    res = CliRunner().invoke(main, ["counters", "collect", "--ibdiagnet", str(IBDIAG_DIR), "--db", str(db)])
+    assert res.exit_code == 0, res.stderr
+    rng = np.random.default_rng(19)
+    with Store.open(db) as store:
+        [first] = store.list_counter_snapshots()
+        real = store.load_port_counters(first.id)
+        topo = store.list_topologies()[-1].id
+        current = {(r.guid, r.port): dict(r.counters) for r in real}
+        noisy = [(r.guid, r.port) for r in real[:: len(real) // 12]]
+        for step in range(1, 7):
+            when = RUN_TIME + 300.0 * step
+            rows = []
+            for r in real:
+                counters = current[(r.guid, r.port)]
+                for name in ("xmit_data", "rcv_data", "xmit_pkts", "rcv_pkts"):
+                    if name in counters:
+                        counters[name] += int(rng.integers(0, 10**10))
+                if (r.guid, r.port) in noisy:
+                    for name in ("symbol_errors", "link_downed", "rcv_errors"):
+                        if name in counters:
+                            counters[name] = min(max_value(name), counters[name] + int(rng.integers(0, 5)))
+                if (r.guid, r.port) == noisy[0] and step == 3 and "symbol_errors" in counters:
+                    counters["symbol_errors"] = 1  # cleared
+                down = (r.guid, r.port) == noisy[1] and step in (2, 3)
+                rows.append(
+                    PortCounterRow(
+                        time=when + float(rng.uniform(0, 2)),
+                        guid=r.guid,
+                        port=r.port,
+                        lid=r.lid,
+                        peer_guid=r.peer_guid,
+                        peer_port=r.peer_port,
+                        reachable=not down,
+                        unreachable_reason="timeout" if down else None,
+                        counters={} if down else dict(counters),
+                    )
+                )
+            store.save_counter_snapshot(when, "test", topo, rows)
+        now = RUN_TIME + 300.0 * 6 + 5
+        for since_s in (None, 1000.0):
+            view = assert_same_health(store, since_s, now)
+    assert view.report.summary.snapshots == 4  # 1000 s back: the last four
+    flagged = [lk for lk in view.report.links if lk.status is not Status.OK]
+    assert flagged and all(set(lk.key) & {(g, p) for g, p in noisy} for lk in flagged)
