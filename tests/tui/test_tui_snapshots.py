@@ -61,6 +61,17 @@ async def host_detail(pilot: Pilot[None], app: IbfabApp) -> None:
             return
 
 
+async def switch_detail(pilot: Pilot[None], app: IbfabApp) -> None:
+    await cable_detail(pilot, app)  # the worst cable runs leaf to spine: its end A is a switch
+    cable = app.screen
+    await pilot.press("a")
+    screen = app.screen
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if screen is not cable and isinstance(screen, DetailScreen) and screen.history is not None:
+            return
+
+
 async def accusers(pilot: Pilot[None], app: IbfabApp) -> None:
     await pilot.press("p")
     await pilot.pause(0.1)
@@ -75,6 +86,7 @@ STEPS: dict[str, Steps] = {
     "map": keys("m", "right"),
     "cable": cable_detail,
     "hca": host_detail,
+    "switch": switch_detail,
     "probes": keys("p"),
     "accusers": accusers,
     "recommendations": keys("r"),
