@@ -151,7 +151,10 @@ def run_probe(
     def on_head(argv: Sequence[str], t: float) -> Any:
         return run_on_host(head_host, argv, t, ssh, ok_codes=range(256))
 
-    runs = run_nccl(on_head, plan, timeout)
+    from fabric.app.hostlocks import host_locks
+
+    with host_locks(db).hold(hosts, 0, "probe nccl"):  # no sweep probes these hosts meanwhile
+        runs = run_nccl(on_head, plan, timeout)
     return store_report(plan, runs, head_host, started, line_rate_gbps, db)
 
 

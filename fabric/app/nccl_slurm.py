@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 
+from fabric.app.hostlocks import host_locks
 from fabric.app.nccl import NcclReport, store_report
 from fabric.app.slurm import connect
 from probes.inventory import expand_hosts
@@ -104,7 +105,8 @@ def run_probe_slurm(
         gpus_per_node=gpus_per_node if request_gpus else None,
     )
     started = time.time()
-    with slurm.allocation(request) as alloc:
+    # No sweep probes these nodes meanwhile (locks by Slurm node name, next to the store).
+    with host_locks(db).hold(hosts, 0, "probe nccl"), slurm.allocation(request) as alloc:
         if alloc.unavailable:  # taken between the check and the grant
             raise SlurmUnavailable(
                 f"nccl-tests needs every node; Slurm did not give {describe(alloc.unavailable)}",

@@ -84,3 +84,32 @@ def test_a_node_slurm_will_not_give_stops_the_probe_before_it_allocates(
     finally:
         s.resume("node2")
         slurm.wait_idle(("node2",))
+
+
+@pytest.mark.slurm
+def test_a_node_another_ibfab_process_probes_stops_the_probe_before_it_allocates(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "ibfab.db"
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys, time\nfrom fabric.app.hostlocks import host_locks\n"
+        "host_locks(sys.argv[1]).acquire(['node2'], why='sweep run')\nprint('held', flush=True)\ntime.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", script, str(db)], stdout=subprocess.PIPE, text=True,
+                              cwd=root, env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        res = invoke(slurm, "--hosts", "node[1-2]", "--db", str(db))
+        assert res.exit_code == 1, res.output
+        assert res.output.splitlines()[-1].startswith(
+            f"ibfab: error: host node2 is busy: another ibfab process probes it: PID {holder.pid} "
+        )
+        assert slurm.jobs() == []  # nothing was asked of Slurm
+    finally:
+        holder.kill()
+        holder.wait()
