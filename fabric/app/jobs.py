@@ -26,7 +26,8 @@ from typing import Any
 
 from fabric.app.collect import SnapshotOutcome
 from fabric.app.hostlocks import lock_keys
-from fabric.store import Schedule
+from fabric.store import Schedule, Store
+from probes import slurm, transport
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
 from probes.sweep import LabTrafficBackend
@@ -319,3 +320,16 @@ __all__ = [
     "run_sweep_job",
     "slurm_choice_of",
 ]
+
+
+def jobs_store(db: Path) -> Store:
+    """The store whose schedules the daemon runs and where it records each run, for a with-block."""
+    return Store.open(db)
+
+
+def end_running_work() -> tuple[int, tuple[str, ...]]:
+    """End every tool this process still runs (local process groups, remote SSH sessions) and
+    cancel the Slurm allocations it holds or has asked for: how many tools, which Slurm jobs."""
+    ended = transport.stop_all()
+    released = slurm.release_all()
+    return ended, tuple(released)

@@ -17,7 +17,7 @@ from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
 from fabric.health.thresholds import HealthThresholds
-from fabric.store import Store, default_db_path, store_path
+from fabric.store import Store, store_path
 from topology.errors import SafetyError, StoreError, UsageError
 
 
@@ -159,8 +159,9 @@ def recommend_fabric(
             look_locally=live is not None and live.kind == "local",
             ibdiagnet=ibdiagnet,
         )
-    if db is not None or default_db_path().exists():
-        with Store.open(db) as store:
+    path = store_path(db)
+    if path.exists():  # advice only reads: a store that is not there is not created
+        with Store.open(path, create=False) as store:
             limits = isolation_limits(store, d.fabric, d.classification, live)
     else:
         limits = isolation_limits(None, d.fabric, d.classification, live)

@@ -83,7 +83,11 @@ def add_schedule(
 
 
 def schedule_statuses(db: str | None) -> list[ScheduleStatus]:
-    with Store.open(db) as store:
+    """Every schedule with its last run; none when there is no store yet (listing creates none)."""
+    path = store_path(db)
+    if not path.exists():
+        return []
+    with Store.open(path, create=False) as store:
         return [
             ScheduleStatus(s, next(iter(store.list_runs(s.id, limit=1)), None))
             for s in store.list_schedules()

@@ -9,7 +9,7 @@ pass). The workers only run the job; the loop's own thread records how each run 
 :meth:`Daemon.stop` (the CLI calls it on SIGTERM/SIGINT) starts no new job and waits up to
 ``grace_seconds`` for running ones; a job still running after that is recorded as failed
 ("stopped while running") and abandoned with the process, after the tools it runs are ended and
-the Slurm allocations it holds or has asked for are cancelled (:func:`probes.slurm.release_all`).
+the Slurm allocations it holds or has asked for are cancelled (:func:`fabric.app.jobs.end_running_work`).
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from fabric.app.hostlocks import host_locks
-from fabric.app.jobs import HostActivity, JobContext
+from fabric.app.jobs import HostActivity, JobContext, end_running_work, jobs_store
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
-from fabric.store import Schedule, Store
-from probes import slurm, transport
-from probes.fanout import HostLocks
 from topology.errors import IbfabError, StoreError
 
-JobRunner = Callable[[Schedule, JobContext], str]
+if TYPE_CHECKING:
+    from fabric.store import Schedule, Store
+    from probes.hostlocks import HostLocks
+
+JobRunner = Callable[["Schedule", JobContext], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,7 @@ class Daemon:
         ``max_runs``: return after starting that many runs (and waiting for them).
         Raises StoreError when another daemon holds this store (or it is not a store)."""
         started = 0
-        with Store.open(self.db) as store, DaemonLock(self.db):
+        with jobs_store(self.db) as store, DaemonLock(self.db):
             while not self.stopping:
                 try:
                     self._write_unwritten(store)
@@ -323,8 +324,8 @@ class Daemon:
             self._record(store, *item)
         if not self._running:
             return
-        ended = transport.stop_all()  # local tools and remote (SSH) commands alike
-        released = slurm.release_all()  # a Slurm sweep's allocation must not outlive the daemon
+        # local tools and remote (SSH) sessions alike; a Slurm sweep's allocation must not outlive it
+        ended, released = end_running_work()
         for schedule_id in list(self._running):
             waited = f" (grace {grace:g} s)" if grace is not None else ""
             reason = f"daemon stopped while the job was still running{waited}"

@@ -292,8 +292,9 @@ def test_a_scheduled_slurm_sweep_is_checked_when_added(tmp_path: Path, node_map:
     assert res.exit_code == 2 and "drop --inventory" in res.output
     res = invoke(None, *base, "--", "--launcher", "slurm")
     assert res.exit_code == 2 and "needs --lab NAME or the fabric: add -- --input TOPO" in res.output
-    res = invoke(None, *base, "--", "--input", "f.topo", "--launcher", "slurm", "--node-map", "/nonexistent")
-    assert res.exit_code == 2 and "/nonexistent: cannot read the node map" in res.output
+    missing = str(tmp_path / "no-such-map")
+    res = invoke(None, *base, "--", "--input", "f.topo", "--launcher", "slurm", "--node-map", missing)
+    assert res.exit_code == 3 and f"{missing}: node map: No such file or directory" in res.output
     res = invoke(
         None, *base, "--", "--input", "f.topo", "--launcher", "slurm", "--partition", "gpu", "--idle"
     )
