@@ -1,7 +1,7 @@
 """``ibfab tui``: the operator's terminal UI, or the overview report when there is no terminal.
 
 It lives in the tui package because imports flow fabric <- tui (fabric.cli may not import tui);
-fabric/cli/main.py registers it by name like every other command. Textual is imported only
+:mod:`tui.program` adds it to the ``ibfab`` group. Textual is imported only
 inside :func:`run_tui_or_report`, so ``import fabric.cli`` stays free of it.
 """
 

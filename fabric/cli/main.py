@@ -1,47 +1,33 @@
-"""The root click group, error mapping and command registry."""
+"""The root click group, error mapping and command registry (``ibfab tui`` joins it in
+:mod:`tui.program`, the ``ibfab`` script, because fabric may not import tui)."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from typing import Any
 
 import click
 
+from fabric.cli.advise import isolate_cmd, recommend_cmd, whatif_group
+from fabric.cli.cables import cable_cmd
+from fabric.cli.counters import counters_group
+from fabric.cli.demo import demo_cmd
+from fabric.cli.discover import discover_cmd, topology_group
+from fabric.cli.drain import drain_group
+from fabric.cli.export import export_group
+from fabric.cli.exporter import exporter_cmd
+from fabric.cli.health import health_cmd
+from fabric.cli.hosts import hca_cmd, hosts_group
+from fabric.cli.lab import lab
+from fabric.cli.place import place_cmd
+from fabric.cli.plan import check_cmd, export_plan_cmd
+from fabric.cli.probe import probe_group
+from fabric.cli.schedule import daemon_cmd, schedule_group
+from fabric.cli.snapshots import list_cmd
+from fabric.cli.store import store_group
+from fabric.cli.sweep import sweep_group
 from topology.errors import IbfabError
-
-# module path -> attribute holding a click command or group. Add a line to add a command.
-_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("fabric.cli.lab", "lab"),
-    ("fabric.cli.discover", "discover_cmd"),
-    ("fabric.cli.discover", "topology_group"),
-    ("fabric.cli.hosts", "hca_cmd"),
-    ("fabric.cli.hosts", "hosts_group"),
-    ("fabric.cli.demo", "demo_cmd"),
-    ("fabric.cli.sweep", "sweep_group"),
-    ("fabric.cli.advise", "recommend_cmd"),
-    ("fabric.cli.advise", "isolate_cmd"),
-    ("fabric.cli.drain", "drain_group"),
-    ("fabric.cli.advise", "whatif_group"),
-    ("fabric.cli.exporter", "exporter_cmd"),
-    ("fabric.cli.place", "place_cmd"),
-    ("fabric.cli.export", "export_group"),
-    ("fabric.cli.counters", "counters_group"),
-    ("fabric.cli.health", "health_cmd"),
-    ("tui.cli", "tui_cmd"),
-    ("fabric.cli.schedule", "schedule_group"),
-    ("fabric.cli.schedule", "daemon_cmd"),
-    ("fabric.cli.probe", "probe_group"),
-    ("fabric.cli.store", "store_group"),
-)
-# (group, module path, attribute): commands that join a group defined in another module.
-_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("topology", "fabric.cli.plan", "check_cmd"),
-    ("topology", "fabric.cli.snapshots", "list_cmd"),
-    ("topology", "fabric.cli.cables", "cable_cmd"),
-    ("export", "fabric.cli.plan", "export_plan_cmd"),
-)
 
 
 class _Root(click.Group):
@@ -81,9 +67,34 @@ def main(debug: bool) -> None:
     """InfiniBand fabric health and routing toolkit."""
 
 
-for _module, _attr in _COMMANDS:
-    main.add_command(getattr(importlib.import_module(_module), _attr))
-for _group, _module, _attr in _SUBCOMMANDS:
-    _parent = main.commands[_group]
-    assert isinstance(_parent, click.Group)
-    _parent.add_command(getattr(importlib.import_module(_module), _attr))
+# The commands. Each imports what it runs inside its body, so that ``ibfab --help`` stays fast.
+# Add a command: import it above, list it here.
+
+for _command in (
+    lab,
+    discover_cmd,
+    topology_group,
+    hca_cmd,
+    hosts_group,
+    demo_cmd,
+    sweep_group,
+    recommend_cmd,
+    isolate_cmd,
+    drain_group,
+    whatif_group,
+    exporter_cmd,
+    place_cmd,
+    export_group,
+    counters_group,
+    health_cmd,
+    schedule_group,
+    daemon_cmd,
+    probe_group,
+    store_group,
+):
+    main.add_command(_command)
+# commands that join a group defined in another module
+topology_group.add_command(check_cmd)
+topology_group.add_command(list_cmd)
+topology_group.add_command(cable_cmd)
+export_group.add_command(export_plan_cmd)

@@ -1,4 +1,5 @@
-"""``import fabric.cli`` (what ``ibfab --help`` pays for) must not load textual, paramiko or pandas."""
+"""``import tui.program`` (the ``ibfab`` script: what ``ibfab --help`` pays for) must not load
+textual, paramiko or pandas."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ HEAVY = ("textual", "paramiko", "pandas")
 
 def test_cli_import_leaves_heavy_packages_unloaded() -> None:
     code = (
-        "import json, sys; import fabric.cli; "
+        "import json, sys; import tui.program; "
         f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -288,7 +288,7 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
     with Store.open(store[0]) as s:
         assert s.audit_log() == []
     # the same plan text as `ibfab isolate PORT` (a dry run) prints
-    from fabric.cli import main
+    from tui.program import main
 
     topo = topology_file(tmp_path / "fabric.topo")
     out = CliRunner().invoke(
@@ -391,7 +391,7 @@ def test_query_words() -> None:
 
 
 def test_no_terminal_prints_the_overview_report(store: tuple[Path, Fabric, Link, Link]) -> None:
-    from fabric.cli import main
+    from tui.program import main
 
     out = CliRunner().invoke(main, ["tui", "--db", str(store[0])])
     assert out.exit_code == 0, out.output
@@ -401,8 +401,8 @@ def test_no_terminal_prints_the_overview_report(store: tuple[Path, Fabric, Link,
 
 
 def test_tui_lab_demo_opens_the_demos_store(tmp_path: Path) -> None:
-    from fabric.cli import main
     from fabric.store import default_db_path
+    from tui.program import main
 
     empty = CliRunner().invoke(main, ["tui", "--lab", "demo"])
     assert empty.exit_code == 0 and "no topology stored yet" in empty.stdout  # no demo run yet
