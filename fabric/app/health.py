@@ -175,14 +175,15 @@ def assess_store(
     now: float | None = None,
     thresholds: HealthThresholds | None = None,
     record: bool = True,
-    columnar: bool = True,
+    fast: bool = True,
 ) -> AssessedHealth:
     """Score every link of the latest topology over the counters of the last ``since_s`` seconds
     (None: all of them) and, if ``record``, add today's findings to the history.
 
-    ``columnar``: sum the stored blocks column-wise (:func:`fabric.health.assess_columns`, the fast
-    path); False reads the counter table a few snapshots at a time instead (the reference the fast
-    path is tested against; the same report)."""
+    ``fast``: sum the stored blocks column-wise (:func:`fabric.health.assess_columns`) and build
+    quiet links' records on a short cut; False is the simple path, the reference the fast one is
+    tested against (the counter table a few snapshots at a time, every record the long way): the
+    same report."""
     t = thresholds or HealthThresholds()
     now = time.time() if now is None else now
     since = None if since_s is None else now - since_s
@@ -206,7 +207,7 @@ def assess_store(
     below = below_peers(stored.fabric)
     groups = _groups(snapshots)
 
-    def score(how: Callable[..., HealthReport], counters: object) -> HealthReport:
+    def score(how: Callable[..., HealthReport], counters: object, **quick: bool) -> HealthReport:
         return how(
             counters,
             stored.fabric,
@@ -216,10 +217,11 @@ def assess_store(
             history=history,
             thresholds=t,
             below_peers=below,
+            **quick,
         )
 
     report = None
-    if columnar:
+    if fast:
         blocks = store.load_counter_block_pieces(groups, since, now)
         try:
             report = score(assess_columns, blocks)
@@ -228,10 +230,10 @@ def assess_store(
     if report is None:
         pieces = store.load_counter_pieces(groups, since, now)
         try:
-            report = score(assess_pieces, pieces)
+            report = score(assess_pieces, pieces, quick=fast)
         except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
             pieces.close()
-            report = score(assess, store.load_counters(since=since, until=now))
+            report = score(assess, store.load_counters(since=since, until=now), quick=fast)
     recorded = record_today(store, report, now) if record else 0
     notes, inventory = cable_notes(store, report)
     return AssessedHealth(
