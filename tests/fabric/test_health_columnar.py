@@ -164,7 +164,8 @@ def test_random_histories_give_the_same_health_both_ways(
                 )
         # a finding on a port's earlier cable (to a node since gone) counts for its cable now
         for side in (0, 1):
-            moved = others[int(rng.integers(0, len(others)))][side]
+            cable = others[int(rng.integers(0, len(others)))]
+            moved = (cable.a, cable.b)[side]
             gone = ((moved.guid, moved.port), ("0x00000000000000ff", 1))
             store.record_findings(utc_day(NOW - 86400), [(link_subject(gone), "ber", "critical")])
         # discovery saw one cable go down and come back
