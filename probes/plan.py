@@ -30,15 +30,14 @@ The plan also keeps the design rate of every cable that trains below its peers
 
 from __future__ import annotations
 
-import gc
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from probes.pairs import Endpoint, PairResult, Probe, parse_pair_file, rail_key
+from topology.bulk import gc_paused
 from topology.classify import Classification, Role
 from topology.errors import UsageError
 from topology.model import Fabric, Guid, Link, LinkKey
@@ -280,25 +279,13 @@ def plan_sweep(
 
     ``fast``: pairwise probes made in their final order by whole arrays, coverage and bound counted
     a round at a time (:func:`_pairwise_fast`, :func:`_coverage_by_round`), with the cyclic
-    garbage collector paused (a million probes are a million new objects, none in a cycle: the
-    collector's passes over them took more than half the time); False takes the simple path, the
+    garbage collector paused (:func:`topology.bulk.gc_paused`); False takes the simple path, the
     reference the fast one is tested against: the same plan."""
     args = (fabric, cls, pattern, routes, per_host, pairs_text, pairs_source, max_extra_layers, fast)
     if not fast:
         return _plan_sweep(*args)
-    with _gc_paused():
+    with gc_paused():
         return _plan_sweep(*args)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _plan_sweep(

@@ -15,6 +15,7 @@ import calendar
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_trait
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import thresholds_from_mapping
 from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject, store_path
+from topology.bulk import gc_paused
 from topology.classify import classify, switch_name
 from topology.errors import StoreError, UsageError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
@@ -193,7 +195,9 @@ def assess_store(
     if not any(s.ports for s in snapshots):
         window = "" if since_s is None else f" in the last {duration_spec(since_s)}"
         raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
-    stored = store.load_topology("latest")
+    with gc_paused() if fast else nullcontext():  # ~100,000 new objects, none in a cycle
+        stored = store.load_topology("latest")
+        below = below_peers(stored.fabric)
     lookback = now - t.repeat_lookback_days * DAY_S
     events = [
         LinkEvent(e.time, e.link, e.kind)
@@ -204,7 +208,6 @@ def assess_store(
     # stays the real time of the first sample instead of the start of the day
     today = utc_day(now)
     history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
-    below = below_peers(stored.fabric)
     groups = _groups(snapshots)
 
     def score(how: Callable[..., HealthReport], counters: object, **quick: bool) -> HealthReport:
@@ -224,7 +227,8 @@ def assess_store(
     if fast:
         blocks = store.load_counter_block_pieces(groups, since, now)
         try:
-            report = score(assess_columns, blocks)
+            with gc_paused():  # the report is ~150,000 new records at 50,000 ports, none in a cycle
+                report = score(assess_columns, blocks)
         except OutOfOrder:  # a port's readings out of time order: the counter table sorts them
             blocks.close()
     if report is None:
