@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probes.pairs import Endpoint, PairResult, Probe, parse_pair_file, rail_key
+from topology.bulk import gc_paused
 from topology.classify import Classification, Role
 from topology.errors import UsageError
 from topology.model import Fabric, Guid, Link, LinkKey
@@ -272,8 +273,32 @@ def plan_sweep(
     pairs_text: str | None = None,
     pairs_source: str = "<pairs>",
     max_extra_layers: int = 8,
+    fast: bool = True,
 ) -> SweepPlan:
-    """Plan a sweep (see the module docstring); UsageError for an unknown pattern or no hosts."""
+    """Plan a sweep (see the module docstring); UsageError for an unknown pattern or no hosts.
+
+    ``fast``: pairwise probes made in their final order by whole arrays, coverage and bound counted
+    a round at a time (:func:`_pairwise_fast`, :func:`_coverage_by_round`), with the cyclic
+    garbage collector paused (:func:`topology.bulk.gc_paused`); False takes the simple path, the
+    reference the fast one is tested against: the same plan."""
+    args = (fabric, cls, pattern, routes, per_host, pairs_text, pairs_source, max_extra_layers, fast)
+    if not fast:
+        return _plan_sweep(*args)
+    with gc_paused():
+        return _plan_sweep(*args)
+
+
+def _plan_sweep(
+    fabric: Fabric,
+    cls: Classification,
+    pattern: str,
+    routes: ForwardingTables | None,
+    per_host: bool,
+    pairs_text: str | None,
+    pairs_source: str,
+    max_extra_layers: int,
+    fast: bool,
+) -> SweepPlan:
     if pattern not in PATTERNS:
         raise UsageError(f"sweep pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
     eps = endpoints(fabric, cls)
@@ -281,6 +306,8 @@ def plan_sweep(
         raise UsageError(f"{fabric.source or 'fabric'}: fewer than two named host HCAs to pair")
     notes: list[str] = []
     fixed = False
+    ordered: list[Probe] | None = None
+    columns: _Columns | None = None
     coverage_bound = (0, "")
     hinted: list[tuple[int, Endpoint, Endpoint]] = []
     updown = UpDown(fabric, cls)
@@ -318,6 +345,8 @@ def plan_sweep(
                 extra += 1
             if extra:
                 notes.append(f"{extra} layer(s) added so that the routes cross every leaf-spine cable")
+    elif pattern == "pairwise" and fast and (made := _pairwise_fast(eps, per_host)) is not None:
+        ordered, columns = made  # the probes in their final order already
     elif pattern == "pairwise":
         hosts: dict[str, list[Endpoint]] = defaultdict(list)
         for ep in eps:
@@ -358,23 +387,37 @@ def plan_sweep(
         listed = parse_pair_file(pairs_text, pairs_source, eps)
         fixed = all(r is not None for r, _, _ in listed)
         hinted = [(r if r is not None else 0, a, b) for r, a, b in listed]
-    if pattern == "pairwise":
-        # the circle method gives every endpoint (and host, per_host) one probe per round: the
-        # hints are the rounds already, nothing to resolve for 380,000 pairs
-        probes = [Probe(client, server, hint) for hint, client, server in hinted]
+    if pattern == "pairwise" and fast and ordered is not None:
+        probes = ordered
     else:
-        probes = _schedule(hinted, per_host, fixed)
-    # Endpoint order ranked once by GUID: comparing and hashing the dataclasses cost seconds
-    rank = {ep.guid: i for i, ep in enumerate(sorted(eps))}
-    if len(rank) == len(eps):  # one endpoint per GUID, as endpoints() makes them
-        probes.sort(key=lambda p: (p.round, rank[p.client.guid], rank[p.server.guid]))
+        if pattern == "pairwise":
+            # the circle method gives every endpoint (and host, per_host) one probe per round: the
+            # hints are the rounds already, nothing to resolve for 380,000 pairs
+            probes = [Probe(client, server, hint) for hint, client, server in hinted]
+        else:
+            probes = _schedule(hinted, per_host, fixed)
+        # Endpoint order ranked once by GUID: comparing and hashing the dataclasses cost seconds
+        rank = {ep.guid: i for i, ep in enumerate(sorted(eps))}
+        if len(rank) == len(eps):  # one endpoint per GUID, as endpoints() makes them
+            probes.sort(key=lambda p: (p.round, rank[p.client.guid], rank[p.server.guid]))
+        else:
+            probes.sort(key=lambda p: (p.round, p.client, p.server))
+    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
+    if fast and columns is not None and routes is None:
+        coverage = _coverage_columns(fabric, cls, updown, columns, eps)
+        bound, reason = _bound_columns(columns, per_host)
+    elif fast:
+        coverage, paths = _coverage_by_round(fabric, cls, updown, probes, routes, eps)
+        bound, reason = _bound_counted(probes, per_host)
     else:
-        probes.sort(key=lambda p: (p.round, p.client, p.server))
-    coverage, paths = _coverage(fabric, cls, updown, probes, routes)
-    bound, reason = _bound(probes, per_host)
+        coverage, paths = _coverage(fabric, cls, updown, probes, routes)
+        bound, reason = _bound(probes, per_host)
     if coverage_bound[0] and coverage_bound[0] >= bound:
         bound, reason = coverage_bound
-    rounds = max((p.round for p in probes), default=-1) + 1
+    if fast:  # sorted by round
+        rounds = probes[-1].round + 1 if probes else 0
+    else:
+        rounds = max((p.round for p in probes), default=-1) + 1
     design = {d.link.key: d.gbps for d in links_below_peers(fabric, cls)}
     return SweepPlan(
         pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths, design
@@ -436,6 +479,299 @@ def _coverage(
         )
     )
     rails_total = tuple(sorted({ep.rail for ep in endpoints(fabric, cls)}))
+    rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
+    cov = Coverage(
+        from_routes=routes is not None,
+        cables_total=len(cables),
+        cables_covered=len(covered),
+        uncovered=tuple(sorted(cables - covered, key=lambda lk: lk.key)),
+        rails_total=rails_total,
+        rails_covered=rails_covered,
+        per_round=tuple(
+            RoundCoverage(r, count_by_round[r], len(per_round[r] & cables), tuple(sorted(rails_by_round[r])))
+            for r in sorted(count_by_round)
+        ),
+        short_leaves=short,
+        unroutable=tuple(unroutable),
+    )
+    return cov, paths
+
+
+# -- the fast path: the same plan, fewer Python steps per probe ----------------------------------
+@dataclass(frozen=True)
+class _Columns:
+    """The pairwise probes as arrays, in plan order: round, client and server (ranks in ``ordered``)."""
+
+    round: Any  # NDArray[np.int64]
+    client: Any
+    server: Any
+    ordered: list[Endpoint]
+
+
+def _pairwise_fast(eps: Sequence[Endpoint], per_host: bool) -> tuple[list[Probe], _Columns | None] | None:
+    """The pairwise probes in the plan's final order: by whole arrays when no host has two HCAs on
+    one rail (the circle method's rounds are index arithmetic, a host pair's probes are the rails
+    both hosts have), else round by round (:func:`_pairwise_in_order`)."""
+    import numpy as np
+
+    ordered = sorted(eps)
+    rank = {ep.guid: i for i, ep in enumerate(ordered)}
+    if len(rank) != len(eps):
+        return None
+    names = sorted({ep.host for ep in eps})
+    host_index = {host: i for i, host in enumerate(names)}
+    rails = sorted({ep.rail for ep in eps})
+    rail_index = {rail: i for i, rail in enumerate(rails)}
+    size, n_rails = len(eps), len(rails)
+    at = np.full(
+        (len(names) + 1, n_rails), -1, dtype=np.int64
+    )  # endpoint rank by (host, rail); row n: the bye
+    for ep in eps:
+        cell = (host_index[ep.host], rail_index[ep.rail])
+        if at[cell] >= 0:
+            listed = _pairwise_in_order(eps, per_host)  # two HCAs of a host on one rail
+            return None if listed is None else (listed, None)
+        at[cell] = rank[ep.guid]
+    # _circle over the sorted hosts: position 0 stays, the others turn one step a round
+    people = len(names) + len(names) % 2  # the bye is index len(names) when the count is odd
+    turns = people - 1
+    half = np.arange(people // 2)
+    r = np.arange(turns)[:, None]
+
+    def seat(j: Any) -> Any:
+        return np.where(j == 0, 0, (j - 1 - r) % turns + 1)
+
+    first, second = seat(half[None, :]), seat(people - 1 - half[None, :])
+    odd = r % 2 == 1
+    client_host, server_host = np.where(odd, second, first), np.where(odd, first, second)
+    clients, servers = at[client_host], at[server_host]  # (rounds, pairs, rails)
+    both = (clients >= 0) & (servers >= 0)
+    rounds = np.broadcast_to(r[:, :, None], both.shape)[both]
+    rail = np.broadcast_to(np.arange(n_rails), both.shape)[both]
+    client, server = clients[both], servers[both]
+    hint = rounds * n_rails + rail if per_host else rounds
+    key = (hint * size + client) * size + server  # unique: an endpoint is in one probe a round
+    order = np.argsort(key, kind="stable")
+    hint, client, server = hint[order], client[order], server[order]
+    pick = ordered.__getitem__
+    probes = list(map(Probe, map(pick, client.tolist()), map(pick, server.tolist()), hint.tolist()))
+    return probes, _Columns(hint, client, server, ordered)
+
+
+def _pairwise_in_order(eps: Sequence[Endpoint], per_host: bool) -> list[Probe] | None:
+    """The pairwise probes in the plan's final order (round, then client and server by endpoint
+    order), made round by round: each round's pairs sorted by one integer, never comparing
+    endpoints. None when two endpoints share a GUID (the simple path sorts those)."""
+    ordered = sorted(eps)
+    rank = {ep.guid: i for i, ep in enumerate(ordered)}
+    if len(rank) != len(eps):
+        return None
+    hosts: dict[str, list[tuple[int, Endpoint]]] = defaultdict(list)
+    by_rail: dict[str, dict[int, tuple[int, Endpoint]]] = defaultdict(dict)
+    for ep in eps:
+        hosts[ep.host].append((ep.rail, ep))
+        by_rail[ep.host][ep.rail] = (rank[ep.guid], ep)  # the last of a rail, as the simple path
+    rails = sorted({ep.rail for ep in eps})
+    rail_index = {rail: i for i, rail in enumerate(rails)}
+    size = len(eps)
+    block = size * size  # a round's sort key: (rail index per host) * size**2 + client * size + server
+    server_key = {ep.guid: rank[ep.guid] + (rail_index[ep.rail] * block if per_host else 0) for ep in eps}
+    out: list[Probe] = []
+    for r, matching in enumerate(_circle(sorted(hosts))):
+        keyed: list[tuple[int, Endpoint, Endpoint]] = []
+        for a, b in matching:
+            if a is None or b is None:
+                continue
+            if r % 2:
+                a, b = b, a
+            mine = by_rail[a]
+            for rail, ep in hosts[b]:
+                got = mine.get(rail)
+                if got is not None:
+                    keyed.append((got[0] * size + server_key[ep.guid], got[1], ep))
+        keyed.sort()  # keys are unique in a round (each endpoint in one probe): no endpoint compared
+        if per_host:
+            base = r * len(rails)
+            out += [Probe(client, server, base + key // block) for key, client, server in keyed]
+        else:
+            out += [Probe(client, server, r) for _, client, server in keyed]
+    return out
+
+
+def _bound_columns(columns: _Columns, per_host: bool) -> tuple[int, str]:
+    """:func:`_bound` of the pairwise columns: degrees by ``bincount``; of the ends with the most
+    probes, the one met first (client, then server, probe by probe), as a dict's ``max`` finds it."""
+    import numpy as np
+
+    eps = columns.ordered
+    if not len(columns.round):
+        return 0, "no probes"
+    ends = np.empty(2 * len(columns.round), dtype=np.int64)
+    ends[0::2], ends[1::2] = columns.client, columns.server
+    names: list[str] = []
+    if per_host:
+        names = sorted({ep.host for ep in eps})
+        host_of = {host: i for i, host in enumerate(names)}
+        ends = np.array([host_of[ep.host] for ep in eps], dtype=np.int64)[ends]
+    keys, first = np.unique(ends, return_index=True)
+    degree = np.bincount(ends)[keys]
+    most = int(degree.max())
+    winner = int(keys[np.flatnonzero(degree == most)[np.argmin(first[degree == most])]])
+    what = "host" if per_host else "HCA"
+    name = names[winner] if per_host else eps[winner].label
+    return most, f"max probes per {what} ({most}, {name}): one per round"
+
+
+def _coverage_columns(
+    fabric: Fabric, cls: Classification, updown: UpDown, columns: _Columns, eps: Sequence[Endpoint]
+) -> Coverage:
+    """:func:`_coverage` (without routes) of the pairwise columns: rounds, rails, leaf ends and leaf
+    pairs by ``unique``/``bincount``; a round's cables as the OR of its leaf pairs' bit masks."""
+    import numpy as np
+
+    cables = _leaf_spine_cables(cls, fabric)
+    ordered = columns.ordered
+    leaves = sorted({ep.leaf for ep in ordered if ep.leaf is not None})
+    assert all(ep.leaf is not None for ep in ordered)
+    leaf_index = {leaf: i for i, leaf in enumerate(leaves)}
+    leaf_of = np.array([leaf_index[ep.leaf] for ep in ordered], dtype=np.int64)  # type: ignore[index]
+    rails = sorted({ep.rail for ep in ordered})
+    rail_of = np.array([rails.index(ep.rail) for ep in ordered], dtype=np.int64)
+    rnd, client, server = columns.round, columns.client, columns.server
+    rounds, counts = np.unique(rnd, return_counts=True)
+    n_leaves, n_rails = len(leaves), len(rails)
+    rail_keys = np.unique(rnd * n_rails + rail_of[client])
+    rails_by_round: dict[int, list[int]] = defaultdict(list)
+    for key in rail_keys.tolist():
+        rails_by_round[key // n_rails].append(rails[key % n_rails])
+    a_leaf, b_leaf = leaf_of[client], leaf_of[server]
+    ends = np.bincount(a_leaf, minlength=n_leaves) + np.bincount(b_leaf, minlength=n_leaves)
+    bit: dict[Link, int] = {}
+    masks: dict[tuple[int, int], int] = {}
+    crossed: dict[int, int] = defaultdict(int)
+    for key in np.unique((rnd * n_leaves + a_leaf) * n_leaves + b_leaf).tolist():
+        pair = (key // n_leaves % n_leaves, key % n_leaves)
+        mask = masks.get(pair)
+        if mask is None:
+            a, b = leaves[pair[0]], leaves[pair[1]]
+            mask = 0
+            for lk in updown.uplinks(a, b) + updown.uplinks(b, a):
+                mask |= 1 << bit.setdefault(lk, len(bit))
+            masks[pair] = mask
+        crossed[key // (n_leaves * n_leaves)] |= mask
+    of_cables = 0
+    for lk in cables:
+        if lk in bit:
+            of_cables |= 1 << bit[lk]
+    everything = 0
+    for mask in crossed.values():
+        everything |= mask
+    covered = {lk for lk, i in bit.items() if lk in cables and everything >> i & 1}
+    end_count = dict(zip(leaves, ends.tolist(), strict=True))
+    short = tuple(
+        sorted(
+            leaf
+            for leaf in cls.leaves()
+            if end_count.get(leaf, 0) < cls.uplinks.get(leaf, 0)
+            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
+        )
+    )
+    rails_total = tuple(sorted({ep.rail for ep in eps}))
+    rails_covered = tuple(sorted({rail for got in rails_by_round.values() for rail in got}))
+    return Coverage(
+        from_routes=False,
+        cables_total=len(cables),
+        cables_covered=len(covered),
+        uncovered=tuple(sorted(cables - covered, key=lambda lk: lk.key)),
+        rails_total=rails_total,
+        rails_covered=rails_covered,
+        per_round=tuple(
+            RoundCoverage(r, n, (crossed[r] & of_cables).bit_count(), tuple(sorted(rails_by_round[r])))
+            for r, n in zip(rounds.tolist(), counts.tolist(), strict=True)
+        ),
+        short_leaves=short,
+        unroutable=(),
+    )
+
+
+def _bound_counted(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
+    """:func:`_bound` with the degrees counted by ``Counter`` over the ends in the same order."""
+    from collections import Counter
+    from itertools import chain
+    from operator import attrgetter
+
+    ends = attrgetter("client.host", "server.host") if per_host else attrgetter("client.guid", "server.guid")
+    degree = Counter(chain.from_iterable(map(ends, probes)))
+    if not degree:
+        return 0, "no probes"
+    most_key, most = max(degree.items(), key=lambda kv: kv[1])
+    name = most_key
+    if not per_host:
+        name = next(end.label for p in probes for end in (p.client, p.server) if end.guid == most_key)
+    what = "host" if per_host else "HCA"
+    return most, f"max probes per {what} ({most}, {name}): one per round"
+
+
+def _coverage_by_round(
+    fabric: Fabric,
+    cls: Classification,
+    updown: UpDown,
+    probes: Sequence[Probe],
+    routes: ForwardingTables | None,
+    eps: Sequence[Endpoint],
+) -> tuple[Coverage, dict[tuple[Guid, Guid], tuple[Link, ...]]]:
+    """:func:`_coverage` of probes sorted by round, a round at a time (sets and counts built by
+    C-level iteration over the round's ends instead of a few dict steps per probe)."""
+    from collections import Counter
+    from itertools import groupby
+    from operator import attrgetter
+
+    cables = _leaf_spine_cables(cls, fabric)
+    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
+    unroutable: list[str] = []
+    if routes is not None:
+        found = all_paths(fabric, routes, [(p.client.guid, p.server.guid) for p in probes])
+        for key, got in found.items():
+            if isinstance(got, RouteError):
+                unroutable.append(f"{key[0]} -> {key[1]}: {got}")
+            else:
+                paths[key] = tuple(got)
+    clients, servers = attrgetter("client"), attrgetter("server")
+    leaf, rail, guid = attrgetter("leaf"), attrgetter("rail"), attrgetter("guid")
+    per_round: dict[int, set[Link]] = {}
+    rails_by_round: dict[int, set[int]] = {}
+    count_by_round: dict[int, int] = {}
+    ends: Counter[Guid | None] = Counter()
+    leaf_pair_cache: dict[tuple[Guid, Guid], list[Link]] = {}
+    for r, group in groupby(probes, attrgetter("round")):
+        mine = list(group)
+        client_eps, server_eps = list(map(clients, mine)), list(map(servers, mine))
+        count_by_round[r] = count_by_round.get(r, 0) + len(mine)
+        rails_by_round.setdefault(r, set()).update(map(rail, client_eps))
+        a_leaves, b_leaves = list(map(leaf, client_eps)), list(map(leaf, server_eps))
+        ends.update(a_leaves)
+        ends.update(b_leaves)
+        crossed = per_round.setdefault(r, set())
+        if routes is not None:
+            for key in zip(map(guid, client_eps), map(guid, server_eps), strict=True):
+                crossed.update(paths.get(key, ()))
+        else:
+            for key in set(zip(a_leaves, b_leaves, strict=True)):
+                if key not in leaf_pair_cache:
+                    assert key[0] is not None and key[1] is not None
+                    leaf_pair_cache[key] = updown.uplinks(key[0], key[1]) + updown.uplinks(key[1], key[0])
+                crossed.update(leaf_pair_cache[key])
+    assert None not in ends
+    covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
+    short = tuple(
+        sorted(
+            leaf
+            for leaf in cls.leaves()
+            if ends.get(leaf, 0) < cls.uplinks.get(leaf, 0)
+            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
+        )
+    )
+    rails_total = tuple(sorted({ep.rail for ep in eps}))
     rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
     cov = Coverage(
         from_routes=routes is not None,

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
-from fabric.health.ber import BerEstimate, estimate_ber
+from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
 from fabric.health.columns import ColumnSums
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
@@ -56,6 +56,7 @@ def assess(
     deltas: pd.DataFrame | None = None,
     piece_rows: int | None = None,
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
+    quick: bool = True,
 ) -> HealthReport:
     """Score every link of ``fabric`` over the samples of ``frame`` taken in [since, now].
 
@@ -65,6 +66,7 @@ def assess(
     ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice. ``piece_rows``:
     compute deltas and sums a few snapshots at a time (about that many rows), as
     :func:`assess_pieces` does, instead of over the whole table at once; the report is the same.
+    ``quick=False`` builds every link's record the long way (the reference for the short cuts).
     """
     t = thresholds
     times = frame["time"]
@@ -85,7 +87,7 @@ def assess(
         except OutOfOrder:  # some port's samples interleave across snapshots: all at once
             pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
     snapshots = int(window["snapshot"].nunique())
-    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t, below_peers)
+    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t, below_peers, quick)
 
 
 def assess_pieces(
@@ -98,6 +100,7 @@ def assess_pieces(
     history: Sequence[PastFinding] = (),
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
+    quick: bool = True,
 ) -> HealthReport:
     """:func:`assess` of the counter table that ``pieces`` make together, one piece in memory at a time.
 
@@ -132,7 +135,7 @@ def assess_pieces(
     start = since if since is not None else (first if math.isfinite(first) else now)
     if start > now:
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers)
+    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers, quick)
 
 
 def assess_columns(
@@ -195,8 +198,13 @@ def _report(
     history: Sequence[PastFinding],
     t: HealthThresholds,
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
+    quick: bool = True,
 ) -> HealthReport:
-    """Per-port sums over [start, now] -> links, nodes and summary."""
+    """Per-port sums over [start, now] -> links, nodes and summary.
+
+    ``quick``: build the records of quiet links (nothing moved, certified, no history: most
+    links of a healthy fabric) on a short cut and sort without a key function per link; the
+    same report as without (tested: tests/healthpaths.py)."""
     seconds = now - start
     below = below_peers or {}
 
@@ -231,8 +239,64 @@ def _report(
 
     results: list[LinkHealth] = []
     keys = [lk.key for lk in links]
+    # Quiet-link candidates (quick): no symbol error, no lower bound, both ends read and unmoved,
+    # bits seen. The loop still checks flaps, events, history, degradation, BER and congestion.
+    candidate = [False] * len(links)
+    if quick and t.repeat_days > 0:
+        moved = np.array(ends_of.moved, dtype=bool)
+        candidate = (
+            (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
+        ).tolist()
+    flapping = downs.keys() | recoveries.keys()
+    port_days = past.port_days
+    ok = Status.of_score(100)
+    no_error_upper = poisson_upper(0, t.ber_confidence)
     for i, lk in enumerate(links):
         a_key, b_key = keys[i]
+        if (
+            candidate[i]
+            and a_key not in flapping
+            and b_key not in flapping
+            and keys[i] not in events_of
+            and keys[i] not in below
+            and a_key not in port_days
+            and b_key not in port_days
+        ):
+            bits = bits_l[i]  # > 0: estimate_ber(0, bits, ...) without the call
+            upper = no_error_upper / bits
+            ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
+            ca, cb = ends[0].congestion, ends[1].congestion
+            if upper < t.ber_target and max(ca or 0.0, cb or 0.0) < t.congestion_watch:
+                lower = poisson_lower(0, t.ber_confidence) / bits
+                ber = BerEstimate(
+                    0, bits, 0 / bits, lower, upper, t.ber_confidence, t.ber_target, True, False
+                )
+                # what the general path below makes of a quiet link, field for field
+                results.append(
+                    LinkHealth(
+                        a=lk.a,
+                        b=lk.b,
+                        width=lk.width,
+                        speed=lk.speed,
+                        score=100,
+                        status=ok,
+                        ber=ber,
+                        flaps_per_hour=0.0,
+                        downs=0,
+                        recoveries=0,
+                        congestion=cb if ca is None else (ca if cb is None else max(ca, cb)),
+                        reasons=(),
+                        first_seen=None,
+                        last_seen=None,
+                        counters=_EMPTY,
+                        ends=ends,
+                        repeat_offender=False,
+                        repeat_days=0,
+                        observed_s=covered_l[i],
+                        pending=None,
+                    )
+                )
+                continue
         ber = estimate_ber(sym_l[i], bits_l[i], t.ber_target, t.ber_confidence, at_least=lower_bound_l[i])
         if not seen_l[i] and ber.certified:
             ber = dataclasses.replace(ber, certified=False)
@@ -319,9 +383,19 @@ def _report(
             )
         )
     results_by_link = list(results)
-    order = sorted(range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i]))
+    if quick:
+        # a status is a function of the score, so (score, -rank, key) orders as (score, key): by
+        # key, then stably by score, each sort keyed by a C-level lookup
+        order = sorted(range(len(results)), key=keys.__getitem__)
+        scores = [h.score for h in results]
+        order.sort(key=scores.__getitem__)
+    else:
+        order = sorted(
+            range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i])
+        )
     results = [results[i] for i in order]
-    nodes = _nodes(fabric, dict(zip(keys, results_by_link, strict=True)), past, today, t)
+    by_key = dict(zip(keys, results_by_link, strict=True))
+    nodes = _quick_nodes(fabric, by_key, past, today, t) if quick else _nodes(fabric, by_key, past, today, t)
     summary = HealthSummary(
         since=start,
         now=now,
@@ -495,6 +569,35 @@ def _nodes(
             )
         )
     out.sort(key=lambda n: (n.score, -n.status.rank, n.guid))
+    return out
+
+
+def _quick_nodes(
+    fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
+) -> list[NodeHealth]:
+    """:func:`_nodes` on short cuts: a status is a function of a score, so a node's worst link is
+    the one with its lowest score, and a node whose links all score 100 has none at warn."""
+    out: list[NodeHealth] = []
+    score_of = {key: h.score for key, h in by_key.items()}
+    no_days: set[int] = set()
+    node_days = past.node_days
+    for guid, node in fabric.nodes.items():
+        scores = [score_of[lk.key] for lk in fabric.links_of(guid)]
+        score = min(scores, default=100)
+        status = Status.of_score(score)
+        bad = 0 if score == 100 else sum(1 for s in scores if Status.of_score(s).rank >= Status.WARN.rank)
+        days = node_days.get(guid, no_days) | ({today} if bad else no_days)
+        offender = len(days) >= t.repeat_days
+        if offender and status is Status.OK:
+            status, score = Status.WATCH, min(score, 89)
+        out.append(
+            NodeHealth(
+                guid, node.description, node.kind.value, score, status, len(scores), bad, offender, len(days)
+            )
+        )
+    # (score, -rank, guid) orders as (score, guid): by GUID, then stably by score
+    out.sort(key=lambda n: n.guid)
+    out.sort(key=lambda n: n.score)
     return out
 
 

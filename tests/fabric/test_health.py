@@ -622,9 +622,9 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
         assert loads == [("load_counter_block_pieces", list(range(1, 9)))]
         ports = store.list_counter_snapshots()[0].ports
         monkeypatch.setattr(healthsvc, "PIECE_ROWS", 3 * ports)
-        for columnar, method in ((True, "load_counter_block_pieces"), (False, "load_counter_pieces")):
+        for fast, method in ((True, "load_counter_block_pieces"), (False, "load_counter_pieces")):
             loads.clear()
-            view = healthsvc.assess_store(store, since_s=3600, now=now, record=False, columnar=columnar)
+            view = healthsvc.assess_store(store, since_s=3600, now=now, record=False, fast=fast)
             assert loads == [(method, [1, 2, 3]), (method, [4, 5, 6]), (method, [7, 8])]
             assert view.report.to_dict() == whole.to_dict()
         pieces = view.report

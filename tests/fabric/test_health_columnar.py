@@ -15,15 +15,17 @@ import pytest
 from click.testing import CliRunner
 
 import fabric.app.health as healthsvc
+from fabric.app.health import utc_day
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES, ERROR_COUNTERS, max_value
 from fabric.counters.deltas import OutOfOrder
 from fabric.health import Status, assess, assess_columns
-from fabric.store import PortCounterRow, Store
+from fabric.store import PortCounterRow, Store, link_subject
 from tests.conftest import REALDATA
-from tests.fabric.test_health import HCA0, HCA1, NOW, UP1, eventful_frame, fabric, link_of
+from tests.fabric.test_health import HCA0, HCA1, NOW, UP1, eventful_frame, fabric, frame_for, link_of
 from tests.healthpaths import assert_same_health
-from topology.model import Fabric
+from topology.diff import LinkEvent
+from topology.model import Fabric, Link
 
 IBDIAG_DIR = REALDATA / "ibdiagnet"
 RUN_TIME = 1743464598.0  # the run's RUN_INFO time
@@ -79,53 +81,63 @@ def test_planted_faults_give_the_same_health_both_ways(
 
 
 def random_frame(seed: int, snapshots: int = 10) -> tuple[Fabric, pd.DataFrame]:
-    """A random history of the small fabric: counters that climb, reset, saturate, go unread;
-    ports unreachable, missing from a snapshot, re-cabled, given a new LID; readings jittered."""
+    """A random history of the small fabric: on about half the ports, counters that climb, reset,
+    saturate, go unread, the port unreachable, missing from a snapshot, re-cabled, given a new LID;
+    the other ports quiet but for traffic and a little waiting; readings jittered."""
     rng = np.random.default_rng(seed)
     fab = fabric()
+    if seed % 2:  # one cable trained narrower than its peers: a finding without any counter
+        narrow = fab.links[int(rng.integers(0, len(fab.links)))]
+        fab = Fabric.build(
+            fab.nodes.values(), [Link(lk.a, lk.b, 2, lk.speed) if lk is narrow else lk for lk in fab.links]
+        )
     ends = [(lk.a, lk.b) for lk in fab.links] + [(lk.b, lk.a) for lk in fab.links]
     values = {(a, name): 0 for a, _ in ends for name in COUNTER_NAMES}
     peers = {a: b for a, b in ends}
     lids = {a: 1 + i for i, (a, _) in enumerate(ends)}
+    lively = {a: float(rng.random() < 0.5) for a, _ in ends}  # scales every odd event's chance
     rows: list[dict[str, Any]] = []
     for s in range(snapshots):
         start = NOW - 600.0 * snapshots + 600.0 * s
         for a, _ in ends:
-            if rng.random() < 0.04:
+            odd = lively[a]
+            if rng.random() < 0.04 * odd:
                 continue  # not in this snapshot: its port set differs
-            if rng.random() < 0.03:
+            if rng.random() < 0.03 * odd:
                 b = peers[a]
                 peers[a] = type(b)(b.guid, b.port + 10)  # re-cabled
-            if rng.random() < 0.03:
+            if rng.random() < 0.03 * odd:
                 lids[a] += 100
             for name in COUNTER_NAMES:
                 top = max_value(name)
                 if name in ERROR_COUNTERS:
-                    step = int(rng.poisson(0.4)) * int(rng.random() < 0.3)
+                    step = int(rng.poisson(0.4)) * int(rng.random() < 0.3 * odd)
+                elif name == "xmit_wait":  # a little waiting, more on some ports
+                    step = int(rng.integers(0, 10**6)) * int(rng.choice([1, 1, 1000]))
                 else:
                     step = int(rng.integers(0, 10**9))
                 values[(a, name)] = min(top, values[(a, name)] + step)
-                if rng.random() < 0.02:
+                if rng.random() < 0.02 * odd:
                     values[(a, name)] = int(rng.integers(0, 3))  # cleared
-                if name in ERROR_COUNTERS and rng.random() < 0.01:
+                if name in ERROR_COUNTERS and rng.random() < 0.01 * odd:
                     values[(a, name)] = top  # saturated
-            reachable = rng.random() > 0.08
-            unread = rng.random() < 0.03  # answered, but no counter read
-            peer = peers[a] if rng.random() > 0.05 else None
+            reachable = rng.random() >= 0.08 * odd
+            unread = rng.random() < 0.03 * odd  # answered, but no counter read
+            peer = peers[a] if rng.random() >= 0.05 * odd else None
             row: dict[str, Any] = {
                 "snapshot": s,
                 "time": start + float(rng.uniform(0, 5)),
                 "guid": a.guid,
                 "port": a.port,
-                "lid": lids[a] if rng.random() > 0.05 else None,
+                "lid": lids[a] if rng.random() >= 0.05 * odd else None,
                 "peer_guid": None if peer is None else peer.guid,
-                "peer_port": None if peer is None or rng.random() < 0.05 else peer.port,
+                "peer_port": None if peer is None or rng.random() < 0.05 * odd else peer.port,
                 "reachable": reachable,
             }
             for name in COUNTER_NAMES:
-                gone = not reachable or unread or (name in ERROR_COUNTERS and rng.random() < 0.05)
+                gone = not reachable or unread or (name in ERROR_COUNTERS and rng.random() < 0.05 * odd)
                 row[name] = None if gone else values[(a, name)]
-            if reachable and rng.random() < 0.02:
+            if reachable and rng.random() < 0.02 * odd:
                 row["xmit_data"] = (1 << 63) + int(rng.integers(0, 1000))  # beyond the table's Int64
             rows.append(row)
     frame = pd.DataFrame(rows, dtype=object)  # counters as Python ints, None where not read
@@ -139,7 +151,26 @@ def test_random_histories_give_the_same_health_both_ways(
     fab, frame = random_frame(seed)
     path = save_frame(tmp_path / "r.db", fab, frame)
     monkeypatch.setattr(healthsvc, "PIECE_ROWS", 30)
+    rng = np.random.default_rng(seed)
     with Store.open(path) as store:
+        # findings on earlier days for a few links: history, and repeat offenders among them
+        # (on two of the links not trained below their peers: that one may show its quiet side)
+        others = [lk for lk in fab.links if lk.key not in healthsvc.below_peers(fab)]
+        for at in rng.choice(len(others), size=2, replace=False).tolist():
+            link = others[at]
+            for days_ago in range(1, int(rng.integers(2, 4))):
+                store.record_findings(
+                    utc_day(NOW - days_ago * 86400), [(link_subject(link.key), "ber", "warn")]
+                )
+        # a finding on a port's earlier cable (to a node since gone) counts for its cable now
+        for side in (0, 1):
+            cable = others[int(rng.integers(0, len(others)))]
+            moved = (cable.a, cable.b)[side]
+            gone = ((moved.guid, moved.port), ("0x00000000000000ff", 1))
+            store.record_findings(utc_day(NOW - 86400), [(link_subject(gone), "ber", "critical")])
+        # discovery saw one cable go down and come back
+        bounced = fab.links[int(rng.integers(0, len(fab.links)))].key
+        store.add_link_events([LinkEvent(NOW - 1200, bounced, "down"), LinkEvent(NOW - 1100, bounced, "up")])
         for since_s in (None, 2500.0):
             assert_same_health(store, since_s, NOW)
 
@@ -158,7 +189,7 @@ def test_samples_out_of_time_order_leave_the_fast_path_for_the_table(
         monkeypatch.setattr(store, "load_counters", _counting(store.load_counters, tables))
         view = healthsvc.assess_store(store, since_s=None, now=NOW, record=False)
         assert tables == [len(frame)]  # the fast path gave way to the whole counter table
-        simple = healthsvc.assess_store(store, since_s=None, now=NOW, record=False, columnar=False)
+        simple = healthsvc.assess_store(store, since_s=None, now=NOW, record=False, fast=False)
     assert view.report.to_dict() == simple.report.to_dict()
     assert view.report.to_dict() == assess(frame, fab, since=None, now=NOW).to_dict()
 
@@ -220,3 +251,41 @@ def test_the_real_ibdiagnet_run_gives_the_same_health_both_ways(tmp_path: Path) 
     assert view.report.summary.snapshots == 4  # 1000 s back: the last four
     flagged = [lk for lk in view.report.links if lk.status is not Status.OK]
     assert flagged and all(set(lk.key) & {(g, p) for g, p in noisy} for lk in flagged)
+
+
+def test_quick_records_are_the_long_ways_whatever_keeps_a_link_off_the_short_cut() -> None:
+    """A clean fabric, then one thing at a time that makes a link more than quiet: a past finding
+    on either end, a discovery event, a cable trained below its peers, waiting on one end."""
+    from fabric.health import PastFinding
+
+    fab = fabric()
+    times = [NOW - 5400 + 600 * i for i in range(10)]
+    clean = frame_for(fab, times)
+    hca0 = link_of(assess(clean, fab, since=None, now=NOW), HCA0)
+    a, b = hca0.a, hca0.b
+    narrow = Fabric.build(
+        fab.nodes.values(), [Link(lk.a, lk.b, 2, lk.speed) if a in (lk.a, lk.b) else lk for lk in fab.links]
+    )
+    day = 86400.0
+    waiting = frame_for(fab, times, {b: {"xmit_wait": [i * 10**9 for i in range(10)]}})
+    cases: list[tuple[Fabric, pd.DataFrame, dict[str, Any], int]] = [  # ..., links off the short cut
+        (fab, clean, {}, 0),
+        (fab, clean, {"history": [PastFinding(NOW - day, a.guid, a.port)]}, 1),
+        (fab, clean, {"history": [PastFinding(NOW - d * day, b.guid, b.port) for d in (1, 2, 3)]}, 1),
+        (
+            fab,
+            clean,
+            {"events": [LinkEvent(NOW - 1200, hca0.key, "down"), LinkEvent(NOW - 1100, hca0.key, "up")]},
+            1,
+        ),
+        (narrow, clean, {"below_peers": healthsvc.below_peers(narrow)}, 1),
+        (fab, waiting, {}, 0),  # waiting on one end, below the watch level: quiet, its congestion kept
+    ]
+    for case_fabric, frame, extra, off in cases:
+        quick = assess(frame, case_fabric, since=None, now=NOW, **extra)
+        assert (
+            quick.to_dict() == assess(frame, case_fabric, since=None, now=NOW, quick=False, **extra).to_dict()
+        )
+        quiet = [lk for lk in quick.links if lk.status is Status.OK and not lk.reasons and not lk.repeat_days]
+        assert len(quiet) == len(fab.links) - off
+    assert (link_of(quick, HCA0).congestion or 0) > 0
