@@ -97,8 +97,9 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert "8 links over 60 min" in out
     code, out, _ = _cli("health", "--db", db, "--since", "1h", "--json")
     data = json.loads(out)
-    assert set(data) == {"links", "nodes", "summary", "cable_notes", "cable_inventory"}
+    assert set(data) == {"links", "nodes", "summary", "cable_notes", "cable_inventory", "one_reading"}
     assert data["cable_notes"] == [] and data["cable_inventory"] is None  # no ibdiagnet run kept
+    assert data["one_reading"] is None  # many readings: rates are known
     top = [
         ((lk["a"]["guid"], lk["a"]["port"]), (lk["b"]["guid"], lk["b"]["port"])) for lk in data["links"][:3]
     ]
