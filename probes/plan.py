@@ -469,6 +469,33 @@ def _coverage(
             if key not in leaf_pair_cache:
                 leaf_pair_cache[key] = updown.uplinks(key[0], key[1]) + updown.uplinks(key[1], key[0])
             per_round[r].update(leaf_pair_cache[key])
+    rails_total = tuple(sorted({ep.rail for ep in endpoints(fabric, cls)}))
+    cov = _rounds_coverage(
+        cls,
+        cables,
+        routes is not None,
+        per_round,
+        rails_by_round,
+        count_by_round,
+        ends,
+        rails_total,
+        unroutable,
+    )
+    return cov, paths
+
+
+def _rounds_coverage(
+    cls: Classification,
+    cables: set[Link],
+    from_routes: bool,
+    per_round: Mapping[int, set[Link]],
+    rails_by_round: Mapping[int, set[int]],
+    count_by_round: Mapping[int, int],
+    ends: Mapping[Guid, int] | Mapping[Guid | None, int],
+    rails_total: tuple[int, ...],
+    unroutable: Sequence[str],
+) -> Coverage:
+    """The coverage of a plan from what its probes crossed per round (both planner paths)."""
     covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
     short = tuple(
         sorted(
@@ -478,10 +505,9 @@ def _coverage(
             and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
         )
     )
-    rails_total = tuple(sorted({ep.rail for ep in endpoints(fabric, cls)}))
     rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
-    cov = Coverage(
-        from_routes=routes is not None,
+    return Coverage(
+        from_routes=from_routes,
         cables_total=len(cables),
         cables_covered=len(covered),
         uncovered=tuple(sorted(cables - covered, key=lambda lk: lk.key)),
@@ -494,7 +520,6 @@ def _coverage(
         short_leaves=short,
         unroutable=tuple(unroutable),
     )
-    return cov, paths
 
 
 # -- the fast path: the same plan, fewer Python steps per probe ----------------------------------
@@ -762,30 +787,17 @@ def _coverage_by_round(
                     leaf_pair_cache[key] = updown.uplinks(key[0], key[1]) + updown.uplinks(key[1], key[0])
                 crossed.update(leaf_pair_cache[key])
     assert None not in ends
-    covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
-    short = tuple(
-        sorted(
-            leaf
-            for leaf in cls.leaves()
-            if ends.get(leaf, 0) < cls.uplinks.get(leaf, 0)
-            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
-        )
-    )
     rails_total = tuple(sorted({ep.rail for ep in eps}))
-    rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
-    cov = Coverage(
-        from_routes=routes is not None,
-        cables_total=len(cables),
-        cables_covered=len(covered),
-        uncovered=tuple(sorted(cables - covered, key=lambda lk: lk.key)),
-        rails_total=rails_total,
-        rails_covered=rails_covered,
-        per_round=tuple(
-            RoundCoverage(r, count_by_round[r], len(per_round[r] & cables), tuple(sorted(rails_by_round[r])))
-            for r in sorted(count_by_round)
-        ),
-        short_leaves=short,
-        unroutable=tuple(unroutable),
+    cov = _rounds_coverage(
+        cls,
+        cables,
+        routes is not None,
+        per_round,
+        rails_by_round,
+        count_by_round,
+        ends,
+        rails_total,
+        unroutable,
     )
     return cov, paths
 
