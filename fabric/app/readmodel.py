@@ -180,9 +180,9 @@ class FabricService:
         return tuple(out)
 
     def _anomaly_alert(self, view: FabricView, a: Anomaly) -> Alert:
-        cables = [
-            view.links[view.port_row[(p.guid, p.port)]] for p in a.ports if (p.guid, p.port) in view.port_row
-        ]
+        # Both ends of one cable (a degraded link names its two ports) are one cable.
+        rows = [view.port_row[(p.guid, p.port)] for p in a.ports if (p.guid, p.port) in view.port_row]
+        cables = [view.links[i] for i in dict.fromkeys(rows)]
         if cables:
             element = ", ".join(r.cable for r in cables[:2]) + (" …" if len(cables) > 2 else "")
         else:

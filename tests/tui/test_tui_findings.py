@@ -172,3 +172,27 @@ async def test_a_capture_with_nothing_to_note_shows_no_note(tmp_path: Path) -> N
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert "note:" not in text_of(app, "#ov-fabric")
+
+
+def test_a_degraded_cable_is_one_element_that_opens_its_link(tmp_path: Path) -> None:
+    """A degraded link's anomaly names both ports of one cable: the alert names that cable once
+    (it once read "dgx-0001 mlx5_0/1 - leaf-su01-r0/1, dgx-0001 mlx5_0/1 - leaf-su01-r0/1") and
+    enter opens it; a clean fabric of the same preset has no such alert."""
+    from fabric.app.discover import discover_text
+    from topology.generate import generate
+    from topology.generate_text import to_ibnetdiscover
+
+    for faults, expected in ((("degraded-width:leaf-su01-r0:1",), 1), ((), 0)):
+        text = to_ibnetdiscover(generate("rail-small", faults))
+        d = discover_text(text, "generated")
+        db = tmp_path / f"degraded-{expected}.db"
+        with Store.open(db) as store:
+            store.save_topology(d.fabric, text, "ibnetdiscover", "generated", label="gen", taken_at=T0)
+        svc = FabricService(db)
+        view = svc.load_view()
+        assert view is not None
+        degraded = [a for a in svc.alerts(view, view.links) if a.kind == "degraded_link"]
+        assert len(degraded) == expected
+        for a in degraded:
+            assert ", " not in a.element and a.link is not None
+            assert view.links[view.row_of[a.link]].cable == a.element
