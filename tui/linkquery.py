@@ -78,7 +78,9 @@ class LinkIndex:
             elif key == "ber":
                 order = sorted(n, key=lambda i: (-(rows[i].ber or -1.0), i))
             elif key == "flaps":
-                order = sorted(n, key=lambda i: (-rows[i].flaps_per_hour, status_order(rows[i].status), i))
+                order = sorted(
+                    n, key=lambda i: (-(rows[i].flaps_per_hour or 0.0), status_order(rows[i].status), i)
+                )
             elif key == "name":
                 order = sorted(n, key=lambda i: (rows[i].a_name, rows[i].a_port, i))
             else:

@@ -37,7 +37,7 @@ class LinkFinding:
     status: str  # ok | watch | warn | critical
     reasons: tuple[str, ...] = ()
     ber: float | None = None
-    flaps_per_hour: float = 0.0
+    flaps_per_hour: float | None = 0.0  # None: too short a span for a rate (fabric.health.rates)
     repeat_offender_days: int = 0
     score: int = 100
     congestion: float | None = None  # the busier end's XmitWait share of time
@@ -110,6 +110,7 @@ def findings_from_dict(data: Mapping[str, Any], source: str = "health.json") -> 
         where = f"{source} links[{i}]"
         try:
             days = int(row.get("repeat_days", row.get("repeat_offender_days", 0)) or 0)
+            flaps = row.get("flaps_per_hour", 0.0)  # null: too short a span for a rate
             out.append(
                 LinkFinding(
                     a=_ref(row["a"], where),
@@ -117,7 +118,7 @@ def findings_from_dict(data: Mapping[str, Any], source: str = "health.json") -> 
                     status=str(row["status"]),
                     reasons=tuple(str(r) for r in row.get("reasons", ())),
                     ber=_ber_value(row.get("ber")),
-                    flaps_per_hour=float(row.get("flaps_per_hour") or 0.0),
+                    flaps_per_hour=None if flaps is None else float(flaps or 0.0),
                     repeat_offender_days=days,
                     score=int(row.get("score", 100)),
                     congestion=None if row.get("congestion") is None else float(row["congestion"]),

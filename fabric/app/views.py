@@ -95,7 +95,7 @@ class LinkRow:
     status: RowStatus = NO_DATA
     score: int | None = None
     ber: float | None = None
-    flaps_per_hour: float = 0.0
+    flaps_per_hour: float | None = 0.0  # None: too short a span for a rate (fabric.health.rates)
     reasons: tuple[str, ...] = ()
     search: str = ""  # lower-case names, tiers, rail and group: what the filter box matches
 

@@ -39,7 +39,8 @@ of the latest topology, ``a`` the lower end as in topology.model.Link::
     ibfab_link_status{a_guid, a_port, a_name, b_guid, b_port, b_name, status}     1 current, 0 others
     ibfab_link_ber{...}            symbol errors / bits (absent while the link has no counter deltas)
     ibfab_link_ber_upper{...}      upper confidence bound of the BER
-    ibfab_link_flaps_per_hour{...}    downs + retrains per hour the link was observed (as ``ibfab health``)
+    ibfab_link_flaps_per_hour{...}    downs + retrains per hour the link was observed (as ``ibfab health``;
+                                      absent when under 10 min of samples gave no rate)
     ibfab_link_ber_sample_size{...}   bits the BER is over (link rate x seconds the ends were read)
     ibfab_link_downs{...}             link-down events in the window (both ends merged, + discovery)
     ibfab_link_recoveries{...}        link error recoveries (retrains without going down)
@@ -308,7 +309,8 @@ def link_families(report: HealthReport, names: Mapping[str, str]) -> tuple[Metri
             ber_upper.add_metric(labels, link.ber.upper)
         if link.ber.bits > 0:
             bits.add_metric(labels, link.ber.bits)
-        flaps.add_metric(labels, link.flaps_per_hour)
+        if link.flaps_per_hour is not None:
+            flaps.add_metric(labels, link.flaps_per_hour)
         downs.add_metric(labels, float(link.downs))
         recoveries.add_metric(labels, float(link.recoveries))
         repeat_days.add_metric(labels, float(link.repeat_days))

@@ -367,7 +367,7 @@ def _report(
                 score=score,
                 status=Status.of_score(score),
                 ber=ber,
-                flaps_per_hour=per_hour(flaps.total, covered_l[i]) or 0.0,
+                flaps_per_hour=per_hour(flaps.total, covered_l[i]),
                 downs=flaps.downs,
                 recoveries=flaps.recoveries,
                 congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),

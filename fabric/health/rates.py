@@ -7,10 +7,15 @@ seen between two samples a minute apart is not 84 flaps an hour because ``--sinc
 all read :attr:`fabric.health.LinkHealth.flaps_per_hour`, which is made here, and the reasons
 quote the same figure.
 
+A rate needs a span to be one: under :data:`MIN_RATE_SPAN_S` of samples (two readings a second
+apart, as a lab collects them) three link-downs would read as 10,000 an hour. There the rate is
+unknown (None) and the reasons give the count and the span instead; zero events are zero at any
+span.
+
 >>> per_hour(2, 1800.0)
 4.0
->>> per_hour(1, 0.0) is None
-True
+>>> per_hour(1, 0.0) is None, per_hour(3, 1.0) is None, per_hour(0, 1.0)
+(True, True, 0.0)
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 HOUR_S = 3600.0
+MIN_RATE_SPAN_S = 600.0  # the shortest span of samples a rate per hour is given for (10 min)
 
 
 def per_hour(count: float, observed_s: float) -> float | None:
-    """``count`` events per hour over ``observed_s`` seconds; None when no time was observed."""
-    if observed_s <= 0:
+    """``count`` events per hour over ``observed_s`` seconds: 0 for no events, None when events
+    were seen over less than :data:`MIN_RATE_SPAN_S` (too short a span for a rate, or none)."""
+    if count == 0:
+        return 0.0
+    if observed_s < MIN_RATE_SPAN_S:
         return None
     return count * HOUR_S / observed_s
 

@@ -59,7 +59,8 @@ class LinkHealth:
     score: int
     status: Status
     ber: BerEstimate
-    flaps_per_hour: float  # (downs + recoveries) per hour observed (fabric.health.rates); 0 if none
+    # (downs + recoveries) per hour observed (fabric.health.rates); 0 if none; None: too short a span
+    flaps_per_hour: float | None
     downs: int  # link-downs, both ends merged, plus discovery downs
     recoveries: int  # link error recoveries (retrains without going down)
     congestion: float | None  # the busier end's share of time waiting to send

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fabric.core.units import human_duration
 from fabric.health.ber import BerEstimate, bits_to_certify
 from fabric.health.flaps import Flaps
-from fabric.health.rates import per_hour
+from fabric.health.rates import MIN_RATE_SPAN_S, per_hour
 from fabric.health.thresholds import HealthThresholds
 from topology.model import PortRef
 from topology.wiring import BelowPeers
@@ -189,7 +189,12 @@ def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     fl = f.flaps
     hourly = per_hour(fl.total, f.covered_s)
-    rate = f" ({hourly:.2f} flaps/h)" if hourly is not None else " (no sampled time: rate unknown)"
+    if hourly is not None:
+        rate = f" ({hourly:.2f} flaps/h)"
+    elif f.covered_s > 0:
+        rate = f" (a rate per hour needs {human_duration(MIN_RATE_SPAN_S)} of samples)"
+    else:
+        rate = " (no sampled time: rate unknown)"
     merged = f"both ends within {t.flap_merge_s:g} s counted once"
     if fl.down_since is not None:
         out.append((CRITICAL + 5, f"link is down since {_when(fl.down_since)}"))

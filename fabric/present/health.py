@@ -10,6 +10,14 @@ from fabric.present.table import table
 DEFAULT_LIMIT = 40
 
 
+def flaps_text(per_hour: float | None) -> str:
+    """A link's flaps per hour as a cell: ``-`` when too short a span of samples gave no rate
+    (fabric.health.rates; the reason gives the count and the span)."""
+    if per_hour is None:
+        return "-"
+    return f"{per_hour:.2f}" if per_hour else "0"
+
+
 def _ber(b: BerEstimate) -> str:
     if b.value is None or b.lower is None or b.upper is None:
         return "-"
@@ -30,7 +38,7 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
             lk.status.value,
             view.link_label(lk),
             _ber(lk.ber),
-            f"{lk.flaps_per_hour:.2f}" if lk.flaps_per_hour else "0",
+            flaps_text(lk.flaps_per_hour),
             lk.reasons[0] if lk.reasons else (lk.pending or ""),
         )
         for lk in shown

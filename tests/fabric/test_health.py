@@ -260,6 +260,28 @@ def test_flaps_per_hour_is_over_the_time_observed_not_the_window_asked_for() -> 
     assert late.observed_s == 1740 and late.flaps_per_hour == pytest.approx(0.0)  # the down was before
 
 
+def test_a_span_too_short_for_a_rate_gives_the_count_not_a_rate() -> None:
+    """Readings 2 s apart (as a lab takes them) with one link-down: 1,800 flaps an hour would be
+    a figure nobody saw. The rate is unknown (None, '-' in the table), the reason gives the count
+    and the span, the status comes from the count as at any span; a quiet link stays at 0."""
+    from fabric.present.health import flaps_text
+
+    fab = fabric()
+    series = {"link_downed": [0, 1]}
+    frame = frame_for(fab, [NOW - 2, NOW], {UP1: series, UP1_FAR: series}, lag={UP1_FAR: 0.5})
+    report = assess(frame, fab, since=NOW - 3600, now=NOW)
+    h = link_of(report, UP1)
+    assert h.downs == 1 and h.observed_s == 2 and h.flaps_per_hour is None
+    assert h.status is Status.WARN
+    assert (
+        "link went down 1 time in 2.0 s of samples (a rate per hour needs 10 min of samples); "
+        "both ends within 10 s counted once" in h.reasons
+    )
+    assert flaps_text(h.flaps_per_hour) == "-" and h.to_dict()["flaps_per_hour"] is None
+    quiet = [lk for lk in report.links if lk.key != h.key]
+    assert quiet and all(lk.flaps_per_hour == 0.0 for lk in quiet)
+
+
 def test_both_ends_link_downed_30_s_apart_is_two_flaps() -> None:
     fab = fabric()
     h = link_of(assess(downs_frame(fab, 30.0), fab, since=NOW - 3600, now=NOW), UP1)

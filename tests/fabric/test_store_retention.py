@@ -114,7 +114,7 @@ def _answers(path: Path, since_s: float | None) -> dict[object, tuple[object, ..
             link.repeat_offender,
             link.repeat_days,
             link.reasons,
-            round(link.flaps_per_hour, 9),
+            None if link.flaps_per_hour is None else round(link.flaps_per_hour, 9),
         )
         for link in report.links
     }

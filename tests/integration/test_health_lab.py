@@ -75,12 +75,16 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert s.status.value == "critical" and s.ber.errors == 90 and s.counters["symbol_errors"] == 90
     assert finding_kind(s.reasons[0]) == "ber" and "symbol errors: 90" in s.reasons[0]
     d = links[downed]
-    # per hour of the time the link was observed (its first to last sample), not of --since
-    assert d.status.value == "critical" and d.downs == 2 and 0 < d.observed_s < 3600
-    assert d.flaps_per_hour == pytest.approx(2 * 3600 / d.observed_s)
-    assert d.reasons[0].startswith("link went down 2 times")
+    # counted over the time the link was observed (its first to last sample), not --since; the
+    # lab's readings are seconds apart, too short a span for a rate per hour (no 7,000 flaps/h)
+    assert d.status.value == "critical" and d.downs == 2 and 0 < d.observed_s < 600
+    assert d.flaps_per_hour is None
+    assert d.reasons[0].startswith("link went down 2 times in ")
+    assert d.reasons[0].endswith(
+        "of samples (a rate per hour needs 10 min of samples); both ends within 10 s counted once"
+    )
     u = links[unplugged]
-    assert u.status.value == "warn" and u.downs == 1 and u.flaps_per_hour > 0
+    assert u.status.value == "warn" and u.downs == 1 and u.flaps_per_hour is None
     assert u.reasons[0].startswith("link went down 1 time")
     rest = [lk for lk in view.report.links if lk.key not in {sym, downed, unplugged}]
     assert len(rest) == 5 and all(lk.status.value == "ok" and not lk.reasons for lk in rest)

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Sparkline, Static
 from fabric.app.cables import CableDetail
 from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
 from fabric.present.cables import render_cable
+from fabric.present.health import flaps_text
 from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
 from topology.model import LinkKey
@@ -112,7 +113,7 @@ class DetailScreen(DataScreen):
                     f"{row.a_name} port {row.a_port}  <->  {row.b_name} port {row.b_port}\n"
                     f"{row.tiers}  rail {row.rail if row.rail is not None else '-'}  group {row.group if row.group is not None else '-'}"
                     f"  {row.width}x{row.speed}\nstatus {row.status.upper()}  score {row.score if row.score is not None else '-'}"
-                    f"  BER {ber}  flaps/h {row.flaps_per_hour:.2f}"
+                    f"  BER {ber}  flaps/h {flaps_text(row.flaps_per_hour)}"
                 )
             )
             ports.add_columns("END", "NODE", "PORT", "COUNTERS THAT MOVED")

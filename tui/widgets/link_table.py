@@ -17,6 +17,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fabric.app.views import LinkRow
+from fabric.present.health import flaps_text
 from tui.messages import OpenDetail
 
 # (title, width); the row text is built by _cells in the same order.
@@ -54,7 +55,7 @@ def row_text(row: LinkRow) -> str:
         row.status.upper(),
         "-" if row.score is None else str(row.score),
         "-" if row.ber is None else f"{row.ber:.1e}",
-        f"{row.flaps_per_hour:.2f}" if row.flaps_per_hour else "0",
+        flaps_text(row.flaps_per_hour),
         row.a_name,
         str(row.a_port),
         row.b_name,
