@@ -145,6 +145,8 @@ def stored_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def child(db: str, now: float, out: str) -> int:
     """In the child process: ``assess_store`` as ``ibfab health --since 24h`` runs it."""
+    import orjson
+
     from fabric.app.health import assess_store
     from fabric.store import Store
 
@@ -155,7 +157,8 @@ def child(db: str, now: float, out: str) -> int:
     status = Path("/proc/self/status")
     hwm = [ln for ln in status.read_text().splitlines() if ln.startswith("VmHWM:")] if status.exists() else []
     own = float(hwm[0].split()[1]) / 1024 if hwm else math.nan
-    Path(out).write_text(json.dumps({"seconds": took, "own_peak": own, "report": view.report.to_dict()}))
+    # the report leaves as 'ibfab health --json' prints it (orjson, fabric.cli.jsonout)
+    Path(out).write_bytes(orjson.dumps({"seconds": took, "own_peak": own, "report": view.report.to_dict()}))
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import discover_from, source_options
 from topology.errors import UsageError
 
@@ -42,18 +43,6 @@ def discover_cmd(
     from fabric.present.discovery import render_discovery
 
     click.echo(render_discovery(d, limit=None if all_anomalies else 40))
-
-
-def write_json(doc: object) -> None:
-    """``doc`` as indented JSON on stdout. orjson: the stdlib encoder indents in pure Python, which
-    cost as much as parsing the capture (0.38 s of a 9 MB document for 8,192 HCAs; orjson 0.02 s)."""
-    import sys
-
-    import orjson
-
-    sys.stdout.flush()  # what was echoed before goes first
-    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
-    sys.stdout.buffer.flush()
 
 
 @click.group("topology")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import TYPE_CHECKING
 
 import click
+
+from fabric.cli.jsonout import write_json
 
 if TYPE_CHECKING:
     pass
@@ -94,13 +94,11 @@ def health_cmd(
         with open_store(db) as store, status("scoring every link"):  # seconds at 50,000 ports
             view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
     if as_json:
-        # Streamed: json.dumps of a 49k-link report builds the whole text first (+300 MiB).
         doc = view.report.to_dict()
         doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
         doc["cable_inventory"] = view.inventory
         doc["one_reading"] = view.one_reading.to_dict() if view.one_reading is not None else None
-        json.dump(doc, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        write_json(doc)
         return
     from fabric.present.health import render_health
 
