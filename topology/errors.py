@@ -112,3 +112,9 @@ class SafetyError(IbfabError):
     """A change to the fabric was refused because it would break a safety rule."""
 
     exit_code = 8
+
+
+class BusyError(IbfabError):
+    """Another ibfab process holds what this one needs (a host it probes): try again later."""
+
+    exit_code = 9

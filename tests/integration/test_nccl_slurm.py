@@ -105,7 +105,7 @@ def test_a_node_another_ibfab_process_probes_stops_the_probe_before_it_allocates
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         res = invoke(slurm, "--hosts", "node[1-2]", "--db", str(db))
-        assert res.exit_code == 1, res.output
+        assert res.exit_code == 9, res.output
         assert res.output.splitlines()[-1].startswith(
             f"ibfab: error: host node2 is busy: another ibfab process probes it: PID {holder.pid} "
         )
