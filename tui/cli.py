@@ -31,12 +31,12 @@ def store_for(db: str | None, lab: str | None) -> str | None:
     return str(demo_db)
 
 
-def overview_text(db: str | None, lab: str | None = None) -> str:
+def overview_text(db: str | None, lab: str | None = None, thresholds: str | None = None) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
     from fabric.app.readmodel import FabricService
     from fabric.present.overview import overview_report
 
-    svc = FabricService(db, lab)
+    svc = FabricService(db, lab, thresholds=thresholds)
     state = svc.state()
     view = svc.load_view()
     health = svc.health() if view is not None else None
@@ -44,18 +44,22 @@ def overview_text(db: str | None, lab: str | None = None) -> str:
 
 
 def run_tui_or_report(
-    db: str | None, lab: str | None = None, poll_seconds: float | None = 5.0, node_map: str | None = None
+    db: str | None,
+    lab: str | None = None,
+    poll_seconds: float | None = 5.0,
+    node_map: str | None = None,
+    thresholds: str | None = None,
 ) -> None:
     """Open the TUI on a terminal; print the overview report when stdout is not a terminal
     (``make demo`` ends with this either way)."""
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        click.echo(overview_text(db, lab))
+        click.echo(overview_text(db, lab, thresholds))
         return
     from fabric.app.readmodel import FabricService
     from fabric.app.slurm import read_node_map
     from tui.app import build_app
 
-    service = FabricService(db, lab, node_map=read_node_map(node_map))
+    service = FabricService(db, lab, node_map=read_node_map(node_map), thresholds=thresholds)
     build_app(service, poll_seconds=poll_seconds).run()
 
 
@@ -75,14 +79,30 @@ def run_tui_or_report(
     metavar="FILE",
     help="Fabric host -> Slurm node, one pair a line, where names differ (for drains, as ibfab drain).",
 )
+@click.option(
+    "--thresholds",
+    metavar="FILE.toml",
+    help="Health thresholds, as ibfab health and ibfab recommend take them (statuses and advice).",
+)
 @click.option("--report", is_flag=True, help="Print the overview report instead of opening the UI.")
-def tui_cmd(db: str | None, lab: str | None, poll_seconds: float, node_map: str | None, report: bool) -> None:
+def tui_cmd(
+    db: str | None,
+    lab: str | None,
+    poll_seconds: float,
+    node_map: str | None,
+    thresholds: str | None,
+    report: bool,
+) -> None:
     """Browse the fabric: overview, links, fabric map, details, probes, recommendations.
 
     With --lab demo and no --db it opens the store `ibfab demo` wrote (demo.db beside the default
     store)."""
+    if thresholds is not None:  # a bad file is one line now, not a failed health inside the UI
+        from fabric.app.health import load_thresholds
+
+        load_thresholds(thresholds)
     db = store_for(db, lab)
     if report:
-        click.echo(overview_text(db, lab))
+        click.echo(overview_text(db, lab, thresholds))
         return
-    run_tui_or_report(db, lab, poll_seconds or None, node_map)
+    run_tui_or_report(db, lab, poll_seconds or None, node_map, thresholds)

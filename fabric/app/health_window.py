@@ -50,18 +50,22 @@ class HealthWindow:
     by_key: Mapping[LinkKey, LinkHealth]
 
 
-def compute_health(db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
+def compute_health(
+    db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: str | Path | None = None
+) -> HealthWindow | None:
     """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
-    snapshot; None when there are no snapshots or no topology."""
-    from fabric.app.health import assess_store
+    snapshot, by the ``thresholds`` file's rules (``ibfab health --thresholds``; None: the
+    defaults); None when there are no snapshots or no topology."""
+    from fabric.app.health import assess_store, load_thresholds
     from fabric.store import Store
 
+    t = load_thresholds(thresholds) if thresholds is not None else None
     with Store.open(Path(db) if db is not None else None) as store:
         snaps = store.list_counter_snapshots()
         if not snaps or not store.list_topologies():
             return None
         now = snaps[-1].taken_at + SNAPSHOT_SPREAD_S
-        hv = assess_store(store, since_s=window_s, now=now, record=False)
+        hv = assess_store(store, since_s=window_s, now=now, thresholds=t, record=False)
     return view_of(hv.report, snaps[-1].id, now - window_s, now)
 
 
@@ -149,14 +153,15 @@ _CHILD = "import sys; from fabric.app.health_window import _child_main; sys.exit
 
 
 def _child_main(argv: list[str]) -> int:
-    """``python -c _CHILD DB|- WINDOW_S``: the pickled view (or the error in one line)
+    """``python -c _CHILD DB|- WINDOW_S THRESHOLDS|-``: the pickled view (or the error in one line)
     on stdout, nothing else there (stray prints go to stderr)."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
     try:
         db, window_s = (None if argv[0] == "-" else argv[0]), float(argv[1])
-        data = dump_health(compute_health(db, window_s))
+        thresholds = None if argv[2] == "-" else argv[2]
+        data = dump_health(compute_health(db, window_s, thresholds))
     except IbfabError as exc:
         data = pickle.dumps(("error", exc.one_line()))
     except Exception as exc:  # to the parent as one line, never a traceback
@@ -177,14 +182,23 @@ class HealthProcess:
     >>> view = job.result()        # doctest: +SKIP  (waits; raises StoreError if it failed)
     """
 
-    def __init__(self, db: str | Path | None, window_s: float = HEALTH_WINDOW_S) -> None:
+    def __init__(
+        self, db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: str | Path | None = None
+    ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # the directory holding the fabric package
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         self.cancelled = False
         self.warnings: tuple[str, ...] = ()  # what the store warned of while the child read it
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(db) if db is not None else "-", repr(window_s)],
+            [
+                sys.executable,
+                "-c",
+                _CHILD,
+                str(db) if db is not None else "-",
+                repr(window_s),
+                str(thresholds) if thresholds is not None else "-",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

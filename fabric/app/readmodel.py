@@ -64,8 +64,10 @@ from topology.wiring import Anomaly
 
 class FabricService:
     """Read-side use cases over one store. ``lab`` names the lab fabric sweeps run against;
-    ``node_map`` says which Slurm node each fabric host is (``--node-map``) and ``slurm_env`` is
-    added to the environment of the Slurm commands a drain runs (``SLURM_CONF``)."""
+    ``node_map`` says which Slurm node each fabric host is (``--node-map``), ``slurm_env`` is
+    added to the environment of the Slurm commands a drain runs (``SLURM_CONF``) and
+    ``thresholds`` is the site's health thresholds file (``--thresholds``, as ``ibfab health`` and
+    ``ibfab recommend`` take it: the TUI's statuses and advice are theirs)."""
 
     def __init__(
         self,
@@ -74,8 +76,10 @@ class FabricService:
         *,
         node_map: NodeMap | None = None,
         slurm_env: Mapping[str, str] | None = None,
+        thresholds: str | Path | None = None,
     ) -> None:
         self.db = Path(db) if db is not None else None
+        self.thresholds = thresholds
         self.lab = lab
         self.node_map = node_map or NodeMap()
         self.slurm_env = dict(slurm_env or {})
@@ -128,12 +132,12 @@ class FabricService:
     def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
         """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
         snapshot, computed in this process; None when there are no snapshots or no topology."""
-        return compute_health(self.db, window_s)
+        return compute_health(self.db, window_s, self.thresholds)
 
     def start_health(self, window_s: float = HEALTH_WINDOW_S) -> HealthProcess:
         """The same computation in a child process (``.result()`` waits, ``.cancel()`` stops it):
         what a UI calls, so its own threads keep the GIL."""
-        return HealthProcess(self.db, window_s)
+        return HealthProcess(self.db, window_s, self.thresholds)
 
     def rows_with_health(self, view: FabricView, health: HealthWindow | None) -> tuple[LinkRow, ...]:
         return with_health(view.links, health)
@@ -308,7 +312,7 @@ class FabricService:
     # -- advice and isolation (fabric.app.recommend) --------------------------------------------
     def recommendations(self, view: FabricView, health: HealthWindow | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
-        return recommend.recommendations(self.db, self.lab, view, health)
+        return recommend.recommendations(self.db, self.lab, view, health, self.thresholds)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
         return recommend.isolation_plan(self.db, view, advice, self.lab)

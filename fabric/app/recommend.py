@@ -22,11 +22,17 @@ from topology.errors import SafetyError, StoreError, UsageError
 
 
 def recommendations(
-    db: Path | None, lab: str | None, view: FabricView, health: HealthWindow | None
+    db: Path | None,
+    lab: str | None,
+    view: FabricView,
+    health: HealthWindow | None,
+    thresholds: str | Path | None = None,
 ) -> list[Advice] | Unavailable:
-    """``ibfab recommend`` over the stored topology and the current health report."""
+    """``ibfab recommend`` over the stored topology and the current health report (judged by the
+    ``thresholds`` file, as ``ibfab recommend --thresholds``)."""
     if health is None:
         return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
+    from fabric.app.health import load_thresholds
 
     recs = recommend_fabric(
         view.discovery,
@@ -34,6 +40,7 @@ def recommendations(
         findings_from_report(health.report),
         SafetyPolicy(),
         db=None if db is None else str(db),
+        thresholds=load_thresholds(thresholds) if thresholds is not None else None,
     )
     return [
         Advice(
