@@ -2,7 +2,9 @@
 one row per cable, the overview, a node's detail, recommendations as the TUI lists them.
 
 A row's status is the health model's :class:`fabric.health.status.Status`, or :data:`NO_DATA`
-(a :class:`NoData`) when no health report covers the cable; :func:`status_order` is their one order.
+(a :class:`NoData`) when no health report covers the cable or the report has no counter time for
+it and nothing else to say (one reading, no samples: "ok" would claim what nobody measured; the
+row's reason says why); :func:`status_order` is their one order.
 Alerts (:class:`Alert`) put discovery's anomalies and link health on one severity scale
 (:class:`topology.wiring.Severity`): what the overview counts and the anomalies screen lists.
 """
@@ -10,7 +12,7 @@ Alerts (:class:`Alert`) put discovery's anomalies and link health on one severit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -220,6 +222,10 @@ def with_health(rows: Sequence[LinkRow], health: HealthWindow | None) -> tuple[L
         lh = health.by_key.get(r.key)
         if lh is None:
             out.append(r)
+            continue
+        if lh.status is Status.OK and lh.observed_s <= 0 and not lh.reasons:
+            # unmeasured, not healthy: no counter time for it in the window (one reading only)
+            out.append(replace(r, reasons=(lh.pending,) if lh.pending else ()))
             continue
         out.append(
             LinkRow(
