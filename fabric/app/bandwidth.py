@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from fabric.store import Store, StoredSweep
+from fabric.store import Store, StoredSweep, store_path
 from probes.sweep import SweepStep
 from topology.errors import StoreError, UsageError
 from topology.model import Guid, Link, LinkKey, PortRef
@@ -44,8 +44,12 @@ class SweepBandwidth:
 
 
 def sweeps_of(db: Path | None, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
-    """The newest ``limit`` sweeps, newest first (only their pairs involving ``host`` if given)."""
-    with Store.open(db) as store:
+    """The newest ``limit`` sweeps, newest first (only their pairs involving ``host`` if given);
+    none without a store (looking creates none)."""
+    path = store_path(db)
+    if not path.exists():
+        return []
+    with Store.open(path, create=False) as store:
         heads = store.list_sweeps()[-limit:]
         loaded = [store.load_sweep(s.id) for s in reversed(heads)]
     if host is None:

@@ -57,10 +57,13 @@ def compute_health(
     snapshot, by the ``thresholds`` file's rules (``ibfab health --thresholds``; None: the
     defaults); None when there are no snapshots or no topology."""
     from fabric.app.health import assess_store, load_thresholds
-    from fabric.store import Store
+    from fabric.store import Store, store_path
 
     t = load_thresholds(thresholds) if thresholds is not None else None
-    with Store.open(Path(db) if db is not None else None) as store:
+    path = store_path(db)
+    if not path.exists():  # no store yet: nothing to judge, and looking creates none
+        return None
+    with Store.open(path, create=False) as store:
         snaps = store.list_counter_snapshots()
         if not snaps or not store.list_topologies():
             return None

@@ -54,7 +54,7 @@ from fabric.app.views import (
     worst_first,
 )
 from fabric.health.status import Status
-from fabric.store import Store, StoredSweep
+from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
 from topology.errors import UsageError
@@ -85,18 +85,31 @@ class FabricService:
         self.slurm_env = dict(slurm_env or {})
 
     def open(self) -> Store:
+        """The store, created if it is not there yet: for what writes (an audited change)."""
         return Store.open(self.db)
+
+    def stored(self) -> Store | None:
+        """The store to read, None when there is none yet: looking never creates one (as
+        ``ibfab recommend`` and the other commands that only read)."""
+        path = store_path(self.db)
+        return Store.open(path, create=False) if path.exists() else None
 
     # -- cheap --------------------------------------------------------------------------------
     def latest_snapshot_id(self) -> tuple[int | None, int | None]:
         """(newest topology id, newest complete counter snapshot id): what a poller compares."""
-        with self.open() as store:
+        stored = self.stored()
+        if stored is None:
+            return (None, None)
+        with stored as store:
             tops = store.list_topologies()
             snaps = store.list_counter_snapshots()
         return (tops[-1].id if tops else None, snaps[-1].id if snaps else None)
 
     def state(self) -> StoreState:
-        with self.open() as store:
+        stored = self.stored()
+        if stored is None:
+            return StoreState(str(store_path(self.db)), None, 0, None, 0, None, 0)
+        with stored as store:
             tops = store.list_topologies()
             snaps = store.list_counter_snapshots()
             sweeps = store.list_sweeps()
@@ -112,8 +125,11 @@ class FabricService:
 
     # -- topology -----------------------------------------------------------------------------
     def load_view(self) -> FabricView | None:
-        """The latest topology, classified (None when the store has none)."""
-        with self.open() as store:
+        """The latest topology, classified (None when the store has none or there is no store)."""
+        found = self.stored()
+        if found is None:
+            return None
+        with found as store:
             if not store.list_topologies():
                 return None
             stored = store.load_topology("latest")
@@ -238,7 +254,10 @@ class FabricService:
 
     def cable_inventory(self) -> CableInventory | None:
         """The newest cable inventory kept in the store (an ibdiagnet run's), None without one."""
-        with self.open() as store:
+        stored = self.stored()
+        if stored is None:
+            return None
+        with stored as store:
             return stored_inventory(store)
 
     def cable_detail(
@@ -270,7 +289,10 @@ class FabricService:
         """Per-port deltas of ``counters`` on node ``guid`` (xmit_data as Gb/s), oldest first."""
         from fabric.counters.deltas import compute_deltas
 
-        with self.open() as store:
+        stored = self.stored()
+        if stored is None:
+            return []
+        with stored as store:
             frame = store.load_counters(since=since, guids=[guid])
         if frame.empty:
             return []
@@ -324,7 +346,10 @@ class FabricService:
     # -- operations: open changes, the audit log, runs (fabric.app.operations, fabric.app.isolate) --
     def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
         """Open isolations and drains with their age, the audit log (newest first), schedules and runs."""
-        with self.open() as store:
+        stored = self.stored()
+        if stored is None:
+            return Operations((), (), (), ())
+        with stored as store:
             return operations(store, time.time() if now is None else now, audit_limit)
 
     def undo_plan(self, audit_id: int) -> UndoPlan:

@@ -367,12 +367,18 @@ async def test_live_refresh_when_a_collector_writes(store: tuple[Path, Fabric, L
 
 @run_async
 async def test_empty_store_says_what_to_do(tmp_path: Path) -> None:
+    """No store yet: the UI says what to run, every screen is empty, and looking creates no store
+    (as the CLI's read-only commands: an operator's typo in --db leaves no stray file)."""
     app = build_app(FabricService(tmp_path / "empty.db"), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert "no topology stored yet (run: ibfab discover --save)" in text_of(app, "#ov-fabric")
         await pilot.press("l")
         assert len(app.screen.query_one(LinkTable).order) == 0
+        for key in ("p", "c", "o"):  # probes, changes (sweeps, audit log, runs), overview
+            await pilot.press(key)
+            await settle(pilot, app)
+    assert not (tmp_path / "empty.db").exists()
 
 
 def test_rows_read_without_colour(store: tuple[Path, Fabric, Link, Link]) -> None:
@@ -414,3 +420,4 @@ def test_tui_lab_demo_opens_the_demos_store(tmp_path: Path) -> None:
     assert "no topology stored yet" in other.stdout
     explicit = CliRunner().invoke(main, ["tui", "--lab", "demo", "--db", str(tmp_path / "x.db")])
     assert "no topology stored yet" in explicit.stdout and "demo.db" not in explicit.stderr
+    assert not (tmp_path / "x.db").exists()  # the report only looked
