@@ -22,13 +22,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from probes.inventory import fold_names, host_sort_key
-from topology.errors import BusyError
+from topology.errors import UnavailableError
 
 _POLL = 0.2  # seconds between tries of a lock another process holds (flock has no timeout)
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class HostBusy(BusyError):
+class HostBusy(UnavailableError):
     """A host stayed busy with another probe for longer than we were willing to wait."""
 
 

@@ -51,7 +51,7 @@ from probes.slurm_parse import (
     step_failure,
 )
 from probes.transport import CommandResult, FailureKind
-from topology.errors import CommandFailed, IbfabError, UsageError
+from topology.errors import CommandFailed, UnavailableError, UsageError
 
 JOB_NAME = "ibfab-sweep"
 DRAIN_PREFIX = "ibfab: "
@@ -59,10 +59,8 @@ REQUEST_PREFIX = "ibfab-request:"
 Run = Callable[..., CommandResult]
 
 
-class SlurmUnavailable(IbfabError):
+class SlurmUnavailable(UnavailableError):
     """Slurm would not give the nodes asked for; names them with their state and reason."""
-
-    exit_code = 9
 
     def __init__(self, message: str, unavailable: Sequence[Unavailable] = ()) -> None:
         self.unavailable = tuple(unavailable)

@@ -114,7 +114,8 @@ class SafetyError(IbfabError):
     exit_code = 8
 
 
-class BusyError(IbfabError):
-    """Another ibfab process holds what this one needs (a host it probes): try again later."""
+class UnavailableError(IbfabError):
+    """What the run needs is not to be had now (a host another ibfab process probes, nodes Slurm
+    will not give, a Slurm controller that does not answer): nothing was run; try again later."""
 
     exit_code = 9

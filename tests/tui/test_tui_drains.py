@@ -11,6 +11,7 @@ is to drain it.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from fabric.app.discover import discover_text
 from fabric.app.readmodel import FabricService
 from fabric.app.slurm import parse_node_map
 from fabric.store import Store
+from probes.slurm import SlurmUnavailable
 from probes.slurm_parse import SINFO_REASONS, parse_reasons
 from tests.slurm import SlurmCluster, slurm, slurm_cluster
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, top
@@ -31,7 +33,7 @@ from topology.generate import generate, to_ibnetdiscover
 from tui.app import IbfabApp, build_app
 from tui.messages import ActionApplied
 from tui.screens import confirm
-from tui.screens.confirm import GRACE_S, ConfirmChange
+from tui.screens.confirm import GRACE_S, ConfirmChange, Waiting
 from tui.screens.detail import DetailScreen
 from tui.screens.links import LinksScreen
 from tui.screens.operations import OperationsScreen
@@ -75,6 +77,69 @@ def service(path: Path, cluster: SlurmCluster) -> FabricService:
     return FabricService(path, node_map=NODE_MAP, slurm_env=cluster.env)
 
 
+def shown(app: IbfabApp) -> object:
+    """The screen on top, untyped: mypy would narrow app.screen across the awaits that change it."""
+    return app.screen
+
+
+async def plan_window(pilot: Pilot[None], app: IbfabApp) -> ConfirmChange:
+    """The plan's window, once Slurm has answered (asked off the UI thread, behind Waiting)."""
+    for _ in range(400):
+        if isinstance(app.screen, ConfirmChange):
+            return app.screen
+        await pilot.pause(0.05)
+    raise AssertionError(f"no plan window; on screen: {app.screen!r}")
+
+
+@run_async
+async def test_while_slurm_is_asked_the_ui_draws_and_typed_keys_go_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slurm slow to answer (its client blocks until released here: the boundary that cannot be
+    made slow for real) keeps the UI drawing behind a Waiting window: screen keys typed meanwhile
+    open nothing, escape gives up and the late answer shows nothing; an answer that is an error
+    closes the window with the error."""
+    path = four_host_store(tmp_path / "tui.db")
+    svc = FabricService(path, node_map=NODE_MAP)
+    release = threading.Event()
+    asked: list[str] = []
+
+    def slow_slurm(advice: object) -> object:
+        asked.append(str(advice))
+        release.wait(10)
+        raise SlurmUnavailable("slurm: the controller did not answer in 10 s", ())
+
+    monkeypatch.setattr(svc, "drain_plan", slow_slurm)
+    app = build_app(svc, poll_seconds=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("r")
+        screen = app.screen
+        assert isinstance(screen, RecommendationsScreen)
+        kinds = [a.kind for a in screen.advice]
+        screen.query_one("#advice", DataTable).move_cursor(row=kinds.index("drain_node"))
+        await pilot.press("enter", *"el2c", "enter")  # screen keys typed while Slurm is asked
+        waiting = app.screen
+        assert isinstance(waiting, Waiting) and len(asked) == 1
+        await pilot.pause(0.2)
+        assert shown(app) is waiting  # nothing opened: the keys went nowhere
+        await pilot.press("escape")  # give up
+        assert shown(app) is screen
+        release.set()
+        await pilot.pause(0.3)
+        assert shown(app) is screen  # the late answer shows nothing
+        # asked again, the answer is an error: the window closes and says it
+        release.clear()
+        await pilot.press("enter")
+        assert isinstance(shown(app), Waiting)
+        release.set()
+        for _ in range(100):
+            if shown(app) is screen:
+                break
+            await pilot.pause(0.05)
+        assert shown(app) is screen and len(asked) == 2
+
+
 @pytest.mark.slurm
 @run_async
 async def test_drain_of_a_recommendation_needs_the_node_name_and_is_audited(
@@ -98,9 +163,9 @@ async def test_drain_of_a_recommendation_needs_the_node_name_and_is_audited(
             assert "drain_node" in kinds, kinds
             table = screen.query_one("#advice", DataTable)
             table.move_cursor(row=kinds.index("drain_node"))
-            await pilot.press("enter", *"node1", "enter")  # typed behind enter: lands on the closed box
-            modal = app.screen
-            assert isinstance(modal, ConfirmChange) and modal.blocked is None and modal.target == "node1"
+            await pilot.press("enter", *"node1", "enter")  # typed behind enter: dropped, never a name
+            modal = await plan_window(pilot, app)
+            assert modal.blocked is None and modal.target == "node1"
             # the dry run, labelled: the finding, Slurm's state now, the command and its undo
             plan = modal.plan_text.splitlines()
             assert plan[0].startswith("drain node1 (fabric host cn0001): ") and "critical" in plan[0]
@@ -136,8 +201,8 @@ async def test_drain_of_a_recommendation_needs_the_node_name_and_is_audited(
             (row,) = table_rows(app, "#ops-open")
             assert f"{entry.id}  drain  node1 (fabric host cn0001)" in row and "s ago" in row
             await pilot.press("enter")
-            blocked = app.screen
-            assert isinstance(blocked, ConfirmChange) and blocked.target == "node1"
+            blocked = await plan_window(pilot, app)
+            assert blocked.target == "node1"
             assert blocked.blocked is not None and "re-test it clean for 126 min" in blocked.blocked
             assert f"ibfab drain undo {entry.id} --force" in blocked.blocked
             assert "  [slurm apply] scontrol update NodeName=node1 State=RESUME" in blocked.plan_text
@@ -174,8 +239,8 @@ async def test_resume_after_the_window_needs_the_name_and_is_audited_as_the_undo
             (row,) = table_rows(app, "#ops-open")
             assert f"{drained}  drain  node2 (fabric host cn0002)" in row and "3.0 h ago" in row
             await pilot.press("enter", "u")
-            modal = app.screen
-            assert isinstance(modal, ConfirmChange) and modal.blocked is None and modal.target == "node2"
+            modal = await plan_window(pilot, app)
+            assert modal.blocked is None and modal.target == "node2"
             assert "re-test window of 126 min passed" in modal.plan_text
             await pilot.press(*"node2", "enter")  # before the box opens: dropped
             assert top(app) is modal and list(reasons(slurm)) == ["node2"]

@@ -9,6 +9,7 @@ name (``leaf-su01-r0:5``). ``escape`` or Cancel leaves without a change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual import events
@@ -107,3 +108,52 @@ class ConfirmChange(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+class Waiting(ModalScreen[None]):
+    """Up while a plan is being asked for (Slurm's node state: up to the client's timeout), so the
+    UI keeps drawing and every key typed meanwhile lands here and is dropped, never on the screen
+    below; ``escape`` gives up (the answer, when it comes, is then ignored). The plan's
+    :class:`ConfirmChange` replaces it, its name box closed for :data:`GRACE_S` as always."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    DEFAULT_CSS = """
+    Waiting { align: center middle; }
+    #waiting { width: 80; max-width: 100%; height: auto; border: thick $primary;
+               background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, title: str, doing: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.doing = doing
+        self.cancelled = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="waiting"):
+            yield Static(plain(self.title_text), id="waiting-title")
+            yield Static(plain(f"{self.doing} …\nesc gives up; nothing is changed."), id="waiting-text")
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key != "escape":  # typed ahead: not for anything on this screen or below
+            event.stop()
+            event.prevent_default()
+
+    def action_cancel(self) -> None:
+        self.cancelled = True
+        self.dismiss(None)
+
+    def replace_with(self, screen: ConfirmChange, answered: Callable[[bool | None], None]) -> bool:
+        """Swap this for the plan's window; False (and nothing shown) when the operator gave up."""
+        if self.cancelled or self.app.screen is not self:
+            return False
+        self.app.pop_screen()
+        self.app.push_screen(screen, answered)
+        return True
+
+    def failed(self, message: str) -> None:
+        """The plan could not be had: close and say why (nothing when the operator gave up)."""
+        if self.cancelled or self.app.screen is not self:
+            return
+        self.app.pop_screen()
+        self.app.notify(message, severity="error", markup=False)

@@ -23,7 +23,7 @@ from fabric.present.slurm import render_resume_plan
 from topology.errors import IbfabError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
-from tui.screens.confirm import ConfirmChange
+from tui.screens.confirm import ConfirmChange, Waiting
 
 
 class OperationsScreen(DataScreen):
@@ -162,13 +162,23 @@ class OperationsScreen(DataScreen):
         )
 
     def resume(self, change: OpenChange) -> None:
-        """The resume plan of a drain (``ibfab drain undo ID``: Slurm asked for the node's state
-        now); it applies, never forced, once the node's name is typed."""
+        """The resume plan of a drain (``ibfab drain undo ID``); it applies, never forced, once the
+        node's name is typed. Slurm is asked for the node's state now, off the UI thread, behind a
+        :class:`Waiting` window that keeps keys typed meanwhile from the screen."""
+        waiting = Waiting(f"RESUME {change.entry.target}", "asking Slurm for the node's state now")
+        self.app.push_screen(waiting)
+        self.ask_resume_plan(change, waiting)
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def ask_resume_plan(self, change: OpenChange, waiting: Waiting) -> None:
         try:
             plan = self.data.service.resume_plan(change.entry.id)
         except IbfabError as exc:
-            self.notify(exc.one_line(), severity="error", markup=False)
+            self.app.call_from_thread(waiting.failed, exc.one_line())
             return
+        self.app.call_from_thread(self.confirm_resume, plan, waiting)
+
+    def confirm_resume(self, plan: ResumePlan, waiting: Waiting) -> None:
         try:
             check_resume(plan)
             blocked = None
@@ -181,7 +191,7 @@ class OperationsScreen(DataScreen):
             else:
                 self.post_message(ActionApplied(plan.entry.target, "not confirmed; nothing changed", False))
 
-        self.app.push_screen(
+        waiting.replace_with(
             ConfirmChange(
                 f"RESUME {plan.entry.target}", render_resume_plan(plan), plan.node, blocked, changes="Slurm"
             ),

@@ -22,7 +22,7 @@ from fabric.present.slurm import render_drain_plan
 from topology.errors import IbfabError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
-from tui.screens.confirm import ConfirmChange
+from tui.screens.confirm import ConfirmChange, Waiting
 
 
 class RecommendationsScreen(DataScreen):
@@ -138,13 +138,23 @@ class RecommendationsScreen(DataScreen):
         )
 
     def drain_plan(self, chosen: Advice) -> None:
-        """The dry run of ``ibfab drain recommended`` for this host (Slurm asked for the node's
-        state now); it applies once the node's name is typed."""
+        """The dry run of ``ibfab drain recommended`` for this host; it applies once the node's
+        name is typed. Slurm is asked for the node's state now, off the UI thread, behind a
+        :class:`Waiting` window that keeps keys typed meanwhile from the screen."""
+        waiting = Waiting(change_title(chosen.kind, chosen.target), "asking Slurm for the node's state now")
+        self.app.push_screen(waiting)
+        self.ask_drain_plan(chosen, waiting)
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def ask_drain_plan(self, chosen: Advice, waiting: Waiting) -> None:
         try:
             plan = self.data.service.drain_plan(chosen)
         except IbfabError as exc:
-            self.notify(exc.one_line(), severity="error", markup=False)
+            self.app.call_from_thread(waiting.failed, exc.one_line())
             return
+        self.app.call_from_thread(self.confirm_drain, chosen, plan, waiting)
+
+    def confirm_drain(self, chosen: Advice, plan: DrainPlan, waiting: Waiting) -> None:
         self.last_plan = render_drain_plan(plan)
         target = plan.drains[0].node if plan.drains else chosen.target
         skipped = next((d.skip for d in plan.drains if d.skip), None)
@@ -156,7 +166,7 @@ class RecommendationsScreen(DataScreen):
             else:
                 self.post_message(ActionApplied(chosen.target, "not confirmed; nothing changed", False))
 
-        self.app.push_screen(
+        waiting.replace_with(
             ConfirmChange(
                 change_title(chosen.kind, chosen.target), self.last_plan, target, blocked, changes="Slurm"
             ),
