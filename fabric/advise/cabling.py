@@ -11,8 +11,9 @@ end is not known where they do not; nothing is guessed.
   (the port the host uses on its other rail leaves) and the HCA (the adapter and port the other
   hosts' HCAs of that rail use); a dead card is named as the other cause.
 * **Down port** (``down_port``): ``replace_cable`` (reseat first) for the switch port; its far end
-  is not in the discovery (the link is down), and the action says so. A port a missing uplink's
-  action already names is not repeated.
+  is not in the discovery (the link is down): it is named from ibfab's link history when a
+  collection saw the link (:class:`LastPeer`, with when), else the action says it is not known. A
+  port a missing uplink's action already names is not repeated.
 * **Uneven uplinks** (``uplink_imbalance``): ``move_cables`` naming the switch, each upper switch
   with more and fewer cables than its peers', and each move.
 * **Unnamed HCA** (``unnamed_hca``): ``set_node_description``, a naming fix on the host.
@@ -22,16 +23,32 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from fabric.advise.actions import Action, ActionKind, Command
 from fabric.advise.candidates import node_label
+from fabric.core.units import utc_time
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.wiring import Anomaly, uplinks_by_peers
 
 
-def cabling_actions(fabric: Fabric, cls: Classification, anomalies: Sequence[Anomaly]) -> list[Action]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class LastPeer:
+    """A down port's peer as ibfab's link history last saw it (the store's link events)."""
+
+    far: PortRef
+    name: str  # the far node as it was named then (today's name when it is still discovered)
+    time: float  # epoch seconds of the event
+    kind: str  # "down" or "up": the event that named it
+
+
+def cabling_actions(
+    fabric: Fabric,
+    cls: Classification,
+    anomalies: Sequence[Anomaly],
+    last_peers: Mapping[PortRef, LastPeer] | None = None,
+) -> list[Action]:
     """The repair of every missing, down and unevenly spread cable and every unnamed HCA. A down
     port a missing cable's action already names joins that action as evidence."""
     missing = missing_cable_actions(fabric, cls, anomalies)
@@ -45,7 +62,7 @@ def cabling_actions(fabric: Fabric, cls: Classification, anomalies: Sequence[Ano
     ]
     return [
         *missing,
-        *down_port_actions(fabric, cls, anomalies, named),
+        *down_port_actions(fabric, cls, anomalies, named, last_peers),
         *rebalance_actions(fabric, cls, anomalies),
         *name_hca_actions(fabric, cls, anomalies),
     ]
@@ -257,10 +274,14 @@ def _missing_rail(fabric: Fabric, cls: Classification, an: Anomaly) -> list[Acti
 
 # -- down ports -----------------------------------------------------------------------------------
 def down_port_actions(
-    fabric: Fabric, cls: Classification, anomalies: Iterable[Anomaly], covered: Iterable[PortRef] = ()
+    fabric: Fabric,
+    cls: Classification,
+    anomalies: Iterable[Anomaly],
+    covered: Iterable[PortRef] = (),
+    last_peers: Mapping[PortRef, LastPeer] | None = None,
 ) -> list[Action]:
     """A reseat/replace of the cable on each down port (``covered`` ports are skipped: another
-    action names their cable)."""
+    action names their cable); its far end from ``last_peers`` where the history has it."""
     skip = set(covered)
     out = []
     for an in anomalies:
@@ -274,7 +295,14 @@ def down_port_actions(
             evidence.append(
                 f"peers: port {ref.port} goes to {node_label(fabric, cls, up)} on {n} of {of} peers"
             )
-        far = "its far end (not known: the link is down, so discovery cannot see it; trace the cable)"
+        last = (last_peers or {}).get(ref)
+        if last is None:
+            far = "its far end (not known: the link is down, so discovery cannot see it; trace the cable)"
+        else:
+            far = f"{last.name} port {last.far.port}"
+            evidence.append(
+                f"history: its peer was {far} when ibfab saw the link go {last.kind} at {utc_time(last.time)}"
+            )
         out.append(
             Action(
                 ActionKind.REPLACE_CABLE,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
-from fabric.advise.cabling import cabling_actions
+from fabric.advise.cabling import LastPeer, cabling_actions
 from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
 from fabric.advise.repairs import (
     degraded_cable_actions,
@@ -29,7 +29,7 @@ from fabric.advise.safety import (
 from fabric.advise.subnet_manager import SubnetManager
 from fabric.health.thresholds import HealthThresholds
 from topology.classify import Classification
-from topology.model import Fabric, Guid
+from topology.model import Fabric, Guid, PortRef
 from topology.routes import dr_path
 from topology.wiring import Anomaly
 
@@ -64,6 +64,7 @@ def recommend(
     anomalies: Sequence[Anomaly] = (),
     designed: Mapping[Guid, DesignedUplinks] | None = None,
     thresholds: HealthThresholds | None = None,
+    last_peers: Mapping[PortRef, LastPeer] | None = None,
 ) -> Recommendations:
     """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
     one action per target) and the routing settings the evidence supports.
@@ -72,7 +73,8 @@ def recommend(
     recable, connect or move; a node description to set, see fabric.advise.cabling);
     ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations);
     ``thresholds`` are the site's health thresholds (a flapping cable is one at their critical
-    link-down count), the defaults when None."""
+    link-down count), the defaults when None; ``last_peers`` name down ports' far ends from the
+    link history (fabric.advise.cabling.LastPeer)."""
     cands = isolation_candidates(fabric, cls, findings, min_status)
     report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
@@ -127,7 +129,7 @@ def recommend(
     actions += flapping_cable_actions(fabric, cls, findings, thresholds)
     actions += degraded_cable_actions(fabric, cls, anomalies)
     actions += miswire_actions(fabric, cls, anomalies)
-    actions += cabling_actions(fabric, cls, anomalies)
+    actions += cabling_actions(fabric, cls, anomalies, last_peers)
     actions = merge_actions(actions)
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.advise.candidates import LinkFinding, findings_from_report, read_health_file
+from fabric.advise.cabling import LastPeer
+from fabric.advise.candidates import LinkFinding, findings_from_report, node_label, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
 from fabric.app.discover import Discovery, discover
@@ -19,6 +20,7 @@ from fabric.app.views import Advice, FabricView, Unavailable
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, store_path
 from topology.errors import SafetyError, StoreError, UsageError
+from topology.model import Guid, PortRef
 
 
 def recommendations(
@@ -167,9 +169,11 @@ def recommend_fabric(
             ibdiagnet=ibdiagnet,
         )
     path = store_path(db)
+    last_peers: dict[PortRef, LastPeer] = {}
     if path.exists():  # advice only reads: a store that is not there is not created
         with Store.open(path, create=False) as store:
             limits = isolation_limits(store, d.fabric, d.classification, live)
+            last_peers = down_ports_last_peers(store, d)
     else:
         limits = isolation_limits(None, d.fabric, d.classification, live)
     return recommend(
@@ -183,4 +187,38 @@ def recommend_fabric(
         anomalies=d.anomalies,
         designed=limits.designed,
         thresholds=thresholds,
+        last_peers=last_peers,
     )
+
+
+def down_ports_last_peers(store: Store, d: Discovery) -> dict[PortRef, LastPeer]:
+    """Each down port's peer when ibfab last saw its link change (the store's link events), named
+    as today's discovery names it, else as the newest stored topology that still had it."""
+    out: dict[PortRef, LastPeer] = {}
+    for an in d.anomalies:
+        if an.kind != "down_port" or not an.ports:
+            continue
+        ref = an.ports[0]
+        event = store.last_link_event(ref.guid, ref.port)
+        if event is None:
+            continue
+        (ag, ap), (bg, bp) = event.link
+        far = PortRef(Guid(bg), bp) if (ag, ap) == (ref.guid, ref.port) else PortRef(Guid(ag), ap)
+        name = node_label(d.fabric, d.classification, far.guid) if far.guid in d.fabric.nodes else None
+        if name is None:
+            name = _stored_name(store, far.guid) or f"node {far.guid}"
+        out[ref] = LastPeer(far, name, event.time, event.kind)
+    return out
+
+
+def _stored_name(store: Store, guid: Guid, look_back: int = 5) -> str | None:
+    """The node's description in the newest of the last ``look_back`` stored topologies that had it
+    (a node gone with its link: an HCA whose only port is down is not discovered any more)."""
+    for summary in reversed(store.list_topologies()[-look_back:]):
+        try:
+            node = store.load_topology(summary.id).fabric.nodes.get(guid)
+        except StoreError:  # a damaged copy (the store warns of it): the next older one
+            continue
+        if node is not None:
+            return node.description or None
+    return None

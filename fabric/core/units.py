@@ -7,12 +7,18 @@ the unit an operator would use.
 ('5m', '90s', '90m')
 >>> human_duration(3.2), human_duration(600), human_duration(5400), human_duration(3 * 86400)
 ('3.2 s', '10 min', '90 min', '3.0 days')
+
+And a moment in a finding's text, in UTC (the store keeps epoch seconds):
+
+>>> utc_time(1_800_000_000)
+'2027-01-15 08:00:00 UTC'
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 
 from topology.errors import UsageError
 
@@ -59,3 +65,8 @@ def human_duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def utc_time(epoch: float) -> str:
+    """``2027-01-15 08:00:00 UTC``: when something happened, as findings and advice say it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))

@@ -13,10 +13,9 @@ finding, so it costs no points and is not recorded as a finding.
 from __future__ import annotations
 
 import math
-import time as _time
 from dataclasses import dataclass
 
-from fabric.core.units import human_duration
+from fabric.core.units import human_duration, utc_time
 from fabric.health.ber import BerEstimate, bits_to_certify
 from fabric.health.flaps import Flaps
 from fabric.health.rates import MIN_RATE_SPAN_S, per_hour
@@ -197,7 +196,7 @@ def _flaps(f: LinkFacts, t: HealthThresholds) -> list[tuple[int, str]]:
         rate = " (no sampled time: rate unknown)"
     merged = f"both ends within {t.flap_merge_s:g} s counted once"
     if fl.down_since is not None:
-        out.append((CRITICAL + 5, f"link is down since {_when(fl.down_since)}"))
+        out.append((CRITICAL + 5, f"link is down since {utc_time(fl.down_since)}"))
     if fl.downs >= t.flap_warn:
         times = f"{fl.downs} time{'s' if fl.downs > 1 else ''}"
         out.append(
@@ -224,10 +223,6 @@ def _per_end(items: tuple[tuple[PortRef, int], ...]) -> str:
 
 def _refs(refs: tuple[PortRef, ...]) -> str:
     return " and ".join(str(r) for r in refs)
-
-
-def _when(epoch: float) -> str:
-    return _time.strftime("%Y-%m-%d %H:%M:%S UTC", _time.gmtime(epoch))
 
 
 # The kind of a finding, from the words its reason starts with (this module phrases them).

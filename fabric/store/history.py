@@ -57,6 +57,20 @@ class HistoryTables(StoreBase):
             ).fetchall()
         return [LinkEvent(r[0], ((r[1], r[2]), (r[3], r[4])), r[5], r[6]) for r in rows]
 
+    def last_link_event(self, guid: str, port: int) -> LinkEvent | None:
+        """The newest event of any link with ``guid``/``port`` at either end: who its peer was
+        when it was last seen going down or coming up (None when it never changed)."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT time, a_guid, a_port, b_guid, b_port, kind, source FROM link_events"
+                " WHERE (a_guid = ? AND a_port = ?) OR (b_guid = ? AND b_port = ?)"
+                " ORDER BY time DESC, id DESC LIMIT 1",
+                (guid, port, guid, port),
+            ).fetchone()
+        return (
+            None if row is None else LinkEvent(row[0], ((row[1], row[2]), (row[3], row[4])), row[5], row[6])
+        )
+
     def record_findings(self, day: str, items: Iterable[tuple[str, str, str]]) -> int:
         """Record the day's findings as (subject, kind, status); a second call for the same
         (day, subject, kind) replaces its status. ``day`` is YYYY-MM-DD."""

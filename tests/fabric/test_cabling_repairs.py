@@ -7,6 +7,7 @@ action; the clean fabric none."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -127,6 +128,51 @@ def test_a_down_host_port_is_reseated_with_its_far_end_said_unknown() -> None:
     assert act.port == PortRef(leaf, 3)
     line = operator_line(act)
     assert "leaf-02 port 3 and its far end (not known: the link is down" in line
+
+
+def test_a_down_ports_far_end_comes_from_the_link_history_with_when(tmp_path: Path) -> None:
+    """The same down HCA port, with a store that saw the link go down: the action names the far end
+    as the stored topology named the HCA (it is not discovered any more) and says when; a store
+    without that link's history leaves it unknown, as does one whose events are of other links."""
+    from fabric.app.recommend import down_ports_last_peers
+    from fabric.store import Store
+    from topology.diff import LinkEvent
+
+    clean = fabric_of("fattree-small")
+    leaf = guid_of(clean, "leaf-02")
+    ((_, hca, gone),) = [(p, far, lk) for p, far, lk in clean.fabric.neighbours(leaf) if p == 3]
+    other = next(lk for lk in clean.fabric.links if lk != gone)
+    links = [lk for lk in clean.fabric.links if lk != gone]
+    nodes = [n for g, n in clean.fabric.nodes.items() if g != hca.guid]
+    d = analyse(
+        Fabric.build(nodes, links, [UnconnectedPort(PortRef(leaf, 3), 4, "HDR")], origin=clean.fabric.origin)
+    )
+    hca_name = clean.fabric.nodes[hca.guid].description
+    T = 1_800_000_000.0
+    with Store.open(tmp_path / "ibfab.db") as store:
+        store.save_topology(clean.fabric, "", "ibnetdiscover", "test", taken_at=T - 600)
+        assert down_ports_last_peers(store, d) == {}  # no event: nothing known
+        store.add_link_events([LinkEvent(T - 60, other.key, "down", "test")])
+        assert down_ports_last_peers(store, d) == {}  # another link's event says nothing of this one
+        store.add_link_events([LinkEvent(T, gone.key, "down", "test")])
+        peers = down_ports_last_peers(store, d)
+    assert list(peers) == [PortRef(leaf, 3)]
+    last = peers[PortRef(leaf, 3)]
+    assert (last.far, last.name, last.kind) == (hca, hca_name, "down")
+    recs = recommend(
+        d.fabric,
+        d.classification,
+        findings_from_dict({"links": []}),
+        sm=UPSTREAM,
+        anomalies=d.anomalies,
+        last_peers=peers,
+    )
+    (act,) = [a for a in recs.actions if a.kind not in ROUTING]
+    line = operator_line(act)
+    assert f"leaf-02 port 3 and {hca_name} port {hca.port})" in line and "not known" not in line
+    assert act.evidence[-1] == (
+        f"history: its peer was {hca_name} port {hca.port} when ibfab saw the link go down at 2027-01-15 08:00:00 UTC"
+    )
 
 
 def test_a_down_uplink_port_is_one_action_with_its_missing_cable() -> None:
