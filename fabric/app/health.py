@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.core.units import duration_spec
+from fabric.core.units import duration_spec, utc_time
 from fabric.counters.deltas import OutOfOrder
 from fabric.health import (
     HealthReport,
@@ -217,7 +217,7 @@ def assess_store(
         window = "" if since_s is None else f" in the last {duration_spec(since_s)}"
         older = [s for s in store.list_counter_snapshots(until=now) if s.ports] if since_s is not None else []
         if older:  # an imported run from months ago: say where it is rather than to collect
-            taken = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(older[-1].taken_at))
+            taken = utc_time(older[-1].taken_at)
             raise StoreError(
                 f"{store.path}: no counter snapshots{window}; the newest is snapshot {older[-1].id} "
                 f"at {taken} (--since all reads it)"

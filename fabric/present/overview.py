@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import time
-
 from fabric.app.views import SEVERITIES, Alert, LinkRow, Overview
-from fabric.core.units import human_duration
+from fabric.core.units import human_duration, utc_time
 
 WORST_PER_SEVERITY = 3  # alerts listed under each severity on the overview
 
@@ -121,4 +119,4 @@ def link_text(r: LinkRow) -> str:
 
 
 def when(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+    return utc_time(t)
