@@ -2,7 +2,8 @@
 
 Locks are per host and live next to the store (``<store's directory>/hostlocks``), so the daemon
 and CLI sweeps on that store never probe one host at once (:class:`probes.hostlocks.HostLocks`:
-``flock`` files, free again when their holder exits or dies). A lab's hosts are simulated: they
+``flock`` files, free again when their holder exits or dies). A host a node map names as another Slurm node is
+locked under both names (:func:`lock_keys`). A lab's hosts are simulated: they
 are locked as ``lab NAME/HOST``, so two sweeps of one lab take turns while a lab never blocks a
 real host of the same name.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabric.app.slurm import NodeMap
 from fabric.store import store_path
 from probes.hostlocks import HostBusy, HostLocks
 from probes.plan import SweepPlan
@@ -30,8 +32,14 @@ def plan_hosts(plan: SweepPlan) -> list[str]:
     return sorted({e.host for p in plan.probes for e in (p.client, p.server)})
 
 
-def lock_keys(hosts: Sequence[str], lab: str | None) -> list[str]:
-    return [f"lab {lab}/{h}" for h in hosts] if lab else list(hosts)
+def lock_keys(hosts: Sequence[str], lab: str | None, node_map: NodeMap | None = None) -> list[str]:
+    """The lock names of ``hosts`` (fabric host names). Where a node map says a host is another
+    Slurm node, both names are held: ``probe nccl --launcher srun`` knows the node's name only, an
+    SSH sweep the host's, and one machine must not be probed under two names at once."""
+    if lab:
+        return [f"lab {lab}/{h}" for h in hosts]
+    names = set(hosts) | ({node_map.node(h) for h in hosts} if node_map is not None else set())
+    return sorted(names)
 
 
 __all__ = ["HostBusy", "host_locks", "lock_dir", "lock_keys", "plan_hosts"]

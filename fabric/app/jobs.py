@@ -194,7 +194,9 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
 
         # The plan's hosts are held here for the whole sweep, as for an SSH sweep (so run_slurm
         # is not given the locks: it would take them a second time).
-        with ctx.locks.hold(lock_keys(hosts, lab), ctx.host_wait, f"schedule {schedule.name}"):
+        with ctx.locks.hold(
+            lock_keys(hosts, lab, slurm.node_map), ctx.host_wait, f"schedule {schedule.name}"
+        ):
             start = time.time()
             try:
                 report = run_slurm(

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from fabric.app.hostlocks import host_locks
 from fabric.app.nccl import NcclReport, store_report
-from fabric.app.slurm import connect
+from fabric.app.slurm import NodeMap, connect
 from probes.inventory import expand_hosts
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import plan_nccl, run_nccl
@@ -74,8 +74,10 @@ def run_probe_slurm(
     line_rate_gbps: float | None = None,
     db: str | None = None,
     env: Mapping[str, str] | None = None,
+    node_map: NodeMap | None = None,
 ) -> NcclReport:
-    """Plan, allocate ``nodes`` (a Slurm host range), run each launch as a step, release, store."""
+    """Plan, allocate ``nodes`` (a Slurm host range), run each launch as a step, release, store.
+    The nodes are held by name, and by their fabric host names where ``node_map`` differs."""
     slurm = connect(env)
     hosts = expand_hosts(nodes, "--hosts")
     plan = plan_nccl(
@@ -105,8 +107,9 @@ def run_probe_slurm(
         gpus_per_node=gpus_per_node if request_gpus else None,
     )
     started = time.time()
-    # No sweep probes these nodes meanwhile (locks by Slurm node name, next to the store).
-    with host_locks(db).hold(hosts, 0, "probe nccl"), slurm.allocation(request) as alloc:
+    # No sweep probes these nodes meanwhile (locks by Slurm node name and fabric host, next to the store).
+    held = sorted(set(hosts) | {node_map.host(n) for n in hosts}) if node_map is not None else hosts
+    with host_locks(db).hold(held, 0, "probe nccl"), slurm.allocation(request) as alloc:
         if alloc.unavailable:  # taken between the check and the grant
             raise SlurmUnavailable(
                 f"nccl-tests needs every node; Slurm did not give {describe(alloc.unavailable)}",

@@ -42,6 +42,12 @@ def _env(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--reservation", metavar="R", help="srun without --inventory: Slurm reservation to allocate in."
 )
+@click.option(
+    "--node-map",
+    metavar="FILE",
+    help="srun without --inventory: fabric host -> Slurm node where names differ, so the fabric hosts "
+    "are held too (an SSH sweep of them waits; as sweep run and drain take it).",
+)
 @click.option("--mpi", default="pmix", show_default=True, help="srun --mpi plugin ('none' for none).")
 @click.option(
     "--gres/--no-gres",
@@ -88,6 +94,7 @@ def nccl_cmd(
     launcher: str,
     partition: str | None,
     reservation: str | None,
+    node_map: str | None,
     mpi: str,
     request_gpus: bool,
     head: str | None,
@@ -114,7 +121,8 @@ def nccl_cmd(
     """Run nccl-tests on HOSTS through the launcher on the head host; print busbw per size, the
     average, out-of-bounds values, warnings and failures, and compare with the line rate.
 
-    Exits 4 with the failure in one line when a run failed (the run is still stored)."""
+    Exits 4 with the failure in one line when a run failed (the run is still stored); 9 when a
+    host is busy with another ibfab probe or Slurm will not give the nodes."""
     from fabric.app import nccl as ncclsvc
     from fabric.app.source import SshOptions
 
@@ -132,6 +140,7 @@ def nccl_cmd(
                 "--launcher mpirun needs --inventory FILE (srun can run from here through Slurm)"
             )
         from fabric.app.nccl_slurm import run_probe_slurm
+        from fabric.app.slurm import read_node_map
 
         report = run_probe_slurm(
             hosts_pattern,
@@ -147,6 +156,7 @@ def nccl_cmd(
             timeout=timeout,
             line_rate_gbps=line_rate,
             db=db,
+            node_map=read_node_map(node_map),
         )
         _show(report, as_json)
         return

@@ -196,7 +196,7 @@ def run_cmd(
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
-    keys = lock_keys(plan_hosts(ctx.plan), lab)
+    keys = lock_keys(plan_hosts(ctx.plan), lab, slurm.node_map if slurm is not None else None)
     with host_locks(db).hold(keys, host_wait, "sweep run"):
         outcome, slurm_report = _run_sweep(
             ctx,

@@ -93,3 +93,19 @@ def test_a_sweep_with_host_wait_runs_once_the_other_process_lets_go(
     # It waited for cn0002, then went on to SSH (nothing listens there: exit 7, unreachable).
     assert res.exit_code == 7 and "sweep cannot start: cn[0001-0004] unreachable" in res.stderr
     assert waited >= 0.5
+
+
+def test_lock_names_take_both_names_a_node_map_gives() -> None:
+    from fabric.app.hostlocks import lock_keys
+    from fabric.app.slurm import parse_node_map
+
+    nodes = parse_node_map("cn[0001-0002] node[1-2]\n")
+    assert lock_keys(["cn0002", "cn0001", "cn0003"], None) == ["cn0001", "cn0002", "cn0003"]
+    assert lock_keys(["cn0002", "cn0001", "cn0003"], None, nodes) == [
+        "cn0001",
+        "cn0002",
+        "cn0003",
+        "node1",
+        "node2",
+    ]
+    assert lock_keys(["cn0001"], "demo", nodes) == ["lab demo/cn0001"]  # a lab's hosts are its own

@@ -110,6 +110,24 @@ def test_a_node_another_ibfab_process_probes_stops_the_probe_before_it_allocates
             f"ibfab: error: host node2 is busy: another ibfab process probes it: PID {holder.pid} "
         )
         assert slurm.jobs() == []  # nothing was asked of Slurm
+        # node1 is the fabric host cn0001: an SSH sweep holding cn0001 stops it too, once the node
+        # map says so (without it the two names are two machines)
+        node_map = tmp_path / "nodes.map"
+        node_map.write_text("cn0001 node1\n")
+        other = subprocess.Popen([sys.executable, "-c", script.replace("'node2'", "'cn0001'"), str(db)],
+                                 stdout=subprocess.PIPE, text=True, cwd=root,
+                                 env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip
+        try:
+            assert other.stdout is not None and other.stdout.readline() == "held\n"
+            res = invoke(slurm, "--hosts", "node1", "--db", str(db), "--node-map", str(node_map))
+            assert res.exit_code == 9, res.output
+            assert res.output.splitlines()[-1].startswith(
+                f"ibfab: error: host cn0001 is busy: another ibfab process probes it: PID {other.pid} "
+            )
+            assert slurm.jobs() == []
+        finally:
+            other.kill()
+            other.wait()
     finally:
         holder.kill()
         holder.wait()
