@@ -18,10 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from probes.transport import (
     MAX_OUTPUT_BYTES,
+    REFUSED_MESSAGE,
     CommandResult,
     FailureKind,
     OutputCap,
     exit_code_error,
+    refused,
     running,
 )
 from topology.errors import CommandFailed
@@ -46,6 +48,8 @@ def run(
     whole run, reading included; each of stdout and stderr keeps at most ``max_output`` bytes (its
     head and tail, with a line saying where and how much was cut: ``CommandResult.cut``).
     """
+    if refused():  # this job is being ended (the daemon is stopping): start nothing more
+        raise CommandFailed(argv, None, REFUSED_MESSAGE, where)
     full_env = dict(os.environ)
     if env:
         full_env.update(env)

@@ -35,7 +35,16 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from probes.inventory import HostEntry, check_address, check_user, parse_host_spec
-from probes.transport import CommandResult, FailureKind, HostError, OutputCap, exit_code_error, running
+from probes.transport import (
+    REFUSED_MESSAGE,
+    CommandResult,
+    FailureKind,
+    HostError,
+    OutputCap,
+    exit_code_error,
+    refused,
+    running,
+)
 from topology.errors import UsageError
 
 # paramiko logs handshake failures from its own thread; we report them as records instead.
@@ -209,6 +218,8 @@ class SshTransport:
             return CommandResult(
                 self.host, args, None, "", "", 0.0, FailureKind.ERROR, f"{_STOPPED}; not run"
             )
+        if refused():  # this job is being ended (the daemon is stopping): no new connection
+            return CommandResult(self.host, args, None, "", "", 0.0, FailureKind.ERROR, REFUSED_MESSAGE)
         stop, done = threading.Event(), threading.Event()
         with self._active_lock:
             self._active += 1

@@ -9,7 +9,9 @@ and ``probes.ssh.SshTransport`` implement it, so callers do not know which one t
 
 Every command that runs is registered here while it runs (:func:`running`), whichever transport
 runs it, so :func:`stop_all` (the daemon, when it stops) ends them all: a local one with its
-process group, a remote one with its whole SSH session on the host.
+process group, a remote one with its whole SSH session on the host. The threads whose work is
+being ended are refused from then on (``stop_all(refusing=...)``, :func:`refused`): a job past the daemon's
+grace starts no new command, here or on a host, in the moments before the process exits.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -174,13 +177,27 @@ _TICKETS = itertools.count()
 _END_SLACK = 30.0
 
 
+# Threads whose work is being ended: they start nothing more (checked before a command starts,
+# and again once it is registered, so one started while stop_all ran is ended at once).
+_REFUSED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+REFUSED_MESSAGE = "not run: ibfab is stopping this job"
+
+
+def refused() -> bool:
+    """Whether the calling thread may start no new command (its job is being ended)."""
+    return threading.current_thread() in _REFUSED
+
+
 @contextmanager
 def running(end: Ender) -> Iterator[None]:
     """Register one command for as long as the ``with`` block runs it: :func:`stop_all` calls
-    ``end(grace)`` (from another thread) to end it."""
+    ``end(grace)`` (from another thread) to end it; a refused thread's command is ended at once."""
     ticket = next(_TICKETS)
     with _ENDERS_LOCK:
         _ENDERS[ticket] = end
+        late = threading.current_thread() in _REFUSED
+    if late:  # started between the check before it and stop_all: end it as stop_all would
+        _end_quietly(end, 0.0)
     try:
         yield
     finally:
@@ -188,11 +205,13 @@ def running(end: Ender) -> Iterator[None]:
             _ENDERS.pop(ticket, None)
 
 
-def stop_all(grace: float = 2.0) -> int:
+def stop_all(grace: float = 2.0, refusing: Sequence[threading.Thread] = ()) -> int:
     """End every command any transport has running in this process, all at once (local ones with
     their process group, SSH ones with their remote session); returns how many there were. The
-    daemon calls it when it stops, so no tool outlives it, here or on a host."""
+    daemon calls it when it stops, so no tool outlives it, here or on a host; ``refusing`` are its
+    job threads still running, which start no new command from then on (:func:`refused`)."""
     with _ENDERS_LOCK:
+        _REFUSED.update(refusing)
         enders = list(_ENDERS.values())
     threads = [
         threading.Thread(target=_end_quietly, args=(end, grace), name="stop-command", daemon=True)

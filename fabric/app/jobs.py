@@ -329,9 +329,10 @@ def jobs_store(db: Path) -> Store:
     return Store.open(db)
 
 
-def end_running_work() -> tuple[int, tuple[str, ...]]:
+def end_running_work(jobs: Sequence[threading.Thread] = ()) -> tuple[int, tuple[str, ...]]:
     """End every tool this process still runs (local process groups, remote SSH sessions) and
-    cancel the Slurm allocations it holds or has asked for: how many tools, which Slurm jobs."""
-    ended = transport.stop_all()
+    cancel the Slurm allocations it holds or has asked for: how many tools, which Slurm jobs. The
+    ``jobs`` threads start no new command from then on (probes.transport.refuse)."""
+    ended = transport.stop_all(refusing=jobs)
     released = slurm.release_all()
     return ended, tuple(released)

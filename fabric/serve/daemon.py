@@ -325,7 +325,7 @@ class Daemon:
         if not self._running:
             return
         # local tools and remote (SSH) sessions alike; a Slurm sweep's allocation must not outlive it
-        ended, released = end_running_work()
+        ended, released = end_running_work([r.thread for r in self._running.values()])
         for schedule_id in list(self._running):
             waited = f" (grace {grace:g} s)" if grace is not None else ""
             reason = f"daemon stopped while the job was still running{waited}"

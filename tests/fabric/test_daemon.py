@@ -20,6 +20,7 @@ from fabric.app.jobs import JobContext
 from fabric.serve.daemon import Daemon
 from fabric.store import ProbeResultRow, ProbeSweep, Run, Schedule, Store, default_db_path
 from tests.sshd import Sshd, sshd_server
+from topology.errors import IbfabError
 from topology.generate import generate, to_ibnetdiscover
 
 __all__ = ["sshd_server"]
@@ -119,6 +120,44 @@ def test_stop_waits_for_the_grace_then_records_the_job_as_failed() -> None:
     assert not t.is_alive()
     (run,) = _runs("stuck")
     assert run.ok is False and "still running (grace 0.3 s)" in (run.error or "")
+
+
+def test_a_job_past_the_grace_starts_no_new_command(tmp_path: Path) -> None:
+    """A job still running when the daemon stops (its tool ended) would go on to the next command
+    in the moments before the process exits; it is refused from then on, while commands of other
+    threads (not the daemon's jobs) still run."""
+    from probes import runner
+
+    _add("loop", "counters", 60)
+    marks = tmp_path / "marks"
+    stopped, seen = threading.Event(), []
+
+    def job(schedule: object, ctx: object) -> str:
+        runner.run(["sleep", "30"], timeout=60, check=False)  # ended by the stop
+        stopped.wait(10)
+        try:  # the next command of the job, after the stop: never started
+            runner.run(["sh", "-c", f"echo started > {marks}"], timeout=10)
+        except IbfabError as exc:
+            seen.append(exc.one_line())
+        return "done"
+
+    d = Daemon(default_db_path(), grace_seconds=0.3, poll_seconds=0.05, runner=job)
+    t = threading.Thread(target=d.run)
+    t.start()
+    time.sleep(0.5)
+    d.stop()
+    t.join(10)
+    stopped.set()
+    for _ in range(100):
+        if seen:
+            break
+        time.sleep(0.05)
+    assert not t.is_alive()
+    assert seen and "not run: ibfab is stopping this job" in seen[0]
+    assert not marks.exists()
+    (run,) = _runs("loop")
+    assert run.ok is False and "1 running tool(s) ended" in (run.error or "")
+    assert runner.run(["true"], timeout=10).exit_code == 0  # this thread is not the daemon's job
 
 
 # -- against a lab ------------------------------------------------------------------------------

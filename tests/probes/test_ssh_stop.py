@@ -129,3 +129,27 @@ def test_a_finished_command_leaves_nothing_and_a_stop_then_is_a_no_op(
         assert time.monotonic() - started < 0.5
         # A transport that was not running a command is not stopped by it.
         assert ssh.run(["echo", "still here"], 10.0).stdout == "still here\n"
+
+
+def test_a_command_registered_by_a_refused_thread_is_ended_at_once() -> None:
+    """The race the check before a command cannot close: a job thread passed the check, the
+    daemon then refused it and took its list of running commands, and only then did the command
+    register. Registering from a refused thread ends it at once, as stop_all would have."""
+    ended: list[float] = []
+    ready, refused_now, done = threading.Event(), threading.Event(), threading.Event()
+
+    def job() -> None:
+        ready.set()
+        refused_now.wait(5)
+        assert transport.refused()
+        with transport.running(ended.append):
+            assert ended == [0.0]
+        done.set()
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    ready.wait(5)
+    assert transport.stop_all(refusing=[worker]) == 0 and not transport.refused()
+    refused_now.set()
+    worker.join(5)
+    assert done.is_set() and ended == [0.0] and transport.running_count() == 0
