@@ -6,7 +6,10 @@ end is not known where they do not; nothing is guessed.
 * **Missing uplink** (a switch's ``missing_link``): ``connect_cable`` per upper switch it is short
   of. The switch's end is the free port its peers use for that upper switch; the upper switch's end
   is its free port where most of the switch's other upper switches of that tier take its cables
-  (cabling plans give a lower switch one port number on every upper switch).
+  (cabling plans give a lower switch one port number on every upper switch), else the upper
+  switch's uncabled port(s) in the block of its ports (as many as each peer has there) that holds
+  the switch's other cables (a spine with all its uplinks on one core: its ports 9-16 hold it,
+  port 9 is free); where no one block is told, that end is said to be unknown.
 * **Missing rail HCA** (a host's ``missing_link``): ``connect_cable`` between the rail's leaf port
   (the port the host uses on its other rail leaves) and the HCA (the adapter and port the other
   hosts' HCAs of that rail use); a dead card is named as the other cause.
@@ -123,6 +126,47 @@ def _far_ports(fabric: Fabric, cls: Classification, low: Guid, up: Guid, need: i
     return sorted(free) if len(free) == need else None
 
 
+def _block_ports(
+    fabric: Fabric, cls: Classification, low: Guid, up: Guid, need: int, size: int
+) -> tuple[list[int], int, int] | None:
+    """``up``'s uncabled ports in the block of ``size`` ports (the cables each of ``low``'s peers
+    has to ``up``) that holds ``low``'s other cables: (the ports, the block's first and last port)
+    when one block fits and exactly ``need`` of its ports are uncabled, else None.
+
+    The block lies between the nearest ports holding other switches' cables (or ``up``'s first
+    and last port) and starts where the other switches' blocks of ``size`` on ``up`` start
+    (modulo ``size``); nothing is named unless they agree and exactly one block fits. A spine with
+    all its uplinks on one core: the core's ports 1-8 hold one spine, 9-16 the next; port 9 is free."""
+    mine = sorted(p for p, far, _ in fabric.neighbours(up) if far.guid == low)
+    if not mine or size < len(mine) + need:
+        return None
+    on_up = [(p, far.guid) for p, far, _ in fabric.neighbours(up)]
+    others = [p for p, g in on_up if g != low]
+    lo = max((p for p in others if p < mine[0]), default=0) + 1
+    hi = min((p for p in others if p > mine[-1]), default=fabric.nodes[up].nports + 1) - 1
+    if any(lo <= p <= hi for p in others):
+        return None  # another switch's cable among them: no block of its own
+    # the blocks of this size that switches of low's tier have on up: where they start, modulo it
+    tier = cls.nodes[low].tier
+    blocks: dict[Guid, list[int]] = {}
+    for p, g in on_up:
+        if g != low and (c := cls.nodes.get(g)) is not None and c.tier == tier:
+            blocks.setdefault(g, []).append(p)
+    phases = {min(ps) % size for ps in blocks.values() if len(ps) == size and max(ps) - min(ps) == size - 1}
+    if len(phases) != 1:
+        return None  # no regular blocks to go by
+    (phase,) = phases
+    starts = [
+        a for a in range(max(lo, mine[-1] - size + 1), min(mine[0], hi - size + 1) + 1) if a % size == phase
+    ]
+    if len(starts) != 1:
+        return None
+    first, last = starts[0], starts[0] + size - 1
+    taken = _taken(fabric, up)
+    free = [q for q in range(first, last + 1) if q not in taken]
+    return (free, first, last) if len(free) == need else None
+
+
 def _end(name: str, port: int | None) -> str:
     return f"{name} port {port}" if port is not None else f"{name} (which port is not known)"
 
@@ -205,6 +249,12 @@ def _missing_uplinks(fabric: Fabric, cls: Classification, an: Anomaly) -> list[A
             evidence.append(
                 f"peers: {name}'s other upper switches of {up_name}'s tier take its cables on port "
                 + ", ".join(map(str, highs))
+            )
+        elif (block := _block_ports(fabric, cls, low, up, missing, want[up])) is not None:
+            highs, first, last = block
+            evidence.append(
+                f"{up_name}: its ports {first}-{last} (a block of {want[up]}, as {name}'s peers have there) "
+                f"hold {name}'s other cables and no other switch's; uncabled: port {', '.join(map(str, highs))}"
             )
         # Several cables: both ends' ports are named, which pairs with which is not claimed.
         near_end = _ends(name, lows, missing)

@@ -81,13 +81,47 @@ def test_a_missing_uplink_names_both_ends_from_its_peers(spec: str, fault: str, 
     assert f"peers: port {port} goes to {far_node} on " in act.evidence[1]
 
 
-def test_a_missing_uplink_says_which_end_is_not_known() -> None:
-    # rail-3tier: each spine sends all its core cables to one core; no other core tells the port.
-    d = fabric_of("rail-3tier", ("missing-link:spine-su01-01",))
+@pytest.mark.parametrize("spine", ["spine-su01-01", "spine-su01-02", "spine-su02-01", "spine-su02-02"])
+def test_a_spines_missing_core_cable_is_named_from_its_block_on_the_core(spine: str) -> None:
+    """rail-3tier: each spine sends all 8 core cables to one core, in a block of the core's ports
+    (1-8, 9-16); no other core tells the port, the block does: its one uncabled port."""
+    d = fabric_of("rail-3tier", (f"missing-link:{spine}",))
     act = only(d, "missing_link")
-    assert act.target == "spine-su01-01 <-> core-01"
-    assert "spine-su01-01 port 9 and core-01 (which port is not known)" in operator_line(act)
-    assert act.port == PortRef(guid_of(d, "spine-su01-01"), 9)
+    clean = fabric_of("rail-3tier")
+    ref = PortRef(guid_of(clean, spine), 9)
+    far = next(lk for p, _, lk in clean.fabric.neighbours(ref.guid) if p == 9).other(ref.guid)
+    core = clean.classification.nodes[far.guid].name
+    assert act.target == f"{spine}:9 <-> {core}:{far.port}"
+    first = far.port  # the missing cable held the first port of the spine's block
+    assert act.evidence[-1] == (
+        f"{core}: its ports {first}-{first + 7} (a block of 8, as {spine}'s peers have there) hold "
+        f"{spine}'s other cables and no other switch's; uncabled: port {far.port}"
+    )
+
+
+def test_a_missing_uplink_says_which_end_is_not_known() -> None:
+    """The block rule names nothing where the core's ports are not in regular blocks: here a
+    second fault moved spine-su01-01's cable from core-01 port 8 to port 10, beside
+    spine-su02-01's missing one (core-01 port 9)."""
+    clean = fabric_of("rail-3tier")
+    core, s1, s2 = (guid_of(clean, n) for n in ("core-01", "spine-su01-01", "spine-su02-01"))
+
+    def change(f: Fabric) -> tuple[list[Link], list[UnconnectedPort]]:
+        at = {p: lk for p, _, lk in f.neighbours(core)}
+        assert at[8].other(core).guid == s1 and at[9].other(core).guid == s2
+        moved = Link(PortRef(core, 10), at[8].other(core), at[8].width, at[8].speed)
+        gone = {at[8], at[9], at[10]}
+        keep = at[10].other(core)  # spine-su02-01's cable on port 10 moves to port 17
+        return [lk for lk in f.links if lk not in gone] + [
+            moved,
+            Link(PortRef(core, 17), keep, at[10].width, at[10].speed),
+        ], []
+
+    d = _rebuilt(clean, change)
+    acts = [a for a in repairs(d) if a.kind is ActionKind.CONNECT_CABLE and "spine-su02-01" in a.target]
+    (act,) = acts
+    assert act.target == "spine-su02-01 <-> core-01"
+    assert "spine-su02-01 port 9 and core-01 (which port is not known)" in operator_line(act)
 
 
 @pytest.mark.parametrize(
