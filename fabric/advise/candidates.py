@@ -59,13 +59,13 @@ class LinkFinding:
 
     def evidence(self) -> tuple[str, ...]:
         facts = [f"health {self.status} (score {self.score})"]
-        if self.ber is not None:
+        if self.ber:  # a BER of 0 is no evidence for taking a link out (the reasons give its bounds)
             facts.append(f"BER {self.ber:.2e}")
         if self.downs:
             facts.append(f"{self.downs} link-down(s) in the window")
         if self.flaps_per_hour:
             facts.append(f"{self.flaps_per_hour:.2f} link-downs/hour")
-        if self.repeat_offender_days:
+        if self.repeat_offender_days > 1:  # one day is today's: nothing beyond the status
             facts.append(f"findings on {self.repeat_offender_days} days")
         return (*facts, *self.reasons)
 

@@ -341,3 +341,26 @@ def test_recommend_cli_with_saved_topology_and_health(tmp_path: Path) -> None:
         main, ["recommend", "--input", str(topo), "--health", str(tmp_path / "x.json")]
     )
     assert missing.exit_code == 3 and "x.json" in missing.stderr and "Traceback" not in missing.output
+
+
+def test_a_findings_evidence_states_only_what_supports_it() -> None:
+    """A BER of 0 and today's findings alone say nothing beyond the status: they are not listed
+    as evidence (the demo's flapping cable read "BER 0.00e+00" and "findings on 1 days")."""
+    from fabric.advise.candidates import LinkFinding
+    from topology.model import Guid, PortRef
+
+    a, b = PortRef(Guid("0x1"), 1), PortRef(Guid("0x2"), 2)
+    quiet = LinkFinding(a, b, "critical", ("link went down 3 times",), ber=0.0, repeat_offender_days=1,
+                        score=35, downs=3)  # fmt: skip
+    assert quiet.evidence() == (
+        "health critical (score 35)",
+        "3 link-down(s) in the window",
+        "link went down 3 times",
+    )
+    noisy = dataclasses.replace(quiet, ber=2.3e-9, repeat_offender_days=3, flaps_per_hour=2.0)
+    assert noisy.evidence()[1:5] == (
+        "BER 2.30e-09",
+        "3 link-down(s) in the window",
+        "2.00 link-downs/hour",
+        "findings on 3 days",
+    )
