@@ -25,6 +25,16 @@ def sim_speed(speed: str) -> str:
     return "HDR" if speed == "NDR" else speed
 
 
+def simulator_notes(design: Design) -> tuple[str, ...]:
+    """What the simulator runs otherwise than ``design`` says, for people (the tools then read it)."""
+    if any(sim_speed(lk.speed) != lk.speed for lk in design.built):
+        return (
+            "ibsim 0.10 has no NDR: the design's NDR links run at HDR in the simulator, so the tools "
+            "read HDR there (widths and slower speeds as designed)",
+        )
+    return ()
+
+
 def _ports(design: Design) -> dict[Guid, list[tuple[int, Guid, int, Link]]]:
     ports: dict[Guid, list[tuple[int, Guid, int, Link]]] = {}
     for lk in design.built:

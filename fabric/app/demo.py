@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from fabric import lab
 from fabric.app.discover import discover
 from fabric.app.source import Source
+from topology.generate_text import simulator_notes
 
 if TYPE_CHECKING:
     from fabric.app.collect import SnapshotOutcome
@@ -113,6 +114,7 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         (
             f"ibsim + OpenSM up as lab {DEMO_LAB!r}: {len(design.switches)} switches, "
             f"{len(design.present_hcas())} HCAs ({state.spec})",
+            *(f"note: {n}" for n in simulator_notes(design)),
             "planted:",
             *(f"  - {p.fault}: {p.description}" for p in design.planted),
         ),

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from fabric import lab
 from fabric.lab import LabState
+from topology import generate_text
 from topology.errors import UsageError
 from topology.generate import DEFAULT_PRESET
 
@@ -26,6 +27,11 @@ def up(spec: str | None, faults: Sequence[str], name: str) -> LabState:
     """Generate the fabric ``spec`` (the default preset when None) with ``faults`` planted, start
     ibsim and OpenSM, and wait for SUBNET UP."""
     return lab.up(spec or DEFAULT_PRESET, faults, name)
+
+
+def simulator_notes(name: str) -> tuple[str, ...]:
+    """What the running lab's simulator does otherwise than its design (ibsim 0.10 has no NDR)."""
+    return generate_text.simulator_notes(lab.design_of(name))
 
 
 def status(name: str) -> LabState:

@@ -40,6 +40,8 @@ def up_cmd(spec: str | None, faults: tuple[str, ...], name: str, as_json: bool) 
         f"lab {state.name} up in {state.up_seconds:.1f} s: {state.switches} switches, {state.hcas} HCAs "
         f"({state.spec}{'; faults: ' + ' '.join(state.faults) if state.faults else ''})"
     )
+    for note in labs.simulator_notes(state.name):
+        click.echo(f"note: {note}")
     _echo_env(state.to_dict())
 
 

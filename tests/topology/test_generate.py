@@ -264,3 +264,16 @@ def test_net_file_annotates_degraded_links_on_both_ends_and_runs_ndr_as_hdr() ->
     first = next(ln for ln in net.splitlines() if ln.startswith(("Ca ", "Switch ")))
     assert first == 'Ca 1 "dgx-0001 mlx5_0" # "dgx-0001 mlx5_0"'
     assert net.count('Switch 64 "') == 20 and "enhanced port 0" in net and "\nextspeed=7\n" in net
+
+
+def test_the_simulator_notes_say_when_it_runs_other_speeds_than_designed() -> None:
+    """ibsim 0.10 has no NDR: an NDR design runs at HDR there, and the lab says so (the demo's
+    "1xNDR instead of 4xNDR" was discovered as 1xHDR with no word why); an HDR design runs as is."""
+    from topology.generate_text import simulator_notes
+
+    ndr = generate("rail-small")
+    assert ndr.speed == "NDR"
+    (note,) = simulator_notes(ndr)
+    assert note.startswith("ibsim 0.10 has no NDR: the design's NDR links run at HDR")
+    hdr = generate("fattree-small")
+    assert hdr.speed != "NDR" and simulator_notes(hdr) == ()
