@@ -46,7 +46,7 @@ def _env(values: tuple[str, ...]) -> dict[str, str]:
     "--node-map",
     metavar="FILE",
     help="srun without --inventory: fabric host -> Slurm node where names differ, so the fabric hosts "
-    "are held too (an SSH sweep of them waits; as sweep run and drain take it).",
+    "are held too (no SSH sweep probes them meanwhile; as sweep run and drain take it).",
 )
 @click.option("--mpi", default="pmix", show_default=True, help="srun --mpi plugin ('none' for none).")
 @click.option(
