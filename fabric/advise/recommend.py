@@ -26,10 +26,11 @@ from fabric.advise.safety import (
     Verdict,
     check_isolations,
 )
-from fabric.advise.subnet_manager import SubnetManager
+from fabric.advise.subnet_manager import Ar, ArVerdict, SubnetManager, ar_verdict
+from fabric.health.score import finding_kind
 from fabric.health.thresholds import HealthThresholds
 from topology.classify import Classification
-from topology.model import Fabric, Guid, PortRef
+from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.routes import dr_path
 from topology.wiring import Anomaly
 
@@ -75,10 +76,18 @@ def recommend(
     ``thresholds`` are the site's health thresholds (a flapping cable is one at their critical
     link-down count), the defaults when None; ``last_peers`` name down ports' far ends from the
     link history (fabric.advise.cabling.LastPeer)."""
-    cands = isolation_candidates(fabric, cls, findings, min_status)
+    ar = ar_verdict(sm or SubnetManager(), fabric)
+    notes: list[str] = []
+    cands = []
+    for c in isolation_candidates(fabric, cls, findings, min_status):
+        held = _slow_only_uplink(fabric, c.finding, c.port, c.far, ar)
+        if held is None:
+            cands.append(c)
+        else:
+            n = f"{node_label(fabric, cls, c.port.guid)}:{c.port.port} <-> {node_label(fabric, cls, c.far.guid)}:{c.far.port}"
+            notes.append(f"not isolating {n}: {held}")
     report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
-    notes: list[str] = []
     drains: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
         c = v.candidate
@@ -101,6 +110,13 @@ def recommend(
             )
         if v.accepted:
             impact = "; ".join(x.describe() for x in v.costs)
+            if _slow_only(c.finding):  # only past _slow_only_uplink where routing is static
+                evidence = (
+                    *evidence,
+                    *ar.how,
+                    "static routing: the flows routed over it run at its rate, below its peers'; "
+                    "out of service, they move to links at their peers' rate",
+                )
             actions.append(
                 isolate_port(
                     c.port,
@@ -134,6 +150,36 @@ def recommend(
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions
     return Recommendations(tuple(actions), report, routing, len(findings), tuple(notes))
+
+
+def _slow_only(finding: LinkFinding) -> bool:
+    """The link's only findings are that it trains below its peers (no errors, no flaps)."""
+    kinds = {finding_kind(r) for r in finding.reasons}
+    return kinds == {"degraded_link"}
+
+
+def _slow_only_uplink(
+    fabric: Fabric, finding: LinkFinding, port: PortRef, far: PortRef, ar: ArVerdict
+) -> str | None:
+    """Why a switch-to-switch link that is only slow (no errors) is not isolated, else None.
+
+    Out of service, its traffic moves to its peers: that helps where routing is static (the flows
+    routed over it run at its rate) and costs bandwidth where it is adaptive (AR already sends less
+    over it, and it still carries its share). So it is isolated only where AR is known off; a
+    host's only link is another matter (its drain is advised: no routing helps a slow host)."""
+    if not _slow_only(finding) or ar.state is Ar.OFF:
+        return None
+    if any(fabric.nodes[r.guid].kind is not NodeKind.SWITCH for r in (port, far)):
+        return None
+    if ar.state is Ar.UNKNOWN:
+        return (
+            "it only trains below its peers (no errors); isolating it helps only where routing is "
+            "static, and whether the switches route adaptively is not known: replace the cable instead"
+        )
+    return (
+        f"it only trains below its peers (no errors) and adaptive routing is {ar.state.value} "
+        "(AR sends less over a slower link; isolating it would cut its bandwidth): replace the cable instead"
+    )
 
 
 def _drain(fabric: Fabric, cls: Classification, host: str, verdicts: list[Verdict]) -> Action:

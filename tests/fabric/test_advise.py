@@ -364,3 +364,40 @@ def test_a_findings_evidence_states_only_what_supports_it() -> None:
         "2.00 link-downs/hour",
         "findings on 3 days",
     )
+
+
+def test_a_link_that_is_only_slow_is_isolated_only_where_routing_is_static() -> None:
+    """An uplink at 4xEDR among HDR peers, with no errors: out of service its flows move to
+    full-rate links, which helps where routing is static and costs bandwidth where it is adaptive.
+    With the SM unknown it is not isolated (said, with the cable's replacement as the advice);
+    with AR known off (upstream OpenSM: minhop) it is, the routing evidence shown. A host's only
+    slow cable is drained either way: no routing helps a slow host."""
+    from fabric.advise.subnet_manager import SubnetManager
+
+    d = fabric_of("rail-small", ("degraded-speed:leaf-su02-r1:5", "degraded-width:leaf-su01-r0:1"))
+    slow = "trains at 4xEDR (100 Gb/s): EDR where its peers run NDR (400 Gb/s), 75% of its bandwidth lost"
+    narrow = "trains at 1xNDR (100 Gb/s): 1x where its peers run 4x (400 Gb/s), 75% of its bandwidth lost"
+    doc = {
+        "links": [
+            link_row(d, "leaf-su02-r1:5", "warn", reasons=[slow], ber={"value": 0.0}, flaps_per_hour=0.0),
+            link_row(d, "leaf-su01-r0:1", "warn", reasons=[narrow], ber={"value": 0.0}, flaps_per_hour=0.0),
+        ]
+    }
+    uplink = "leaf-su02-r1:5 <-> spine-01:10"
+
+    def advice(sm: SubnetManager) -> tuple[dict[tuple[str, str], tuple[str, ...]], tuple[str, ...]]:
+        recs = recommend(d.fabric, d.classification, findings_from_dict(doc), sm=sm, anomalies=d.anomalies)
+        return {(a.kind.value, a.target): a.evidence for a in recs.actions}, recs.notes
+
+    unknown, notes = advice(SubnetManager())
+    assert ("isolate_port", uplink) not in unknown
+    assert ("replace_cable", uplink) in unknown and ("drain_node", "dgx-0001") in unknown
+    assert (
+        f"not isolating {uplink}: it only trains below its peers (no errors); isolating it helps only "
+        in (notes[0])
+    )
+    static, notes = advice(UPSTREAM)
+    evidence = static[("isolate_port", uplink)]
+    assert evidence[-1].startswith("static routing: the flows routed over it run at its rate")
+    assert any("minhop" in e for e in evidence) and not notes
+    assert ("drain_node", "dgx-0001") in static
