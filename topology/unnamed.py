@@ -15,6 +15,7 @@ Nothing is said without such evidence.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import NamedTuple
 
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind, PortRef
@@ -29,8 +30,21 @@ def leaf_port(fabric: Fabric, hca: Guid) -> PortRef | None:
     return None
 
 
+class Likely(NamedTuple):
+    """Where an unnamed HCA probably belongs: ``machine`` names the one machine (the same words
+    for every HCA the evidence puts in it), ``phrase`` says it with its evidence."""
+
+    machine: str  # "dgx-0042", or "the machine on port 21 of leaf-a, leaf-b"
+    phrase: str
+
+
 def likely_hosts(fabric: Fabric, cls: Classification) -> dict[Guid, str]:
     """Unnamed HCA -> what its evidence says, as a phrase (``probably dgx-0042 (...)``)."""
+    return {g: likely.phrase for g, likely in likely_machines(fabric, cls).items()}
+
+
+def likely_machines(fabric: Fabric, cls: Classification) -> dict[Guid, Likely]:
+    """Unnamed HCA -> the machine its evidence puts it in, and that evidence."""
     unnamed = [g for g, c in cls.nodes.items() if c.role is Role.UNNAMED]
     if not unnamed:
         return {}
@@ -46,14 +60,15 @@ def likely_hosts(fabric: Fabric, cls: Classification) -> dict[Guid, str]:
         if port is not None:
             at[port] = g
     leaves_of_group: dict[int, list[Guid]] = {gr.index: list(gr.leaves) for gr in cls.groups}
-    out: dict[Guid, str] = {}
+    out: dict[Guid, Likely] = {}
     for g in unnamed:
         sysimg = fabric.nodes[g].sysimgguid
         owners = cards.get(sysimg, set()) if sysimg is not None else set()
         if len(owners) == 1:
             (host,) = owners
-            out[g] = (
-                f"probably {host} (it shares an adapter card, system image GUID {sysimg}, with {host}'s HCAs)"
+            out[g] = Likely(
+                host,
+                f"probably {host} (it shares an adapter card, system image GUID {sysimg}, with {host}'s HCAs)",
             )
             continue
         port = leaf_port(fabric, g)
@@ -76,13 +91,18 @@ def likely_hosts(fabric: Fabric, cls: Classification) -> dict[Guid, str]:
         ]
         if len(fitting) == 1:
             host = fitting[0]
-            out[g] = (
+            out[g] = Likely(
+                host,
                 f"probably {host} (its other HCAs sit on port {port.port} of this unit's other leaves"
-                " and it has none on this leaf)"
+                " and it has none on this leaf)",
             )
             continue
         twins = [cls.nodes[x].leaf or x for x in beside if cls.nodes[x].role is Role.UNNAMED]
         if twins and not hosts:
             names = ", ".join(sorted(cls.nodes[t].name for t in twins))
-            out[g] = f"probably one machine with the unnamed HCAs on port {port.port} of {names}"
+            every = ", ".join(sorted({cls.nodes[t].name for t in twins} | {cls.nodes[port.guid].name}))
+            out[g] = Likely(
+                f"the machine on port {port.port} of {every}",
+                f"probably one machine with the unnamed HCAs on port {port.port} of {names}",
+            )
     return out

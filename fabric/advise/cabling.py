@@ -33,6 +33,7 @@ from fabric.advise.candidates import node_label
 from fabric.core.units import utc_time
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind, PortRef
+from topology.unnamed import likely_machines
 from topology.wiring import Anomaly, uplinks_by_peers
 
 
@@ -449,24 +450,38 @@ def _moves(
 
 # -- unnamed HCAs ---------------------------------------------------------------------------------
 def name_hca_actions(fabric: Fabric, cls: Classification, anomalies: Iterable[Anomaly]) -> list[Action]:
-    out = []
+    """One ``set_node_description`` per machine: the unnamed HCAs the evidence puts in one machine
+    (its adapter card, or the port its HCAs share on the unit's leaves) are named by one fix on
+    that machine; an HCA with no such evidence is its own target."""
+    likely = likely_machines(fabric, cls)
+    groups: dict[str, list[Anomaly]] = {}
     for an in anomalies:
-        if an.kind != "unnamed_hca" or not an.nodes:
-            continue
-        g = an.nodes[0]
+        if an.kind == "unnamed_hca" and an.nodes:
+            g = an.nodes[0]
+            groups.setdefault(likely[g].machine if g in likely else g, []).append(an)
+    out = []
+    for target, found in groups.items():
+        guids = [an.nodes[0] for an in found]
+        hcas = f"HCA {guids[0]}" if len(guids) == 1 else f"its {len(guids)} HCAs {', '.join(guids)}"
+        where = f"on the host that holds HCA {guids[0]}" if target == guids[0] else f"on {target} ({hcas})"
         out.append(
             Action(
                 ActionKind.SET_NODE_DESCRIPTION,
-                g,
-                "HCA has no host name in its node description: health, sweeps and drains cannot "
-                "map it to a host until it has one",
-                (f"discovery: {an.message}",),
+                target,
+                (
+                    "HCA has no host name in its node description: health, sweeps and drains cannot "
+                    "map it to a host until it has one"
+                    if len(guids) == 1
+                    else f"{len(guids)} HCAs of one machine have no host name in their node descriptions: "
+                    "health, sweeps and drains cannot map them to a host until they have one"
+                ),
+                tuple(f"discovery: {an.message}" for an in found),
                 "none (a name only)",
                 (
                     Command(
                         "operator",
                         "apply",
-                        f"on the host that holds HCA {g}: systemctl enable --now rdma-ndd "
+                        f"{where}: systemctl enable --now rdma-ndd "
                         "(rdma-core; it keeps every device's node description as '<hostname> <device>')",
                     ),
                     Command(

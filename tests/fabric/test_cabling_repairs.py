@@ -283,3 +283,31 @@ def test_a_host_on_one_leaf_gets_the_moves_to_its_rail_leaves() -> None:
     assert [line.split(" (rail")[0] for line in lines] == [f"svc-01 mlx5_{i}" for i in (1, 2, 3)]
     for i, line in zip((1, 2, 3), lines, strict=True):
         assert f"from leaf-su01-r0 port {i + 1} to leaf-su01-r{i} " in line
+
+
+def test_the_unnamed_hcas_of_one_machine_are_one_node_description_fix() -> None:
+    """All 8 HCAs of dgx-0002 unnamed: they sit on port 2 of their unit's 8 rail leaves, one
+    machine by that evidence, so one action on that machine names all 8 (a capture with 74 unnamed
+    HCAs listed 74 actions for what are 26 machines); one unnamed HCA whose host the cabling tells
+    is a fix on that host."""
+    text = to_ibnetdiscover(generate("rail-small"))
+    renamed = text
+    for i in range(8):
+        renamed = renamed.replace(f'"dgx-0002 mlx5_{i}"', '"MT4129 ConnectX7   Mellanox Technologies"')
+    d = analyse(parse_ibnetdiscover(renamed.splitlines(), "renamed"), renamed, "renamed")
+    assert [a.kind for a in d.anomalies] == ["unnamed_hca"] * 8
+    (act,) = repairs(d)
+    assert act.kind is ActionKind.SET_NODE_DESCRIPTION
+    assert act.target.startswith("the machine on port 2 of leaf-su01-r0, leaf-su01-r1, ")
+    assert len(act.evidence) == 8 and act.reason.startswith("8 HCAs of one machine have no host name")
+    assert operator_line_first(act).startswith(f"on {act.target} (its 8 HCAs ")
+
+    one = text.replace('"dgx-0002 mlx5_3"', '"MT4129 ConnectX7   Mellanox Technologies"')
+    d = analyse(parse_ibnetdiscover(one.splitlines(), "renamed"), one, "renamed")
+    (act,) = repairs(d)
+    assert act.target == "dgx-0002" and "probably dgx-0002" in act.evidence[0]
+    assert operator_line_first(act).startswith(f"on dgx-0002 (HCA {d.anomalies[0].nodes[0]}): ")
+
+
+def operator_line_first(act: Action) -> str:
+    return act.commands_for("operator")[0]
