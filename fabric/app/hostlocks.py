@@ -42,4 +42,10 @@ def lock_keys(hosts: Sequence[str], lab: str | None, node_map: NodeMap | None = 
     return sorted(names)
 
 
-__all__ = ["HostBusy", "host_locks", "lock_dir", "lock_keys", "plan_hosts"]
+def node_lock_keys(nodes: Sequence[str], node_map: NodeMap | None) -> list[str]:
+    """The lock names of Slurm ``nodes``: each node's, and its fabric host's where the node map
+    says it differs (the other direction of :func:`lock_keys`)."""
+    return sorted(set(nodes) | ({node_map.host(n) for n in nodes} if node_map is not None else set()))
+
+
+__all__ = ["HostBusy", "host_locks", "lock_dir", "lock_keys", "node_lock_keys", "plan_hosts"]

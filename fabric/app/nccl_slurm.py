@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 
-from fabric.app.hostlocks import host_locks
+from fabric.app.hostlocks import host_locks, node_lock_keys
 from fabric.app.nccl import NcclReport, store_report
 from fabric.app.slurm import NodeMap, connect
 from probes.inventory import expand_hosts
@@ -108,8 +108,10 @@ def run_probe_slurm(
     )
     started = time.time()
     # No sweep probes these nodes meanwhile (locks by Slurm node name and fabric host, next to the store).
-    held = sorted(set(hosts) | {node_map.host(n) for n in hosts}) if node_map is not None else hosts
-    with host_locks(db).hold(held, 0, "probe nccl"), slurm.allocation(request) as alloc:
+    with (
+        host_locks(db).hold(node_lock_keys(hosts, node_map), 0, "probe nccl"),
+        slurm.allocation(request) as alloc,
+    ):
         if alloc.unavailable:  # taken between the check and the grant
             raise SlurmUnavailable(
                 f"nccl-tests needs every node; Slurm did not give {describe(alloc.unavailable)}",

@@ -96,7 +96,7 @@ def test_a_sweep_with_host_wait_runs_once_the_other_process_lets_go(
 
 
 def test_lock_names_take_both_names_a_node_map_gives() -> None:
-    from fabric.app.hostlocks import lock_keys
+    from fabric.app.hostlocks import lock_keys, node_lock_keys
     from fabric.app.slurm import parse_node_map
 
     nodes = parse_node_map("cn[0001-0002] node[1-2]\n")
@@ -109,3 +109,6 @@ def test_lock_names_take_both_names_a_node_map_gives() -> None:
         "node2",
     ]
     assert lock_keys(["cn0001"], "demo", nodes) == ["lab demo/cn0001"]  # a lab's hosts are its own
+    # Slurm node names (probe nccl --launcher srun): the other direction of the same map
+    assert node_lock_keys(["node2", "node9"], nodes) == ["cn0002", "node2", "node9"]
+    assert node_lock_keys(["node2"], None) == ["node2"]
