@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
 from fabric.advise.cabling import LastPeer, cabling_actions
-from fabric.advise.candidates import LinkFinding, isolation_candidates, node_label
+from fabric.advise.candidates import Candidate, LinkFinding, isolation_candidates, node_label
 from fabric.advise.repairs import (
     degraded_cable_actions,
     flapping_cable_actions,
@@ -26,7 +26,7 @@ from fabric.advise.safety import (
     Verdict,
     check_isolations,
 )
-from fabric.advise.subnet_manager import Ar, ArVerdict, SubnetManager, ar_verdict
+from fabric.advise.subnet_manager import Ar, ArVerdict, SubnetManager
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import HealthThresholds
 from topology.classify import Classification
@@ -76,7 +76,8 @@ def recommend(
     ``thresholds`` are the site's health thresholds (a flapping cable is one at their critical
     link-down count), the defaults when None; ``last_peers`` name down ports' far ends from the
     link history (fabric.advise.cabling.LastPeer)."""
-    ar = ar_verdict(sm or SubnetManager(), fabric)
+    routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
+    ar = routing.ar
     notes: list[str] = []
     cands = []
     for c in isolation_candidates(fabric, cls, findings, min_status):
@@ -84,17 +85,14 @@ def recommend(
         if held is None:
             cands.append(c)
         else:
-            n = f"{node_label(fabric, cls, c.port.guid)}:{c.port.port} <-> {node_label(fabric, cls, c.far.guid)}:{c.far.port}"
-            notes.append(f"not isolating {n}: {held}")
+            notes.append(f"not isolating {_cable(fabric, cls, c)}: {held}")
     report = check_isolations(fabric, cls, cands, policy, already_isolated, designed)
     actions: list[Action] = []
     drains: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
         c = v.candidate
         near_node, far_node = node_label(fabric, cls, c.port.guid), node_label(fabric, cls, c.far.guid)
-        name = f"{near_node}:{c.port.port}"
-        far = f"{far_node}:{c.far.port}"
-        target = f"{name} <-> {far}"
+        target = _cable(fabric, cls, c)
         evidence = c.finding.evidence()
         if c.finding.repeat_offender:
             actions.append(
@@ -147,9 +145,14 @@ def recommend(
     actions += miswire_actions(fabric, cls, anomalies)
     actions += cabling_actions(fabric, cls, anomalies, last_peers)
     actions = merge_actions(actions)
-    routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     actions += routing.actions
     return Recommendations(tuple(actions), report, routing, len(findings), tuple(notes))
+
+
+def _cable(fabric: Fabric, cls: Classification, c: Candidate) -> str:
+    """``leaf-01:5 <-> spine-02:3``: the candidate's port first."""
+    near, far = node_label(fabric, cls, c.port.guid), node_label(fabric, cls, c.far.guid)
+    return f"{near}:{c.port.port} <-> {far}:{c.far.port}"
 
 
 def _slow_only(finding: LinkFinding) -> bool:
@@ -185,11 +188,7 @@ def _slow_only_uplink(
 def _drain(fabric: Fabric, cls: Classification, host: str, verdicts: list[Verdict]) -> Action:
     """One drain for a host however many of its only cables are bad (each HCA's cable named)."""
     worst = max((v.candidate.finding for v in verdicts), key=lambda f: f.rank).status
-    cables = [
-        f"{node_label(fabric, cls, v.candidate.port.guid)}:{v.candidate.port.port} <-> "
-        f"{node_label(fabric, cls, v.candidate.far.guid)}:{v.candidate.far.port}"
-        for v in verdicts
-    ]
+    cables = [_cable(fabric, cls, v.candidate) for v in verdicts]
     what = "its only cable" if len(cables) == 1 else f"{len(cables)} HCAs' only cables"
     reason = f"{what} to the fabric {'is' if len(cables) == 1 else 'are'} {worst}: {', '.join(cables)}"
     evidence = tuple(
