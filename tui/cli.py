@@ -97,10 +97,6 @@ def tui_cmd(
 
     With --lab demo and no --db it opens the store `ibfab demo` wrote (demo.db beside the default
     store)."""
-    if thresholds is not None:  # a bad file is one line now, not a failed health inside the UI
-        from fabric.app.health import load_thresholds
-
-        load_thresholds(thresholds)
     db = store_for(db, lab)
     if report:
         click.echo(overview_text(db, lab, thresholds))

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from fabric.store import Store, StoredSweep, store_path
+from fabric.store import Store, StoredSweep
 from probes.sweep import SweepStep
 from topology.errors import StoreError, UsageError
 from topology.model import Guid, Link, LinkKey, PortRef
@@ -46,10 +46,10 @@ class SweepBandwidth:
 def sweeps_of(db: Path | None, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
     """The newest ``limit`` sweeps, newest first (only their pairs involving ``host`` if given);
     none without a store (looking creates none)."""
-    path = store_path(db)
-    if not path.exists():
+    stored = Store.existing(db)
+    if stored is None:
         return []
-    with Store.open(path, create=False) as store:
+    with stored as store:
         heads = store.list_sweeps()[-limit:]
         loaded = [store.load_sweep(s.id) for s in reversed(heads)]
     if host is None:

@@ -205,7 +205,7 @@ def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | No
     """``ibfab topology cable NODE/PORT``: the cable there, with the modules of the ``ibdiagnet``
     run when given, else of the newest inventory kept in the store (none: the ends only)."""
     from fabric.advise.candidates import resolve_port
-    from fabric.store import Store, store_path
+    from fabric.store import Store
 
     m = _NODE_PORT.match(port.strip())
     if m is None:
@@ -215,8 +215,8 @@ def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | No
     if ibdiagnet:
         inv = read_inventory(ibdiagnet)
     else:
-        path = store_path(db)
-        if path.exists():
-            with Store.open(path, create=False) as store:
+        stored = Store.existing(db)
+        if stored is not None:
+            with stored as store:
                 inv = stored_inventory(store)
     return cable_detail(d, ref, inv)

@@ -31,7 +31,7 @@ from topology.errors import IbfabError, StoreError
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
-    from fabric.health import HealthReport, LinkHealth
+    from fabric.health import HealthReport, HealthThresholds, LinkHealth
 
 # How far back health looks from the newest counter snapshot.
 HEALTH_WINDOW_S = 3600.0
@@ -51,24 +51,23 @@ class HealthWindow:
 
 
 def compute_health(
-    db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: str | Path | None = None
+    db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: HealthThresholds | None = None
 ) -> HealthWindow | None:
     """Health (fabric.app.health, nothing recorded) over the window ending at the newest counter
-    snapshot, by the ``thresholds`` file's rules (``ibfab health --thresholds``; None: the
-    defaults); None when there are no snapshots or no topology."""
-    from fabric.app.health import assess_store, load_thresholds
-    from fabric.store import Store, store_path
+    snapshot, by the site's ``thresholds`` (``ibfab health --thresholds``; None: the defaults);
+    None when there are no snapshots or no topology."""
+    from fabric.app.health import assess_store
+    from fabric.store import Store
 
-    t = load_thresholds(thresholds) if thresholds is not None else None
-    path = store_path(db)
-    if not path.exists():  # no store yet: nothing to judge, and looking creates none
+    stored = Store.existing(db)
+    if stored is None:  # no store yet: nothing to judge, and looking creates none
         return None
-    with Store.open(path, create=False) as store:
+    with stored as store:
         snaps = store.list_counter_snapshots()
         if not snaps or not store.list_topologies():
             return None
         now = snaps[-1].taken_at + SNAPSHOT_SPREAD_S
-        hv = assess_store(store, since_s=window_s, now=now, thresholds=t, record=False)
+        hv = assess_store(store, since_s=window_s, now=now, thresholds=thresholds, record=False)
     return view_of(hv.report, snaps[-1].id, now - window_s, now)
 
 
@@ -161,9 +160,11 @@ def _child_main(argv: list[str]) -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
+    from fabric.app.health import load_thresholds
+
     try:
         db, window_s = (None if argv[0] == "-" else argv[0]), float(argv[1])
-        thresholds = None if argv[2] == "-" else argv[2]
+        thresholds = None if argv[2] == "-" else load_thresholds(argv[2])
         data = dump_health(compute_health(db, window_s, thresholds))
     except IbfabError as exc:
         data = pickle.dumps(("error", exc.one_line()))
@@ -186,8 +187,13 @@ class HealthProcess:
     """
 
     def __init__(
-        self, db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: str | Path | None = None
+        self,
+        db: str | Path | None,
+        window_s: float = HEALTH_WINDOW_S,
+        thresholds_file: str | Path | None = None,
     ) -> None:
+        """``thresholds_file``: the site's thresholds, read again by the child (a path crosses
+        the process boundary; the file was checked when it was given)."""
         root = str(Path(__file__).resolve().parents[2])  # the directory holding the fabric package
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -200,7 +206,7 @@ class HealthProcess:
                 _CHILD,
                 str(db) if db is not None else "-",
                 repr(window_s),
-                str(thresholds) if thresholds is not None else "-",
+                str(thresholds_file) if thresholds_file is not None else "-",
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

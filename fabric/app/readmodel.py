@@ -54,6 +54,7 @@ from fabric.app.views import (
     worst_first,
 )
 from fabric.health.status import Status
+from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
@@ -67,7 +68,8 @@ class FabricService:
     ``node_map`` says which Slurm node each fabric host is (``--node-map``), ``slurm_env`` is
     added to the environment of the Slurm commands a drain runs (``SLURM_CONF``) and
     ``thresholds`` is the site's health thresholds file (``--thresholds``, as ``ibfab health`` and
-    ``ibfab recommend`` take it: the TUI's statuses and advice are theirs)."""
+    ``ibfab recommend`` take it: the TUI's statuses and advice are theirs), read here once (a bad
+    file is a UsageError before anything is shown)."""
 
     def __init__(
         self,
@@ -79,7 +81,12 @@ class FabricService:
         thresholds: str | Path | None = None,
     ) -> None:
         self.db = Path(db) if db is not None else None
-        self.thresholds = thresholds
+        self.thresholds_file = thresholds  # for the child process that computes health
+        self.thresholds: HealthThresholds | None = None
+        if thresholds is not None:
+            from fabric.app.health import load_thresholds
+
+            self.thresholds = load_thresholds(thresholds)
         self.lab = lab
         self.node_map = node_map or NodeMap()
         self.slurm_env = dict(slurm_env or {})
@@ -91,8 +98,7 @@ class FabricService:
     def stored(self) -> Store | None:
         """The store to read, None when there is none yet: looking never creates one (as
         ``ibfab recommend`` and the other commands that only read)."""
-        path = store_path(self.db)
-        return Store.open(path, create=False) if path.exists() else None
+        return Store.existing(self.db)
 
     # -- cheap --------------------------------------------------------------------------------
     def latest_snapshot_id(self) -> tuple[int | None, int | None]:
@@ -153,7 +159,7 @@ class FabricService:
     def start_health(self, window_s: float = HEALTH_WINDOW_S) -> HealthProcess:
         """The same computation in a child process (``.result()`` waits, ``.cancel()`` stops it):
         what a UI calls, so its own threads keep the GIL."""
-        return HealthProcess(self.db, window_s, self.thresholds)
+        return HealthProcess(self.db, window_s, self.thresholds_file)
 
     def rows_with_health(self, view: FabricView, health: HealthWindow | None) -> tuple[LinkRow, ...]:
         return with_health(view.links, health)

@@ -18,7 +18,7 @@ from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
 from fabric.health.thresholds import HealthThresholds
-from fabric.store import Store, store_path
+from fabric.store import Store
 from topology.errors import SafetyError, StoreError, UsageError
 from topology.model import Guid, PortRef
 
@@ -28,13 +28,12 @@ def recommendations(
     lab: str | None,
     view: FabricView,
     health: HealthWindow | None,
-    thresholds: str | Path | None = None,
+    thresholds: HealthThresholds | None = None,
 ) -> list[Advice] | Unavailable:
     """``ibfab recommend`` over the stored topology and the current health report (judged by the
-    ``thresholds`` file, as ``ibfab recommend --thresholds``)."""
+    site's ``thresholds``, as ``ibfab recommend --thresholds``)."""
     if health is None:
         return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
-    from fabric.app.health import load_thresholds
 
     recs = recommend_fabric(
         view.discovery,
@@ -42,7 +41,7 @@ def recommendations(
         findings_from_report(health.report),
         SafetyPolicy(),
         db=None if db is None else str(db),
-        thresholds=load_thresholds(thresholds) if thresholds is not None else None,
+        thresholds=thresholds,
     )
     return [
         Advice(
@@ -104,11 +103,11 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
 def stored_findings(db: str | None, thresholds: HealthThresholds | None = None) -> list[LinkFinding] | None:
     """Findings from the store's counters (the same assessment as 'ibfab health', with the same
     ``thresholds``), or None when the store has no topology or counters yet."""
-    path = store_path(db)
-    if not path.exists():
-        return None
     try:
-        with Store.open(path, create=False) as store:
+        stored = Store.existing(db)
+        if stored is None:
+            return None
+        with stored as store:
             view = assess_store(store, thresholds=thresholds, record=False)
     except StoreError:
         return None
@@ -168,10 +167,10 @@ def recommend_fabric(
             look_locally=live is not None and live.kind == "local",
             ibdiagnet=ibdiagnet,
         )
-    path = store_path(db)
     last_peers: dict[PortRef, LastPeer] = {}
-    if path.exists():  # advice only reads: a store that is not there is not created
-        with Store.open(path, create=False) as store:
+    stored = Store.existing(db)  # advice only reads: a store that is not there is not created
+    if stored is not None:
+        with stored as store:
             limits = isolation_limits(store, d.fabric, d.classification, live)
             last_peers = down_ports_last_peers(store, d)
     else:

@@ -88,6 +88,13 @@ class StoreBase:
             raise
         return store
 
+    @classmethod
+    def existing(cls, path: str | Path | None = None) -> Self | None:
+        """The store at ``path`` opened to read, None when there is none: what only reads never
+        creates one (an operator's typo in --db leaves no stray file)."""
+        where = store_path(path)
+        return cls.open(where, create=False) if where.exists() else None
+
     def _prepare(self, create: bool) -> None:
         with self._errors("open"):
             try:
