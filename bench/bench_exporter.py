@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fabric.test_exporter_limits import store_with_every_port  # noqa: E402
 
 CAPTURE = (
-    ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
+    ROOT / "tests" / "data" / "realdata" / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
 )
 
 

@@ -5,7 +5,7 @@
 Times, each in a new process as an operator runs it (best of ``--repeat``, taking turns):
 ``ibfab discover --input FILE`` (the baseline: reading the capture is the floor),
 ``ibfab sweep plan --input FILE --pattern pairwise``, with peak RSS, on
-../shared/realdata/ibnetdiscover/ufm-sdk-selene-storage-hdr-edr-1407nodes.txt (382,571 probes in
+tests/data/realdata/ibnetdiscover/ufm-sdk-selene-storage-hdr-edr-1407nodes.txt (382,571 probes in
 627 rounds) and on a generated DGX-style rail fabric of 4,341 HCAs (543 hosts of 8 rails, the last
 two missing 11 HCAs between them; 1,175,598 probes in 543 rounds), the size of the real fabric
 issue 19 names. Targets (issue 19): under 1 s and under 2 s. The code timed is the one on
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = (
-    ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
+    ROOT / "tests" / "data" / "realdata" / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
 )
 TARGET_S = 1.0
 TARGET_4341_S = 2.0

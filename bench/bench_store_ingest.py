@@ -6,7 +6,7 @@ Synthesizes what the collector gets back for one fabric-wide read of about 50,00
 (16,384 single-port HCAs; 512 leaves x 48, 512 spines x 16, 256 cores x 4 cabled ports):
 
 * ``perfquery``: one ``perfquery -x -l <lid> <ports>`` text per node, a block per port laid out
-  exactly like shared/realdata/perfquery/*-perfquery-x-*.txt (header with CapMask, dotted fields);
+  exactly like tests/data/realdata/perfquery/*-perfquery-x-*.txt (header with CapMask, dotted fields);
 * ``ibqueryerrors``: the fabric-wide ``ibqueryerrors --counters`` text (one ``Data Counters for``
   record per node, one ``GUID .. port N: [PortXmitData == ..] ..`` line per port).
 
@@ -98,7 +98,7 @@ def _values(rng: random.Random) -> dict[str, int]:
 
 
 def perfquery_text(node: Node, rng: random.Random) -> str:
-    """What ``perfquery -x -l <lid> 1-N`` prints: one block per port (see shared/realdata/perfquery)."""
+    """What ``perfquery -x -l <lid> 1-N`` prints: one block per port (see tests/data/realdata/perfquery)."""
     lines = []
     for port in range(1, node.ports + 1):
         v = _values(rng)

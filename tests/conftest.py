@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("IBFAB_SHARED", ROOT.parent / "shared"))
-REALDATA = SHARED / "realdata"
+# Real captures of tools on other sites' clusters, copied unchanged with their SOURCES.tsv rows
+# (origin, licence, what each shows): the repository stands alone, nothing reads ../shared.
+REALDATA = ROOT / "tests" / "data" / "realdata"
 
 
 def realdata_files(tool: str) -> list[Path]:
-    """Every real capture of ``tool`` (a folder under shared/realdata), sorted; adding one adds a test."""
+    """Every real capture of ``tool`` (a folder under tests/data/realdata), sorted; adding one adds a test."""
     folder = REALDATA / tool
     return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
 

@@ -1,6 +1,6 @@
 """A real Slurm cluster on loopback for tests: one slurmctld and N ``slurmd -N nodeK``.
 
-Recipe and limits: ../shared/knowledge/components.md. Each node is a slurmd of its own
+Each node is a slurmd of its own
 (``NodeAddr=127.0.0.1K``, its own port) started under ``unshare --uts`` so its jobs see their own
 ``hostname``; config, state, spools, PID files and logs live in a private directory; ports are
 picked free. ``SLURM_CONF`` is given only to the processes the fixture starts and to the clients

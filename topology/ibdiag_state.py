@@ -16,7 +16,7 @@ from topology.ibdiag_csv import Section, db_csv_sections, optional_int
 from topology.model import Guid, PortRef, normalise_guid
 
 # FECActv codes. 0-3 are the InfiniBand PortInfo codes; 4 and 14 are the ones the real NDR run in
-# ../shared/realdata shows, named as the same run's ibdiagnet2.net_dump names them.
+# the real run in tests/data/realdata shows, named as the same run's ibdiagnet2.net_dump names them.
 FEC_NAMES: Mapping[int, str] = MappingProxyType(
     {
         0: "NO-FEC",

@@ -1,7 +1,6 @@
 """The numbers the health model judges links by, each with where it comes from.
 
-Sources are summarised in ``shared/knowledge/anchors.md`` (sections 1.2, 1.3, 3 and 10):
-"PDR plugin" is NVIDIA's UFM pdr_deterministic plugin, "ibqueryerrors" the suggested values in
+Each threshold below names its source: "PDR plugin" is NVIDIA's UFM pdr_deterministic plugin, "ibqueryerrors" the suggested values in
 rdma-core's ``error_thresholds`` file, "UFM log analyzer" its link-flapping rule.
 """
 

@@ -1,7 +1,7 @@
 """Health's fast path (the store's blocks summed column-wise, fabric.health.columns) gives what
 the counter table's path gives: the same per-port table and the same report, on planted faults,
 on random histories (resets, saturation, unreadable counters, unreachable spells, re-cabling,
-ports coming and going, windows cut mid-way), and on the real ibdiagnet run of ../shared."""
+ports coming and going, windows cut mid-way), and on the real ibdiagnet run in tests/data/realdata."""
 
 from __future__ import annotations
 

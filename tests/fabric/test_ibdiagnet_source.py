@@ -1,6 +1,6 @@
 """An ibdiagnet run as a source: ``--ibdiagnet DIR`` for the commands that read a fabric, and
 ``ibfab counters collect --ibdiagnet DIR`` storing the run's port counters as a counter snapshot
-(PM_INFO of the db_csv, else ibdiagnet2.pm), on the real NDR run in ../shared/realdata."""
+(PM_INFO of the db_csv, else ibdiagnet2.pm), on the real NDR run in tests/data/realdata."""
 
 from __future__ import annotations
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from fabric.cli import main
-from tests.conftest import ROOT
+from tests.conftest import REALDATA
 
-SELENE = (
-    ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
-)
-SMALL = ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
+SELENE = REALDATA / "ibnetdiscover" / "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt"
+SMALL = REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
 
 
 def test_a_cut_table_says_so_and_all_shows_every_round() -> None:

@@ -7,9 +7,9 @@ import pty
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import REALDATA, ROOT
 
-SMALL = ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
+SMALL = REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
 CMD = [sys.executable, "-c", "from fabric.cli import main; main()", "sweep", "plan", "--input", str(SMALL)]
 
 

@@ -18,11 +18,11 @@ from fabric.cli import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.store import RawCapture, Store, StoreError
 from fabric.store.blocks import KEY_EVERY
-from tests.conftest import ROOT
+from tests.conftest import REALDATA
 from topology.ibnetdiscover import read_ibnetdiscover
 from topology.model import Fabric
 
-CAPTURE = ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
+CAPTURE = REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
 T0 = float(int(time.time()) - 7200)  # two hours ago: inside the last day, which `export json --health` reads
 SNAPSHOTS = 6
 

@@ -25,11 +25,11 @@ from fabric.cli import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.health import Status
 from fabric.store import CompactResult, RawCapture, Retention, Store, link_subject
-from tests.conftest import ROOT
+from tests.conftest import REALDATA, ROOT
 from topology.ibnetdiscover import read_ibnetdiscover
 from topology.model import Fabric
 
-CAPTURE = ROOT.parent / "shared" / "realdata" / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
+CAPTURE = REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
 HOUR = 3600.0
 EVERY = 300.0  # a snapshot every 5 minutes
 HOURS = 10

@@ -28,6 +28,7 @@ from fabric.app.source import Source
 from fabric.cli import main
 from fabric.health import HealthReport, Status
 from fabric.store import Store
+from tests.conftest import REALDATA
 from tests.servers import free_port, get_json, stop_process
 from topology.model import Fabric, LinkKey
 
@@ -212,8 +213,7 @@ def test_prometheus_flags_the_same_links_as_the_store(rig: Rig, monkeypatch: pyt
 
 def test_an_unreachable_prometheus_is_a_one_line_error(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    topo = Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / "ibnetdiscover"
-    capture = topo / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
+    capture = REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
     res = CliRunner().invoke(
         main,
         ["health", "--prometheus", f"http://127.0.0.1:{port}", "--topology", str(capture), "--since", "1h"],

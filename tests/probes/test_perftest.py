@@ -134,7 +134,7 @@ EXPECTED: dict[str, Expected] = {
 
 
 def test_every_capture_has_expectations() -> None:
-    assert CAPTURES, "no perftest captures found under shared/realdata"
+    assert CAPTURES, "no perftest captures found under tests/data/realdata"
     assert {p.name for p in CAPTURES} == set(EXPECTED)
 
 

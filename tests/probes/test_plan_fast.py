@@ -1,7 +1,7 @@
 """The sweep planner's fast path (pairwise by whole arrays, coverage and bound by round or by
 column, the garbage collector paused) makes the simple path's plan: the same probes in the same
 order, rounds, bound and reason, coverage, notes and paths, on every real ibnetdiscover capture
-of ../shared and on generated fabrics (a miswired host has two HCAs on one rail, missing HCAs
+of tests/data/realdata and on generated fabrics (a miswired host has two HCAs on one rail, missing HCAs
 leave hosts uneven); with OpenSM's routes on a lab in tests/integration/test_plan_lab.py."""
 
 from __future__ import annotations

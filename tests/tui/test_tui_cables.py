@@ -3,7 +3,7 @@ serial, length, type, temperature, per-lane power), the FEC each port runs and e
 temperature, from the real NDR ibdiagnet run imported as ``ibfab counters collect --ibdiagnet``
 does; with no run kept, the panel says there is no inventory.
 
-The run is imported by a path relative to the shared folder (the capture is read in place), so the
+The run is imported by a path relative to tests/data (the capture is read in place), so the
 source the panel names is the same in every checkout and the picture at 80x24 is stable.
 """
 
