@@ -58,8 +58,9 @@ def store(tmp_path: Path) -> tuple[Path, Fabric, Link, Link]:
 
 
 async def settle(pilot: Pilot[None], app: IbfabApp) -> None:
-    """Wait until the load workers have posted topology and health."""
-    for _ in range(200):
+    """Wait until the load workers have posted topology and health (a 60 s deadline: the health
+    child process starts slowly on a loaded machine)."""
+    for _ in range(1200):
         await pilot.pause(0.05)
         if not any(app.loading.values()):
             await pilot.pause(0.05)

@@ -65,7 +65,9 @@ def reasons(cluster: SlurmCluster) -> dict[str, str]:
 
 
 async def applied(pilot: Pilot[None], app: IbfabApp, count: int = 1) -> list[ActionApplied]:
-    for _ in range(200):
+    # A deadline, not a speed test: the change runs scontrol against the real Slurm, which takes
+    # seconds on a loaded 2-core machine (10 s was too short under a busy fresh-clone run).
+    for _ in range(1200):
         done = [m for m in app.messages_seen if isinstance(m, ActionApplied)]
         if len(done) >= count:
             return done
@@ -84,7 +86,7 @@ def shown(app: IbfabApp) -> object:
 
 async def plan_window(pilot: Pilot[None], app: IbfabApp) -> ConfirmChange:
     """The plan's window, once Slurm has answered (asked off the UI thread, behind Waiting)."""
-    for _ in range(400):
+    for _ in range(1200):  # a deadline (60 s): Slurm answers slowly on a loaded machine
         if isinstance(app.screen, ConfirmChange):
             return app.screen
         await pilot.pause(0.05)
