@@ -26,6 +26,7 @@ from typing import Any
 
 from topology.cableplan import CablePlan, PlanEnd, PlannedCable, PlannedRate
 from topology.model import SPEED_RANK, Fabric, Link, NodeKind, PortRef
+from topology.nameformats import UnfitName
 from topology.plannames import FabricNames, Found, Resolution
 
 
@@ -375,6 +376,14 @@ def check_to_dict(check: PlanCheck, fabric: Fabric) -> dict[str, Any]:
 def plan_rows(fabric: Fabric) -> list[tuple[PlanEnd, PlanEnd, str]]:
     """Today's cables as plan rows (start, end, ``4xHDR``), for :func:`format_cable_plan`: every
     cable but a director's backplane and aggregation-node links, in the fabric's cable order."""
+    return checked_plan_rows(fabric)[0]
+
+
+def checked_plan_rows(
+    fabric: Fabric,
+) -> tuple[list[tuple[PlanEnd, PlanEnd, str]], tuple[UnfitName, ...]]:
+    """:func:`plan_rows`, and the names a plan cell could not carry (those nodes are named by
+    GUID in the rows)."""
     names = FabricNames(fabric)
     rows = []
     for lk in fabric.links:
@@ -382,4 +391,4 @@ def plan_rows(fabric: Fabric) -> list[tuple[PlanEnd, PlanEnd, str]]:
             continue
         speed = f"{lk.width}x{lk.speed}" if lk.width and lk.speed in SPEED_RANK else ""
         rows.append((names.spell(lk.a), names.spell(lk.b), speed))
-    return rows
+    return rows, tuple(names.unfit.values())

@@ -29,6 +29,7 @@ from enum import StrEnum
 from topology.cableplan import PlanEnd, PlanPort, PortForm, parse_port
 from topology.classify import parse_hca_description
 from topology.model import Fabric, Guid, Node, NodeKind, PortRef, normalise_guid
+from topology.nameformats import PLAN_CELL, UnfitName, unfit
 
 # [prefix;]system:path, e.g. MF0;dsm07-01ib1:MCS8500/L05/U2 or MF0;leaf-01:MQM8700/U1.
 _SYSTEM = re.compile(r"^(?:[^;:]*;)?([^;:]+):(\S*)$")
@@ -95,6 +96,7 @@ class FabricNames:
         self.by_adapter: dict[tuple[str, str], list[Guid]] = {}
         self.hca_names: dict[Guid, tuple[str, str]] = {}
         self.host_of: dict[Guid, str] = {}
+        self.unfit: dict[str, UnfitName] = {}  # names spell() kept out of a plan cell
         for g, node in fabric.nodes.items():
             self.by_desc.setdefault(node.description.strip().casefold(), []).append(g)
             if node.kind is NodeKind.SWITCH:
@@ -226,8 +228,17 @@ class FabricNames:
     def spell(self, ref: PortRef) -> PlanEnd:
         """How a plan names ``ref``: system name and ``Port N``, director ``Blade N_Port A/P``,
         host and adapter (``dgx-0001``, ``mlx5_0``); the node GUID where a name would not come
-        back to this very port (duplicate or missing descriptions)."""
+        back to this very port (duplicate or missing descriptions), or where a plan cell cannot
+        carry it (:data:`topology.nameformats.PLAN_CELL`; recorded in :attr:`unfit`)."""
+        said = False
         for end in self._spellings(ref):
+            bad = unfit(end.device, PLAN_CELL) or unfit(str(end.port), PLAN_CELL)
+            if bad is not None:
+                if not said:  # once per name (a host's HCAs share it), not once per spelling
+                    note = f"{bad.why}; the plan names its nodes by GUID"
+                    self.unfit.setdefault(bad.name, UnfitName(bad.name, bad.output, note))
+                    said = True
+                continue
             try:  # what a reader of the written plan will see
                 end = PlanEnd(end.device, parse_port(str(end.port)))
             except ValueError:
