@@ -16,9 +16,18 @@ import pytest
 from click.testing import CliRunner
 
 from fabric.cli.main import main
+from fabric.exports.fitnames import fitting_tree
+from fabric.exports.k8s import k8s_labels
+from fabric.exports.slurm import topology_conf
+from fabric.exports.tree import build_tree
 from probes.inventory import expand_hosts
+from tests.conftest import realdata_files
 from topology.cableplan import parse_cable_plan
+from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
+from topology.ibnetdiscover import read_ibnetdiscover
+from topology.nameformats import HOSTFILE
+from topology.plancheck import checked_plan_rows
 
 SPEC = "fattree-small"  # 32 hosts cn0001..cn0032, one HCA each ("cn0001 mlx5_0")
 CRAFTED = {
@@ -178,3 +187,18 @@ def test_placement_never_chooses_a_name_a_node_list_cannot_carry(tmp_path: Path)
         ln for ln in r.stderr.splitlines() if "not a host name a hostfile or Slurm node list can carry" in ln
     ]
     assert sorted(ln.rsplit(": ", 1)[1] for ln in said) == sorted(repr(n) for n in NOT_A_HOST_NAME)
+
+
+CAPTURES = realdata_files("ibnetdiscover")
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[p.name for p in CAPTURES])
+def test_real_sites_names_all_fit(path: Path) -> None:
+    # No false refusal: every host name of every real capture fits every format, and its plan
+    # names every node by name where the name is unique.
+    fabric = read_ibnetdiscover(path)
+    tree = build_tree(fabric, classify(fabric))
+    for export in (topology_conf(tree), k8s_labels(tree)):
+        assert export.unfit == ()
+    assert fitting_tree(tree, HOSTFILE)[1] == ()
+    assert checked_plan_rows(fabric)[1] == ()
