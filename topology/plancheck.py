@@ -5,16 +5,23 @@ Every planned cable is looked up in the fabric by its two ends (``topology.plann
 * **matched**: the fabric has exactly that cable; it is then checked against the plan's speed
   (width, lane speed, total rate; a cable whose width or speed the tool could not read is
   counted as *rate unknown*, never as slow);
-* **miswired**: an end is cabled to something else. Planned cables and the fabric's cables that
-  touch them are grouped, so two swapped cables are one item: expected A-B and C-D, actual A-D
-  and C-B, both ends of each;
-* **missing**: neither end is cabled (or the device is not in the fabric at all);
-* **not in the plan**: a fabric cable on a planned node whose ports no planned cable uses, of a
-  kind the plan covers (switch-to-switch, or host cables when the plan has any). Cables of a
-  kind the plan does not cover are counted as *not covered*; a director's backplane and links to
-  SHARP aggregation nodes are not cables and are left out;
+* **miswired**: an end is cabled to something else on a device the plan names (a host, a
+  switch, a director: :meth:`FabricNames.device_of`). Planned cables and the fabric's cables
+  that touch them are grouped, so two swapped cables are one item: expected A-B and C-D, actual
+  A-D and C-B, both ends of each;
+* **missing**: neither end is cabled to a planned device (or the device is not in the fabric);
+* **not in the plan**: a fabric cable on a planned device that no planned cable is, of a kind
+  the plan covers (switch-to-switch, or host cables when the plan has any): a cable to a device
+  the plan never names counts here even in a planned port, as UFM's NDT comparison has it (its
+  evidence names the planned cable whose port it holds). Cables of a kind the plan does not
+  cover are counted as *not covered*; a director's backplane and links to SHARP aggregation
+  nodes are not cables and are left out;
 * **unchecked**: the plan cables a port to two peers, or an end cannot be pinned to one port
   (a name shared by several nodes): said, never guessed.
+
+A planned device none of whose ports is in the fabric is an *absent device*; a planned port of a
+device that is there (a host without one adapter, a director without one line board) is an
+*absent port*, never an absent device.
 """
 
 from __future__ import annotations
