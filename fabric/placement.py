@@ -31,6 +31,7 @@ from probes.inventory import expand_hosts, host_sort_key
 from topology.classify import Classification, Role
 from topology.errors import InputError, UsageError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
+from topology.nameformats import SLURM_NODE, unfit
 
 POLICIES = ("pack", "spread")
 
@@ -313,8 +314,11 @@ def _candidates(
         ]
     out = []
     for h in pool:
+        bad = unfit(h, SLURM_NODE)  # the ring goes out as a hostfile or a Slurm node list
         if h in exclude:
             left.append(LeftOut(h, f"excluded: {exclude[h]}"))
+        elif bad is not None:
+            left.append(LeftOut(h, f"not a host name a hostfile or Slurm node list can carry: {bad.why}"))
         else:
             out.append(h)
     return out, left

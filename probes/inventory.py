@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from topology.errors import InputError, UsageError, excerpt
+from topology.nameformats import HOST_NAME_RE
 
 # An InfiniBand subnet has at most 49,151 unicast LIDs: no range of its hosts is longer than this.
 MAX_HOSTS = 100_000
 MAX_NAME_CHARS = 1024
 MAX_INVENTORY_BYTES = 16 << 20  # one name or one bracketed name pattern (a DNS name is at most 253)
-HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
 _FIELDS = ("name", "address", "user", "port", "key_file", "jump")
@@ -163,15 +163,20 @@ def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
     """``['dgx-01', 'dgx-02', 'dgx-04']`` -> ``dgx-[01-02,04]``: the one host-range fold.
 
     ``last_number_only`` folds ranges on the last number of a name only (``su1-dgx-[01-04]``),
-    as Slurm's hostlist expressions read them.
+    as Slurm's hostlist expressions read them. A name that is no host name (a NodeDescription's
+    ``dgx-[0001-0999]``, ``a[b``) is never read as a range: it follows, quoted, as it is.
     """
     from ClusterShell.NodeSet import NodeSet
 
+    names = list(names)
+    hosts = [n for n in names if HOST_NAME_RE.fullmatch(n)]
+    others = [repr(n) for n in dict.fromkeys(n for n in names if not HOST_NAME_RE.fullmatch(n))]
     if not last_number_only:
-        return str(NodeSet.fromlist(list(names)))
-    ns = NodeSet.fromlist(sorted(set(names), key=host_sort_key))
-    ns.fold_axis = (-1,)
-    return str(ns)
+        ns = NodeSet.fromlist(hosts)
+    else:
+        ns = NodeSet.fromlist(sorted(set(hosts), key=host_sort_key))
+        ns.fold_axis = (-1,)
+    return ",".join(([str(ns)] if hosts else []) + others)
 
 
 def parse_inventory(text: str, source: str = "<inventory>", fmt: str | None = None) -> Inventory:

@@ -52,6 +52,7 @@ from probes.slurm_parse import (
 )
 from probes.transport import CommandResult, FailureKind
 from topology.errors import CommandFailed, UnavailableError, UsageError
+from topology.nameformats import SLURM_NODE, unfit
 
 JOB_NAME = "ibfab-sweep"
 DRAIN_PREFIX = "ibfab: "
@@ -147,6 +148,10 @@ class Slurm:
     def nodes(self, names: Sequence[str] = ()) -> list[SlurmNode]:
         argv = ["scontrol", "-o", "show", "node"]
         if names:
+            # A name Slurm would read as a hostlist ('dgx-[0001-0999]', 'a,b') is no node of its.
+            names = [n for n in names if SLURM_NODE.fits(n)]
+            if not names:
+                return []
             argv.append(",".join(names))
         res = self.command(argv, check=False)
         if res.exit_code != 0 and not names:
@@ -201,6 +206,10 @@ class Slurm:
         reserved = self.reserved_nodes()
         free, refused = [], []
         for h in sorted(set(hosts), key=host_sort_key):
+            bad = unfit(h, SLURM_NODE)
+            if bad is not None:  # never put on a --nodelist: Slurm would read it as other nodes
+                refused.append(Unavailable(h, f"not a Slurm node name: {bad.why}"))
+                continue
             why = why_unavailable(known.get(h), partition, reserved.get(h), reservation)
             if why is None and reservation is not None and reserved.get(h) != reservation:
                 why = f"not in reservation {reservation}"
@@ -325,7 +334,7 @@ class Slurm:
         return [
             "srun",
             f"--jobid={alloc.job_id}",
-            f"--nodelist={host}",
+            f"--nodelist={slurm_node(host)}",
             "--nodes=1",
             "--ntasks=1",
             "--overlap",  # steps of one round share the nodes' CPUs instead of queueing for them
@@ -375,16 +384,31 @@ class Slurm:
         return ids
 
 
+def slurm_node(name: str) -> str:
+    """``name``, checked as a Slurm node name before it goes on a command line (UsageError, one
+    line, when Slurm would read it as something else: ``dgx-[0001-0999]`` is 999 nodes)."""
+    bad = unfit(name, SLURM_NODE)
+    if bad is not None:
+        raise UsageError(str(bad))
+    return name
+
+
 def drain_argv(host: str, finding: str) -> list[str]:
     """``scontrol update NodeName=HOST State=DRAIN Reason="ibfab: <finding>"`` (whitespace folded)."""
     reason = " ".join(finding.split())
     if not reason:
         raise UsageError("a drain needs a reason")
-    return ["scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={DRAIN_PREFIX}{reason}"]
+    return [
+        "scontrol",
+        "update",
+        f"NodeName={slurm_node(host)}",
+        "State=DRAIN",
+        f"Reason={DRAIN_PREFIX}{reason}",
+    ]
 
 
 def resume_argv(host: str) -> list[str]:
-    return ["scontrol", "update", f"NodeName={host}", "State=RESUME"]
+    return ["scontrol", "update", f"NodeName={slurm_node(host)}", "State=RESUME"]
 
 
 def new_token() -> str:

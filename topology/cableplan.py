@@ -10,7 +10,11 @@ Two real spellings are read by one parser:
 Columns are found by their header name (any order, any case, spaces ignored), so reordered or
 extra columns read the same. Ports are spelled ``Port N`` (a switch), ``Blade N_Port A/P`` (line
 board N, ASIC A, port P of a director), ``IB Port N`` (a host) or an adapter name (``mlx5_0``,
-``HCA-1``, ``ibp12s0``). Rows whose LinkType is given and is not ``Data`` are not InfiniBand
+``HCA-1``, ``ibp12s0``). A host end comes in three real spellings (:func:`parse_end`): the port
+cell is the HCA's NodeDescription, ``node0042 ibp11s0f0`` or ``node0042/ibp11s0f0``, with the
+host in the device cell (UFM's NDT host plans write it so); the port cell is the bare adapter
+(``ibp11s0f0``) with the host in the device cell; or the device cell is the NodeDescription
+(``node0042 ibp11s0f0``, ``node0042/ibp11s0f0``) and the port cell ``IB Port N``. Rows whose LinkType is given and is not ``Data`` are not InfiniBand
 cables and are skipped, as UFM does. A file that cannot be read raises a one-line
 :class:`PlanParseError` naming file, line and column; a port cabled to two peers is kept as a
 :class:`PlanConflict` (real design spreadsheets have them) for the check to report.
@@ -18,6 +22,8 @@ cables and are skipped, as UFM does. A file that cannot be read raises a one-lin
 >>> plan = parse_cable_plan("#StartDevice,StartPort,EndDevice,EndPort,LinkType\\nsw1,Port 1,dir1,Blade 2_Port 1/3,Data\\n")
 >>> str(plan.cables[0])
 'sw1/Port 1 <-> dir1/Blade 2_Port 1/3'
+>>> str(parse_end("node0042", "node0042 ibp11s0f0"))
+'node0042/ibp11s0f0'
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 
 from topology.errors import ParseError
 from topology.model import LANE_GBPS, SPEED_RANK
+from topology.naming import adapter_index
 from topology.textfile import InputFileError, decode_input, read_input_bytes
 
 TOOL = "cable plan"
@@ -68,7 +75,10 @@ _ADAPTER = re.compile(
 )
 _RATE_LANES = re.compile(r"^(\d+)\s*x\s*([A-Za-z0-9]+)$")
 _RATE_GBPS = re.compile(r"^(\d+(?:\.\d+)?)\s*(?:g|gb|gbps|gb/s|gbit/s|g\s+\w.*)$", re.IGNORECASE)
-_PORT_FORMS = "Port N, Blade N_Port A/P, IB Port N or an adapter name such as mlx5_0"
+_PORT_FORMS = (
+    "Port N, Blade N_Port A/P, IB Port N, an adapter name such as mlx5_0,"
+    " or the HCA's NodeDescription: node01 mlx5_0 with node01 the device"
+)
 
 
 class PlanParseError(ParseError):
@@ -217,6 +227,44 @@ def parse_port(text: str) -> PlanPort:
     raise ValueError(f"{t!r} is not a port ({_PORT_FORMS})")
 
 
+def parse_end(device: str, port: str) -> PlanEnd:
+    """One end of a cable from its device and port cells; raises ValueError naming the accepted
+    spellings. The port cell may be the HCA's NodeDescription, ``<host> <adapter>`` or
+    ``<host>/<adapter>``, whose host is the device cell's (UFM's NDT host plans: device
+    ``node0042``, port ``node0042 ibp11s0f0``); the adapter may be any name a NodeDescription
+    gives, as the host before it says what it is."""
+    device = device.strip()  # inner spaces kept: NodeDescriptions have runs of them
+    try:
+        return PlanEnd(device, parse_port(port))
+    except ValueError:
+        described = _described_port(device, " ".join(port.split()))
+        if described is None:
+            raise
+        return described
+
+
+def _described_port(device: str, text: str) -> PlanEnd | None:
+    """The adapter end a NodeDescription in the port cell names (``text`` has its whitespace
+    folded); None when the cell is no NodeDescription. Raises ValueError when it is the
+    NodeDescription of another host than the device cell's."""
+    sep = " " if " " in text else "/"
+    host, _, adapter = text.partition(sep)
+    if not host or not adapter or "/" in host:
+        return None
+    if host.casefold() != device.casefold():
+        if adapter_index(adapter) is None:
+            return None  # not a NodeDescription: the caller's "not a port" stands
+        raise ValueError(
+            f"{text!r} is the NodeDescription of host {host!r}, not of this row's device {device!r}"
+        )
+    try:
+        return PlanEnd(device, parse_port(adapter))
+    except ValueError:
+        if " " in adapter or "/" in adapter:
+            return None
+        return PlanEnd(device, PlanPort(PortForm.ADAPTER, None, adapter=adapter))
+
+
 def _header_role(cell: str) -> str | None:
     t = cell.strip().lstrip("\ufeff")
     if t.startswith("#"):
@@ -298,7 +346,7 @@ def _row(
     ends = []
     for dev, port in (("startdevice", "startport"), ("enddevice", "endport")):
         try:
-            ends.append(PlanEnd(cell(dev), parse_port(cell(port))))
+            ends.append(parse_end(cell(dev), cell(port)))
         except ValueError as exc:
             raise PlanParseError(source, lineno, raw, f"{_DISPLAY[port]} {exc}", columns[port] + 1) from exc
     if ends[0].key == ends[1].key:

@@ -5,16 +5,23 @@ Every planned cable is looked up in the fabric by its two ends (``topology.plann
 * **matched**: the fabric has exactly that cable; it is then checked against the plan's speed
   (width, lane speed, total rate; a cable whose width or speed the tool could not read is
   counted as *rate unknown*, never as slow);
-* **miswired**: an end is cabled to something else. Planned cables and the fabric's cables that
-  touch them are grouped, so two swapped cables are one item: expected A-B and C-D, actual A-D
-  and C-B, both ends of each;
-* **missing**: neither end is cabled (or the device is not in the fabric at all);
-* **not in the plan**: a fabric cable on a planned node whose ports no planned cable uses, of a
-  kind the plan covers (switch-to-switch, or host cables when the plan has any). Cables of a
-  kind the plan does not cover are counted as *not covered*; a director's backplane and links to
-  SHARP aggregation nodes are not cables and are left out;
+* **miswired**: an end is cabled to something else on a device the plan names (a host, a
+  switch, a director: :meth:`FabricNames.device_of`). Planned cables and the fabric's cables
+  that touch them are grouped, so two swapped cables are one item: expected A-B and C-D, actual
+  A-D and C-B, both ends of each;
+* **missing**: neither end is cabled to a planned device (or the device is not in the fabric);
+* **not in the plan**: a fabric cable on a planned device that no planned cable is, of a kind
+  the plan covers (switch-to-switch, or host cables when the plan has any): a cable to a device
+  the plan never names counts here even in a planned port, as UFM's NDT comparison has it (its
+  evidence names the planned cable whose port it holds). Cables of a kind the plan does not
+  cover are counted as *not covered*; a director's backplane and links to SHARP aggregation
+  nodes are not cables and are left out;
 * **unchecked**: the plan cables a port to two peers, or an end cannot be pinned to one port
   (a name shared by several nodes): said, never guessed.
+
+A planned device none of whose ports is in the fabric is an *absent device*; a planned port of a
+device that is there (a host without one adapter, a director without one line board) is an
+*absent port*, never an absent device.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from enum import StrEnum
 from typing import Any
 
 from topology.cableplan import CablePlan, PlanEnd, PlannedCable, PlannedRate
-from topology.model import SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef
+from topology.model import SPEED_RANK, Fabric, Link, NodeKind, PortRef
+from topology.nameformats import UnfitName
 from topology.plannames import FabricNames, Found, Resolution
 
 
@@ -35,6 +43,14 @@ class Verdict(StrEnum):
     NOT_IN_PLAN = "not_in_plan"
     BELOW_PLAN = "below_plan"
     UNCHECKED = "unchecked"
+
+
+@dataclass(frozen=True, slots=True)
+class AbsentPort:
+    """A planned port of a device the fabric has, which the fabric lacks (an adapter, a board)."""
+
+    end: str  # as the plan names it: node0042/ibp203s0f1
+    reason: str  # host node0042 has no ibp203s0f1 in the fabric
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +72,8 @@ class PlanCheck:
     not_covered: int  # fabric cables of a kind no planned cable covers
     internal: int  # director backplane and aggregation-node links (never in a plan)
     sources: tuple[str, ...] = ()
-    absent_devices: tuple[str, ...] = field(default=())
+    absent_devices: tuple[str, ...] = field(default=())  # planned devices no port of which is here
+    absent_ports: tuple[AbsentPort, ...] = field(default=())  # ports of devices that are here
 
     @property
     def differs(self) -> bool:
@@ -94,6 +111,7 @@ class _Check:
             self.port_link[lk.a] = lk
             self.port_link[lk.b] = lk
         self.spelled: dict[PortRef, str] = {}
+        self.planned_devices: set[str] = set()  # FabricNames.device_of of every device the plan names
 
     def name(self, ref: PortRef) -> str:
         s = self.spelled.get(ref)
@@ -110,8 +128,10 @@ class _Check:
         resolved: list[tuple[PlannedCable, Resolution, Resolution]] = []
         unchecked: list[PlanFinding] = []
         absent: dict[str, None] = {}
+        absent_ports: dict[str, str] = {}
         for cable in self.plan.cables:
             ra, rb = self.names.resolve(cable.start), self.names.resolve(cable.end)
+            self.planned_devices.update(r.device for r in (ra, rb) if r.device is not None)
             refs = [r.ref for r in (ra, rb) if r.ref is not None]
             clash = next((claimed[r] for r in refs if r in claimed), None)
             for r in refs:
@@ -139,6 +159,8 @@ class _Check:
             for e, res in ((cable.start, ra), (cable.end, rb)):
                 if res.status is Found.ABSENT:
                     absent.setdefault(e.device)
+                elif res.status is Found.PORT_ABSENT:
+                    absent_ports.setdefault(str(e), res.reason)
             resolved.append((cable, ra, rb))
 
         findings: list[PlanFinding] = []
@@ -172,6 +194,7 @@ class _Check:
             internal,
             self.plan.sources,
             tuple(absent),
+            tuple(AbsentPort(end, why) for end, why in absent_ports.items()),
         )
 
     def _below(self, cable: PlannedCable, lk: Link, why: str) -> PlanFinding:
@@ -202,7 +225,7 @@ class _Check:
         for i, (_, ra, rb) in enumerate(mismatched):
             for r in (ra, rb):
                 lk = self.port_link.get(r.ref) if r.ref is not None else None
-                if lk is None:
+                if lk is None or not self._between_planned(lk):
                     continue
                 if lk in owner:
                     parent[root(i)] = root(owner[lk])
@@ -218,6 +241,13 @@ class _Check:
             used.update(links)
             out.append(self._miswired(cables, links) if links else self._missing(cables[0]))
         return out
+
+    def _between_planned(self, lk: Link) -> bool:
+        """Whether both ends of a fabric cable are on devices the plan names: only such a cable
+        can be a planned cable put in the wrong place (as UFM's NDT comparison has it); a cable to
+        a device the plan never names is not in the plan, and the planned cable whose port it
+        took is missing (or miswired by its other end)."""
+        return all(self.names.device_of(ref.guid) in self.planned_devices for ref in (lk.a, lk.b))
 
     def _end_fact(self, end: PlanEnd, r: Resolution) -> str:
         if r.ref is None:
@@ -262,8 +292,6 @@ class _Check:
         used: set[Link],
         claimed: dict[PortRef, PlannedCable],
     ) -> tuple[list[PlanFinding], int, int]:
-        planned_nodes: set[Guid] = {r.ref.guid for _, *rs in resolved for r in rs if r.ref is not None}
-        planned_nodes |= {ref.guid for ref in claimed}
         covered = {self._kind(r.ref for r in rs if r.ref is not None) for _, *rs in resolved}
         out: list[PlanFinding] = []
         not_covered = internal = 0
@@ -273,15 +301,25 @@ class _Check:
             if self.names.internal(lk.a, lk.b) is not None:
                 internal += 1
                 continue
-            if self._kind((lk.a, lk.b)) not in covered or not ({lk.a.guid, lk.b.guid} & planned_nodes):
+            planned = {
+                self.names.device_of(lk.a.guid),
+                self.names.device_of(lk.b.guid),
+            } & self.planned_devices
+            if self._kind((lk.a, lk.b)) not in covered or not planned:
                 not_covered += 1
                 continue
+            # A port a planned cable names may hold a cable to a device the plan never names.
+            taken = [
+                f"{self.name(r)} is planned for {claimed[r]} ({claimed[r].where})"
+                for r in (lk.a, lk.b)
+                if r in claimed
+            ]
             out.append(
                 PlanFinding(
                     Verdict.NOT_IN_PLAN,
                     (),
                     (lk,),
-                    (f"fabric: {self.link_text(lk)}", "no planned cable uses either port"),
+                    (f"fabric: {self.link_text(lk)}", *(taken or ["no planned cable uses either port"])),
                     f"{self.name(lk.a)} <-> {self.name(lk.b)} is cabled but not in the plan",
                 )
             )
@@ -335,6 +373,7 @@ def check_to_dict(check: PlanCheck, fabric: Fabric) -> dict[str, Any]:
             "not_covered": check.not_covered,
             "internal": check.internal,
             "absent_devices": list(check.absent_devices),
+            "absent_ports": [{"end": a.end, "reason": a.reason} for a in check.absent_ports],
         },
         "findings": [finding(f) for f in check.findings],
         "unchecked": [finding(f) for f in check.unchecked],
@@ -344,6 +383,14 @@ def check_to_dict(check: PlanCheck, fabric: Fabric) -> dict[str, Any]:
 def plan_rows(fabric: Fabric) -> list[tuple[PlanEnd, PlanEnd, str]]:
     """Today's cables as plan rows (start, end, ``4xHDR``), for :func:`format_cable_plan`: every
     cable but a director's backplane and aggregation-node links, in the fabric's cable order."""
+    return checked_plan_rows(fabric)[0]
+
+
+def checked_plan_rows(
+    fabric: Fabric,
+) -> tuple[list[tuple[PlanEnd, PlanEnd, str]], tuple[UnfitName, ...]]:
+    """:func:`plan_rows`, and the names a plan cell could not carry (those nodes are named by
+    GUID in the rows)."""
     names = FabricNames(fabric)
     rows = []
     for lk in fabric.links:
@@ -351,4 +398,4 @@ def plan_rows(fabric: Fabric) -> list[tuple[PlanEnd, PlanEnd, str]]:
             continue
         speed = f"{lk.width}x{lk.speed}" if lk.width and lk.speed in SPEED_RANK else ""
         rows.append((names.spell(lk.a), names.spell(lk.b), speed))
-    return rows
+    return rows, tuple(names.unfit.values())

@@ -11,7 +11,8 @@ from typing import Any
 from fabric.app.discover import Discovery
 from topology.cableplan import format_cable_plan, merge_plans, read_cable_plan
 from topology.errors import UsageError
-from topology.plancheck import PlanCheck, check_plan, check_to_dict, plan_rows
+from topology.nameformats import UnfitName
+from topology.plancheck import PlanCheck, check_plan, check_to_dict, checked_plan_rows
 
 
 def check_against_plans(d: Discovery, plans: Sequence[str]) -> PlanCheck:
@@ -28,15 +29,16 @@ def plan_check_to_dict(check: PlanCheck, d: Discovery) -> dict[str, Any]:
 class WrittenPlan:
     text: str
     cables: int
+    unfit: tuple[UnfitName, ...] = ()  # names a plan cell cannot carry (their nodes go by GUID)
 
 
 def fabric_as_plan(d: Discovery, with_speed: bool = True, output: str | None = None) -> WrittenPlan:
     """The fabric's cables as a plan; written to ``output`` when given."""
-    rows = plan_rows(d.fabric)
+    rows, unfit = checked_plan_rows(d.fabric)
     text = format_cable_plan(rows, with_speed=with_speed)
     if output:
         try:
             Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"{output}: {exc.strerror or exc}") from exc
-    return WrittenPlan(text, len(rows))
+    return WrittenPlan(text, len(rows), unfit)

@@ -29,6 +29,7 @@ from probes.inventory import expand_hosts
 from probes.slurm import DRAIN_PREFIX, Slurm, drain_argv, resume_argv
 from probes.slurm_parse import SlurmNode
 from topology.errors import IbfabError, SafetyError, UsageError
+from topology.nameformats import SLURM_NODE, unfit
 
 DRAIN, RESUME = "drain", "resume"
 
@@ -117,6 +118,10 @@ def plan_drains(requests: Sequence[DrainRequest], slurm: Slurm, node_map: NodeMa
     known = {n.name: n for n in slurm.nodes()}
     planned = []
     for r, node in zip(requests, wanted, strict=True):
+        bad = unfit(node, SLURM_NODE)
+        if bad is not None:  # said in the plan, never put on a command line
+            planned.append(PlannedDrain(r.host, node, r.finding, r.evidence, (), "", str(bad)))
+            continue
         argv = tuple(drain_argv(node, r.finding))
         current = known.get(node)
         planned.append(

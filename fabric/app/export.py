@@ -9,6 +9,7 @@ from fabric.app.place import placement_health
 from fabric.core.units import parse_duration
 from fabric.exports import Export
 from fabric.exports.alert_rules import alert_rules, rules_header
+from fabric.exports.fitnames import fitting_tree
 from fabric.exports.grafana import dashboard_json
 from fabric.exports.hostfile import hostfile
 from fabric.exports.json import scheduler_json
@@ -18,6 +19,7 @@ from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
 from fabric.health import HealthThresholds
 from fabric.placement import PlacementHealth, ring_order
+from topology.nameformats import HOSTFILE
 
 
 def _tree(d: Discovery) -> SchedulerTree:
@@ -45,8 +47,8 @@ def kueue(d: Discovery, name: str, legacy: bool) -> Export:
 
 def mpi_hostfile(d: Discovery, style: str, slots: int) -> Export:
     """Every compute host in ring order (unit, leaf, name)."""
-    tree = _tree(d)
-    return Export(hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots), tree.left_out())
+    tree, unfit = fitting_tree(_tree(d), HOSTFILE)
+    return Export(hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots), tree.left_out(), unfit)
 
 
 def scheduler_document(d: Discovery, db: str | None = None, health_hours: float | None = None) -> Export:

@@ -23,6 +23,8 @@ def emit(result: Export) -> None:
     click.echo(result.text, nl=False)
     for item in result.left_out:
         click.echo(f"left out: {item}", err=True)
+    for unfit in result.unfit:
+        click.echo(f"left out: {unfit}", err=True)
 
 
 @click.group("export")

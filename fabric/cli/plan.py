@@ -71,6 +71,8 @@ def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
     from fabric.app.cableplan import fabric_as_plan
 
     written = fabric_as_plan(discover_from(opts), with_speed=not no_speed, output=output)
+    for unfit in written.unfit:
+        click.echo(f"left out: {unfit}", err=True)
     if output:
         click.echo(f"wrote {written.cables} cables to {output}", err=True)
         return

@@ -23,8 +23,10 @@ import shlex
 from collections.abc import Mapping
 
 from fabric.exports import Export
+from fabric.exports.fitnames import fitting_tree
 from fabric.exports.tree import SchedulerTree
 from fabric.placement import PlacementHealth
+from topology.nameformats import K8S_LABEL_VALUE, K8S_NODE
 
 TIER_KEY = "fabric.topograph.run/tier-{}"
 LEGACY_KEYS = (
@@ -36,7 +38,6 @@ HEALTH_KEY = "ibfab.io/health"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 STYLES = ("tier-n", "legacy", "both")
 _BAD = re.compile(r"[^A-Za-z0-9_.-]+")
-_VALID = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
 
 
 def fnv1a_64(text: str) -> int:
@@ -56,7 +57,7 @@ def label_value(text: str) -> str:
 
 
 def is_label_value(value: str) -> bool:
-    return bool(_VALID.match(value))
+    return K8S_LABEL_VALUE.fits(value)
 
 
 def label_keys(tree: SchedulerTree, style: str = "tier-n") -> list[str]:
@@ -103,9 +104,10 @@ def kubectl_lines(labels: Mapping[str, Mapping[str, str]]) -> str:
 def k8s_labels(
     tree: SchedulerTree, style: str = "tier-n", fmt: str = "kubectl", health: PlacementHealth | None = None
 ) -> Export:
+    tree, unfit = fitting_tree(tree, K8S_NODE)  # the node name kubectl is given
     labels = node_labels(tree, style, health)
     if fmt == "json":
         text = json.dumps({"nodes": {h.lower(): kv for h, kv in labels.items()}}, indent=1) + "\n"
     else:
         text = kubectl_lines(labels)
-    return Export(text, tree.left_out())
+    return Export(text, tree.left_out(), unfit)

@@ -19,16 +19,19 @@ powers of two (Slurm 23.11+; the 22.05 slurmctld here only has ``topology/tree``
 from __future__ import annotations
 
 from fabric.exports import Export
+from fabric.exports.fitnames import fitting_tree
 from fabric.exports.tree import SchedulerTree, fold
+from topology.nameformats import SLURM_NODE
 
 PLUGINS = ("tree", "block")
 
 
 def topology_conf(tree: SchedulerTree, plugin: str = "tree") -> Export:
+    tree, unfit = fitting_tree(tree, SLURM_NODE)  # a '#' or '[a-b]' in Nodes= would change the file
     if plugin == "tree":
-        return Export(tree_conf(tree), tree.left_out())
+        return Export(tree_conf(tree), tree.left_out(), unfit)
     if plugin == "block":
-        return Export(block_conf(tree), tree.left_out())
+        return Export(block_conf(tree), tree.left_out(), unfit)
     from topology.errors import UsageError
 
     raise UsageError(f"unknown Slurm topology plugin {plugin!r} (use tree or block)")

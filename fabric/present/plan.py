@@ -30,6 +30,13 @@ def render_check(check: PlanCheck, source: str, limit: int | None = 40) -> str:
     if check.absent_devices:
         shown = ", ".join(check.absent_devices[:8]) + (" …" if len(check.absent_devices) > 8 else "")
         notes.append(f"{len(check.absent_devices)} planned devices are not in the fabric: {shown}")
+    if check.absent_ports:
+        n = len(check.absent_ports)
+        shown = ", ".join(f"{a.end} ({a.reason})" for a in check.absent_ports[:8])
+        more = " …" if n > 8 else ""
+        notes.append(
+            f"{n} planned port{'s' if n > 1 else ''} not in the fabric, on devices that are: {shown}{more}"
+        )
     lines += [f"  {n}" for n in notes]
     for key, title in _TITLES:
         items = [f for f in check.findings if f.verdict.value == key]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from fabric.app import sweep as sweeps
+from fabric.app.drain import DrainRequest, plan_drains
 from fabric.app.sweep import SweepContext
 from probes.pairs import PairResult, Probe
 from probes.perftest import PerftestOptions
@@ -26,6 +27,7 @@ from probes.slurm_parse import parse_reasons
 from probes.slurm_sweep import PerftestSteps, SlurmSweep, run_slurm_sweep
 from probes.sweep import PairRun, SweepOutcome
 from tests.slurm import SlurmCluster, check_clean, slurm, slurm_cluster, start_slurm
+from topology.errors import UsageError
 from topology.generate import generate, to_ibnetdiscover
 from topology.model import Guid
 
@@ -345,3 +347,31 @@ def test_a_node_that_dies_mid_sweep_is_recorded_and_the_sweep_completes(
         assert done.outcome.suspects == ()
         assert Slurm(cluster.env).jobs(done.job_id) == []
         check_clean(cluster)
+
+
+@pytest.mark.slurm
+def test_names_slurm_would_read_as_other_nodes_never_reach_it(slurm: SlurmCluster) -> None:
+    # Fabric host names come from NodeDescriptions: 'node[1-4]' is four nodes to Slurm, 'node1,node2'
+    # two, 'node#1' a comment in its files. None is put on a command line; each is said once.
+    s = client(slurm)
+    odd = ("node[1-4]", "node1,node2", "node#1", "$(hostname)")
+    free, refused = s.check_hosts(("node1", *odd))
+    assert free == ["node1"]
+    assert sorted(u.host for u in refused) == sorted(odd)
+    assert all(u.why.startswith("not a Slurm node name: ") for u in refused)
+    assert s.nodes(["node[1-4]"]) == [] and len(s.nodes(["node1"])) == 1
+    with s.allocation(
+        AllocationRequest(hosts=("node2", "node[3-4]"), time_limit_minutes=5, immediate=5)
+    ) as alloc:
+        assert alloc.hosts == ("node2",) and [u.host for u in alloc.unavailable] == ["node[3-4]"]
+    plan = plan_drains([DrainRequest("node[3-4]", "BER 1e-9"), DrainRequest("node3", "BER 1e-9")], s)
+    bad, good = plan.drains
+    assert (
+        bad.argv == () and bad.skip is not None and "'node[3-4]' left out of Slurm's node names" in bad.skip
+    )
+    assert good.skip is None and good.argv[2] == "NodeName=node3"
+    with pytest.raises(
+        UsageError, match=r"^'node\[3-4\]' left out of Slurm's node names: '\[' is a hostlist range"
+    ):
+        s.drain("node[3-4]", "BER 1e-9")
+    assert s.drains() == []
