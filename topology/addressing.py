@@ -78,32 +78,44 @@ def _unconfigured(fabric: Fabric, cls: Classification) -> list[Anomaly]:
 
 
 def _whys(whys: Iterable[str]) -> str:
-    """``3 show no LID (2 LID 65535, 1 LID 0), 2 are up but not Active (Init)``."""
+    """``3 have no LID: 2 LID 65535, 1 LID 0; 2 are up but not Active: 2 Init``."""
     counts = Counter(whys)
     lids = {w: k for w, k in counts.items() if w.startswith("LID")}
     states = {w: k for w, k in counts.items() if w not in lids}
     parts = []
-    for group, say in ((lids, "have no LID"), (states, "are up but not Active")):
+    for group, one, many in (
+        (lids, "has no LID", "have no LID"),
+        (states, "is up but not Active", "are up but not Active"),
+    ):
         if group:
+            n = sum(group.values())
             detail = ", ".join(f"{k} {w}" for w, k in sorted(group.items(), key=lambda kv: (-kv[1], kv[0])))
-            parts.append(f"{sum(group.values())} {say}: {detail}")
+            parts.append(f"{n} {one if n == 1 else many}: {detail}")
     return "; ".join(parts)
 
 
 def _fold_ports(cls: Classification, refs: list[PortRef]) -> str:
-    """A few names: hosts whose every HCA is listed by host name (``cn[0001-0040] (every HCA)``),
-    other ports by their node's name; numbered names folded into ranges."""
+    """A few names: a host of several HCAs, every one listed, by its host name
+    (``cn[0001-0040] (every HCA)``); other HCAs by host and adapter, hosts folded per adapter
+    (``cn[0001-0002] mlx5_2``); switches by name."""
     listed = {r.guid for r in refs}
     whole: list[str] = []
-    single: list[str] = []
+    by_adapter: dict[str, list[str]] = defaultdict(list)
+    others: list[str] = []
     for g in sorted(listed, key=lambda g: _label(cls, g)):
         c = cls.nodes.get(g)
-        if c is not None and c.host is not None and set(cls.hosts.get(c.host, ())) <= listed:
+        host_hcas = set(cls.hosts.get(c.host, ())) if c is not None and c.host is not None else set()
+        if c is not None and c.host is not None and len(host_hcas) > 1 and host_hcas <= listed:
             if c.host not in whole:
                 whole.append(c.host)
+        elif c is not None and c.host is not None and c.adapter is not None:
+            by_adapter[c.adapter].append(c.host)
         else:
-            single.append(_label(cls, g))
-    folded = [f"{f} (every HCA)" for f in fold(whole)] + fold(single)
+            others.append(_label(cls, g))
+    folded = [f"{f} (every HCA)" for f in fold(whole)]
+    for adapter, hosts in sorted(by_adapter.items()):
+        folded += [f"{f} {adapter}" for f in fold(hosts)]
+    folded += fold(others)
     shown = folded[:_SHOWN]
     more = len(folded) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

@@ -28,7 +28,8 @@ Fault grammar (``KIND:ARGS``, colon separated)::
     dup-guid:HOST:N:HOST2:M            HOST2's mlx5_M is written with the GUID of HOST's mlx5_N
 
 The last three are what a subnet manager (or a card's firmware) makes: only the ibnetdiscover
-text shows them (the lab's OpenSM assigns its own LIDs, so the lab refuses them).
+text (:func:`to_ibnetdiscover`) shows them; the lab's OpenSM assigns its own LIDs, so the lab
+refuses them.
 
 On a leafspine fabric a host's HCAs take consecutive ports of its leaf (mlx5_0 first).
     degraded-width:SWITCH:PORT[:W]     the cable on PORT trains at W lanes (1 or 2; default 1)

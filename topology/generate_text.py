@@ -65,7 +65,8 @@ def to_ibsim_net(design: Design) -> str:
         text_only = [f for f in design.faults if f.split(":")[0].lower() in ("no-lid", "dup-lid", "dup-guid")]
         raise UsageError(
             f"fault {', '.join(text_only)}: the simulator's OpenSM assigns LIDs and reads GUIDs from the "
-            "net file, so it cannot show this; it is written in ibnetdiscover text only (ibfab generate)"
+            "net file, so a lab cannot show it; only the generator's ibnetdiscover text writes it "
+            "(topology.generate.to_ibnetdiscover)"
         )
     ports = _ports(design)
     ids: dict[Guid, str] = {s.guid: s.name for s in design.switches}

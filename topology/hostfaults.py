@@ -10,8 +10,9 @@ HCAs (``missing_hca``, one anomaly per adapter) when all of these hold:
   bar as the rail check's);
 * the shape has at least twice as many hosts as its own layout (ten hosts built alike are a
   design when they are as many as the others);
-* its leaves are of the shape's kind: each carries a host of the shape, or only hosts whose
-  layouts are part of it, and is a switch model the shape's leaves are.
+* its leaves are of the shape's kind: each carries a host of the shape, or else is a switch model
+  the shape's leaves are and carries only hosts short of the shape, no two alike (hosts alike on
+  a leaf of their own are a kind of their own).
 
 The missing adapter is named as the peers name it (``mlx5_5``, ``HCA-6``, ``ibp11s0f1``). Its leaf
 is where the host's other HCAs of the same block sit (the peers' HCAs group on leaves the same
@@ -28,7 +29,7 @@ On rail-optimized fabrics the hosts spread over rail leaves are the rail check's
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from topology.classify import Classification, NodeClass, Role
@@ -58,8 +59,11 @@ def missing_hcas(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     """One ``missing_hca`` anomaly per adapter a host lacks against the peers of its shape."""
     hosts = _hosts(fabric, cls)
     by_key: dict[_ShapeKey, list[_Host]] = defaultdict(list)
+    on_leaf: dict[Guid, list[_Host]] = defaultdict(list)
     for h in hosts:
         by_key[h.key].append(h)
+        for leaf in h.leaves:
+            on_leaf[leaf].append(h)
     covered = _second_records(fabric)
     out: list[Anomaly] = []
     for members in by_key.values():
@@ -72,7 +76,7 @@ def missing_hcas(fabric: Fabric, cls: Classification) -> list[Anomaly]:
             if shape is None:
                 continue
             peers = [p for p in members if p.layout == shape]
-            if not _leaves_of_kind(fabric, h, shape, peers, members):
+            if not _leaves_of_kind(fabric, h, peers, on_leaf):
                 continue
             for index in sorted(shape - h.layout):
                 if (h.name, index) not in covered:
@@ -148,20 +152,27 @@ def _shape_of(
 
 
 def _leaves_of_kind(
-    fabric: Fabric, h: _Host, shape: frozenset[int], peers: Sequence[_Host], members: Sequence[_Host]
+    fabric: Fabric, h: _Host, peers: Sequence[_Host], on_leaf: Mapping[Guid, list[_Host]]
 ) -> bool:
-    """Each of ``h``'s leaves carries a host of the shape, or only hosts whose layouts are part of
-    it, and is a switch model the shape's leaves are (a service leaf of other hosts is not)."""
+    """Each of ``h``'s leaves carries a host of the shape, or else is a switch model the shape's
+    leaves are and carries only hosts short of the shape, no two alike (a leaf of one host, as on
+    the shape's other leaves). Hosts alike on a leaf of their own are a kind of their own: the
+    storage leaf's 3-HCA hosts beside the 4-HCA GPU hosts' leaves are a design, not faults."""
     shape_leaves = set().union(*(p.leaves for p in peers))
     models = {fabric.nodes[g].devid for g in shape_leaves}
-    others: dict[Guid, bool] = defaultdict(bool)  # leaf -> carries a host of another layout
-    for m in members:
-        if not m.layout <= shape:
-            for leaf in m.leaves:
-                others[leaf] = True
-    return all(
-        leaf in shape_leaves or (not others[leaf] and fabric.nodes[leaf].devid in models) for leaf in h.leaves
-    )
+    shape = peers[0].layout
+    for leaf in h.leaves:
+        if leaf in shape_leaves:
+            continue
+        there = on_leaf[leaf]
+        layouts = [o.layout for o in there]
+        if (
+            fabric.nodes[leaf].devid not in models
+            or any(o.key != h.key or not o.layout < shape for o in there)
+            or len(set(layouts)) < len(layouts)
+        ):
+            return False
+    return True
 
 
 def _missing(

@@ -302,25 +302,25 @@ class _Builder:
         far end (where the first record is cabled otherwise) are its cables, not the first's."""
         if not self.seconds:
             return [], self.sides
-        dup_guids = {s.node.guid for s in self.seconds}
-        firsts: dict[tuple[Guid, int], PortRef] = {}
+        # The first record's cables of each GUID that has a second record, port -> far end.
+        firsts: dict[Guid, dict[int, PortRef]] = {s.node.guid: {} for s in self.seconds}
         for lg, lp, rg, rp, *_ in self.sides:
-            if lg in dup_guids:
-                firsts.setdefault((lg, lp), PortRef(rg, rp))
+            first = firsts.get(lg)
+            if first is not None:
+                first.setdefault(lp, PortRef(rg, rp))
         records: list[SecondRecord] = []
         repeated = 0
         theirs: set[tuple[Guid, int, Guid, int]] = set()
         for second in self.seconds:
             rec = second.record()
-            first = self.nodes[rec.guid]
-            mine = tuple(sorted((p, far) for (g, p), far in firsts.items() if g == rec.guid))
-            if rec.description == first.description and rec.cables == mine:
+            first = firsts[rec.guid]
+            if rec.description == self.nodes[rec.guid].description and rec.cables == tuple(
+                sorted(first.items())
+            ):
                 repeated += 1
                 continue
             records.append(rec)
-            theirs.update(
-                (far.guid, far.port, rec.guid, p) for p, far in rec.cables if firsts.get((rec.guid, p)) != far
-            )
+            theirs.update((far.guid, far.port, rec.guid, p) for p, far in rec.cables if first.get(p) != far)
         if repeated:
             self.warnings.append(
                 f"{repeated} record{'s' * (repeated > 1)} listed twice with the same content "
