@@ -227,14 +227,14 @@ def _adapter_name(peers: Sequence[_Host], index: int) -> str:
 
 
 def _fold_adapters(shape: frozenset[int], peers: Sequence[_Host]) -> str:
-    """``mlx5_0-7`` when the peers' adapters are one prefix and a run of numbers, else their count."""
+    """``mlx5_[0-7]`` when the peers' adapters are one prefix and a run of numbers, else each."""
     names = [_adapter_name(peers, i) for i in sorted(shape)]
     prefix = names[0].rstrip("0123456789")
     numbers = [n[len(prefix) :] for n in names]
     if prefix and all(n.startswith(prefix) and n[len(prefix) :].isdigit() for n in names):
         values = [int(x) for x in numbers]
         if values == list(range(values[0], values[0] + len(values))):
-            return f"{prefix}{values[0]}-{values[-1]}"
+            return f"{prefix}[{values[0]}-{values[-1]}]"
     return ", ".join(names)
 
 

@@ -3,6 +3,9 @@
 Nodes are written as rows in the order of :data:`NODE_FIELDS`; links and unconnected ports name
 their nodes by row index (or by GUID when the node has no record of its own, as in partial
 ``ibnetdiscover`` files). A 16,384-HCA fabric fits in a few MB of JSON and far less compressed.
+The LIDs the source stated (``lids``: node, port, LID), the ports it stated up but not Active
+(``inactive``) and records whose GUID another record has (``duplicates``) are written only when
+there are any; a fabric stored without them reads back with none (not known, so nothing judged).
 
 >>> from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
 >>> sw = Node(Guid("0x0000000000000001"), NodeKind.SWITCH, "leaf1", 36, lid=1)

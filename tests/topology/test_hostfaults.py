@@ -5,7 +5,7 @@ capture (topology.hostfaults)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -68,7 +68,7 @@ def test_three_hosts_with_seven_of_eight_hcas_are_each_reported() -> None:
         port = planted_port(d, fault)
         assert a.ports == (port,)
         assert a.message.startswith(
-            f"{host} has 7 of the 8 HCAs its 13 peers have (mlx5_0-7 on one leaf): no {adapter}"
+            f"{host} has 7 of the 8 HCAs its 13 peers have (mlx5_[0-7] on one leaf): no {adapter}"
         )
         assert (
             f"port {port.port} (its peers' HCAs take consecutive ports in adapter order), where nothing answers"
@@ -77,6 +77,28 @@ def test_three_hosts_with_seven_of_eight_hcas_are_each_reported() -> None:
         assert "ibstat" in a.message and a.severity.value == "error"
         (planted,) = [p for p in d.planted if p.fault == fault]
         assert planted.kind == "missing_hca" and set(planted.guids) & set(a.nodes)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "missing", "layout"),
+    [
+        (lambda i: f"HCA-{i + 1}", "HCA-6", "HCA-[1-8]"),
+        # netdev names from the PCI address: indexes are PCI order in the layout the hosts share
+        (
+            lambda i: f"ibp{(0x0C, 0x12, 0x48, 0x54, 0x8A, 0x94, 0xC1, 0xCB)[i]}s0f0",
+            "ibp148s0f0",
+            "ibp12s0f0, ",
+        ),
+    ],
+)
+def test_the_missing_adapter_is_named_as_its_peers_name_it(
+    spelling: Callable[[int], str], missing: str, layout: str
+) -> None:
+    text = to_ibnetdiscover(generate(FAT8, ["missing-hca:cn0003:5"]))
+    text = re.sub(r' mlx5_(\d)"', lambda m: f' {spelling(int(m.group(1)))}"', text)
+    (a,) = analyse(parse_ibnetdiscover_text(text))[1]
+    assert a.kind == "missing_hca" and f"({layout}" in a.message
+    assert f": no {missing}, which belongs on leaf-01 port 22 " in a.message
 
 
 def test_one_host_a_leaf_is_judged_against_the_hosts_of_the_other_leaves() -> None:
@@ -170,7 +192,7 @@ def test_a_host_spread_over_two_leaves_missing_one_is_reported_on_its_leaf_and_p
     # mlx5_5 sits with mlx5_4,6,7 on leaf-2 (the peers' block), at port 4*2+2 (their pattern).
     assert a.kind == "missing_hca" and a.ports == (PortRef(Guid(f"0x{0x102:016x}"), 10),)
     assert a.message.startswith(
-        "node03 has 7 of the 8 HCAs its 5 peers have (mlx5_0-7 over 2 leaves): no mlx5_5"
+        "node03 has 7 of the 8 HCAs its 5 peers have (mlx5_[0-7] over 2 leaves): no mlx5_5"
     )
     assert "which belongs on leaf-2 port 10" in a.message
 
@@ -241,9 +263,13 @@ REAL: dict[str, tuple[list[str], str]] = {
     ),
     "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt": (
         [],
-        "rail hosts (mlx5_4, mlx5_10) are the rail check's; service hosts have one HCA of (0,1)",
+        "its rail hosts (mlx5_4, mlx5_10) are the rail check's; the two service hosts with only index 1"
+        " hold half of the 160 storage hosts' (0, 1): another shape",
     ),
-    "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt": ([], "4 hosts of 2 HCAs, one of 4: none a subset"),
+    "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt": (
+        [],
+        "4 hosts of HCA-1/2 and one of 4 HCAs: one host is no shape, and 2 of 4 is under three quarters",
+    ),
 }
 CAPTURES = {p.name: p for p in realdata_files("ibnetdiscover")}
 
