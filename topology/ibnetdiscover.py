@@ -26,6 +26,8 @@ from topology._speed import gc_paused
 from topology.errors import ParseError
 from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
+from topology.ibnetdiscover_ports import PORTS_REPORT, ports_report_line
+from topology.ibnetdiscover_seconds import SecondInProgress, Side, settle
 from topology.model import (
     SPEED_RANK,
     Fabric,
@@ -35,7 +37,6 @@ from topology.model import (
     Node,
     NodeKind,
     PortRef,
-    SecondRecord,
     UnconnectedPort,
     normalise_guid,
 )
@@ -45,7 +46,6 @@ TOOL = "ibnetdiscover"
 
 _KIND_BY_RECORD = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA, "Hca": NodeKind.HCA, "Rt": NodeKind.ROUTER}
 _KIND_BY_PREFIX = {"S": NodeKind.SWITCH, "H": NodeKind.HCA, "R": NodeKind.ROUTER}
-_KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUTER}
 
 _HEADER_KEYS = frozenset({"vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid", "hcaguids"})
 _HEADER_ASSIGN = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguids)\s*=\s*(\S+)")
@@ -92,17 +92,9 @@ _LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear i
 _SKIPPED_SHOWN = 5
 MAX_PORT = 255  # port numbers are one byte in InfiniBand
 _PORT_RANGE = f"a port number above {MAX_PORT} (port numbers are one byte)"
-_PORTS_REPORT = re.compile(
-    r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\d+)x\s*(\S+)"
-    # atomic first description: the line's end is checked once, not once per "' - '" in it
-    r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*(?>'(.*?)'\s+-\s+')(.*)'\s*\)"
-    r"|\s+'(.*)')\s*$"
-)
 
 
-# One port line, as plain data (this runs ~100k times for a 16k-HCA fabric):
-# (local guid, local port, remote guid, remote port, width, speed, line number)
-_Side = tuple[Guid, int, Guid, int, int, str, int]
+_Side = Side  # one port line, as plain data (topology.ibnetdiscover_seconds)
 
 
 @dataclass(slots=True)
@@ -113,24 +105,6 @@ class _FarNode:
     description: str
     lid: int | None
     ports: int  # the highest port number seen
-
-
-@dataclass(slots=True)
-class _Second:
-    """A record whose GUID an earlier record has: its port lines are kept here, not as cables."""
-
-    node: Node
-    line: int
-    cables: list[tuple[int, PortRef]] = field(default_factory=list)
-
-    def port_line(self, port: int, far: PortRef, own_lid: str | None) -> None:
-        self.cables.append((port, far))
-        if own_lid is not None and self.node.lid is None:
-            self.node = dataclasses.replace(self.node, lid=Lid(int(own_lid)))
-
-    def record(self) -> SecondRecord:
-        n = self.node
-        return SecondRecord(n.guid, n.kind, n.description, n.lid, tuple(sorted(self.cables)), self.line)
 
 
 @dataclass(slots=True)
@@ -162,11 +136,10 @@ class _Builder:
     skipped: list[int] = field(default_factory=list)  # numbers of lines that are not the tool's
     guids: dict[str, Guid] = field(default_factory=dict)
     origin: tuple[str, str] | None = None  # (node GUID, port GUID) from the header
-    # LIDs by (GUID, port): those records state of their own ports (a switch's on port 0), and
-    # those port lines state of far ends (used for nodes without a record of their own).
+    # LIDs by (GUID, port) records state of their own ports, and port lines of far ends
     own_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
     far_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
-    seconds: list[_Second] = field(default_factory=list)
+    seconds: list[SecondInProgress] = field(default_factory=list)
 
     def error(self, lineno: int, line: str, problem: str) -> ParseError:
         return ParseError(TOOL, self.source, lineno, line, problem)
@@ -180,10 +153,10 @@ class _Builder:
                 g = self.guids[text] = normalise_guid(text)
         return g
 
-    def add_node(self, node: Node, lineno: int) -> _Second | None:
+    def add_node(self, node: Node, lineno: int) -> SecondInProgress | None:
         """Record ``node``; a record whose GUID an earlier one has is kept aside (returned)."""
         if node.guid in self.nodes:
-            second = _Second(node, lineno)
+            second = SecondInProgress(node, lineno)
             self.seconds.append(second)
             return second
         self.nodes[node.guid] = node
@@ -218,7 +191,8 @@ class _Builder:
         firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], _Listing]] = []
         ends_get = ends.get
         rank_get = SPEED_RANK.get
-        duplicates, sides = self._settle_seconds()
+        duplicates, sides, note = settle(self.seconds, self.sides, self.nodes)  # GUIDs two records have
+        self.warnings += [note] if note else []
         for lg, lp, rg, rp, width, speed, lineno in sides:
             here = (lg, lp)
             seen = ends_get(here)
@@ -287,47 +261,10 @@ class _Builder:
         return with_origin(fabric, self.origin)
 
     def lids(self) -> dict[PortRef, Lid]:
-        """Every LID the capture states, by port: what a record says of its own ports, else
-        (nodes without a record) what port lines say of the far end."""
+        """Every LID stated, by port: a record's of its own, else (no record) the far end's."""
         out = {PortRef(g, p): Lid(lid) for (g, p), lid in self.far_lids.items() if g not in self.nodes}
         out.update((PortRef(g, p), Lid(lid)) for (g, p), lid in self.own_lids.items())
         return out
-
-    def _settle_seconds(self) -> tuple[list[SecondRecord], list[_Side]]:
-        """The records whose GUID an earlier record has, and the port lines left as cables.
-
-        A second record with the first's description and cables is the same device listed
-        twice (a capture pasted twice): one warning, nothing else. Any other is a second device
-        with that GUID: it is kept aside, and the lines of other records that name it as their
-        far end (where the first record is cabled otherwise) are its cables, not the first's."""
-        if not self.seconds:
-            return [], self.sides
-        # The first record's cables of each GUID that has a second record, port -> far end.
-        firsts: dict[Guid, dict[int, PortRef]] = {s.node.guid: {} for s in self.seconds}
-        for lg, lp, rg, rp, *_ in self.sides:
-            first = firsts.get(lg)
-            if first is not None:
-                first.setdefault(lp, PortRef(rg, rp))
-        records: list[SecondRecord] = []
-        repeated = 0
-        theirs: set[tuple[Guid, int, Guid, int]] = set()
-        for second in self.seconds:
-            rec = second.record()
-            first = firsts[rec.guid]
-            if rec.description == self.nodes[rec.guid].description and rec.cables == tuple(
-                sorted(first.items())
-            ):
-                repeated += 1
-                continue
-            records.append(rec)
-            theirs.update((far.guid, far.port, rec.guid, p) for p, far in rec.cables if first.get(p) != far)
-        if repeated:
-            self.warnings.append(
-                f"{repeated} record{'s' * (repeated > 1)} listed twice with the same content "
-                "(a capture pasted twice?): read once"
-            )
-        sides = [s for s in self.sides if (s[0], s[1], s[2], s[3]) not in theirs] if theirs else self.sides
-        return records, sides
 
     def notes(self) -> tuple[str, ...]:
         """What the operator should know about the reading: one line per kind of thing."""
@@ -425,7 +362,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     referenced = b.referenced
     sides_append = b.sides.append
     cur_guid, cur_nports = Guid(""), 0
-    second: _Second | None = None  # the record in progress, when its GUID an earlier one has
+    second: SecondInProgress | None = None  # the record in progress, when its GUID an earlier one has
     own_lids = b.own_lids
     # The skipped line that ended the record in progress: a port line after it is an error there.
     broke: tuple[int, str] | None = None
@@ -530,12 +467,12 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             current = None
             continue
         if fmt in (None, "ports"):
-            m = _PORTS_REPORT.match(stripped)
+            m = PORTS_REPORT.match(stripped)
             if m:
                 fmt = "ports"
                 b.lenient_conflicts = True
                 saw_content = True
-                _ports_report_line(b, m, lineno, raw)
+                ports_report_line(b, m, lineno, raw)
                 continue
             if fmt == "ports" and _TOOL_LIKE.search(stripped):
                 raise b.error(lineno, raw, "not an ibnetdiscover -p port line")
@@ -583,7 +520,7 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
 
 def _node_record(
     b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str
-) -> tuple[Node, _Second | None]:
+) -> tuple[Node, SecondInProgress | None]:
     """The record's node, and where its port lines go when an earlier record has its GUID."""
     record, nports, gid, desc, rest = m.groups()
     if len(nports) > 3 or int(nports) > MAX_PORT:
@@ -608,7 +545,7 @@ def _node_record(
 
 
 def _port_line(
-    b: _Builder, current: Node, second: _Second | None, m: re.Match[str], lineno: int, line: str
+    b: _Builder, current: Node, second: SecondInProgress | None, m: re.Match[str], lineno: int, line: str
 ) -> None:
     port, _labels, prefix, rgid, rport, _rportguid, comment = m.groups()
     comment = comment or ""
@@ -659,25 +596,3 @@ def _port_line(
             lineno,
         )
     )
-
-
-def _ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
-    (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
-    try:
-        guid = normalise_guid(gid)
-    except ValueError as exc:
-        raise b.error(lineno, line, str(exc)) from exc
-    local_desc = (desc if rkind else lone_desc) or ""
-    b.reference(guid, _KIND_BY_SHORT[kind], local_desc.strip(), int(lid), int(port))
-    b.far_lid(guid, _KIND_BY_SHORT[kind], int(port), int(lid))
-    speed = speed.upper() if speed != "???" else "???"
-    if rkind is None:
-        b.unconnected.append(UnconnectedPort(PortRef(guid, int(port)), int(width), speed))
-        return
-    try:
-        rguid = normalise_guid(rgid)
-    except ValueError as exc:
-        raise b.error(lineno, line, str(exc)) from exc
-    b.reference(rguid, _KIND_BY_SHORT[rkind], (rdesc or "").strip(), int(rlid), int(rport))
-    b.far_lid(rguid, _KIND_BY_SHORT[rkind], int(rport), int(rlid))
-    b.sides.append((guid, int(port), rguid, int(rport), int(width), speed, lineno))
