@@ -220,6 +220,7 @@ def up(spec: str = DEFAULT_PRESET, faults: Sequence[str] = (), name: str = "defa
     """Generate the fabric, start ibsim and OpenSM, wait for SUBNET UP; LabError on any failure."""
     paths = _paths(name)
     design = generate(spec, faults)  # UsageError before anything is touched
+    to_ibsim_net(design)  # ... as are faults only ibnetdiscover text shows (no-lid, dup-lid, dup-guid)
     paths.root.mkdir(parents=True, exist_ok=True)
     with _locked(paths.root / "lab.lock"):
         old = _read_state(paths)

@@ -27,6 +27,7 @@ SPEC_KEYS = {
         "leaves",
         "spines",
         "hosts",
+        "hcas",
         "radix",
         "speed",
         "cables",
@@ -62,16 +63,21 @@ class FabricSpec:
     hosts: int = 0  # leafspine: hosts per leaf
     units: int = 0  # rail: scalable units
     nodes: int = 0  # rail: nodes per unit
-    hcas: int = 0  # rail: HCAs (= rails) per node
+    hcas: int = 0  # rail: HCAs (= rails) per node; leafspine: HCAs per host, all on its leaf (0: one)
     core: int = 0  # rail: core switches (0 = two tiers)
     cables: int = 0
     side: int = 0  # leaves of a management side group (0: none)
     side_hosts: int = 0  # hosts per side leaf
     side_spines: int = 0  # spines of the side group
 
+    @property
+    def host_hcas(self) -> int:
+        """HCAs per host: a rail node's rails; a leafspine host's (one unless ``hcas`` says)."""
+        return max(1, self.hcas)
+
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines")
+        optional = ("cables", "side", "side_hosts", "side_spines", "hcas")
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
@@ -107,7 +113,7 @@ class DesignHca:
 class PlantedFault:
     """An anomaly planted on purpose, as discovery should report it."""
 
-    kind: str  # rail_miswire | missing_link | degraded_link
+    kind: str  # the anomaly kind discovery reports: rail_miswire, missing_link, missing_hca, ...
     fault: str  # the fault spec that planted it
     guids: tuple[Guid, ...]
     ports: tuple[PortRef, ...]
@@ -123,6 +129,10 @@ class Design:
     cables: tuple[Link, ...]  # as intended
     built: tuple[Link, ...]  # as built: faults applied
     planted: tuple[PlantedFault, ...]
+    # What the ibnetdiscover text writes otherwise than built (faults of the subnet manager's
+    # making, which a simulator's own SM would undo): a node's LID, an HCA's GUID (another's).
+    lids: tuple[tuple[Guid, int], ...] = ()
+    guids: tuple[tuple[Guid, Guid], ...] = ()
 
     @property
     def speed(self) -> str:
@@ -140,7 +150,7 @@ class Design:
 
 @dataclass(frozen=True, slots=True)
 class FaultSpec:
-    kind: str  # miswire | missing-link | missing-hca | degraded-width | degraded-speed
+    kind: str  # miswire | missing-link | missing-hca | degraded-width | degraded-speed | no-lid | dup-...
     target: str  # host or switch name
     args: tuple[str, ...]
     text: str

@@ -8,6 +8,7 @@ design into an ibsim net file or into real-looking ``ibnetdiscover`` output.
 Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values the keys override)::
 
     leafspine:leaves=4,spines=2,hosts=8,radix=40,speed=HDR
+    leafspine:leaves=4,spines=2,hosts=4,hcas=8,radix=64   (hosts of 8 HCAs, all on their leaf)
     rail:units=2,nodes=4,hcas=8,spines=4,core=0,radix=64,speed=NDR
     rail-small            rail-small:speed=HDR
     rail-3tier:side=3     (a side group: see below)
@@ -22,6 +23,15 @@ Fault grammar (``KIND:ARGS``, colon separated)::
     miswire:HOST:A:B                   swap the leaf cables of HCAs mlx5_A and mlx5_B of HOST
     missing-link:SWITCH[:PORT]         drop one switch-to-switch cable (first uplink, or the one on PORT)
     missing-hca:HOST:N                 HCA mlx5_N of HOST is absent (dead card)
+    no-lid:HOST:N | no-lid:SWITCH      the SM gave it no LID: the text writes 65535 (an HCA), 0 (a switch)
+    dup-lid:HOST:N:HOST2:M | dup-lid:SWITCH:SWITCH2   the second is written with the first's LID
+    dup-guid:HOST:N:HOST2:M            HOST2's mlx5_M is written with the GUID of HOST's mlx5_N
+
+The last three are what a subnet manager (or a card's firmware) makes: only the ibnetdiscover
+text (:func:`to_ibnetdiscover`) shows them; the lab's OpenSM assigns its own LIDs, so the lab
+refuses them.
+
+On a leafspine fabric a host's HCAs take consecutive ports of its leaf (mlx5_0 first).
     degraded-width:SWITCH:PORT[:W]     the cable on PORT trains at W lanes (1 or 2; default 1)
     degraded-speed:SWITCH:PORT[:SPEED] the cable on PORT trains at SPEED (default one step below)
 
@@ -121,6 +131,10 @@ def parse_fabric_spec(text: str) -> FabricSpec:
         ints.setdefault("nodes", 32)
         if ints["nodes"] < 1:
             raise UsageError(f"fabric spec {raw!r}: nodes must be at least 1")
+    if kind == "leafspine" and ints.get("hcas", 1) < 1:
+        raise UsageError(f"fabric spec {raw!r}: hcas must be at least 1")
+    if kind == "leafspine" and ints.get("hcas") == 1:
+        del ints["hcas"]  # one HCA per host is the leafspine default: one spelling of the spec
     if ints.get("side"):
         ints.setdefault("side_hosts", 4)
         ints.setdefault("side_spines", 2)
@@ -151,6 +165,9 @@ _FAULT_ARITY = {
     "missing-hca": (2, 2),
     "degraded-width": (2, 3),
     "degraded-speed": (2, 3),
+    "no-lid": (1, 2),
+    "dup-lid": (2, 4),
+    "dup-guid": (4, 4),
 }
 
 
@@ -179,7 +196,7 @@ class _Plan:
 def _plan(spec: FabricSpec, raw: str) -> _Plan:
     r, s = spec.radix, spec.spines
     if spec.kind == "leafspine":
-        down, leaves_per_group = spec.hosts, spec.leaves
+        down, leaves_per_group = spec.hosts * spec.host_hcas, spec.leaves
     else:
         down = spec.nodes
         leaves_per_group = spec.hcas if spec.core else spec.units * spec.hcas
@@ -239,7 +256,14 @@ def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> De
         for li in range(spec.leaves):
             g = switch(_LEAF_GUID, li, f"leaf-{li + 1:02d}", "leaf", None, None)
             leaf_groups[0].append(
-                (g, [(f"cn{li * spec.hosts + h + 1:04d}", 0, 1) for h in range(spec.hosts)])
+                (
+                    g,
+                    [
+                        (f"cn{li * spec.hosts + h + 1:04d}", i, 1)
+                        for h in range(spec.hosts)
+                        for i in range(spec.host_hcas)
+                    ],
+                )
             )
     # HCAs: numbered host by host so that GUIDs of one host are adjacent.
     slots: dict[tuple[str, int], tuple[Guid, int]] = {}
@@ -339,7 +363,7 @@ def design_to_dict(design: Design) -> dict[str, Any]:
     def link(lk: Link) -> list[Any]:
         return [lk.a.guid, lk.a.port, lk.b.guid, lk.b.port, lk.width, lk.speed]
 
-    return {
+    out: dict[str, Any] = {
         "format": "ibfab-design/1",
         "spec": design.spec.text(),
         "faults": list(design.faults),
@@ -358,6 +382,12 @@ def design_to_dict(design: Design) -> dict[str, Any]:
             for p in design.planted
         ],
     }
+    # Only when a fault set them: every other design's JSON stays as it was.
+    if design.lids:
+        out["lids"] = [[g, lid] for g, lid in design.lids]
+    if design.guids:
+        out["guids"] = [[g, w] for g, w in design.guids]
+    return out
 
 
 def design_from_dict(data: Mapping[str, Any], source: str = "design.json") -> Design:
@@ -377,6 +407,8 @@ def design_from_dict(data: Mapping[str, Any], source: str = "design.json") -> De
             hcas=tuple(DesignHca(**h) for h in data["hcas"]),
             cables=tuple(link(r) for r in data["cables"]),
             built=tuple(link(r) for r in data["built"]),
+            lids=tuple((Guid(g), int(lid)) for g, lid in data.get("lids", [])),
+            guids=tuple((Guid(g), Guid(w)) for g, w in data.get("guids", [])),
             planted=tuple(
                 PlantedFault(
                     kind=p["kind"],

@@ -1,7 +1,9 @@
 """Plant faults in a generated design: rewire the as-built cables and record what was planted.
 
 Each fault changes only the cables it names, and records the anomaly that topology-vs-intent
-checks should report (see :class:`topology.generate.PlantedFault`).
+checks should report (see :class:`topology.generate.PlantedFault`). The subnet manager's faults
+(``no-lid``, ``dup-lid``, ``dup-guid``) change no cable: they are what the ibnetdiscover text
+writes (:attr:`Design.lids`, :attr:`Design.guids`), resolved once every fault is applied.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ from collections.abc import Sequence
 
 from topology.design import Design, DesignHca, DesignSwitch, FaultSpec, PlantedFault, lower_speed
 from topology.errors import UsageError
+from topology.generate_text import assign_lids
 from topology.model import SPEED_ORDER, Guid, Link, PortRef
+
+# The LID the text writes for a port the SM has not configured: the permissive LID on an HCA
+# (what ``ibstat`` shows as "Base lid: 65535" on such a port), 0 on a switch.
+UNASSIGNED_HCA_LID, UNASSIGNED_SWITCH_LID = 0xFFFF, 0
 
 # Speeds ibsim 0.10 can train a link at (NDR runs as HDR in the simulator).
 SIM_SPEEDS = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR")
@@ -27,6 +34,9 @@ class _Cabling:
             self.by_end[lk.a] = lk
             self.by_end[lk.b] = lk
         self.touched: dict[PortRef, str] = {}
+        # (node, the LID to write: a number, or the node whose LID it takes), per fault
+        self.lids: list[tuple[FaultSpec, Guid, int | Guid]] = []
+        self.guids: list[tuple[FaultSpec, Guid, Guid]] = []  # (HCA, the HCA whose GUID it takes)
         self.names = {s.guid: s.name for s in design.switches}
         self.names.update({h.guid: h.description for h in design.hcas})
         self.switches = {s.name: s for s in design.switches}
@@ -89,13 +99,33 @@ def plant(design: Design, faults: Sequence[FaultSpec]) -> Design:
         handler = _HANDLERS[fault.kind]
         planted.extend(handler(cab, fault, absent))
     hcas = tuple(dataclasses.replace(h, present=False) if h.guid in absent else h for h in design.hcas)
-    return dataclasses.replace(
+    built = dataclasses.replace(
         design,
         faults=tuple(f.text for f in faults),
         hcas=hcas,
         built=cab.links(),
         planted=tuple(planted),
     )
+    return _written(built, cab, absent)
+
+
+def _written(design: Design, cab: _Cabling, absent: set[Guid]) -> Design:
+    """``design`` with the LIDs and GUIDs its faults make the text write (after every fault, so a
+    shared LID is the one the other node is finally given)."""
+    for fault, guid, _ in (*cab.lids, *cab.guids):
+        if guid in absent:
+            raise UsageError(f"fault {fault.text!r}: {cab.names[guid]} is absent (another fault removes it)")
+    assigned = assign_lids(design)
+    lids: dict[Guid, int] = {}
+    for fault, guid, value in cab.lids:
+        if guid in lids:
+            raise UsageError(f"fault {fault.text!r}: {cab.names[guid]}'s LID is already set by another fault")
+        if isinstance(value, str):
+            if value in absent:
+                raise UsageError(f"fault {fault.text!r}: {cab.names[value]} is absent")
+            value = lids.get(value, assigned[value])
+        lids[guid] = value
+    return dataclasses.replace(design, lids=tuple(lids.items()), guids=tuple((g, w) for _, g, w in cab.guids))
 
 
 def _miswire(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[PlantedFault]:
@@ -165,9 +195,11 @@ def _missing_hca(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[Pla
     lk = cab.take(fault, PortRef(hca.guid, 1))
     leaf_end = lk.other(hca.guid)
     absent.add(hca.guid)
+    # A rail host lacks a rail (the rail check's missing_link); elsewhere the host lacks an HCA
+    # its peers have (topology.hostfaults).
     return [
         PlantedFault(
-            "missing_link",
+            "missing_link" if cab.design.spec.kind == "rail" else "missing_hca",
             fault.text,
             (hca.guid, leaf_end.guid),
             (PortRef(hca.guid, 1), leaf_end),
@@ -206,10 +238,83 @@ def _degraded(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[Plante
     ]
 
 
+def _node(cab: _Cabling, fault: FaultSpec, names: tuple[str, ...]) -> tuple[Guid, str]:
+    """A switch by name, or an HCA by host and index: (its GUID, its name)."""
+    if len(names) == 1:
+        sw = cab.switches.get(names[0])
+        if sw is None:
+            raise UsageError(f"fault {fault.text!r}: no switch named {names[0]!r} (an HCA is HOST:N)")
+        return sw.guid, sw.name
+    host, index = names
+    named = FaultSpec(fault.kind, host, (index,), fault.text)
+    hca = cab.hca(named, index)
+    return hca.guid, hca.description
+
+
+def _no_lid(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[PlantedFault]:
+    guid, name = _node(cab, fault, (fault.target, *fault.args))
+    is_switch = len(fault.args) == 0
+    lid = UNASSIGNED_SWITCH_LID if is_switch else UNASSIGNED_HCA_LID
+    cab.lids.append((fault, guid, lid))
+    port = PortRef(guid, 0 if is_switch else 1)
+    return [
+        PlantedFault(
+            "unconfigured_ports", fault.text, (guid,), (port,), f"{name} has no LID from the SM (lid {lid})"
+        )
+    ]
+
+
+def _dup_lid(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[PlantedFault]:
+    names = (fault.target, *fault.args)
+    if len(names) not in (2, 4):
+        raise UsageError(f"fault {fault.text!r}: dup-lid takes two switches or HOST:N:HOST2:M")
+    half = len(names) // 2
+    (first, first_name), (second, second_name) = (
+        _node(cab, fault, names[:half]),
+        _node(cab, fault, names[half:]),
+    )
+    if first == second:
+        raise UsageError(f"fault {fault.text!r}: a node cannot share a LID with itself")
+    cab.lids.append((fault, second, first))
+    return [
+        PlantedFault(
+            "duplicate_lid",
+            fault.text,
+            (first, second),
+            (),
+            f"{second_name} is written with the LID of {first_name}",
+        )
+    ]
+
+
+def _dup_guid(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[PlantedFault]:
+    (first, first_name), (second, second_name) = (
+        _node(cab, fault, (fault.target, fault.args[0])),
+        _node(cab, fault, fault.args[1:]),
+    )
+    if first == second:
+        raise UsageError(f"fault {fault.text!r}: two different HCAs are needed")
+    if any(second == g or first == g for _, g, _ in cab.guids):
+        raise UsageError(f"fault {fault.text!r}: an HCA in it already shares a GUID by another fault")
+    cab.guids.append((fault, second, first))
+    return [
+        PlantedFault(
+            "duplicate_guid",
+            fault.text,
+            (first,),
+            (),
+            f"{second_name} is written with the GUID of {first_name}",
+        )
+    ]
+
+
 _HANDLERS = {
     "miswire": _miswire,
     "missing-link": _missing_link,
     "missing-hca": _missing_hca,
     "degraded-width": _degraded,
     "degraded-speed": _degraded,
+    "no-lid": _no_lid,
+    "dup-lid": _dup_lid,
+    "dup-guid": _dup_guid,
 }

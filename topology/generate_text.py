@@ -3,7 +3,10 @@
 Both writers use the as-built cables (faults applied); absent HCAs are left out. The ibsim net file
 runs NDR as HDR (ibsim 0.10 has no NDR) and annotates every port with its width and speed, so a
 degraded link is annotated on both ends (OpenSM undoes a one-sided degradation). The
-ibnetdiscover text keeps the intended speeds and assigns LIDs: switches first, then HCAs.
+ibnetdiscover text keeps the intended speeds and assigns LIDs: switches first, then HCAs, except
+where a fault of the subnet manager's making says otherwise (:attr:`Design.lids`,
+:attr:`Design.guids`); the simulator cannot show those (its OpenSM assigns LIDs), so the net file
+refuses them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topology.design import VENDOR_ID, Design, DesignHca, DesignSwitch
+from topology.errors import UsageError
 from topology.model import Guid, Link
 
 # ibsim 0.10 built-in limits and the options that raise them.
@@ -57,6 +61,13 @@ def to_ibsim_net(design: Design) -> str:
 
     Node ids are switch names (``leaf-su01-r3``) and HCA descriptions (``dgx-0042 mlx5_3``).
     """
+    if design.lids or design.guids:
+        text_only = [f for f in design.faults if f.split(":")[0].lower() in ("no-lid", "dup-lid", "dup-guid")]
+        raise UsageError(
+            f"fault {', '.join(text_only)}: the simulator's OpenSM assigns LIDs and reads GUIDs from the "
+            "net file, so a lab cannot show it; only the generator's ibnetdiscover text writes it "
+            "(topology.generate.to_ibnetdiscover)"
+        )
     ports = _ports(design)
     ids: dict[Guid, str] = {s.guid: s.name for s in design.switches}
     descs: dict[Guid, str] = {s.guid: s.description for s in design.switches}
@@ -141,20 +152,30 @@ def assign_lids(design: Design) -> dict[Guid, int]:
     return lids
 
 
+def written_lids(design: Design) -> dict[Guid, int]:
+    """The LIDs the ibnetdiscover text writes: as assigned, but for the faults' (no-lid, dup-lid)."""
+    return {**assign_lids(design), **dict(design.lids)}
+
+
 def to_ibnetdiscover(design: Design, generated_on: str = "Mon Jan  1 00:00:00 2024") -> str:
     """The design as real ``ibnetdiscover`` topology output (intended speeds, NDR included)."""
     ports = _ports(design)
-    lids = assign_lids(design)
+    lids = written_lids(design)
     descs: dict[Guid, str] = {s.guid: s.description for s in design.switches}
     port_guid: dict[Guid, str] = {}
     for h in design.hcas:
         descs[h.guid] = h.description
         port_guid[h.guid] = h.port_guid[2:]
+    # dup-guid: an HCA written with another's node and port GUID (everywhere it is named).
+    written = {h.guid: h.guid for h in design.hcas}
+    for hca, other in design.guids:
+        written[hca] = other
+        port_guid[hca] = port_guid[other]
     attach = _attach(design)
     start = f"{attach.guid[2:]} port {attach.port_guid[2:]}" if attach else "0000000000000000 port 0"
     out = ["#", f"# Topology file: generated on {generated_on}", "#", f"# Initiated from node {start}", ""]
-    out.extend(_switch_records(design.switches, ports, lids, descs, port_guid))
-    out.extend(_hca_records(design.present_hcas(), ports, lids, descs))
+    out.extend(_switch_records(design.switches, ports, lids, descs, port_guid, written))
+    out.extend(_hca_records(design.present_hcas(), ports, lids, descs, port_guid, written))
     return "\n".join(out)
 
 
@@ -164,6 +185,7 @@ def _switch_records(
     lids: dict[Guid, int],
     descs: dict[Guid, str],
     port_guid: dict[Guid, str],
+    written: dict[Guid, Guid],
 ) -> Iterable[str]:
     for s in switches:
         hx = s.guid[2:]
@@ -178,7 +200,7 @@ def _switch_records(
             if pg is None:
                 yield f'[{p}]\t"S-{rg[2:]}"[{rp}]\t\t{tail}'
             else:
-                yield f'[{p}]\t"H-{rg[2:]}"[{rp}]({pg}) \t\t{tail}'
+                yield f'[{p}]\t"H-{written[rg][2:]}"[{rp}]({pg}) \t\t{tail}'
         yield ""
 
 
@@ -187,17 +209,19 @@ def _hca_records(
     ports: dict[Guid, list[tuple[int, Guid, int, Link]]],
     lids: dict[Guid, int],
     descs: dict[Guid, str],
+    port_guid: dict[Guid, str],
+    written: dict[Guid, Guid],
 ) -> Iterable[str]:
     for h in hcas:
-        hx = h.guid[2:]
+        guid = written[h.guid]
         yield f"vendid=0x{VENDOR_ID:x}"
         yield f"devid=0x{h.devid:x}"
-        yield f"sysimgguid={h.guid}"
-        yield f"caguid={h.guid}"
-        yield f'Ca\t1 "H-{hx}"\t\t# "{h.description}"'
+        yield f"sysimgguid={guid}"
+        yield f"caguid={guid}"
+        yield f'Ca\t1 "H-{guid[2:]}"\t\t# "{h.description}"'
         for p, rg, rp, lk in ports.get(h.guid, ()):
             yield (
-                f'[{p}]({h.port_guid[2:]}) \t"S-{rg[2:]}"[{rp}]\t\t# lid {lids[h.guid]} lmc 0 '
+                f'[{p}]({port_guid[h.guid]}) \t"S-{rg[2:]}"[{rp}]\t\t# lid {lids[h.guid]} lmc 0 '
                 f'"{descs[rg]}" lid {lids[rg]} {lk.width}x{lk.speed}'
             )
         yield ""

@@ -33,6 +33,8 @@ _WIDTH = {1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
 _BASE_SPEED = {1: "SDR", 2: "DDR", 4: "QDR"}
 _EXT_SPEED = {1: "FDR", 2: "EDR", 4: "HDR", 8: "NDR", 16: "XDR"}
 _MLNX_SPEED = {1: "FDR10"}
+# PortInfo PortState: the states between a link coming up and the SM making it Active.
+_NOT_ACTIVE = {2: "Init", 3: "Armed"}
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     PORTS, cables from LINKS (each listed once; a cable's width and speed are the narrower and
     slower of its two ends' views, as ibnetdiscover's reader keeps them).
 
+    LIDs (``Fabric.lids``) are those of switch ports 0 and of cabled HCA ports, as ibnetdiscover
+    states them; ports up but not Active (PortState Init or Armed) are ``Fabric.inactive``.
+
     What cannot match ``ibnetdiscover`` of the same fabric: the port the discovery ran from
     (``origin``; ibdiagnet does not say which HCA port it used), and port labels (``1/1/1``),
     which the model does not keep from either tool.
@@ -168,12 +173,19 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     sections = db_csv_sections(text, source, ("NODES", "PORTS", "LINKS"))
     nodes_s, ports_s, links_s = (_need(sections, n, source) for n in ("NODES", "PORTS", "LINKS"))
     ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
+    stated_lids: dict[PortRef, Lid] = {}
+    inactive: dict[PortRef, str] = {}
     for i, row in enumerate(ports_s.rows):
         guid = _guid(row, "NodeGuid", ports_s, i, source)
         number = optional_int(row.get("PortNum"))
         if number is None:
             raise ParseError(TOOL, source, ports_s.line_of(i), row.get("PortNum", ""), "PORTS: bad PortNum")
         lid = optional_int(row.get("LID"))
+        if lid is not None:
+            stated_lids[PortRef(guid, number)] = Lid(lid)
+        state = _NOT_ACTIVE.get(optional_int(row.get("PortState")) or 0)
+        if state is not None:
+            inactive[PortRef(guid, number)] = state
         ports[(guid, number)] = (
             link_width(optional_int(row.get("LinkWidthActv"))),
             link_speed(optional_int(row.get("LinkSpeedActv"))),
@@ -206,6 +218,9 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
             )
         )
     links: set[Link] = set()
+    switches = {n.guid for n in nodes if n.kind is NodeKind.SWITCH}
+    # A switch's LID is its port 0's (its other ports show 0); an HCA's, each cabled port's.
+    lids = {ref: lid for ref, lid in stated_lids.items() if ref.port == 0 and ref.guid in switches}
     for i, row in enumerate(links_s.rows):
         a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), optional_int(row.get("PortNum1")) or 0)
         b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), optional_int(row.get("PortNum2")) or 0)
@@ -217,7 +232,17 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
         wa, sa, _ = ports.get((a.guid, a.port), (0, "???", None))
         wb, sb, _ = ports.get((b.guid, b.port), (0, "???", None))
         links.add(Link(a, b, _narrower(wa, wb), _slower(sa, sb)))
-    return Fabric.build(nodes, links, source=source)
+        lids.update(
+            (end, stated_lids[end]) for end in (a, b) if end.guid not in switches and end in stated_lids
+        )
+    cabled = {end for lk in links for end in (lk.a, lk.b)}
+    return Fabric.build(
+        nodes,
+        links,
+        source=source,
+        lids=lids,
+        inactive={ref: state for ref, state in inactive.items() if ref in cabled},
+    )
 
 
 def _node_lid(

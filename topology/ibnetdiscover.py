@@ -16,6 +16,7 @@ is a ParseError naming the line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from topology._speed import gc_paused
 from topology.errors import ParseError
 from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
+from topology.ibnetdiscover_ports import PORTS_REPORT, ports_report_line
+from topology.ibnetdiscover_seconds import SecondInProgress, Side, settle
 from topology.model import (
     SPEED_RANK,
     Fabric,
@@ -43,7 +46,6 @@ TOOL = "ibnetdiscover"
 
 _KIND_BY_RECORD = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA, "Hca": NodeKind.HCA, "Rt": NodeKind.ROUTER}
 _KIND_BY_PREFIX = {"S": NodeKind.SWITCH, "H": NodeKind.HCA, "R": NodeKind.ROUTER}
-_KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUTER}
 
 _HEADER_KEYS = frozenset({"vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid", "hcaguids"})
 _HEADER_ASSIGN = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguids)\s*=\s*(\S+)")
@@ -69,6 +71,7 @@ _PORT_STRICT = re.compile(
 _HEX_LOWER = "0123456789abcdef"
 _WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)|\?{3,}")
 _QUOTED = re.compile(r'"(.*?)"')
+_OWN_LID = re.compile(r"\s*lid\s+(\d+)\s+lmc\s+\d+")
 # ibwarn / libibnetdisc diagnostics that land in captured stdout.
 _WARNING = re.compile(r"^(?:ibwarn\b|\S+\.c:\d+;|\S+:\s*ibwarn\b|ibnetdiscover:\s*ibwarn\b)")
 _GROUPING = re.compile(r"^(?:Non-Chassis Nodes|Chassis\b.*|.*[Cc]hassis\s+\d+.*)\s*$")
@@ -89,17 +92,9 @@ _LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear i
 _SKIPPED_SHOWN = 5
 MAX_PORT = 255  # port numbers are one byte in InfiniBand
 _PORT_RANGE = f"a port number above {MAX_PORT} (port numbers are one byte)"
-_PORTS_REPORT = re.compile(
-    r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\d+)x\s*(\S+)"
-    # atomic first description: the line's end is checked once, not once per "' - '" in it
-    r"(?:\s+-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*(?>'(.*?)'\s+-\s+')(.*)'\s*\)"
-    r"|\s+'(.*)')\s*$"
-)
 
 
-# One port line, as plain data (this runs ~100k times for a 16k-HCA fabric):
-# (local guid, local port, remote guid, remote port, width, speed, line number)
-_Side = tuple[Guid, int, Guid, int, int, str, int]
+_Side = Side  # one port line, as plain data (topology.ibnetdiscover_seconds)
 
 
 @dataclass(slots=True)
@@ -141,6 +136,10 @@ class _Builder:
     skipped: list[int] = field(default_factory=list)  # numbers of lines that are not the tool's
     guids: dict[str, Guid] = field(default_factory=dict)
     origin: tuple[str, str] | None = None  # (node GUID, port GUID) from the header
+    # LIDs by (GUID, port) records state of their own ports, and port lines of far ends
+    own_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
+    far_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
+    seconds: list[SecondInProgress] = field(default_factory=list)
 
     def error(self, lineno: int, line: str, problem: str) -> ParseError:
         return ParseError(TOOL, self.source, lineno, line, problem)
@@ -154,12 +153,21 @@ class _Builder:
                 g = self.guids[text] = normalise_guid(text)
         return g
 
-    def add_node(self, node: Node, lineno: int, line: str) -> None:
+    def add_node(self, node: Node, lineno: int) -> SecondInProgress | None:
+        """Record ``node``; a record whose GUID an earlier one has is kept aside (returned)."""
         if node.guid in self.nodes:
-            first = self.node_line[node.guid]
-            raise self.error(lineno, line, f"node {node.guid} listed twice (first at line {first})")
+            second = SecondInProgress(node, lineno)
+            self.seconds.append(second)
+            return second
         self.nodes[node.guid] = node
         self.node_line[node.guid] = lineno
+        if node.kind is NodeKind.SWITCH and node.lid is not None:
+            self.own_lids[(node.guid, 0)] = node.lid
+        return None
+
+    def far_lid(self, guid: Guid, kind: NodeKind, port: int, lid: int) -> None:
+        """The LID a line states for a far end: a switch's is its port 0's."""
+        self.far_lids.setdefault((guid, 0 if kind is NodeKind.SWITCH else port), lid)
 
     def reference(self, guid: Guid, kind: NodeKind, description: str, lid: int | None, port: int) -> None:
         """Remember a node seen as the far end of a cable (it may have no record: partial files)."""
@@ -183,7 +191,9 @@ class _Builder:
         firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], _Listing]] = []
         ends_get = ends.get
         rank_get = SPEED_RANK.get
-        for lg, lp, rg, rp, width, speed, lineno in self.sides:
+        duplicates, sides, note = settle(self.seconds, self.sides, self.nodes)  # GUIDs two records have
+        self.warnings += [note] if note else []
+        for lg, lp, rg, rp, width, speed, lineno in sides:
             here = (lg, lp)
             seen = ends_get(here)
             if seen is not None:
@@ -239,9 +249,22 @@ class _Builder:
                 lid = Lid(far.lid) if far.lid is not None else None
                 nodes[g] = Node(g, far.kind, far.description, far.ports, lid)
         fabric = Fabric.build(
-            nodes.values(), links, self.unconnected, self.source, unique=True, warnings=self.notes()
+            nodes.values(),
+            links,
+            self.unconnected,
+            self.source,
+            unique=True,
+            warnings=self.notes(),
+            lids=self.lids(),
+            duplicates=duplicates,
         )
         return with_origin(fabric, self.origin)
+
+    def lids(self) -> dict[PortRef, Lid]:
+        """Every LID stated, by port: a record's of its own, else (no record) the far end's."""
+        out = {PortRef(g, p): Lid(lid) for (g, p), lid in self.far_lids.items() if g not in self.nodes}
+        out.update((PortRef(g, p), Lid(lid)) for (g, p), lid in self.own_lids.items())
+        return out
 
     def notes(self) -> tuple[str, ...]:
         """What the operator should know about the reading: one line per kind of thing."""
@@ -339,6 +362,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
     referenced = b.referenced
     sides_append = b.sides.append
     cur_guid, cur_nports = Guid(""), 0
+    second: SecondInProgress | None = None  # the record in progress, when its GUID an earlier one has
+    own_lids = b.own_lids
     # The skipped line that ended the record in progress: a port line after it is an error there.
     broke: tuple[int, str] | None = None
     for lineno, raw in enumerate(lines, 1):
@@ -361,19 +386,6 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 if len(port) > 3 or len(rport) > 3:
                     raise b.error(lineno, raw, _PORT_RANGE)
                 pnum = int(port)
-                if own_lid is not None and current.lid is None:
-                    # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
-                    n = current  # (a direct constructor call: dataclasses.replace is 4x slower)
-                    current = b.nodes[cur_guid] = Node(
-                        n.guid,
-                        n.kind,
-                        n.description,
-                        n.nports,
-                        Lid(int(own_lid)),
-                        n.sysimgguid,
-                        n.vendid,
-                        n.devid,
-                    )
                 if pnum > cur_nports > 0:
                     raise b.error(lineno, raw, f"port {pnum} beyond the {cur_nports} ports of its record")
                 remote_guid = guids.get(rgid)
@@ -383,11 +395,31 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                     except ValueError as exc:
                         raise b.error(lineno, raw, str(exc)) from exc
                 rpnum = int(rport)
+                if second is not None:
+                    second.port_line(pnum, PortRef(remote_guid, rpnum), own_lid)
+                    continue
+                if own_lid is not None:
+                    own_lids.setdefault((cur_guid, pnum), int(own_lid))
+                    if current.lid is None:
+                        # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
+                        n = current  # (a direct constructor call: dataclasses.replace is 4x slower)
+                        current = b.nodes[cur_guid] = Node(
+                            n.guid,
+                            n.kind,
+                            n.description,
+                            n.nports,
+                            Lid(int(own_lid)),
+                            n.sysimgguid,
+                            n.vendid,
+                            n.devid,
+                        )
                 if remote_guid not in recorded:
                     # Only far ends without a record of their own (yet) need remembering;
                     # the few whose record comes later are dropped from this map at the end.
                     kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
                     rdesc = desc.strip() if desc else ""
+                    if rlid:
+                        b.far_lid(remote_guid, kind, rpnum, int(rlid))
                     if remote_guid not in referenced:  # first sight: b.reference, inlined
                         referenced[remote_guid] = _FarNode(kind, rdesc, int(rlid) if rlid else None, rpnum)
                     else:
@@ -409,7 +441,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             m = _NODE.match(stripped)
             if m:
                 saw_content = True
-                current = _node_record(b, m, header, lineno, raw)
+                current, second = _node_record(b, m, header, lineno, raw)
                 cur_guid, cur_nports = current.guid, current.nports
                 header = {}
                 broke = None
@@ -435,12 +467,12 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
             current = None
             continue
         if fmt in (None, "ports"):
-            m = _PORTS_REPORT.match(stripped)
+            m = PORTS_REPORT.match(stripped)
             if m:
                 fmt = "ports"
                 b.lenient_conflicts = True
                 saw_content = True
-                _ports_report_line(b, m, lineno, raw)
+                ports_report_line(b, m, lineno, raw)
                 continue
             if fmt == "ports" and _TOOL_LIKE.search(stripped):
                 raise b.error(lineno, raw, "not an ibnetdiscover -p port line")
@@ -454,7 +486,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
         if m:
             fmt = "topology"
             saw_content = True
-            current = _node_record(b, m, header, lineno, raw)
+            current, second = _node_record(b, m, header, lineno, raw)
             cur_guid, cur_nports = current.guid, current.nports
             header = {}
             broke = None
@@ -465,7 +497,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 if broke is not None:
                     raise b.error(broke[0], broke[1], "unrecognised line inside a Switch/Ca record")
                 raise b.error(lineno, raw, "port line outside a Switch/Ca record")
-            _port_line(b, current, m, lineno, raw)
+            _port_line(b, current, second, m, lineno, raw)
             continue
         if _TOOL_LIKE.search(stripped):
             raise b.error(lineno, raw, "unrecognised line")
@@ -486,7 +518,10 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover_text(read_input_text(path, TOOL), str(path))
 
 
-def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:
+def _node_record(
+    b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str
+) -> tuple[Node, SecondInProgress | None]:
+    """The record's node, and where its port lines go when an earlier record has its GUID."""
     record, nports, gid, desc, rest = m.groups()
     if len(nports) > 3 or int(nports) > MAX_PORT:
         raise b.error(lineno, line, f"{nports[:8]} ports: a node has at most {MAX_PORT}")
@@ -506,13 +541,16 @@ def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: 
         )
     except ValueError as exc:
         raise b.error(lineno, line, str(exc)) from exc
-    b.add_node(node, lineno, line)
-    return node
+    return node, b.add_node(node, lineno)
 
 
-def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: str) -> None:
+def _port_line(
+    b: _Builder, current: Node, second: SecondInProgress | None, m: re.Match[str], lineno: int, line: str
+) -> None:
     port, _labels, prefix, rgid, rport, _rportguid, comment = m.groups()
     comment = comment or ""
+    own = _OWN_LID.match(comment)  # an HCA's own LID comes first: ``lid 647 lmc 0 "leaf" ...``
+    own_lid = own.group(1) if own else None
     # The far end's description is the last quoted string; lid and width x speed follow it.
     q2 = comment.rfind('"')
     if q2 >= 0:
@@ -533,14 +571,19 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
     pnum, rpnum = int(port), int(rport)
     if current.nports and pnum > current.nports:
         raise b.error(lineno, line, f"port {pnum} beyond the {current.nports} ports of its record")
+    if second is not None:
+        second.port_line(pnum, PortRef(remote_guid, rpnum), own_lid)
+        return
+    if own_lid is not None:
+        b.own_lids.setdefault((current.guid, pnum), int(own_lid))
+        node = b.nodes[current.guid]
+        if node.lid is None:
+            b.nodes[current.guid] = dataclasses.replace(node, lid=Lid(int(own_lid)))
     rlid = LID.search(tail)
-    b.reference(
-        remote_guid,
-        _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),
-        desc,
-        int(rlid.group(1)) if rlid else None,
-        rpnum,
-    )
+    kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
+    if rlid and remote_guid not in b.nodes:
+        b.far_lid(remote_guid, kind, rpnum, int(rlid.group(1)))
+    b.reference(remote_guid, kind, desc, int(rlid.group(1)) if rlid else None, rpnum)
     width, speed = ws.group(1), ws.group(2)
     b.sides.append(
         (
@@ -553,23 +596,3 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
             lineno,
         )
     )
-
-
-def _ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
-    (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
-    try:
-        guid = normalise_guid(gid)
-    except ValueError as exc:
-        raise b.error(lineno, line, str(exc)) from exc
-    local_desc = (desc if rkind else lone_desc) or ""
-    b.reference(guid, _KIND_BY_SHORT[kind], local_desc.strip(), int(lid), int(port))
-    speed = speed.upper() if speed != "???" else "???"
-    if rkind is None:
-        b.unconnected.append(UnconnectedPort(PortRef(guid, int(port)), int(width), speed))
-        return
-    try:
-        rguid = normalise_guid(rgid)
-    except ValueError as exc:
-        raise b.error(lineno, line, str(exc)) from exc
-    b.reference(rguid, _KIND_BY_SHORT[rkind], (rdesc or "").strip(), int(rlid), int(rport))
-    b.sides.append((guid, int(port), rguid, int(rport), int(width), speed, lineno))

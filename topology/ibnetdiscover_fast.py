@@ -64,6 +64,7 @@ _PORT_LINE = re.compile(
     re.M | re.A,
 )
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
+_new_ref = functools.partial(tuple.__new__, PortRef)  # PortRef((guid, port)) without its __new__
 
 
 @functools.lru_cache(maxsize=4096)
@@ -77,6 +78,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
+    lids: dict[PortRef, Lid] = {}  # every LID the records state: a switch's port 0, each HCA port
+    hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
     ports = _Ports()
     record_match, ports_of = _RECORD.match, _PORT_LINE.findall
     size, pos = len(text), 0
@@ -99,10 +102,19 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         if nports > 255:
             return None  # not a port count: the general parser says so, with the line
         lid: int | None = node_lid(rest) if "lid" in rest else None
-        if lid is None and record == "Ca":
+        if record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
-            own = found_ports[0][2] if found_ports else ""
-            lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
+            if len(found_ports) == 1 and found_ports[0][2]:
+                hca_lids.append((guid, found_ports[0][0], found_ports[0][2]))  # made in bulk below
+            else:
+                for p in found_ports:
+                    if p[2]:
+                        lids.setdefault(PortRef(guid, int(p[0])), Lid(int(p[2])))
+            if lid is None:
+                own = found_ports[0][2] if found_ports else ""
+                lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
+        elif lid is not None:
+            lids[PortRef(guid, 0)] = Lid(lid)
         if plain_sysimg:
             sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
         else:
@@ -124,7 +136,12 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     links = ports.cables()
     if not nodes or links is None:
         return None
-    return with_origin(Fabric.build(nodes.values(), links, (), source, unique=True), _origin(text))
+    if hca_lids:
+        guids, numbers, values = zip(*hca_lids, strict=True)
+        refs = map(_new_ref, zip(guids, map(int, numbers), strict=True))
+        lids.update(zip(refs, cast("map[Lid]", map(int, values)), strict=True))
+    fabric = Fabric.build(nodes.values(), links, (), source, unique=True, lids=lids)
+    return with_origin(fabric, _origin(text))
 
 
 def _origin(text: str) -> tuple[str, str] | None:

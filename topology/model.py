@@ -176,9 +176,43 @@ class UnconnectedPort:
     speed: str
 
 
+# LIDs a port shows before the subnet manager configures it (0 after reset; 65535, the permissive
+# LID, on some firmware): neither addresses the port.
+UNASSIGNED_LIDS: frozenset[int] = frozenset({0, 0xFFFF})
+
+
+@dataclass(frozen=True, slots=True)
+class SecondRecord:
+    """A record of a capture whose GUID an earlier record already has, with what the capture says
+    of it (the model holds one node per GUID, so it is kept aside, never merged into the first):
+    its description, LID, the far end of each of its cabled ports, and where it starts."""
+
+    guid: Guid
+    kind: NodeKind
+    description: str
+    lid: Lid | None
+    cables: tuple[tuple[int, PortRef], ...]  # (its port, the far end its port line names)
+    line: int  # the record's line in the capture (0 where the source has no lines)
+
+
+def _kept(mapping: Mapping[PortRef, Any] | None) -> Mapping[PortRef, Any]:
+    """A read-only view of ``mapping``: a dict is taken over as it is (a parser hands over the
+    17k LIDs of a large fabric without a copy), anything else is copied."""
+    if isinstance(mapping, MappingProxyType):
+        return mapping
+    return MappingProxyType(mapping if isinstance(mapping, dict) else dict(mapping or {}))
+
+
 @dataclass(frozen=True)
 class Fabric:
-    """A discovered fabric. Immutable; build one with :meth:`build`."""
+    """A discovered fabric. Immutable; build one with :meth:`build`.
+
+    ``lids`` holds every LID the capture states, by port: a switch's on its port 0, an HCA's on
+    each of its ports, as stated (0 and 65535 included: the SM has not configured that port).
+    ``inactive`` holds the ports the capture states are up but not Active (``Init``, ``Armed``:
+    the SM has not brought them into service); only some sources say (ibdiagnet's PORTS).
+    ``duplicates`` holds the records whose GUID an earlier record already has.
+    """
 
     nodes: Mapping[Guid, Node]
     links: tuple[Link, ...]
@@ -190,6 +224,9 @@ class Fabric:
     # What the parser skipped or doubted on the way (lines that are not the tool's output, the
     # tool's own diagnostics): for the operator to read, not part of the fabric, so not compared.
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    lids: Mapping[PortRef, Lid] = field(default_factory=lambda: MappingProxyType({}))
+    inactive: Mapping[PortRef, str] = field(default_factory=lambda: MappingProxyType({}))
+    duplicates: tuple[SecondRecord, ...] = ()
     _by_node: Mapping[Guid, tuple[Link, ...]] = field(default_factory=dict, repr=False, compare=False)
     _adjacency: Mapping[Guid, tuple[tuple[int, PortRef, Link], ...]] = field(
         default_factory=dict, repr=False, compare=False
@@ -205,8 +242,12 @@ class Fabric:
         unique: bool = False,
         origin: PortRef | None = None,
         warnings: tuple[str, ...] = (),
+        lids: Mapping[PortRef, Lid] | None = None,
+        inactive: Mapping[PortRef, str] | None = None,
+        duplicates: Iterable[SecondRecord] = (),
     ) -> Fabric:
-        """``unique=True`` promises the links are already distinct (skips hashing them all)."""
+        """``unique=True`` promises the links are already distinct (skips hashing them all). A
+        dict given for ``lids`` or ``inactive`` is kept as the fabric's, not copied."""
         node_map = {n.guid: n for n in nodes}
         # Links are tuples (a, b, width, speed) and a, b tuples (guid, port): tuple order sorts
         # them by ends, at C level. Two links on the same ends differ only by view.
@@ -231,6 +272,9 @@ class Fabric:
             source=source,
             origin=origin,
             warnings=warnings,
+            lids=_kept(lids),
+            inactive=_kept(inactive),
+            duplicates=tuple(duplicates),
             _adjacency=MappingProxyType({g: tuple(v) for g, v in adjacency.items()}),
         )
 

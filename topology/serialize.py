@@ -3,6 +3,9 @@
 Nodes are written as rows in the order of :data:`NODE_FIELDS`; links and unconnected ports name
 their nodes by row index (or by GUID when the node has no record of its own, as in partial
 ``ibnetdiscover`` files). A 16,384-HCA fabric fits in a few MB of JSON and far less compressed.
+The LIDs the source stated (``lids``: node, port, LID), the ports it stated up but not Active
+(``inactive``) and records whose GUID another record has (``duplicates``) are written only when
+there are any; a fabric stored without them reads back with none (not known, so nothing judged).
 
 >>> from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
 >>> sw = Node(Guid("0x0000000000000001"), NodeKind.SWITCH, "leaf1", 36, lid=1)
@@ -21,7 +24,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topology.errors import ParseError
-from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, UnconnectedPort, normalise_guid
+from topology.model import (
+    Fabric,
+    Guid,
+    Lid,
+    Link,
+    Node,
+    NodeKind,
+    PortRef,
+    SecondRecord,
+    UnconnectedPort,
+    normalise_guid,
+)
 
 FORMAT = "ibfab-fabric"
 FORMAT_VERSION = 1
@@ -63,6 +77,16 @@ def fabric_to_dict(fabric: Fabric) -> dict[str, Any]:
     }
     if fabric.warnings:  # what the parser noted (lines skipped...), kept with a stored fabric
         out["notes"] = list(fabric.warnings)
+    # Written only when the source stated them (a fabric stored before has none: not known).
+    if fabric.lids:
+        out["lids"] = [[ref(r.guid), r.port, lid] for r, lid in sorted(fabric.lids.items())]
+    if fabric.inactive:
+        out["inactive"] = [[ref(r.guid), r.port, state] for r, state in sorted(fabric.inactive.items())]
+    if fabric.duplicates:
+        out["duplicates"] = [
+            [d.guid, d.kind.value, d.description, d.lid, [[p, f.guid, f.port] for p, f in d.cables], d.line]
+            for d in fabric.duplicates
+        ]
     return out
 
 
@@ -93,6 +117,19 @@ def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> 
             UnconnectedPort(PortRef(guid_of(g), int(p)), int(w), str(s)) for g, p, w, s in data["unconnected"]
         ]
         origin = data.get("origin")
+        lids = {PortRef(guid_of(g), int(p)): Lid(int(lid)) for g, p, lid in data.get("lids", [])}
+        inactive = {PortRef(guid_of(g), int(p)): str(state) for g, p, state in data.get("inactive", [])}
+        duplicates = [
+            SecondRecord(
+                Guid(str(g)),
+                NodeKind(kind),
+                str(desc),
+                None if lid is None else Lid(int(lid)),
+                tuple((int(p), PortRef(Guid(str(fg)), int(fp))) for p, fg, fp in cables),
+                int(line),
+            )
+            for g, kind, desc, lid, cables, line in data.get("duplicates", [])
+        ]
         notes = data.get("notes", [])
         if not isinstance(notes, list):
             raise TypeError(f"notes is {type(notes).__name__}, not a list")
@@ -103,6 +140,9 @@ def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> 
             source=str(data.get("source", "")),
             origin=PortRef(normalise_guid(origin[0]), int(origin[1])) if origin else None,
             warnings=tuple(str(n) for n in notes),
+            lids=lids,
+            inactive=inactive,
+            duplicates=duplicates,
         )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ParseError(TOOL, source, 0, "", f"malformed fabric: {type(exc).__name__}: {exc}") from exc

@@ -5,7 +5,8 @@ a link against links of the same kind (tier pair and hardware), a host against t
 unit. That keeps real fabrics with their own conventions free of false alarms.
 
 Kinds: ``rail_miswire``, ``missing_link``, ``degraded_link``, ``uplink_imbalance``,
-``down_port``, ``unnamed_hca``.
+``down_port``, ``unnamed_hca``; ``missing_hca`` (topology.hostfaults), ``unconfigured_ports``,
+``duplicate_guid``, ``duplicate_lid`` (topology.addressing).
 """
 
 from __future__ import annotations
@@ -41,12 +42,18 @@ class Anomaly:
 
 
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
+    # Imported here: they build this module's Anomaly, so they import it first.
+    from topology.addressing import addressing_anomalies
+    from topology.hostfaults import missing_hcas
+
     found: list[Anomaly] = []
     with gc_paused():  # many short-lived counters and sets, no cycles (see topology._speed)
         found += _rail_anomalies(fabric, cls)
         found += _uplink_anomalies(fabric, cls)
         found += _degraded_links(fabric, cls)
         found += _down_ports(fabric, cls)
+        found += missing_hcas(fabric, cls)
+        found += addressing_anomalies(fabric, cls)
     order = {s: i for i, s in enumerate(reversed(list(Severity)))}
     return sorted(found, key=lambda a: (order[a.severity], a.kind, a.message))
 

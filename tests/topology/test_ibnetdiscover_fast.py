@@ -39,6 +39,8 @@ def same(a: Fabric, b: Fabric) -> bool:
         and a.unconnected == b.unconnected
         and a.origin == b.origin
         and a.source == b.source
+        and a.lids == b.lids  # every LID by port, 0 and 65535 included (topology.addressing)
+        and a.duplicates == b.duplicates
     )
 
 
