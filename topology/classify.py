@@ -201,9 +201,7 @@ def _classify(fabric: Fabric) -> Classification:
     rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
     groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
-    host_roles, svc_leaves = _host_roles(
-        roles, tiers, section_of, kinds, hca_leaf, hosts, leaf_rail, index_rail
-    )
+    host_roles, svc_leaves = _host_roles(roles, tiers, hca_leaf, hosts, leaf_rail, index_rail)
 
     uplinks: dict[Guid, int] = {}
     tier_of = tiers.get
@@ -280,8 +278,6 @@ def _classify(fabric: Fabric) -> Classification:
 def _host_roles(
     roles: dict[Guid, tuple[Role, str | None, str | None, int | None]],
     tiers: Mapping[Guid, int],
-    section_of: Mapping[Guid, int],
-    kinds: list[str],
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
     leaf_rail: Mapping[Guid, int],
@@ -298,7 +294,9 @@ def _host_roles(
         up = False
         for g in host_hcas:
             leaf = hca_leaf.get(g)
-            t = tier_of(leaf) if leaf is not None else None
+            if leaf is None:
+                continue
+            t = tier_of(leaf)
             if t == 1:
                 mine.append((roles[g][3], leaf))
                 leaf_hosts[leaf].add(host)
@@ -307,8 +305,7 @@ def _host_roles(
         placed[host] = mine
         if up and not mine:
             above.add(host)
-    side = frozenset(g for g in leaf_hosts if kinds[section_of[g]] == SIDE) if len(kinds) > 1 else frozenset()
-    decided = decide_roles(placed, leaf_rail, index_rail, side, frozenset(above))
+    decided = decide_roles(placed, leaf_rail, index_rail, frozenset(above))
     for host, r in decided.items():
         if r.service:
             for g in hosts[host]:

@@ -33,6 +33,8 @@ SPEC_KEYS = {
         "side",
         "side_hosts",
         "side_spines",
+        "service",
+        "ufm",
     ),
     "rail": (
         "units",
@@ -46,6 +48,8 @@ SPEC_KEYS = {
         "side",
         "side_hosts",
         "side_spines",
+        "service",
+        "ufm",
     ),
 }
 
@@ -68,10 +72,12 @@ class FabricSpec:
     side: int = 0  # leaves of a management side group (0: none)
     side_hosts: int = 0  # hosts per side leaf
     side_spines: int = 0  # spines of the side group
+    service: int = 0  # service leaves with a login and a storage node each (topology.generate_service)
+    ufm: int = 0  # UFM servers with two HCAs on compute leaves
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines")
+        optional = ("cables", "side", "side_hosts", "side_spines", "service", "ufm")
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
@@ -81,7 +87,7 @@ class DesignSwitch:
     guid: Guid
     name: str  # the short node id (ibsim console, net file)
     description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
-    role: str  # leaf | spine | core
+    role: str  # leaf | spine | core | side-leaf | side-spine | service-leaf
     unit: int | None
     rail: int | None
     nports: int
@@ -97,6 +103,7 @@ class DesignHca:
     unit: int
     devid: int
     present: bool = True
+    role: str = "compute"  # compute | service (a login, storage or UFM server)
 
     @property
     def description(self) -> str:

@@ -12,9 +12,10 @@ decision alone. Each decision names its rule (:class:`HostRule`):
   shape can be said to dominate; every host is compute.
 * ``all_alike``: every host has the same shape (single-HCA clusters included); every host is
   compute, so a clean fabric is quiet and nothing is reclassified.
-* ``no_dominant_shape``: no shape holds two thirds of the hosts (with the hosts that are
-  compute by the rules below): a mixed cluster, where a minority of another model may be
-  compute too; every host is compute.
+* ``no_dominant_shape``: the hosts of other shapes (those the rules below would call service
+  hosts) are more than a third of the hosts and more than :data:`FEW_SERVICE_HOSTS`: a mixed
+  cluster (a CPU partition beside a GPU partition), not a handful of servers; every host is
+  compute.
 * ``dominant_shape``: the most common (HCA count, leaves) shape: compute.
 * ``same_adapters``: the dominant HCA count and the same HCA indexes (the same machine model),
   cabled otherwise: compute (its wiring is the anomaly checks' to judge).
@@ -30,15 +31,13 @@ decision alone. Each decision names its rule (:class:`HostRule`):
 * ``above_leaves``: every HCA of the host is cabled to a switch above the leaves (a storage
   server on a spine), where the other hosts (at least :data:`MIN_HOSTS`, three times as many)
   are on leaves: service.
-* ``side_group``: every HCA of the host is on a side group's leaves (topology.sections: a
-  management or storage group with spines of its own, cabled to the compute fabric): service.
 
 A leaf is a **service leaf** when it carries at least one named host and all its named hosts are
 service hosts: it is judged against its own kind only (topology.wiring).
 
 >>> shapes = {f"dgx{i:02d}": [(r, f"leaf{r}") for r in range(4)] for i in range(8)}
 >>> shapes["login01"] = [(0, "leaf9")]
->>> roles = decide_roles(shapes, {}, {}, frozenset())
+>>> roles = decide_roles(shapes, {}, {})
 >>> roles["login01"].role, roles["login01"].rule.value, roles["dgx01"].rule.value
 ('service', 'other_shape', 'dominant_shape')
 """
@@ -53,6 +52,8 @@ from typing import TypeVar
 
 # Fewer hosts than this on leaves: too few for a shape to dominate (labs, test benches).
 MIN_HOSTS = 8
+# Service hosts are a handful (at most this many) or a minority (at most a third of the hosts).
+FEW_SERVICE_HOSTS = 8
 # Words in a host name that say it is a service host (a hint; see fewer_hcas_service_name).
 SERVICE_WORDS = ("login", "ufm", "slurm", "cache", "storage", "mgmt")
 
@@ -72,13 +73,10 @@ class HostRule(StrEnum):
     FEWER_HCAS = "fewer_hcas"
     FEWER_HCAS_SERVICE_NAME = "fewer_hcas_service_name"
     OTHER_SHAPE = "other_shape"
-    SIDE_GROUP = "side_group"
     ABOVE_LEAVES = "above_leaves"
 
 
-_SERVICE_RULES = frozenset(
-    {HostRule.FEWER_HCAS_SERVICE_NAME, HostRule.OTHER_SHAPE, HostRule.SIDE_GROUP, HostRule.ABOVE_LEAVES}
-)
+_SERVICE_RULES = frozenset({HostRule.FEWER_HCAS_SERVICE_NAME, HostRule.OTHER_SHAPE, HostRule.ABOVE_LEAVES})
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +114,13 @@ def decide_roles(
     placed: Mapping[str, Sequence[tuple[int | None, L]]],
     leaf_rail: Mapping[L, int],
     index_rail: Mapping[int, int],
-    side_leaves: frozenset[L],
     above_leaves: frozenset[str] = frozenset(),
 ) -> dict[str, HostRole]:
     """The role of every host of ``placed`` (host -> its HCAs on leaves, as (HCA index, leaf)).
 
     ``leaf_rail``/``index_rail``: the rail each rail leaf carries and the rail of each HCA index
-    (empty when the fabric is not rail-optimized); ``side_leaves``: leaves of side groups;
-    ``above_leaves``: hosts cabled only to switches above the leaves."""
+    (empty when the fabric is not rail-optimized); ``above_leaves``: hosts cabled only to
+    switches above the leaves."""
     hosts = {h: list(hcas) for h, hcas in placed.items() if hcas}
     out: dict[str, HostRole] = {}
     if above_leaves and len(hosts) >= MIN_HOSTS and 3 * len(above_leaves) <= len(hosts):
@@ -133,11 +130,6 @@ def decide_roles(
             )
             for h in sorted(above_leaves)
         }
-    side = {h for h, hcas in hosts.items() if side_leaves and all(leaf in side_leaves for _, leaf in hcas)}
-    if len(side) < len(hosts):  # a side group's hosts when the compute fabric has hosts of its own
-        for h in side:
-            out[h] = HostRole(h, HostRule.SIDE_GROUP, "every HCA on a side group's leaves")
-            del hosts[h]
     shape = {h: (len(hcas), len({leaf for _, leaf in hcas})) for h, hcas in hosts.items()}
     counts = Counter(shape.values())
     if len(hosts) < MIN_HOSTS:
@@ -185,12 +177,13 @@ def decide_roles(
         word = service_name(h)
         hint = f"; its name says {word!r}" if word else ""
         decided[h] = HostRole(h, HostRule.OTHER_SHAPE, f"{own} where {usual} ({unlike}{hint})")
-    compute = sum(1 for r in decided.values() if not r.service)
-    if 3 * compute < 2 * len(hosts):
+    service = sum(1 for r in decided.values() if r.service)
+    if service > FEW_SERVICE_HOSTS and 3 * service > len(hosts):
         return out | _all(
             hosts,
             HostRule.NO_DOMINANT_SHAPE,
-            f"the most common shape ({usual}) holds too few of the {len(hosts)} hosts to call the others service hosts",
+            f"{service} of the {len(hosts)} hosts are not shaped as the {usual}: "
+            "too many to be service hosts",
         )
     return out | decided
 
@@ -213,8 +206,13 @@ def _unlike_lost_adapters(
     what sets it apart, in words."""
     n = len(hcas)
     dom_n, dom_s = dominant
-    if n >= dom_n:
-        return "more HCAs" if n > dom_n else "its HCAs spread otherwise, on other adapters"
+    if n == dom_n:  # not the same adapters (same_adapters): say how it differs
+        other = [f"adapters {_indexes(indexes)} where theirs are {_indexes(dom_indexes)}"]
+        if spread != dom_s:
+            other.append(f"on {spread} lea{'f' if spread == 1 else 'ves'}")
+        return "; ".join(other)
+    if n > dom_n:
+        return "more HCAs"
     if 2 * n < dom_n:
         return "fewer than half their HCAs"
     if spread > dom_s or (dom_s == dom_n and spread != n):

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabric.placement import LeftOut
+
 
 @dataclass(frozen=True, slots=True)
 class Export:
     text: str
     left_out: tuple[str, ...] = ()  # "name: reason" lines
+    # Hosts and HCAs that are not candidates (service hosts, aggregation nodes, unnamed HCAs...):
+    # counted on stderr in one line (fabric.present.placement.left_out_line).
+    skipped: tuple[LeftOut, ...] = ()
