@@ -101,5 +101,5 @@ def add_service(
     for u in range(spec.ufm):
         name = f"ufm-{u + 1:02d}"
         for index in range(2):
-            leaf = leaves[index % len(leaves)]
-            cable(leaf.guid, next_port(leaf.guid, leaf.name, name), host(name, index).guid, 1)
+            on = leaves[index % len(leaves)]
+            cable(on.guid, next_port(on.guid, on.name, name), host(name, index).guid, 1)
