@@ -7,8 +7,7 @@ spec keys build them (topology.generate):
 * ``service=L``: L service leaves ``svc-leaf-NN``, each carrying a login node ``login-NN`` and a
   storage node ``storage-NN`` with other HCA counts than the compute nodes (login 1 HCA and
   storage 2 where the compute nodes have more than 2; login 2 and storage 4 where they have 1 or
-  2), each leaf cabled with two cables to one spine of the compute fabric (spine ``NN`` of the
-  first spine group, in turn).
+  2), each leaf cabled with two cables to one spine of the compute fabric (the first spine).
 * ``ufm=N``: N UFM servers ``ufm-NN`` with two HCAs each on spare ports of the first two compute
   leaves (both on the first leaf of a one-leaf fabric): a service host on compute leaves.
 
@@ -42,15 +41,6 @@ def service_hcas(spec: FabricSpec) -> tuple[int, int]:
     """(login node HCAs, storage node HCAs): never the compute nodes' count."""
     n = compute_hcas(spec)
     return (1, 2) if n > 2 else (2, 4)
-
-
-def check_service(spec: FabricSpec, raw: str) -> None:
-    """UsageError when the service leaves or UFM servers cannot be built on ``spec``."""
-    if spec.service < 0 or spec.ufm < 0:
-        raise UsageError(f"fabric spec {raw!r}: service and ufm are counts (0 or more)")
-    login, storage = service_hcas(spec)
-    if spec.service and login + storage + 2 > spec.radix:
-        raise UsageError(f"fabric spec {raw!r}: a service leaf does not fit radix {spec.radix}")
 
 
 def add_service(
@@ -94,7 +84,7 @@ def add_service(
             for index in range(count):
                 port += 1
                 cable(leaf, port, host(host_name, index).guid, 1)
-        up = spines[li % len(spines)]
+        up = spines[0]
         for k in range(2):  # two cables to one spine: the design, not a fault
             cable(leaf, port + 1 + k, up.guid, next_port(up.guid, up.name, name))
     leaves = [s for s in switches if s.role == "leaf"][:2]
