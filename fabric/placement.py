@@ -285,6 +285,7 @@ def place(
         raise UsageError(f"cannot place {n} nodes: ask for at least 1")
     sites = sites or host_sites(fabric, cls, include_service)
     candidates, left_out = _candidates(sites, free, exclude or {})
+    left_out = [*sites.left_out, *left_out]  # the fabric's non-candidates first (service hosts...)
     if n > len(candidates):
         raise UsageError(
             f"cannot place {n} nodes: only {len(candidates)} free compute hosts"
