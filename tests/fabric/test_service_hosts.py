@@ -194,3 +194,20 @@ def test_a_job_that_fits_one_spine_group_is_not_spread_over_two() -> None:
     # 12 hosts fit no single group: both groups, and said so
     p = place(fabric, cls, 12)
     assert (p.cost.spine_groups, p.cost.spine_groups_min) == (2, 2)
+
+
+def test_demo_checks_roles_against_its_design() -> None:
+    """The demo's discovery step: roles as planted on its own design (the lab runs the same
+    cabling), and a miss said so when they are not."""
+    from fabric.app.demo import DEMO_FAULTS, DEMO_SPEC, roles_as_planted
+    from fabric.app.discover import analyse
+
+    design = generate(DEMO_SPEC, DEMO_FAULTS)
+    d = analyse(parse_ibnetdiscover(to_ibnetdiscover(design).splitlines(), DEMO_SPEC))
+    ok, words = roles_as_planted(design, d)
+    assert ok, words
+    assert words.startswith("hosts by role as planted: 8 compute, 2 service (login-01, storage-01)")
+    assert d.classification.host_roles["dgx-0003"].rule.value == "fewer_hcas"  # missing-hca: compute
+    other = analyse(parse_ibnetdiscover(to_ibnetdiscover(generate("rail-small")).splitlines(), "x"))
+    ok, words = roles_as_planted(design, other)
+    assert not ok and words.startswith("MISSED: roles not as planted for login-01, storage-01")
