@@ -9,7 +9,8 @@ spec keys build them (topology.generate):
   storage 2 where the compute nodes have more than 2; login 2 and storage 4 where they have 1 or
   2), each leaf cabled with two cables to one spine of the compute fabric (the first spine).
 * ``ufm=N``: N UFM servers ``ufm-NN`` with two HCAs each on spare ports of the first two compute
-  leaves (both on the first leaf of a one-leaf fabric): a service host on compute leaves.
+  leaves, crossed (mlx5_0 on the second, mlx5_1 on the first: off the rails, as a real SuperPOD's
+  UFM server), both on the first leaf of a one-leaf fabric: a service host on compute leaves.
 
 Their HCAs are :class:`topology.design.DesignHca` with ``role="service"``, their leaves
 :class:`topology.design.DesignSwitch` with ``role="service-leaf"``: what discovery should call
@@ -91,5 +92,5 @@ def add_service(
     for u in range(spec.ufm):
         name = f"ufm-{u + 1:02d}"
         for index in range(2):
-            on = leaves[index % len(leaves)]
+            on = leaves[(index + 1) % len(leaves)]
             cable(on.guid, next_port(on.guid, on.name, name), host(name, index).guid, 1)

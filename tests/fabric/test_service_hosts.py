@@ -15,7 +15,7 @@ from fabric.placement import LeftOut, host_sites, place
 from fabric.present.placement import left_out_line
 from probes.inventory import expand_hosts
 from probes.plan import endpoints, plan_sweep
-from topology.classify import classify
+from topology.classify import Classification, classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
@@ -78,7 +78,7 @@ def test_no_service_host_unless_asked(topo: Path, command: tuple[str, ...]) -> N
     out, err = _run(*command, "--input", str(topo), "--include-service")
     if command[0] == "place":  # 8 of 11 hosts: the 8 DGX still pack best; 11 takes them all
         out, err = _run(*command[:2], "11", *command[3:], "--input", str(topo), "--include-service")
-    assert SERVICE <= _names(out)
+    assert _names(out) >= SERVICE
     assert "service host" not in err
 
 
@@ -109,14 +109,14 @@ def test_sweep_plan_probe_ends_and_bound() -> None:
     cls = classify(fabric)
     hosts = {e.host for e in endpoints(fabric, cls)}
     assert hosts == {f"dgx-{i:04d}" for i in range(1, 9)}
-    assert SERVICE <= {e.host for e in endpoints(fabric, cls, include_service=True)}
+    assert {e.host for e in endpoints(fabric, cls, include_service=True)} >= SERVICE
     plan = plan_sweep(fabric, cls, "rail-pairs")
     assert {e.host for p in plan.probes for e in (p.client, p.server)} <= hosts
     clean = plan_sweep(*_fabric("rail-small"), "rail-pairs")
     assert (plan.rounds, plan.lower_bound) == (clean.rounds, clean.lower_bound)
 
 
-def _fabric(spec: str) -> tuple[Fabric, object]:
+def _fabric(spec: str) -> tuple[Fabric, Classification]:
     f = parse_ibnetdiscover(to_ibnetdiscover(generate(spec)).splitlines(), spec)
     return f, classify(f)
 
@@ -211,3 +211,14 @@ def test_demo_checks_roles_against_its_design() -> None:
     other = analyse(parse_ibnetdiscover(to_ibnetdiscover(generate("rail-small")).splitlines(), "x"))
     ok, words = roles_as_planted(design, other)
     assert not ok and words.startswith("MISSED: roles not as planted for login-01, storage-01")
+
+
+def test_nccl_advice_reads_the_compute_hosts_only() -> None:
+    """A UFM server's two adapters sit on the leaves of rails 1 and 0: the GPU nodes' rails are
+    still strict (NCCL_CROSS_NIC=0 holds for them) and NCCL_IB_HCA lists their adapters."""
+    from fabric.advise.routing_advice import rail_adapters, strictly_rail_optimized
+
+    fabric, cls = _fabric("rail-small:ufm=1")
+    assert cls.is_service_host("ufm-01")
+    assert strictly_rail_optimized(fabric, cls)
+    assert rail_adapters(cls) == [f"mlx5_{i}" for i in range(8)]
