@@ -19,10 +19,11 @@ decision alone. Each decision names its rule (:class:`HostRule`):
 * ``dominant_shape``: the most common (HCA count, leaves) shape: compute.
 * ``same_adapters``: the dominant HCA count and the same HCA indexes (the same machine model),
   cabled otherwise: compute (its wiring is the anomaly checks' to judge).
-* ``fewer_hcas``: fewer HCAs than the dominant shape but at least half of them, each an index the
-  compute hosts use, on the leaves the compute hosts use, spread as they spread theirs and (in a
-  rail-optimized fabric) mostly on their own rail's leaf: a compute host that lost an adapter
-  (a dead card, a cable out). Compute, always: the host-fault checks report it.
+* ``fewer_hcas``: fewer HCAs than the dominant shape, each an index the compute hosts use, on the
+  leaves the compute hosts use, spread as they spread theirs: at least half of them, mostly on
+  their own rail's leaf in a rail-optimized fabric; or fewer (two at least), every one on its
+  own rail's leaf. A compute host that lost adapters (a dead card, a cable out): compute, always;
+  the host-fault checks report it.
 * ``fewer_hcas_service_name``: such a host whose name says it is a service host (``login``,
   ``ufm``, ``slurm``, ``cache``, ``storage``, ``mgmt``): the shape says it is not whole, the name
   says why. Service.
@@ -213,19 +214,20 @@ def _unlike_lost_adapters(
         return "; ".join(other)
     if n > dom_n:
         return "more HCAs"
-    if 2 * n < dom_n:
-        return "fewer than half their HCAs"
     if spread > dom_s or (dom_s == dom_n and spread != n):
         return "its HCAs spread otherwise"
     if dom_indexes and not indexes <= dom_indexes:
         return f"adapters {_indexes(indexes)} where theirs are {_indexes(dom_indexes)}"
     if not all(leaf in compute_leaves for _, leaf in hcas):
         return "on a leaf no compute host uses"
-    if leaf_rail and index_rail:
-        indexed = [(i, leaf) for i, leaf in hcas if i is not None]
-        on_rail = sum(1 for i, leaf in indexed if leaf_rail.get(leaf) == index_rail.get(i))
-        if indexed and 2 * on_rail < len(indexed):
-            return "its HCAs are off their rails' leaves"
+    on_rail = sum(1 for i, leaf in hcas if i is not None and leaf_rail.get(leaf, -1) == index_rail.get(i))
+    if 2 * n < dom_n and (n < 2 or on_rail < n):
+        # Fewer than half its peers' adapters: a compute host only when each one still sits on
+        # its own rail's leaf (most service hosts with a few adapters are not cabled by rail).
+        return "fewer than half their HCAs" + (", off their rails" if leaf_rail and on_rail < n else "")
+    indexed = sum(1 for i, _ in hcas if i is not None)
+    if leaf_rail and index_rail and indexed and 2 * on_rail < indexed:
+        return "its HCAs are off their rails' leaves"
     return None
 
 

@@ -52,7 +52,15 @@ def test_fewer_hcas_is_a_compute_host_short_of_an_adapter() -> None:
     assert roles["dgx003"].rule is HostRule.FEWER_HCAS and roles["dgx003"].role == "compute"
     # half its adapters left: still a compute host short of adapters
     shapes["dgx004"] = [(r, f"rail{r}") for r in range(4)]
-    assert decide_roles(shapes, leaf_rail, {r: r for r in range(8)})["dgx004"].rule is HostRule.FEWER_HCAS
+    # three of eight, each on its own rail's leaf: cabled as a compute host, so one
+    shapes["dgx005"] = [(r, f"rail{r}") for r in (0, 3, 6)]
+    # three of eight, one off its rail; one adapter alone on a rail leaf: nothing says compute
+    shapes["odd01"] = [(0, "rail0"), (3, "rail3"), (6, "rail7")]
+    shapes["odd02"] = [(0, "rail0")]
+    roles = decide_roles(shapes, leaf_rail, {r: r for r in range(8)})
+    assert roles["dgx004"].rule is HostRule.FEWER_HCAS and roles["dgx005"].rule is HostRule.FEWER_HCAS
+    assert roles["odd01"].rule is HostRule.OTHER_SHAPE and "off their rails" in roles["odd01"].reason
+    assert roles["odd02"].rule is HostRule.OTHER_SHAPE
 
 
 def test_fewer_hcas_on_one_leaf_fat_tree() -> None:
