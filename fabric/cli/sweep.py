@@ -73,11 +73,10 @@ def _context(
     include_service: bool = False,
 ) -> SweepContext:
     from fabric.app import sweep as sweeps
-    from fabric.present.placement import left_out_line
 
     if pattern == "custom" and not pairs_path:
         raise UsageError("--pattern custom needs --pairs FILE")
-    ctx = sweeps.prepare(
+    return sweeps.prepare(
         pattern,
         lab=lab,
         input_path=input_path,
@@ -87,10 +86,15 @@ def _context(
         discovery=discovery,
         include_service=include_service,
     )
+
+
+def _say_left_out(ctx: SweepContext) -> None:
+    """What the plan has no probe ends for, in one line on stderr (after any status line)."""
+    from fabric.present.placement import left_out_line
+
     line = left_out_line(ctx.left_out)
     if line:
         click.echo(line, err=True)
-    return ctx
 
 
 class ProgressLine:
@@ -147,6 +151,7 @@ def plan_cmd(
     with status(f"planning a {pattern} sweep"):  # a second or more on a large fabric
         discovery = discover_from(opts)
         ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery, include_service)
+    _say_left_out(ctx)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
@@ -207,6 +212,7 @@ def run_cmd(
     if slurm is None and inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
     ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host, None, include_service)
+    _say_left_out(ctx)
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
