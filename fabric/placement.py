@@ -254,10 +254,12 @@ class Placement:
     left_out: tuple[LeftOut, ...]  # hosts that could not be chosen, and why
     units: tuple[str, ...]  # unit names used
     domains: tuple[str, ...]  # domains in ring order
+    service: frozenset[str] = frozenset()  # the chosen hosts that are service hosts (--include-service)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "hosts": list(self.hosts),
+            "roles": {h: "service" if h in self.service else "compute" for h in self.hosts},
             "policy": self.policy,
             "cost": self.cost.to_dict(),
             "units": list(self.units),
@@ -311,7 +313,8 @@ def place(
     seen: dict[str, None] = {}
     for h in ring:
         seen.setdefault(sites.hosts[h].domain, None)
-    return Placement(ring, policy, cost, tuple(left_out), used_units, tuple(seen))
+    service = frozenset(h for h in ring if cls.is_service_host(h))
+    return Placement(ring, policy, cost, tuple(left_out), used_units, tuple(seen), service)
 
 
 def ring_order(sites: Sites, hosts: Iterable[str]) -> tuple[str, ...]:

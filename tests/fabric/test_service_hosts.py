@@ -95,11 +95,14 @@ def test_place_names_a_free_service_host_once(topo: Path, tmp_path: Path) -> Non
     assert sum("left out:" in ln for ln in err.splitlines()) == 1
 
 
-def test_scheduler_json_lists_roles(topo: Path) -> None:
+def test_scheduler_json_and_placement_json_list_roles(topo: Path) -> None:
     out, _ = _run("export", "json", "--input", str(topo), "--include-service")
     roles = {h["host"]: h["role"] for h in json.loads(out)["hosts"]}
     assert {h for h, r in roles.items() if r == "service"} == SERVICE
     assert len([r for r in roles.values() if r == "compute"]) == 8
+    out, _ = _run("place", "--nodes", "11", "--format", "json", "--input", str(topo), "--include-service")
+    roles = json.loads(out)["roles"]
+    assert {h for h, r in roles.items() if r == "service"} == SERVICE and len(roles) == 11
 
 
 def test_sweep_plan_probe_ends_and_bound() -> None:
