@@ -2,7 +2,9 @@
 
 ``place(fabric, cls, n, free=..., policy="pack"|"spread", exclude={host: reason})``:
 
-* **pack** (training): the fewest scalable units, then the fewest leaves. In a rail-optimized
+* **pack** (training): one spine group when the job fits in one (leaves that reach the same
+  upper switches: a pod; traffic between them never climbs above those switches), then the
+  fewest scalable units, then the fewest leaves. In a rail-optimized
   fabric every host touches all the rail leaves of its unit, so a unit is the placement domain and
   its leaves come as a block; elsewhere the domain is the set of leaves a host is cabled to. The
   choice is exact (a small dynamic programme over units and, inside a unit, over its fullest
@@ -10,9 +12,10 @@
 * **spread**: round-robin over units, and inside each unit over its domains (failure domains).
 
 The ring order keeps each domain's hosts together, so the ring crosses the spine tier once per
-domain (never when one domain holds the job). Hosts are compute hosts only: SHARP aggregation
-nodes, switch management HCAs, HCAs without a real host name and hosts cabled to no switch are
-never candidates (:attr:`Sites.left_out` says which and why).
+domain (never when one domain holds the job). Hosts are compute hosts only: service hosts
+(login, storage, UFM: topology.hostroles; ``include_service=True`` takes them too), SHARP
+aggregation nodes, switch management HCAs, HCAs without a real host name and hosts cabled to no
+switch are never candidates (:attr:`Sites.left_out` says which and why).
 
 A health view (:class:`PlacementHealth`, built by the health model's caller) is optional: with it the
 cost names the worst link on the placement's paths, and :func:`unhealthy_hosts` turns it into an
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from fabric.health.status import Status, status_rank
@@ -68,7 +71,7 @@ def health_view_from_links(
         link_status[key] = status
         for (guid, _), (far_guid, far_port) in ((key[0], key[1]), (key[1], key[0])):
             c = cls.nodes.get(Guid(guid))
-            if c is None or c.role is not Role.COMPUTE or c.host is None:
+            if c is None or c.role not in _HOST_ROLES or c.host is None:
                 continue
             host = c.host
             if status_rank(status) > status_rank(worst.get(host, "ok")):
@@ -116,6 +119,7 @@ class HostSite:
     leaves: tuple[Guid, ...]  # every leaf its HCAs are cabled to, sorted
     rail_leaves: tuple[tuple[int, Guid], ...]  # (rail, or HCA index off-rail, leaf)
     hcas: tuple[Guid, ...]
+    pod: int = 0  # spine group: the hosts whose unit's leaves reach the same upper switches
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class Sites:
     left_out: tuple[LeftOut, ...]  # HCAs that are no compute host's, with the reason
     unit_names: Mapping[int, str]  # su01.. (rail-optimized) or pod01..
     rail_optimized: bool
+    pods: int = 1  # spine groups among the hosts
 
 
 def unit_name(cls: Classification, unit: int) -> str:
@@ -131,16 +136,22 @@ def unit_name(cls: Classification, unit: int) -> str:
     return f"{'su' if cls.rail_optimized else 'pod'}{unit + 1:0{width}d}" if unit >= 0 else "none"
 
 
+_HOST_ROLES = frozenset({Role.COMPUTE, Role.SERVICE})
+SERVICE_HOST = "service host"  # the reason a service host is left out
+NO_SWITCH = "cabled to no switch"
 _LEFT_OUT_REASON = {
     Role.AGGREGATION: "SHARP aggregation node",
     Role.UNNAMED: "HCA without a host name",
     Role.SWITCH_MGMT: "switch management HCA",
     Role.ROUTER: "router",
 }
+# The reasons a fabric's host or HCA is no candidate (Sites.left_out), whatever the job asks.
+FABRIC_LEFT_OUT = frozenset({*_LEFT_OUT_REASON.values(), SERVICE_HOST, NO_SWITCH})
 
 
-def host_sites(fabric: Fabric, cls: Classification) -> Sites:
-    """Every compute host with its unit, domain and leaves; the other HCAs as left-out items."""
+def host_sites(fabric: Fabric, cls: Classification, include_service: bool = False) -> Sites:
+    """Every compute host (and service host, with ``include_service``) with its unit, domain and
+    leaves; the other hosts and HCAs as left-out items."""
     left: list[LeftOut] = []
     for guid, c in cls.nodes.items():
         if c.role in _LEFT_OUT_REASON:
@@ -148,6 +159,9 @@ def host_sites(fabric: Fabric, cls: Classification) -> Sites:
             left.append(LeftOut(f"{desc} ({guid})", _LEFT_OUT_REASON[c.role]))
     sites: dict[str, HostSite] = {}
     for host, hcas in cls.hosts.items():
+        if not include_service and cls.is_service_host(host):
+            left.append(LeftOut(host, SERVICE_HOST))
+            continue
         rail_leaves: list[tuple[int, Guid]] = []
         units: dict[int, int] = defaultdict(int)
         for g in hcas:
@@ -158,7 +172,7 @@ def host_sites(fabric: Fabric, cls: Classification) -> Sites:
             rail_leaves.append((key, c.leaf))
             units[c.group if c.group is not None else -1] += 1
         if not rail_leaves:
-            left.append(LeftOut(host, "cabled to no switch"))
+            left.append(LeftOut(host, NO_SWITCH))
             continue
         unit = max(sorted(units), key=lambda u: units[u])  # the unit most of its HCAs are in
         leaves = tuple(sorted({leaf for _, leaf in rail_leaves}))
@@ -170,7 +184,38 @@ def host_sites(fabric: Fabric, cls: Classification) -> Sites:
     ordered = {h: sites[h] for h in sorted(sites, key=host_sort_key)}
     left.sort(key=lambda lo: (lo.reason, host_sort_key(lo.name)))
     names = {u: unit_name(cls, u) for u in sorted({s.unit for s in sites.values()})}
-    return Sites(MappingProxyType(ordered), tuple(left), MappingProxyType(names), cls.rail_optimized)
+    pod_of = _spine_groups(fabric, cls, ordered.values())
+    ordered = {h: replace(s, pod=pod_of[h]) for h, s in ordered.items()}
+    return Sites(
+        MappingProxyType(ordered),
+        tuple(left),
+        MappingProxyType(names),
+        cls.rail_optimized,
+        len(set(pod_of.values())) or 1,
+    )
+
+
+def _spine_groups(fabric: Fabric, cls: Classification, sites: Iterable[HostSite]) -> dict[str, int]:
+    """Each host's spine group, numbered in host order: the set of switches one tier above the
+    leaves of its unit (of its own leaves when it has no unit). Two units under the same spines
+    are one group; a fabric of one spine layer is one group."""
+    uppers: dict[tuple[int, tuple[Guid, ...]], frozenset[Guid]] = {}
+    number: dict[frozenset[Guid], int] = {}
+    out: dict[str, int] = {}
+    for s in sites:
+        key = (s.unit, () if s.unit >= 0 else s.leaves)
+        if key not in uppers:
+            leaves = cls.groups[s.unit].leaves if s.unit >= 0 else s.leaves
+            uppers[key] = frozenset(
+                far.guid
+                for leaf in leaves
+                for _, far, _ in fabric.neighbours(leaf)
+                if (c := cls.nodes.get(far.guid)) is not None
+                and c.tier is not None
+                and c.tier == (cls.nodes[leaf].tier or 0) + 1
+            )
+        out[s.host] = number.setdefault(uppers[key], len(number))
+    return out
 
 
 # -- the placement ----------------------------------------------------------------------------------
@@ -184,6 +229,8 @@ class PlacementCost:
     crossings_min: int  # fewest crossings any ring over n free hosts needs
     worst_link: str | None = None  # worst health status on the placement's paths (health given)
     worst_links: tuple[str, ...] = ()  # those links, named by their switch ends
+    spine_groups: int = 1  # spine groups (pods) the hosts are in
+    spine_groups_min: int = 1  # fewest spine groups any n free hosts need
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -195,6 +242,8 @@ class PlacementCost:
             "spine_crossings_min": self.crossings_min,
             "worst_link": self.worst_link,
             "worst_links": list(self.worst_links),
+            "spine_groups": self.spine_groups,
+            "spine_groups_min": self.spine_groups_min,
         }
 
 
@@ -206,10 +255,12 @@ class Placement:
     left_out: tuple[LeftOut, ...]  # hosts that could not be chosen, and why
     units: tuple[str, ...]  # unit names used
     domains: tuple[str, ...]  # domains in ring order
+    service: frozenset[str] = frozenset()  # the chosen hosts that are service hosts (--include-service)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "hosts": list(self.hosts),
+            "roles": {h: "service" if h in self.service else "compute" for h in self.hosts},
             "policy": self.policy,
             "cost": self.cost.to_dict(),
             "units": list(self.units),
@@ -227,14 +278,17 @@ def place(
     exclude: Mapping[str, str] | None = None,
     health: PlacementHealth | None = None,
     sites: Sites | None = None,
+    include_service: bool = False,
 ) -> Placement:
-    """Choose ``n`` compute hosts from ``free`` (default: all) minus ``exclude``; see the module doc."""
+    """Choose ``n`` compute hosts (and service hosts with ``include_service``) from ``free``
+    (default: all) minus ``exclude``; see the module doc."""
     if policy not in POLICIES:
         raise UsageError(f"unknown placement policy {policy!r} (use pack or spread)")
     if n < 1:
         raise UsageError(f"cannot place {n} nodes: ask for at least 1")
-    sites = sites or host_sites(fabric, cls)
+    sites = sites or host_sites(fabric, cls, include_service)
     candidates, left_out = _candidates(sites, free, exclude or {})
+    left_out = [*sites.left_out, *left_out]  # the fabric's non-candidates first (service hosts...)
     if n > len(candidates):
         raise UsageError(
             f"cannot place {n} nodes: only {len(candidates)} free compute hosts"
@@ -242,17 +296,26 @@ def place(
         )
     domains = _domains(sites, candidates)
     if policy == "pack":
-        chosen, best_units, best_leaves = _pack(domains, n)
+        chosen, best_units, best_leaves = _pack(_one_spine_group(domains, n), n)
     else:
         chosen = _spread(domains, n)
         best_units, best_leaves = _optimum(domains, n)
     ring = ring_order(sites, chosen)
     cost = evaluate(fabric, cls, ring, sites, health, (best_units, best_leaves, _crossings_min(domains, n)))
+    pod_caps: dict[int, int] = defaultdict(int)
+    for d in domains:
+        pod_caps[d.pod] += len(d.hosts)
+    cost = replace(
+        cost,
+        spine_groups=len({sites.hosts[h].pod for h in ring}),
+        spine_groups_min=_fewest(pod_caps.values(), n),
+    )
     used_units = tuple(sites.unit_names[u] for u in sorted({sites.hosts[h].unit for h in ring}))
     seen: dict[str, None] = {}
     for h in ring:
         seen.setdefault(sites.hosts[h].domain, None)
-    return Placement(ring, policy, cost, tuple(left_out), used_units, tuple(seen))
+    service = frozenset(h for h in ring if cls.is_service_host(h))
+    return Placement(ring, policy, cost, tuple(left_out), used_units, tuple(seen), service)
 
 
 def ring_order(sites: Sites, hosts: Iterable[str]) -> tuple[str, ...]:
@@ -296,6 +359,7 @@ class _Domain:
     name: str
     hosts: tuple[str, ...]
     leaves: frozenset[Guid]
+    pod: int = 0
 
 
 def _candidates(
@@ -308,9 +372,10 @@ def _candidates(
         wanted = set(free)
         pool = [h for h in sites.hosts if h in wanted]
         left += [LeftOut(h, "not free") for h in sites.hosts if h not in wanted]
+        counted = {lo.name for lo in sites.left_out}  # a service host: counted as one already
         left += [
             LeftOut(h, "not a compute host of this fabric")
-            for h in sorted(wanted - set(sites.hosts), key=host_sort_key)
+            for h in sorted(wanted - set(sites.hosts) - counted, key=host_sort_key)
         ]
     out = []
     for h in pool:
@@ -330,9 +395,29 @@ def _domains(sites: Sites, candidates: Iterable[str]) -> list[_Domain]:
         s = sites.hosts[h]
         members[(s.unit, s.domain)].append(h)
     return [
-        _Domain(u, d, tuple(hs), frozenset(leaf for h in hs for leaf in sites.hosts[h].leaves))
+        _Domain(
+            u,
+            d,
+            tuple(hs),
+            frozenset(leaf for h in hs for leaf in sites.hosts[h].leaves),
+            sites.hosts[hs[0]].pod,
+        )
         for (u, d), hs in sorted(members.items())
     ]
+
+
+def _one_spine_group(domains: Sequence[_Domain], n: int) -> Sequence[_Domain]:
+    """The domains of the spine group that holds ``n`` hosts in the fewest units, then leaves
+    (the lower group on a tie), when one can; else all of them. A job that fits under one set of
+    spines is never spread over two: its traffic would climb to the cores."""
+    by_pod: dict[int, list[_Domain]] = defaultdict(list)
+    for d in domains:
+        by_pod[d.pod].append(d)
+    fitting = [p for p, ds in sorted(by_pod.items()) if sum(len(d.hosts) for d in ds) >= n]
+    if len(by_pod) < 2 or not fitting:
+        return domains
+    best = min(fitting, key=lambda p: (*_optimum(by_pod[p], n), p))
+    return by_pod[best]
 
 
 def _unit_options(domains: Sequence[_Domain]) -> dict[int, list[tuple[int, int, tuple[_Domain, ...]]]]:

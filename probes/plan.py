@@ -141,13 +141,20 @@ class SweepPlan:
         }
 
 
-def endpoints(fabric: Fabric, cls: Classification) -> list[Endpoint]:
-    """Every named host HCA cabled to a leaf, as a probe end (sorted by host, then device)."""
+def endpoints(fabric: Fabric, cls: Classification, include_service: bool = False) -> list[Endpoint]:
+    """Every HCA of a compute host (and of a service host, with ``include_service``) cabled to a
+    leaf, as a probe end (sorted by host, then device). Service hosts (login, storage, UFM:
+    topology.hostroles) are no probe ends unless asked for: their adapters would set the bound."""
     out = []
+    roles = _PROBED_WITH_SERVICE if include_service else _PROBED
     for guid, c in cls.nodes.items():
-        if c.role is Role.COMPUTE and c.host and c.adapter and c.leaf is not None:
+        if c.role in roles and c.host and c.adapter and c.leaf is not None:
             out.append(Endpoint(c.host, c.adapter, guid, c.leaf, rail_key(cls, guid)))
     return sorted(out)
+
+
+_PROBED = frozenset({Role.COMPUTE})
+_PROBED_WITH_SERVICE = frozenset({Role.COMPUTE, Role.SERVICE})
 
 
 # -- the patterns -------------------------------------------------------------------------------
@@ -274,14 +281,29 @@ def plan_sweep(
     pairs_source: str = "<pairs>",
     max_extra_layers: int = 8,
     fast: bool = True,
+    include_service: bool = False,
 ) -> SweepPlan:
     """Plan a sweep (see the module docstring); UsageError for an unknown pattern or no hosts.
 
     ``fast``: pairwise probes made in their final order by whole arrays, coverage and bound counted
     a round at a time (:func:`_pairwise_fast`, :func:`_coverage_by_round`), with the cyclic
     garbage collector paused (:func:`topology.bulk.gc_paused`); False takes the simple path, the
-    reference the fast one is tested against: the same plan."""
-    args = (fabric, cls, pattern, routes, per_host, pairs_text, pairs_source, max_extra_layers, fast)
+    reference the fast one is tested against: the same plan.
+
+    ``include_service``: service hosts are probe ends too (a ``custom`` pair file may name them
+    in any case: it names its hosts)."""
+    args = (
+        fabric,
+        cls,
+        pattern,
+        routes,
+        per_host,
+        pairs_text,
+        pairs_source,
+        max_extra_layers,
+        fast,
+        include_service,
+    )
     if not fast:
         return _plan_sweep(*args)
     with gc_paused():
@@ -298,10 +320,11 @@ def _plan_sweep(
     pairs_source: str,
     max_extra_layers: int,
     fast: bool,
+    include_service: bool,
 ) -> SweepPlan:
     if pattern not in PATTERNS:
         raise UsageError(f"sweep pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
-    eps = endpoints(fabric, cls)
+    eps = endpoints(fabric, cls, include_service or pattern == "custom")
     if len(eps) < 2:
         raise UsageError(f"{fabric.source or 'fabric'}: fewer than two named host HCAs to pair")
     notes: list[str] = []

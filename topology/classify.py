@@ -32,12 +32,13 @@ import operator
 import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import combinations, filterfalse
 from types import MappingProxyType
 
 from topology._speed import fast_init, gc_paused
+from topology.hostroles import HostRole, decide_roles, service_leaves
 from topology.model import Fabric, Guid, Node, NodeKind
 from topology.naming import (
     PciKey,
@@ -76,7 +77,8 @@ def _switch_like(desc: str) -> bool:
 
 
 class Role(StrEnum):
-    COMPUTE = "compute"  # an HCA with a real host name
+    COMPUTE = "compute"  # an HCA of a compute host (a real host name; topology.hostroles)
+    SERVICE = "service"  # an HCA of a service host: login, UFM, storage... (topology.hostroles)
     UNNAMED = "unnamed"  # an HCA whose description names no host
     AGGREGATION = "aggregation"  # SHARP aggregation node
     SWITCH_MGMT = "switch_mgmt"  # a switch's own management HCA
@@ -118,6 +120,20 @@ class Classification:
     uplinks: Mapping[Guid, int]  # per switch: cables to switches of a higher tier
     hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
     sections: tuple[Section, ...] = ()  # the compute fabric, then its side groups
+    # Every named host's role with the rule it rests on, and the leaves whose hosts are all
+    # service hosts (topology.hostroles).
+    host_roles: Mapping[str, HostRole] = field(default_factory=lambda: MappingProxyType({}))
+    service_leaves: frozenset[Guid] = frozenset()
+
+    def is_service_host(self, host: str) -> bool:
+        r = self.host_roles.get(host)
+        return r is not None and r.service
+
+    def peer_key(self, guid: Guid) -> tuple[int, int | None, bool]:
+        """Whom a switch is judged against: its section, its tier, and whether it is a service
+        leaf (a service leaf is compared with service leaves only)."""
+        c = self.nodes[guid]
+        return c.section, c.tier, guid in self.service_leaves
 
     def of(self, guid: Guid) -> NodeClass:
         return self.nodes[guid]
@@ -185,6 +201,7 @@ def _classify(fabric: Fabric) -> Classification:
     rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
     groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
+    host_roles, svc_leaves = _host_roles(roles, tiers, hca_leaf, hosts, leaf_rail, index_rail)
 
     uplinks: dict[Guid, int] = {}
     tier_of = tiers.get
@@ -253,7 +270,48 @@ def _classify(fabric: Fabric) -> Classification:
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
         sections=_sections(kinds, section_of, tiers, nodes, hosts, hcas_on),
+        host_roles=MappingProxyType(host_roles),
+        service_leaves=svc_leaves,
     )
+
+
+def _host_roles(
+    roles: dict[Guid, tuple[Role, str | None, str | None, int | None]],
+    tiers: Mapping[Guid, int],
+    hca_leaf: Mapping[Guid, Guid],
+    hosts: Mapping[str, list[Guid]],
+    leaf_rail: Mapping[Guid, int],
+    index_rail: Mapping[int, int],
+) -> tuple[dict[str, HostRole], frozenset[Guid]]:
+    """Each host's role (topology.hostroles); the HCAs of service hosts become Role.SERVICE in
+    ``roles``. Returns the roles and the service leaves."""
+    placed: dict[str, list[tuple[int | None, Guid]]] = {}
+    leaf_hosts: dict[Guid, set[str]] = defaultdict(set)
+    above: set[str] = set()
+    tier_of = tiers.get
+    for host, host_hcas in hosts.items():
+        mine = []
+        up = False
+        for g in host_hcas:
+            leaf = hca_leaf.get(g)
+            if leaf is None:
+                continue
+            t = tier_of(leaf)
+            if t == 1:
+                mine.append((roles[g][3], leaf))
+                leaf_hosts[leaf].add(host)
+            elif t is not None:
+                up = True
+        placed[host] = mine
+        if up and not mine:
+            above.add(host)
+    decided = decide_roles(placed, leaf_rail, index_rail, frozenset(above))
+    for host, r in decided.items():
+        if r.service:
+            for g in hosts[host]:
+                _, h, adapter, index = roles[g]
+                roles[g] = (Role.SERVICE, h, adapter, index)
+    return dict(sorted(decided.items())), service_leaves(leaf_hosts, decided)
 
 
 def count_uplinks(
@@ -302,7 +360,7 @@ def _sections(
         host_sections[0] = set(hosts)
     else:
         for c in nodes.values():
-            if c.tier == 0 and c.role in (Role.COMPUTE, Role.UNNAMED) and c.leaf is not None:
+            if c.tier == 0 and c.role in _HOST_HCA and c.leaf is not None:
                 hcas[c.section] += 1
                 if c.host is not None:
                     host_sections[c.section].add(c.host)
@@ -348,8 +406,11 @@ def _name_hosts(roles: dict[Guid, tuple[Role, str | None, str | None, int | None
         roles[g] = (role, host, adapter, index)
 
 
+_HOST_HCA = frozenset({Role.COMPUTE, Role.SERVICE, Role.UNNAMED})
+
+
 def _is_host_hca(role: Role) -> bool:
-    return role in (Role.COMPUTE, Role.UNNAMED)
+    return role in _HOST_HCA
 
 
 def far_guids(fabric: Fabric, guid: Guid) -> list[Guid]:

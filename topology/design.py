@@ -34,6 +34,8 @@ SPEC_KEYS = {
         "side",
         "side_hosts",
         "side_spines",
+        "service",
+        "ufm",
     ),
     "rail": (
         "units",
@@ -47,6 +49,8 @@ SPEC_KEYS = {
         "side",
         "side_hosts",
         "side_spines",
+        "service",
+        "ufm",
     ),
 }
 
@@ -69,6 +73,8 @@ class FabricSpec:
     side: int = 0  # leaves of a management side group (0: none)
     side_hosts: int = 0  # hosts per side leaf
     side_spines: int = 0  # spines of the side group
+    service: int = 0  # service leaves with a login and a storage node each (topology.generate_service)
+    ufm: int = 0  # UFM servers with two HCAs on compute leaves
 
     @property
     def host_hcas(self) -> int:
@@ -77,7 +83,7 @@ class FabricSpec:
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines", "hcas")
+        optional = ("cables", "side", "side_hosts", "side_spines", "hcas", "service", "ufm")
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
@@ -87,7 +93,7 @@ class DesignSwitch:
     guid: Guid
     name: str  # the short node id (ibsim console, net file)
     description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
-    role: str  # leaf | spine | core
+    role: str  # leaf | spine | core | side-leaf | side-spine | service-leaf
     unit: int | None
     rail: int | None
     nports: int
@@ -103,6 +109,7 @@ class DesignHca:
     unit: int
     devid: int
     present: bool = True
+    role: str = "compute"  # compute | service (a login, storage or UFM server)
 
     @property
     def description(self) -> str:

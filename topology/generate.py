@@ -13,6 +13,10 @@ Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values 
     rail-small            rail-small:speed=HDR
     rail-3tier:side=3     (a side group: see below)
 
+``service=L`` adds L service leaves (``svc-leaf-NN``, two cables to one spine) each carrying a
+login node and a storage node with other HCA counts than the compute nodes, and ``ufm=N`` N UFM
+servers with two HCAs on compute leaves (topology.generate_service).
+
 ``side=L`` adds a management side group to either kind: L leaves (``mgmt-leaf-NN``) with
 ``side_hosts`` single-HCA hosts each (``mgmt-NNNN mlx5_0``, default 4), ``side_spines`` spines of
 its own (``mgmt-spine-NN``, default 2), and each of those spines cabled once to two switches of
@@ -65,6 +69,7 @@ from topology.design import (
 )
 from topology.errors import ParseError, UsageError
 from topology.generate_faults import plant
+from topology.generate_service import SERVICE_ROLE, add_service, compute_hcas
 from topology.generate_text import ibsim_limits, to_ibnetdiscover, to_ibsim_net
 from topology.model import Guid, Link, PortRef
 
@@ -305,6 +310,8 @@ def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> De
                         cable(spine_guids[gi][j], sp, core, 1 + gi * plan.c + c)
     if spec.side:
         _side_group(spec, switches, hcas, cables, switch, cable)
+    if spec.service or spec.ufm:
+        add_service(spec, switches, hcas, cables, switch, cable)
     design = Design(spec, (), tuple(switches), tuple(hcas), tuple(cables), tuple(cables), ())
     return plant(design, [f if isinstance(f, FaultSpec) else parse_fault(f) for f in faults])
 
@@ -330,13 +337,18 @@ def _side_group(
     ]
     hca_devid = HCA_DEVIDS[spec.speed]
     n = len(hcas)
+    # A management host has one HCA: another shape than multi-HCA compute nodes (a service host,
+    # topology.hostroles); beside single-HCA compute nodes nothing tells it apart.
+    side_role = SERVICE_ROLE if compute_hcas(spec) > 1 else "compute"
     for li in range(spec.side):
         leaf = switch(_SIDE_LEAF_GUID, li, f"mgmt-leaf-{li + 1:02d}", "side-leaf", None, None)
         for h in range(spec.side_hosts):
             guid = _HCA_GUID + 2 * n
             n += 1
             host = f"mgmt-{li * spec.side_hosts + h + 1:04d}"
-            hca = DesignHca(Guid(f"0x{guid:016x}"), Guid(f"0x{guid + 1:016x}"), host, 0, 0, hca_devid)
+            hca = DesignHca(
+                Guid(f"0x{guid:016x}"), Guid(f"0x{guid + 1:016x}"), host, 0, 0, hca_devid, role=side_role
+            )
             hcas.append(hca)
             cable(leaf, h + 1, hca.guid, 1)
         for j, sp in enumerate(spines):

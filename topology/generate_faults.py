@@ -164,7 +164,7 @@ def _missing_link(cab: _Cabling, fault: FaultSpec, absent: set[Guid]) -> list[Pl
             raise UsageError(f"fault {fault.text!r}: {cab.where(ref)} goes to an HCA; use missing-hca")
     else:
         order = ("leaf", "spine", "core")
-        level = {**{r: i for i, r in enumerate(order)}, "side-leaf": 0, "side-spine": 1}
+        level = {**{r: i for i, r in enumerate(order)}, "side-leaf": 0, "side-spine": 1, "service-leaf": 0}
         mine = level[sw.role]
         # The first uplink; for the top tier, the first downlink.
         candidates = [

@@ -83,6 +83,8 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     if cls.rail_optimized:
         spreads = _spreads_by_adapters(cls)
         for host, hcas in cls.hosts.items():
+            if cls.is_service_host(host):
+                continue  # not a rail member: a login or storage server has its own design
             members = [cls.nodes[g] for g in hcas]
             group = _host_group(members)
             if group is None:
@@ -268,18 +270,23 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
     return Counter(filter(above.__contains__, far_guids(fabric, sw)))
 
 
-def _cabled_up_by_tier(cls: Classification) -> dict[tuple[int, int], list[Guid]]:
-    """Switches with at least one uplink, per (section, tier): the peers a switch is judged against
-    are those of its own section (the compute fabric, a side group) and tier."""
-    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
+def _cabled_up_by_tier(cls: Classification) -> dict[_PeerKey, list[Guid]]:
+    """Switches with at least one uplink, per peer group (Classification.peer_key): the peers a
+    switch is judged against are those of its own section (the compute fabric, a side group) and
+    tier, and a service leaf's are service leaves (topology.hostroles)."""
+    by_tier: dict[_PeerKey, list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
-            by_tier[(c.section, c.tier)].append(g)
+            by_tier[cls.peer_key(g)].append(g)
     return by_tier
 
 
-def usual_uplinks(cls: Classification) -> dict[tuple[int, int], int]:
-    """Per (section, tier), the uplink count most of its cabled-up switches have (the design).
+_PeerKey = tuple[int, int | None, bool]
+
+
+def usual_uplinks(cls: Classification) -> dict[_PeerKey, int]:
+    """Per peer group (Classification.peer_key: section, tier, service leaf or not), the uplink
+    count most of its cabled-up switches have (the design).
 
     Groups with fewer than 3 such switches are left out: too few peers to tell a fault from a
     design. A switch of a listed group with fewer uplinks is short of cables (``missing_link``).
@@ -294,10 +301,12 @@ def usual_uplinks(cls: Classification) -> dict[tuple[int, int], int]:
 def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     usual = usual_uplinks(cls)
-    for (section, tier), switches in sorted(_cabled_up_by_tier(cls).items()):
-        if (section, tier) not in usual:
+    for key, switches in sorted(_cabled_up_by_tier(cls).items()):
+        if key not in usual:
             continue  # too few peers to tell a fault from a design
-        expected = usual[(section, tier)]
+        expected = usual[key]
+        section, tier, _ = key
+        assert tier is not None
         above = _higher_tier(cls, section, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
@@ -316,7 +325,8 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                         Severity.ERROR if n * 4 < expected * 3 else Severity.WARNING,
                         (g, *short_of),
                         tuple(PortRef(g, p) for p in free),
-                        f"{_label(cls, g)} has {n} uplinks where its {len(switches) - 1} peers have {expected}"
+                        f"{_label(cls, g)}{' (service leaf)' if key[2] else ''} has {n} uplinks "
+                        f"where its {len(switches) - 1} peers have {expected}"
                         + _shortfall(cls, uppers, usual_per_upper)
                         + (f"; uncabled uplink ports: {', '.join(map(str, free))}" if free else ""),
                     )
@@ -344,7 +354,7 @@ def uplinks_by_peers(fabric: Fabric, cls: Classification, g: Guid) -> tuple[Coun
     c = cls.nodes.get(g)
     if c is None or c.tier is None:
         return Counter(), {}
-    switches = _cabled_up_by_tier(cls).get((c.section, c.tier), [])
+    switches = _cabled_up_by_tier(cls).get(cls.peer_key(g), [])
     above = _higher_tier(cls, c.section, c.tier)
     counts = {h: _upper_counts(fabric, h, above) for h in switches}
     mine = counts.get(g, _upper_counts(fabric, g, above))
@@ -460,12 +470,14 @@ def links_below_peers(fabric: Fabric, cls: Classification) -> list[BelowPeers]:
     token: dict[Guid, _Token] = {}
     plain_hcas: set[Guid] = set()
     hosts = cls.hosts
+    service = cls.service_leaves
     for g, c in cls.nodes.items():
         t = c.tier if c.tier is not None else -1
         if t != 0:
             # A side group's tiers are its own: offset by section so its cables are compared
-            # only with its own (the compute fabric, section 0, keeps its plain tiers).
-            token[g] = (t + 100 * c.section, devid[g], None)
+            # only with its own (the compute fabric, section 0, keeps its plain tiers); a service
+            # leaf's cables only with service leaves' (topology.hostroles).
+            token[g] = (t + 100 * c.section + 50 * (g in service), devid[g], None)
         elif c.host is not None and len(hosts.get(c.host, ())) >= 2:
             # A host's cables should run one speed, on one model of leaf: its card on an FDR
             # switch runs FDR beside its cards on an EDR switch by design.
@@ -596,15 +608,15 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     if not fabric.unconnected:
         return out
-    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
+    by_tier: dict[_PeerKey, list[Guid]] = defaultdict(list)
     for g, sc in cls.nodes.items():
         if sc.role is Role.SWITCH and sc.tier is not None:
-            by_tier[(sc.section, sc.tier)].append(g)
+            by_tier[cls.peer_key(g)].append(g)
     for up in fabric.unconnected:
         c = cls.nodes.get(up.ref.guid)
         if c is None or c.tier is None:
             continue
-        peers = [g for g in by_tier[(c.section, c.tier)] if g != up.ref.guid]
+        peers = [g for g in by_tier[cls.peer_key(up.ref.guid)] if g != up.ref.guid]
         if len(peers) < 2:
             continue
         cabled = sum(1 for g in peers if any(p == up.ref.port for p, _, _ in fabric.neighbours(g)))

@@ -1,4 +1,5 @@
-"""The demo: a lab rail-optimized fabric with planted faults, and what ibfab finds in it.
+"""The demo: a lab rail-optimized fabric with planted faults and a service leaf (a login and a
+storage node), and what ibfab finds in it.
 
 ``ibfab demo`` (and ``make demo``) call :func:`run_demo`; each step yields a :class:`DemoStep`
 with what it did, what it found and whether that matches what was planted, so the CLI can print
@@ -21,14 +22,19 @@ from topology.generate_text import simulator_notes
 
 if TYPE_CHECKING:
     from fabric.app.collect import SnapshotOutcome
+    from fabric.app.discover import Discovery
     from fabric.app.health import AssessedHealth
     from fabric.store import Store
     from probes.sweep import SweepOutcome
+    from topology.design import Design
     from topology.model import Fabric, Guid, Link
     from topology.plancheck import PlanCheck
 
 DEMO_LAB = "demo"
-DEMO_SPEC = "rail-small"
+# Eight DGX-like nodes in two units, and a service leaf (two cables to one spine) carrying a login
+# node and a storage node: discovery must call those two service hosts and judge the service leaf
+# against its own kind (no missing-link anomaly for its design).
+DEMO_SPEC = "rail-small:service=1"
 # The cable-plan step's own lab: a clean fabric the plan is exported from, then the same fabric
 # with one miswire planted (the demo lab itself stays up, with all its faults, for the TUI).
 PLAN_LAB = "demo-plan"
@@ -133,18 +139,43 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
     verdict = (
         "every planted fault was found" if not missed else "MISSED: " + ", ".join(p.fault for p in missed)
     )
+    roles_ok, roles = roles_as_planted(design, d)
     yield DemoStep(
         "2. Discovery with the real ibnetdiscover",
         (),
         d,
-        f"saved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}",
-        ok=not missed,
+        f"saved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}; {roles}",
+        ok=not missed and roles_ok,
     )
     with Store.open(db) as store:
         yield health_step(store, d.fabric)
     yield sweep_step(db, design)
     yield recommend_step(db, d)
     yield plan_step(Path(db).with_name("demo-plan.csv"))
+
+
+def roles_as_planted(design: Design, d: Discovery) -> tuple[bool, str]:
+    """Whether discovery gave every host the role the design planted (login and storage nodes
+    service hosts, the DGX nodes compute, the one short of an HCA included), found the service
+    leaf, and reported nothing about the service hosts or their leaf; and that in words."""
+    cls = d.classification
+    planted = {h.host: h.role for h in design.present_hcas()}
+    wrong = sorted(h for h, role in planted.items() if (r := cls.host_roles.get(h)) is None or r.role != role)
+    leaves = {s.guid for s in design.switches if s.role == "service-leaf"}
+    service = sorted(h for h, role in planted.items() if role == "service")
+    quiet = {g for h in service for g in cls.hosts.get(h, ())} | leaves
+    noisy = [a for a in d.anomalies if quiet & set(a.nodes)]
+    compute = len(planted) - len(service)
+    if wrong:
+        return False, "MISSED: roles not as planted for " + ", ".join(wrong)
+    if cls.service_leaves != leaves:
+        return False, "MISSED: the service leaf was not found as planted"
+    if noisy:
+        return False, "MISSED: the service leaf was judged as a compute leaf: " + noisy[0].message
+    return True, (
+        f"hosts by role as planted: {compute} compute, {len(service)} service ({', '.join(service)}), "
+        "the service leaf judged on its own (nothing reported)"
+    )
 
 
 def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, int, Link]]:

@@ -149,7 +149,9 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
         }
         for a in d.anomalies
     ]
-    return {"nodes": nodes, "links": links, "anomalies": anomalies, "summary": summary(d)}
+    # Every host with its role and the rule it rests on (topology.hostroles).
+    hosts = [{**r.to_dict(), "hcas": len(cls.hosts.get(host, ()))} for host, r in cls.host_roles.items()]
+    return {"nodes": nodes, "links": links, "hosts": hosts, "anomalies": anomalies, "summary": summary(d)}
 
 
 def summary(d: Discovery) -> dict[str, Any]:
@@ -186,6 +188,9 @@ def summary(d: Discovery) -> dict[str, Any]:
         ],
         "parse_warnings": list(d.fabric.warnings),
         "roles": dict(sorted(roles.items())),
+        # Hosts by role (topology.hostroles; each host with its rule under "hosts").
+        "host_roles": dict(sorted(Counter(r.role for r in cls.host_roles.values()).items())),
+        "service_leaves": sorted(cls.nodes[g].name for g in cls.service_leaves),
         "anomalies": dict(sorted(Counter(a.kind for a in d.anomalies).items())),
         "tool_warnings": len(d.tool_warnings),
     }

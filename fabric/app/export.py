@@ -18,12 +18,13 @@ from fabric.exports.kueue import kueue_topology
 from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
 from fabric.health import HealthThresholds
-from fabric.placement import PlacementHealth, ring_order
+from fabric.placement import PlacementHealth, host_sites, ring_order
 from topology.nameformats import HOSTFILE
 
 
-def _tree(d: Discovery) -> SchedulerTree:
-    return build_tree(d.fabric, d.classification)
+def _tree(d: Discovery, include_service: bool = False) -> SchedulerTree:
+    """The scheduler's tree of the compute hosts (and the service hosts with ``include_service``)."""
+    return build_tree(d.fabric, d.classification, host_sites(d.fabric, d.classification, include_service))
 
 
 def _health(d: Discovery, db: str | None, hours: float | None) -> PlacementHealth | None:
@@ -31,28 +32,39 @@ def _health(d: Discovery, db: str | None, hours: float | None) -> PlacementHealt
     return None if hours is None else placement_health(d, db, hours)
 
 
-def slurm_topology(d: Discovery, plugin: str = "tree") -> Export:
-    return topology_conf(_tree(d), plugin)
+def slurm_topology(d: Discovery, plugin: str = "tree", include_service: bool = False) -> Export:
+    return topology_conf(_tree(d, include_service), plugin)
 
 
 def k8s(
-    d: Discovery, style: str, fmt: str, db: str | None = None, health_hours: float | None = None
+    d: Discovery,
+    style: str,
+    fmt: str,
+    db: str | None = None,
+    health_hours: float | None = None,
+    include_service: bool = False,
 ) -> Export:
-    return k8s_labels(_tree(d), style, fmt, _health(d, db, health_hours))
+    return k8s_labels(_tree(d, include_service), style, fmt, _health(d, db, health_hours))
 
 
-def kueue(d: Discovery, name: str, legacy: bool) -> Export:
-    return kueue_topology(_tree(d), name, legacy)
+def kueue(d: Discovery, name: str, legacy: bool, include_service: bool = False) -> Export:
+    return kueue_topology(_tree(d, include_service), name, legacy)
 
 
-def mpi_hostfile(d: Discovery, style: str, slots: int) -> Export:
-    """Every compute host in ring order (unit, leaf, name)."""
-    tree, unfit = fitting_tree(_tree(d), HOSTFILE)
-    return Export(hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots), tree.left_out(), unfit)
+def mpi_hostfile(d: Discovery, style: str, slots: int, include_service: bool = False) -> Export:
+    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf, name)."""
+    tree, unfit = fitting_tree(_tree(d, include_service), HOSTFILE)
+    return Export(
+        hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots),
+        skipped=tree.sites.left_out,
+        unfit=unfit,
+    )
 
 
-def scheduler_document(d: Discovery, db: str | None = None, health_hours: float | None = None) -> Export:
-    return scheduler_json(d.fabric, d.classification, _tree(d), _health(d, db, health_hours))
+def scheduler_document(
+    d: Discovery, db: str | None = None, health_hours: float | None = None, include_service: bool = False
+) -> Export:
+    return scheduler_json(d.fabric, d.classification, _tree(d, include_service), _health(d, db, health_hours))
 
 
 def prometheus_rules(thresholds: str | None, job: str, window: str) -> Export:

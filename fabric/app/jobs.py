@@ -185,6 +185,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         routes_path=_text(args, "routes"),
         pairs_path=_text(args, "pairs"),
         per_host=bool(args.get("per_host", False)),
+        include_service=bool(args.get("include_service", False)),
     )
     names = sweeps.names_of(sweep_ctx.discovery)
     source = sweep_ctx.source
@@ -266,7 +267,6 @@ def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job
     from fabric import lab
     from fabric.app.sweep import names_of
     from probes.labtraffic import parse_error_rates
-    from probes.plan import endpoints
     from probes.sweep import run_sweep
 
     rates = parse_error_rates(lab.console(lab_name, "Dump"))
@@ -279,7 +279,7 @@ def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job
         retest=retest,
         fabric=d.fabric,
         tables=sweep_ctx.tables,
-        candidates=endpoints(d.fabric, d.classification),
+        candidates=sweep_ctx.candidates(),
         names=names_of(d),
     )
 

@@ -65,9 +65,11 @@ def place_hosts(
     exclude_unhealthy: bool = False,
     health_hours: float = 24.0,
     db: str | None = None,
+    include_service: bool = False,
 ) -> Placement:
     """``n`` hosts of ``free`` in ring order, packed or spread, leaving out the scheduler's busy
-    hosts, the ``excluded`` host ranges and (``exclude_unhealthy``) hosts whose cable is warn or worse."""
+    hosts, the ``excluded`` host ranges, (``exclude_unhealthy``) hosts whose cable is warn or worse
+    and, unless ``include_service``, service hosts (topology.hostroles)."""
     exclude: dict[str, str] = dict(free.busy)
     for pattern in excluded:
         exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
@@ -83,4 +85,5 @@ def place_hosts(
         policy=policy,
         exclude=exclude,
         health=health,
+        include_service=include_service,
     )

@@ -241,8 +241,11 @@ class FabricService:
             PortLine(port, view.name(peer.guid), peer.port, rows[view.row_of[lk.key]])
             for port, peer, lk in sorted(d.fabric.neighbours(g), key=lambda t: t[0])
         )
-        hcas = d.classification.hosts.get(c.host or "", ()) if c.host else ()
-        sections = d.classification.sections
+        cls = d.classification
+        hcas = cls.hosts.get(c.host or "", ()) if c.host else ()
+        sections = cls.sections
+        host_role = cls.host_roles.get(c.host) if c.host else None
+        role = "service leaf" if g in cls.service_leaves else c.role.value
         return NodeDetail(
             guid,
             c.name,
@@ -256,6 +259,8 @@ class FabricService:
             tuple(a.message for a in d.anomalies if g in a.nodes),
             tuple(hcas),
             c.host,
+            role,
+            f"{host_role.rule.value}: {host_role.reason}" if host_role is not None else "",
         )
 
     def cable_inventory(self) -> CableInventory | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from fabric.app.discover import Discovery, discover, discover_text
 from fabric.app.source import Source
+from fabric.placement import LeftOut, host_sites
 from probes.localize import Suspect, rank, tied, unexplained
 from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
@@ -36,6 +37,14 @@ class SweepContext:
     tables: ForwardingTables | None
     plan: SweepPlan
     source: str
+    include_service: bool = False  # service hosts are probe ends too (follow-up probes included)
+    # Hosts and HCAs that are no probe ends (service hosts, aggregation nodes, unnamed HCAs...).
+    left_out: tuple[LeftOut, ...] = ()
+
+    def candidates(self) -> list[Endpoint]:
+        """The probe ends follow-up probes may use: the plan's kind of hosts."""
+        d = self.discovery
+        return endpoints(d.fabric, d.classification, self.include_service)
 
 
 def lab_tables(name: str) -> ForwardingTables:
@@ -57,8 +66,10 @@ def prepare(
     pairs_path: str | None = None,
     per_host: bool = False,
     discovery: Discovery | None = None,
+    include_service: bool = False,
 ) -> SweepContext:
-    """Discover (lab or saved file), read routes when there are any, and plan."""
+    """Discover (lab or saved file), read routes when there are any, and plan (compute hosts,
+    and service hosts with ``include_service``)."""
     if (lab is None) == (input_path is None) and discovery is None:
         raise UsageError("give one of --lab NAME or --input TOPO")
     tables: ForwardingTables | None = None
@@ -81,9 +92,14 @@ def prepare(
         per_host=per_host,
         pairs_text=pairs_text,
         pairs_source=pairs_path or "<pairs>",
+        include_service=include_service,
     )
     source = f"lab {lab}" if lab else (str(input_path) if input_path else discovery.source)
-    return SweepContext(discovery, tables, plan, source)
+    if pattern == "custom":
+        left: tuple[LeftOut, ...] = ()  # the pair file names its hosts
+    else:
+        left = host_sites(discovery.fabric, discovery.classification, include_service).left_out
+    return SweepContext(discovery, tables, plan, source, include_service, left)
 
 
 def _read(path: str, what: str, *, strict: bool = False) -> str:
@@ -176,7 +192,7 @@ def _run(ctx: SweepContext, backend: Backend, retest: bool, progress: Progress |
         progress=progress,
         fabric=ctx.discovery.fabric,
         tables=ctx.tables,
-        candidates=endpoints(ctx.discovery.fabric, ctx.discovery.classification),
+        candidates=ctx.candidates(),
         names=names_of(ctx.discovery),
     )
 

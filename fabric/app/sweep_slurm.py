@@ -29,7 +29,6 @@ from fabric.app.slurm import NodeMap, connect
 from fabric.app.sweep import SweepContext, names_of
 from probes.fanout import HostLocks
 from probes.inventory import expand_hosts, fold_names
-from probes.plan import endpoints
 from probes.slurm import AllocationRequest, Slurm, Unavailable, describe
 from probes.slurm_sweep import (
     LabSteps,
@@ -167,7 +166,7 @@ def run_slurm(
             progress=progress,
             fabric=d.fabric,
             tables=ctx.tables,
-            candidates=endpoints(d.fabric, d.classification),
+            candidates=ctx.candidates(),
             names=names_of(d),
             base_port=base_port,
             timeout=timeout,

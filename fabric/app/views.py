@@ -194,6 +194,8 @@ class NodeDetail:
     anomalies: tuple[str, ...]
     hcas: tuple[str, ...]  # for a host: its HCA GUIDs
     host: str | None = None  # an HCA's host
+    role: str = ""  # an HCA's role (compute, service, unnamed...); a service leaf's "service leaf"
+    role_reason: str = ""  # a host's role: the rule and the evidence (topology.hostroles)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,23 @@ __all__ = ["discover_from", "emit", "export_group", "source_options"]
 
 
 def emit(result: Export) -> None:
+    from fabric.present.placement import left_out_line
+
     click.echo(result.text, nl=False)
+    line = left_out_line(result.skipped)
+    if line:
+        click.echo(line, err=True)
     for item in result.left_out:
         click.echo(f"left out: {item}", err=True)
     for unfit in result.unfit:
         click.echo(f"left out: {unfit}", err=True)
+
+
+include_service = click.option(
+    "--include-service",
+    is_flag=True,
+    help="Take service hosts too (login, storage, UFM: hosts of another shape than the compute hosts).",
+)
 
 
 @click.group("export")
@@ -35,11 +47,12 @@ def export_group() -> None:
 @export_group.command("slurm-topology")
 @source_options
 @click.option("--plugin", type=click.Choice(["tree", "block"]), default="tree", show_default=True)
-def slurm_cmd(plugin: str, **opts: Any) -> None:
+@include_service
+def slurm_cmd(plugin: str, include_service: bool, **opts: Any) -> None:
     """A topology.conf: units (or leaves) as the nodes' switches, spines and cores above."""
     from fabric.app.export import slurm_topology
 
-    emit(slurm_topology(discover_from(opts), plugin))
+    emit(slurm_topology(discover_from(opts), plugin, include_service))
 
 
 @export_group.command("k8s-labels")
@@ -54,46 +67,71 @@ def slurm_cmd(plugin: str, **opts: Any) -> None:
 @click.option("--both", "style", flag_value="both", help="Both key sets.")
 @click.option("--health", "with_health", is_flag=True, help="Add ibfab.io/health from the store's counters.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
+@include_service
 def k8s_cmd(
-    fmt: str, style: str, with_health: bool, health_hours: float, db: str | None, **opts: Any
+    fmt: str,
+    style: str,
+    with_health: bool,
+    health_hours: float,
+    include_service: bool,
+    db: str | None,
+    **opts: Any,
 ) -> None:
     """kubectl label lines (or JSON) with topograph's tier keys."""
     from fabric.app.export import k8s
 
-    emit(k8s(discover_from(opts, db), style, fmt, db, health_hours if with_health else None))
+    emit(
+        k8s(
+            discover_from(opts, db),
+            style,
+            fmt,
+            db,
+            health_hours if with_health else None,
+            include_service,
+        )
+    )
 
 
 @export_group.command("kueue")
 @source_options
 @click.option("--name", default="ibfab-fabric", show_default=True, help="metadata.name of the Topology.")
 @click.option("--legacy", is_flag=True, help="Levels in the network.topology.nvidia.com keys.")
-def kueue_cmd(name: str, legacy: bool, **opts: Any) -> None:
+@include_service
+def kueue_cmd(name: str, legacy: bool, include_service: bool, **opts: Any) -> None:
     """A Kueue Topology resource whose levels are the k8s-labels keys."""
     from fabric.app.export import kueue
 
-    emit(kueue(discover_from(opts), name, legacy))
+    emit(kueue(discover_from(opts), name, legacy, include_service))
 
 
 @export_group.command("hostfile")
 @source_options
 @click.option("--style", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
 @click.option("--slots", type=int, default=1, show_default=True, help="Slots (ranks) per host.")
-def hostfile_cmd(style: str, slots: int, **opts: Any) -> None:
+@include_service
+def hostfile_cmd(style: str, slots: int, include_service: bool, **opts: Any) -> None:
     """Every compute host in ring order (unit, leaf, name)."""
     from fabric.app.export import mpi_hostfile
 
-    emit(mpi_hostfile(discover_from(opts), style, slots))
+    emit(mpi_hostfile(discover_from(opts), style, slots, include_service))
 
 
 @export_group.command("json")
 @source_options
 @click.option("--health", "with_health", is_flag=True, help="Add each host's health from the store.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True)
-def json_cmd(with_health: bool, health_hours: float, db: str | None, **opts: Any) -> None:
+@include_service
+def json_cmd(
+    with_health: bool, health_hours: float, include_service: bool, db: str | None, **opts: Any
+) -> None:
     """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
     from fabric.app.export import scheduler_document
 
-    emit(scheduler_document(discover_from(opts, db), db, health_hours if with_health else None))
+    emit(
+        scheduler_document(
+            discover_from(opts, db), db, health_hours if with_health else None, include_service
+        )
+    )
 
 
 @export_group.command("prometheus-rules")

@@ -36,6 +36,11 @@ from topology.errors import UsageError
 )
 @click.option("--slots", type=int, default=1, show_default=True, help="Slots per host in the hostfile.")
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
+@click.option(
+    "--include-service",
+    is_flag=True,
+    help="Service hosts (login, storage, UFM: another shape than the compute hosts) may be chosen too.",
+)
 @source_options
 def place_cmd(
     n: int,
@@ -51,6 +56,7 @@ def place_cmd(
     fmt: str,
     slots: int,
     health_hours: float,
+    include_service: bool,
     db: str | None,
     **opts: Any,
 ) -> None:
@@ -83,6 +89,7 @@ def place_cmd(
         exclude_unhealthy=exclude_unhealthy,
         health_hours=health_hours,
         db=db,
+        include_service=include_service,
     )
     click.echo(placement_hosts(p, fmt, slots), nl=False)
     for line in placement_summary(p):

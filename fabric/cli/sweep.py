@@ -39,6 +39,11 @@ def _plan_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 "--routes", "routes_path", metavar="DUMP", help="LFT dump (ibroute/dump_fts/opensm)."
             ),
             click.option("--per-host", is_flag=True, help="No host in two probes at once."),
+            click.option(
+                "--include-service",
+                is_flag=True,
+                help="Probe service hosts too (login, storage, UFM: another shape than the compute hosts).",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print JSON."),
         )
     ):
@@ -65,6 +70,7 @@ def _context(
     routes_path: str | None,
     per_host: bool,
     discovery: Discovery | None = None,
+    include_service: bool = False,
 ) -> SweepContext:
     from fabric.app import sweep as sweeps
 
@@ -78,7 +84,17 @@ def _context(
         pairs_path=pairs_path,
         per_host=per_host,
         discovery=discovery,
+        include_service=include_service,
     )
+
+
+def _say_left_out(ctx: SweepContext) -> None:
+    """What the plan has no probe ends for, in one line on stderr (after any status line)."""
+    from fabric.present.placement import left_out_line
+
+    line = left_out_line(ctx.left_out)
+    if line:
+        click.echo(line, err=True)
 
 
 class ProgressLine:
@@ -119,6 +135,7 @@ def plan_cmd(
     pairs_path: str | None,
     routes_path: str | None,
     per_host: bool,
+    include_service: bool,
     as_json: bool,
     show_all: bool,
     **opts: Any,
@@ -133,7 +150,8 @@ def plan_cmd(
 
     with status(f"planning a {pattern} sweep"):  # a second or more on a large fabric
         discovery = discover_from(opts)
-        ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery)
+        ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery, include_service)
+    _say_left_out(ctx)
     names = names_of(ctx.discovery)
     if as_json:
         click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
@@ -168,6 +186,7 @@ def run_cmd(
     input_path: str | None,
     routes_path: str | None,
     per_host: bool,
+    include_service: bool,
     as_json: bool,
     inventory: str | None,
     known_hosts: str | None,
@@ -192,7 +211,8 @@ def run_cmd(
         raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
     if slurm is None and inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
-    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host)
+    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host, None, include_service)
+    _say_left_out(ctx)
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabric.placement import LeftOut
 from topology.nameformats import UnfitName
 
 
@@ -18,4 +19,7 @@ from topology.nameformats import UnfitName
 class Export:
     text: str
     left_out: tuple[str, ...] = ()  # "name: reason" lines
+    # Hosts and HCAs that are not candidates (service hosts, aggregation nodes, unnamed HCAs...):
+    # counted on stderr in one line (fabric.present.placement.left_out_line).
+    skipped: tuple[LeftOut, ...] = ()
     unfit: tuple[UnfitName, ...] = ()  # names the format cannot carry, each said on its own line

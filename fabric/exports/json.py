@@ -33,6 +33,7 @@ def scheduler_document(
         hosts.append(
             {
                 "host": host,
+                "role": "service" if cls.is_service_host(host) else "compute",
                 "unit": sites.unit_names[s.unit],
                 "switch": tree.host_switch[host],
                 "tiers": list(tree.host_tiers[host]),
@@ -66,4 +67,4 @@ def scheduler_json(
     fabric: Fabric, cls: Classification, tree: SchedulerTree, health: PlacementHealth | None = None
 ) -> Export:
     doc = scheduler_document(fabric, cls, tree, health)
-    return Export(json.dumps(doc, indent=1) + "\n", tree.left_out())
+    return Export(json.dumps(doc, indent=1) + "\n", skipped=tree.sites.left_out)

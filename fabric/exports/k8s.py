@@ -110,4 +110,4 @@ def k8s_labels(
         text = json.dumps({"nodes": {h.lower(): kv for h, kv in labels.items()}}, indent=1) + "\n"
     else:
         text = kubectl_lines(labels)
-    return Export(text, tree.left_out(), unfit)
+    return Export(text, skipped=tree.sites.left_out, unfit=unfit)

@@ -22,4 +22,4 @@ def kueue_topology(tree: SchedulerTree, name: str = "ibfab-fabric", legacy: bool
         "  levels:",
     ]
     lines += [f'  - nodeLabel: "{key}"' for key in [*reversed(keys), HOSTNAME_KEY]]
-    return Export("\n".join(lines) + "\n", tree.left_out())
+    return Export("\n".join(lines) + "\n", skipped=tree.sites.left_out)

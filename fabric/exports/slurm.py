@@ -10,7 +10,7 @@ leaf hop, nodes of two units through the spines) is exactly the unit. So::
 
 Elsewhere the level-0 switch is the node's leaf, with spines and cores above it as cabled. Only
 compute hosts appear: SHARP aggregation nodes, switch management HCAs and HCAs without a real host
-name are left out (and listed in :attr:`Export.left_out`).
+name are left out, and service hosts unless asked for (counted from :attr:`Export.skipped`).
 
 Block: one ``BlockName=`` per level-0 switch, and ``BlockSizes=`` from the smallest block up by
 powers of two (Slurm 23.11+; the 22.05 slurmctld here only has ``topology/tree``).
@@ -29,9 +29,9 @@ PLUGINS = ("tree", "block")
 def topology_conf(tree: SchedulerTree, plugin: str = "tree") -> Export:
     tree, unfit = fitting_tree(tree, SLURM_NODE)  # a '#' or '[a-b]' in Nodes= would change the file
     if plugin == "tree":
-        return Export(tree_conf(tree), tree.left_out(), unfit)
+        return Export(tree_conf(tree), skipped=tree.sites.left_out, unfit=unfit)
     if plugin == "block":
-        return Export(block_conf(tree), tree.left_out(), unfit)
+        return Export(block_conf(tree), skipped=tree.sites.left_out, unfit=unfit)
     from topology.errors import UsageError
 
     raise UsageError(f"unknown Slurm topology plugin {plugin!r} (use tree or block)")
@@ -41,7 +41,7 @@ def _header(tree: SchedulerTree, plugin: str) -> list[str]:
     hosts = len(tree.host_switch)
     return [
         f"# topology.conf for TopologyPlugin=topology/{plugin}, written by ibfab from {tree.source or 'a fabric'}",
-        f"# {hosts} compute hosts; {len(tree.sites.left_out)} HCAs left out (not compute hosts)",
+        f"# {hosts} hosts; {len(tree.sites.left_out)} hosts and HCAs left out (not compute hosts)",
     ]
 
 

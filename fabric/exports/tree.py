@@ -42,9 +42,6 @@ class SchedulerTree:
     sites: Sites
     source: str
 
-    def left_out(self) -> tuple[str, ...]:
-        return tuple(f"{lo.name}: {lo.reason}" for lo in self.sites.left_out)
-
 
 def fold(names: Iterable[str]) -> str:
     """A host list Slurm reads: ranges only on the last number (``dgx-[0001-0032]``)."""

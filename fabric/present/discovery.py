@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 from fabric.app.discover import Discovery, summary
 from fabric.app.topology_diff import TopologyDiff
+from fabric.present.overview import ellipsis
 from fabric.present.table import table
 from fabric.store import TopologySummary
+from probes.inventory import fold_names
 from topology.model import Link
 
 
@@ -27,7 +29,8 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         )
     else:
         lines.append(f"  not rail-optimized; {s['groups']} leaf groups")
-    other = {k: v for k, v in s["roles"].items() if k not in ("compute", "switch")}
+    lines += host_role_lines(d)
+    other = {k: v for k, v in s["roles"].items() if k not in ("compute", "service", "switch")}
     if other:
         lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
     for sec in s["sections"][1:]:
@@ -74,6 +77,41 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         if limit is not None and len(d.anomalies) > limit:
             lines.append(f"  … {len(d.anomalies) - limit} more (--all-anomalies or --json)")
     return "\n".join(lines)
+
+
+def host_role_lines(d: Discovery, shown: int = 8) -> list[str]:
+    """Hosts by role: the compute hosts folded, each service host with the rule and evidence of
+    its role (a few, then how many more), and the service leaves (judged against their own kind)."""
+    cls = d.classification
+    by_role: dict[str, list[str]] = {}
+    for host, r in cls.host_roles.items():
+        by_role.setdefault(r.role, []).append(host)
+    if not by_role:
+        return []
+    compute = by_role.get("compute", [])
+    service = by_role.get("service", [])
+    names = fold_names(compute)
+    head = f"  hosts by role: {len(compute)} compute ({ellipsis(names, 60) if compute else 'none'})"
+    if not service:
+        rule = cls.host_roles[compute[0]].rule.value if compute else ""
+        return [head + (f"; no service hosts ({rule})" if rule else "")]
+    lines = [head + f", {len(service)} service:"]
+    alike: dict[tuple[str, str], list[str]] = {}  # hosts with the same rule and evidence, folded
+    for host in service:
+        r = cls.host_roles[host]
+        alike.setdefault((r.rule.value, r.reason), []).append(host)
+    for (rule, reason), hosts in list(alike.items())[:shown]:
+        lines.append(f"    {ellipsis(fold_names(hosts), 60)}: {rule}: {reason}")
+    if len(alike) > shown:
+        more = sum(len(hs) for hs in list(alike.values())[shown:])
+        lines.append(f"    … {more} more service hosts (--json for all)")
+    if cls.service_leaves:
+        leaves = sorted(cls.nodes[g].name for g in cls.service_leaves)
+        lines.append(
+            f"  service leaves ({len(leaves)}, judged against each other only): "
+            + ellipsis(", ".join(leaves), 100)
+        )
+    return lines
 
 
 def render_topology_diff(td: TopologyDiff) -> str:

@@ -17,7 +17,7 @@ from fabric.exports.k8s import fnv1a_64, is_label_value, k8s_labels, label_keys,
 from fabric.exports.kueue import kueue_topology
 from fabric.exports.slurm import block_sizes, topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
-from fabric.placement import HostHealth, PlacementHealth
+from fabric.placement import HostHealth, PlacementHealth, host_sites
 from probes.inventory import expand_hosts
 from tests.conftest import realdata_files
 from topology.classify import Classification, Role, classify
@@ -44,11 +44,15 @@ def test_capture_exports_make_sense(path: Path) -> None:
     cls = classify(fabric)
     tree = build_tree(fabric, cls)
     conf = topology_conf(tree)
-    cabled = {h for h, gs in cls.hosts.items() if any(cls.nodes[g].leaf for g in gs)}
+    everyone = {h for h, gs in cls.hosts.items() if any(cls.nodes[g].leaf for g in gs)}
+    service = {h for h in everyone if cls.is_service_host(h)}
+    cabled = everyone - service
     nodes = _conf_nodes(conf.text)
-    assert Counter(nodes) == Counter(cabled)  # every compute host exactly once
-    non_compute = sum(1 for c in cls.nodes.values() if c.role not in (Role.COMPUTE, Role.SWITCH))
-    assert len(conf.left_out) == non_compute + len(set(cls.hosts) - cabled)
+    assert Counter(nodes) == Counter(cabled)  # every compute host exactly once, no service host
+    not_hosts = sum(1 for c in cls.nodes.values() if c.role not in (Role.COMPUTE, Role.SERVICE, Role.SWITCH))
+    assert len(conf.skipped) == not_hosts + len(service) + len(set(cls.hosts) - everyone)
+    with_service = topology_conf(build_tree(fabric, cls, host_sites(fabric, cls, include_service=True)))
+    assert Counter(_conf_nodes(with_service.text)) == Counter(everyone)
     block = topology_conf(tree, "block")
     assert Counter(_conf_nodes(block.text)) == Counter(cabled)
     labels = node_labels(tree, "both")
@@ -70,10 +74,11 @@ def test_superpod_capture_left_out_and_units() -> None:
     cls = classify(fabric)
     tree = build_tree(fabric, cls)
     conf = topology_conf(tree)
-    reasons = Counter(item.rsplit(": ", 1)[1] for item in conf.left_out)
-    assert reasons == {"HCA without a host name": 74, "SHARP aggregation node": 40}
+    reasons = Counter(item.reason for item in conf.skipped)
+    # B11-P1-CUFM-02 is the UFM server (topology.hostroles: other_shape): no scheduler's node
+    assert reasons == {"HCA without a host name": 74, "SHARP aggregation node": 40, "service host": 1}
     assert "SwitchName=su03 Nodes=a07-p1-dgx-03-c[01-18]" in conf.text.splitlines()
-    assert len(_conf_nodes(conf.text)) == 120
+    assert len(_conf_nodes(conf.text)) == 119 and "B11-P1-CUFM-02" not in conf.text
     doc = scheduler_document(fabric, cls, tree)
     miswired = next(h for h in doc["hosts"] if h["host"] == "b08-p1-dgx-08-c01")
     assert miswired["unit"] == "su08" and len(miswired["leaves"]) == 4  # rails of HCA indexes 0,1,4,5
@@ -85,7 +90,9 @@ def test_selene_tree_has_leaves_under_spines_under_cores() -> None:
     cls = classify(fabric)
     tree = build_tree(fabric, cls)
     # The DGX storage ports (mlx5_4/mlx5_10) are two rails over leaf pairs: a pair is one unit.
-    assert [len(level) for level in tree.levels] == [38, 64, 32]
+    # The 16 storage leaves' units (AI400X appliances, cache, login, UFM: service hosts) are not
+    # in it: 22 units of DGX nodes.
+    assert [len(level) for level in tree.levels] == [22, 64, 32]
     assert tree.levels[0][0].name == "su01" and tree.levels[0][0].nodes[0] == "luna-0001"
     assert all(sw.name.startswith("SSPINE") for sw in tree.levels[1])
     assert all(set(sw.children) <= {s.name for s in tree.levels[0]} for sw in tree.levels[1])
@@ -171,7 +178,12 @@ def test_cli_export_lists_left_out_on_stderr() -> None:
     path = _capture("topograph-dgx-ndr-superpod-622nodes.txt")
     r = CliRunner().invoke(main, ["export", "slurm-topology", "--input", str(path)])
     assert r.exit_code == 0
-    assert len(r.stderr.splitlines()) == 114 and all(
-        ln.startswith("left out: ") for ln in r.stderr.splitlines()
-    )
+    # One line, never one per node (114 lines before).
+    assert r.stderr.splitlines() == [
+        "left out: 40 aggregation nodes, 1 service host (B11-P1-CUFM-02), 74 unnamed HCAs; "
+        "--include-service adds the service hosts"
+    ]
     assert "left out: " not in r.stdout
+    r = CliRunner().invoke(main, ["export", "slurm-topology", "--include-service", "--input", str(path)])
+    assert r.exit_code == 0 and "B11-P1-CUFM-02" in r.stdout
+    assert r.stderr.splitlines() == ["left out: 40 aggregation nodes, 74 unnamed HCAs"]

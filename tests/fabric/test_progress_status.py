@@ -40,10 +40,12 @@ def _run(stderr_is_terminal: bool) -> tuple[str, str]:
 
 def test_a_terminal_sees_the_step_and_then_its_erasure() -> None:
     out, err = _run(True)
-    assert "planning a rail-pairs sweep ..." in err and err.endswith("\r\x1b[K")
+    # the step, erased; then what the plan left out, a line of its own
+    assert err == "planning a rail-pairs sweep ...\r\x1b[Kleft out: 1 aggregation node\r\n"
     assert "planning" not in out
 
 
 def test_a_pipe_gets_the_result_only() -> None:
     out, err = _run(False)
-    assert err == "" and out.startswith("pattern rail-pairs:")
+    # no status line; what the plan has no probe ends for is one line (the lab's aggregation node)
+    assert err == "left out: 1 aggregation node\n" and out.startswith("pattern rail-pairs:")

@@ -106,7 +106,7 @@ def test_cli_json_schema_from_lab(lab_fabric: tuple[str, Design]) -> None:
     res = CliRunner().invoke(main, ["discover", "--lab", name, "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert set(out) == {"nodes", "links", "anomalies", "summary"}
+    assert set(out) == {"nodes", "links", "hosts", "anomalies", "summary"}
     node = next(n for n in out["nodes"] if n["name"] == "dgx-0001 mlx5_3")
     assert {k: node[k] for k in ("kind", "tier", "host", "rail", "group")} == {
         "kind": "hca",

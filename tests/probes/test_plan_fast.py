@@ -108,7 +108,7 @@ def test_hosts_with_two_hcas_on_one_rail_plan_the_same_both_ways(
         replace(ep, rail=5 if ep.host == "dgx-0003" else rail_of[ep.host]) if ep.device == "mlx5_1" else ep
         for ep in eps
     ]
-    monkeypatch.setattr(planner, "endpoints", lambda fabric, cls: list(moved))
+    monkeypatch.setattr(planner, "endpoints", lambda fabric, cls, include_service=False: list(moved))
     fast, simple = _both(fabric, cls, "pairwise", per_host=per_host)
     assert_same_plan(fast, simple)
     assert {p.client.device for p in fast.probes if p.server.device == "mlx5_1"} >= {"mlx5_0"}

@@ -113,25 +113,26 @@ EXPECTED_ANOMALIES: dict[str, list[Pin]] = {
     "ufm-sdk-selene-storage-hdr-edr-1407nodes.txt": [
         Pin(
             "missing_link",
-            r"SLG01-09 has 14 uplinks where its 63 peers have 16",
+            r"SLG01-09 has 14 uplinks where its 47 peers have 16",
             1,
             "no cable to SSPINE1-05 (port 29) nor SSPINE1-16 (port 40), one to each spine of its pod elsewhere",
         ),
         Pin(
             "missing_link",
-            r"SLG01-10 has 14 uplinks where its 63 peers have 16",
+            r"SLG01-10 has 14 uplinks where its 47 peers have 16",
             1,
             "no cable to SSPINE1-05 (port 29) nor SSPINE1-13 (port 37)",
         ),
         Pin(
             "missing_link",
-            r"SLG01-13 has 15 uplinks where its 63 peers have 16",
+            r"SLG01-13 \(service leaf\) has 15 uplinks where its 15 peers have 16",
             1,
-            "no cable to SSPINE1-08 (port 32)",
+            "a storage leaf (AI400X and service hosts only: a service leaf, judged against the other 15"
+            " storage leaves, never the 48 DGX leaves): no cable to SSPINE1-08 (port 32)",
         ),
         Pin(
             "missing_link",
-            r"SLG02-07 has 15 uplinks where its 63 peers have 16",
+            r"SLG02-07 has 15 uplinks where its 47 peers have 16",
             1,
             "no cable to SSPINE2-15 (port 39)",
         ),

@@ -148,7 +148,9 @@ class DetailScreen(DataScreen):
                     f"{d.name}  ({d.description})\nGUID {d.guid}  tier {d.tier_name}  in {d.section}"
                     f"  rail {d.rail if d.rail is not None else '-'}"
                     f"  group {d.group if d.group is not None else '-'}  {len(d.ports)} cabled ports"
+                    + (f"  role {d.role}" if d.role else "")
                     + (f"\nhost {host}: {len(d.hcas)} HCAs (listed below)" if host else "")
+                    + (f"\n{d.role} host ({d.role_reason})" if d.role_reason else "")
                 )
             )
             ports.add_columns("PORT", "PEER", "PEER PORT", "STATUS", "SCORE", "LINK", "WHY")
