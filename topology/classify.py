@@ -16,8 +16,8 @@ Everything is derived from the cabling and the node descriptions, never from swi
   of the HCA indexes they carry, so a DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails
   0-7. Rail leaves of one scalable unit stay separate vertices (unlike topograph, which merges
   them).
-* **groups**: leaves that serve the same hosts (a scalable unit); where no host spans leaves,
-  leaves that reach the same upper switches (a pod).
+* **groups**: leaves that serve the same hosts (a scalable unit) where most leaves share hosts;
+  elsewhere pods, leaves that reach the same upper switches (topology.pods).
 
 >>> from topology.model import Fabric
 >>> parse_hca_description("dgx-0042 mlx5_3")
@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import combinations, filterfalse
@@ -49,12 +49,15 @@ from topology.naming import (
     switch_display_name,
     switch_name,
 )
+from topology.pods import GroupKind, Pod, cluster_pods, leaf_uppers, pod_uppers, pods_are_groups
 from topology.sections import COMPUTE, SIDE, Section, split_sections, tier_name
 
 __all__ = [
     "Classification",
     "Group",
+    "GroupKind",
     "NodeClass",
+    "Pod",
     "Role",
     "Section",
     "classify",
@@ -107,6 +110,7 @@ class Group:
     leaves: tuple[Guid, ...]
     hosts: tuple[str, ...]
     rails: tuple[int, ...]
+    pod: int | None = None  # the pod most of its leaves are in (Classification.pods)
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class Classification:
     uplinks: Mapping[Guid, int]  # per switch: cables to switches of a higher tier
     hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
     sections: tuple[Section, ...] = ()  # the compute fabric, then its side groups
+    pods: tuple[Pod, ...] = ()  # leaves that reach the same upper switches (topology.pods)
+    group_kind: GroupKind = GroupKind.UNIT  # what the groups are: units, or the pods themselves
 
     def of(self, guid: Guid) -> NodeClass:
         return self.nodes[guid]
@@ -183,7 +189,7 @@ def _classify(fabric: Fabric) -> Classification:
     # Rails are the compute fabric's: a side group's service hosts never decide them.
     compute_tiers = {g: t for g, t in tiers.items() if section_of[g] == 0} if len(kinds) > 1 else tiers
     rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
-    groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
+    groups, leaf_group, pods, group_kind = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
 
     uplinks: dict[Guid, int] = {}
@@ -253,6 +259,8 @@ def _classify(fabric: Fabric) -> Classification:
         uplinks=MappingProxyType(uplinks),
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
         sections=_sections(kinds, section_of, tiers, nodes, hosts, hcas_on),
+        pods=pods,
+        group_kind=group_kind,
     )
 
 
@@ -485,7 +493,9 @@ def _groups(
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
     leaf_rail: Mapping[Guid, int],
-) -> tuple[tuple[Group, ...], dict[Guid, int]]:
+) -> tuple[tuple[Group, ...], dict[Guid, int], tuple[Pod, ...], GroupKind]:
+    """(groups, group per leaf, pods, what the groups are): units where most leaves share
+    hosts, else the pods (topology.pods)."""
     leaves = sorted(g for g, t in tiers.items() if t == 1)
     leaf_hosts: dict[Guid, set[str]] = {leaf: set() for leaf in leaves}
     for host, hcas in hosts.items():
@@ -513,20 +523,33 @@ def _groups(
     for (a, b), n in shared.items():
         if 2 * n >= min(len(leaf_hosts[a]), len(leaf_hosts[b])):
             parent[find(a)] = find(b)
-    if not shared:
-        # No host spans two leaves: group leaves by the set of upper switches they reach (pods).
-        by_uppers: dict[frozenset[Guid], Guid] = {}
-        for leaf in leaves:
-            uppers = frozenset(
-                far.guid for _, far, _ in fabric.neighbours(leaf) if (tiers.get(far.guid) or 0) > 1
-            )
-            if uppers:
-                first = by_uppers.setdefault(uppers, leaf)
-                parent[find(leaf)] = find(first)
-    members: dict[Guid, list[Guid]] = defaultdict(list)
+    units: dict[Guid, list[Guid]] = defaultdict(list)
     for leaf in leaves:
-        members[find(leaf)].append(leaf)
-    ordered = sorted(members.values(), key=lambda ls: _group_sort_key(fabric, ls))
+        units[find(leaf)].append(leaf)
+
+    def key(ls: list[Guid]) -> str:
+        return _group_sort_key(fabric, ls)
+
+    def by_desc(ls: Iterable[Guid]) -> tuple[Guid, ...]:
+        return tuple(sorted(ls, key=lambda g: fabric.nodes[g].description))
+
+    uppers = leaf_uppers(fabric, leaves, tiers)
+    pods = tuple(
+        Pod(
+            i,
+            by_desc(ls),
+            by_desc(pod_uppers(ls, uppers)),
+            tuple(sorted({h for x in ls for h in leaf_hosts[x]})),
+        )
+        for i, ls in enumerate(sorted(cluster_pods(uppers), key=key))
+    )
+    leaf_pod = {leaf: p.index for p in pods for leaf in p.leaves}
+    kind = GroupKind.POD if pods_are_groups([len(u) for u in units.values()], pods) else GroupKind.UNIT
+    if kind is GroupKind.POD:
+        alone = sorted(([leaf] for leaf in leaves if leaf not in leaf_pod), key=key)
+        ordered = [list(p.leaves) for p in pods] + alone
+    else:
+        ordered = sorted(units.values(), key=key)
     groups: list[Group] = []
     leaf_group: dict[Guid, int] = {}
     for i, ls in enumerate(ordered):
@@ -535,10 +558,10 @@ def _groups(
             hs |= leaf_hosts[leaf]
             leaf_group[leaf] = i
         rails = tuple(sorted({leaf_rail[leaf] for leaf in ls if leaf in leaf_rail}))
-        groups.append(
-            Group(i, tuple(sorted(ls, key=lambda g: fabric.nodes[g].description)), tuple(sorted(hs)), rails)
-        )
-    return tuple(groups), leaf_group
+        in_pods = Counter(leaf_pod[leaf] for leaf in ls if leaf in leaf_pod)
+        pod = min(in_pods, key=lambda p: (-in_pods[p], p)) if in_pods else None
+        groups.append(Group(i, by_desc(ls), tuple(sorted(hs)), rails, pod))
+    return tuple(groups), leaf_group, pods, kind
 
 
 def _group_sort_key(fabric: Fabric, leaves: list[Guid]) -> str:

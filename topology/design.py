@@ -33,6 +33,9 @@ SPEC_KEYS = {
         "side",
         "side_hosts",
         "side_spines",
+        "directors",
+        "pods",
+        "fabric_boards",
     ),
     "rail": (
         "units",
@@ -68,10 +71,13 @@ class FabricSpec:
     side: int = 0  # leaves of a management side group (0: none)
     side_hosts: int = 0  # hosts per side leaf
     side_spines: int = 0  # spines of the side group
+    directors: int = 0  # leafspine: director chassis as the spine tier (topology.generate_director)
+    pods: int = 0  # leafspine with directors: blocks of leaves, each on its own line boards
+    fabric_boards: int = 0  # fabric boards per director (0: the default)
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines")
+        optional = ("cables", "side", "side_hosts", "side_spines", "directors", "pods", "fabric_boards")
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
@@ -81,11 +87,17 @@ class DesignSwitch:
     guid: Guid
     name: str  # the short node id (ibsim console, net file)
     description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
-    role: str  # leaf | spine | core
+    role: str  # leaf | spine | core (a director's line boards are spines, its fabric boards cores)
     unit: int | None
     rail: int | None
     nports: int
     devid: int
+    sysimgguid: Guid | None = None  # a director board's chassis; None: the switch's own GUID
+
+    @property
+    def image(self) -> Guid:
+        """The system image GUID the switch reports."""
+        return self.sysimgguid or self.guid
 
 
 @dataclass(frozen=True, slots=True)

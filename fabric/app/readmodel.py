@@ -58,6 +58,7 @@ from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
+from topology.chassis import board_chassis
 from topology.errors import UsageError
 from topology.model import Guid, PortRef
 from topology.wiring import Anomaly
@@ -243,6 +244,10 @@ class FabricService:
         )
         hcas = d.classification.hosts.get(c.host or "", ()) if c.host else ()
         sections = d.classification.sections
+        box = board_chassis(d.chassis).get(g)
+        board = box.kind_of(g) if box is not None else None
+        on = c.leaf if c.leaf is not None else g
+        pod = next((p.index for p in d.classification.pods if on in p.leaves), None)
         return NodeDetail(
             guid,
             c.name,
@@ -256,6 +261,9 @@ class FabricService:
             tuple(a.message for a in d.anomalies if g in a.nodes),
             tuple(hcas),
             c.host,
+            (box.name or box.guid) if box is not None else None,
+            board.value if board is not None else None,
+            pod,
         )
 
     def cable_inventory(self) -> CableInventory | None:

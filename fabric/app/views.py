@@ -194,6 +194,9 @@ class NodeDetail:
     anomalies: tuple[str, ...]
     hcas: tuple[str, ...]  # for a host: its HCA GUIDs
     host: str | None = None  # an HCA's host
+    chassis: str | None = None  # a director board's chassis: its name, else its GUID
+    board: str | None = None  # line | fabric | unsure (topology.chassis.BoardKind)
+    pod: int | None = None  # a leaf's pod, an HCA's leaf's pod (Classification.pods)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,8 @@ class DetailScreen(DataScreen):
                     f"{d.name}  ({d.description})\nGUID {d.guid}  tier {d.tier_name}  in {d.section}"
                     f"  rail {d.rail if d.rail is not None else '-'}"
                     f"  group {d.group if d.group is not None else '-'}  {len(d.ports)} cabled ports"
+                    + (f"  pod {d.pod}" if d.pod is not None else "")
+                    + (f"\n{d.board} board of chassis {d.chassis}" if d.chassis else "")
                     + (f"\nhost {host}: {len(d.hcas)} HCAs (listed below)" if host else "")
                 )
             )
