@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from topology.boards import chassis_boards
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind
 from topology.naming import has_own_name
@@ -69,13 +70,10 @@ class Chassis:
 def find_chassis(fabric: Fabric, cls: Classification) -> tuple[Chassis, ...]:
     """Every chassis of ``fabric`` (see the module docstring), by name then GUID."""
     by_image: dict[Guid, list[Guid]] = defaultdict(list)
-    for g, n in fabric.nodes.items():
-        if n.kind is NodeKind.SWITCH and n.sysimgguid is not None and int(n.sysimgguid, 16) != 0:
-            by_image[n.sysimgguid].append(g)
+    for g, image in chassis_boards(fabric).items():
+        by_image[image].append(g)
     out = []
     for image, boards in by_image.items():
-        if len(boards) < 2:
-            continue
         mine = set(boards)
         inside: dict[Guid, set[Guid]] = {g: set() for g in boards}
         outside: set[Guid] = set()
@@ -86,8 +84,6 @@ def find_chassis(fabric: Fabric, cls: Classification) -> tuple[Chassis, ...]:
                         inside[g].add(far.guid)
                 elif _leaves_chassis(fabric, cls, far.guid):
                     outside.add(g)
-        if not any(inside.values()):
-            continue  # boards cabled to none of each other: a shared GUID, not a box
         kinds = _board_kinds(fabric, inside, outside)
         out.append(
             Chassis(

@@ -32,12 +32,13 @@ import operator
 import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import combinations, filterfalse
 from types import MappingProxyType
 
 from topology._speed import fast_init, gc_paused
+from topology.boards import chassis_boards
 from topology.model import Fabric, Guid, Node, NodeKind
 from topology.naming import (
     PciKey,
@@ -123,6 +124,8 @@ class Classification:
     hosts: Mapping[str, tuple[Guid, ...]]  # host -> its HCAs
     sections: tuple[Section, ...] = ()  # the compute fabric, then its side groups
     pods: tuple[Pod, ...] = ()  # leaves that reach the same upper switches (topology.pods)
+    # Director boards -> their chassis's system image GUID (topology.boards).
+    boards: Mapping[Guid, Guid] = field(default_factory=lambda: MappingProxyType({}))
     group_kind: GroupKind = GroupKind.UNIT  # what the groups are: units, or the pods themselves
 
     def of(self, guid: Guid) -> NodeClass:
@@ -169,7 +172,8 @@ def _classify(fabric: Fabric) -> Classification:
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
     hcas_on: dict[Guid, int] = {}
-    whole = _tiers(switch_far, roles, hcas_on)
+    boards = chassis_boards(fabric)
+    whole = _tiers(switch_far, roles, hcas_on, boards)
     section_of, tiers, kinds = split_sections(switch_far, whole, hcas_on, _hostless_leaves)
     hca_leaf: dict[Guid, Guid] = {}
     neighbours = fabric.neighbours
@@ -260,6 +264,7 @@ def _classify(fabric: Fabric) -> Classification:
         hosts=MappingProxyType({h: tuple(sorted(gs)) for h, gs in sorted(hosts.items())}),
         sections=_sections(kinds, section_of, tiers, nodes, hosts, hcas_on),
         pods=pods,
+        boards=MappingProxyType(boards),
         group_kind=group_kind,
     )
 
@@ -373,13 +378,15 @@ def _tiers(
     switch_far: Mapping[Guid, list[Guid]],
     roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
     hcas_on: dict[Guid, int],
+    boards: Mapping[Guid, Guid],
 ) -> dict[Guid, int]:
     """Leaves are switches with host HCAs; the rest are counted up from them. Fills ``hcas_on``
     (host HCAs per switch that has any).
 
     A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
     candidate linked to two or more other candidates that carry a larger share of hosts, and whose
-    own ports are mostly switch links, is demoted before counting.
+    own ports are mostly switch links, is demoted before counting. So is a board of a director
+    chassis that leaves hang off (``boards``: board -> chassis; see :func:`_boards_over_leaves`).
     """
     # The per-port loops are C-level (map/filter over set lookups): they run over every switch
     # port, 82k of them at 16k HCAs.
@@ -399,6 +406,8 @@ def _tiers(
             richer = {fg for fg in candidates & set(switch_far[g]) if fg != g and share[fg] > own}
             if len(richer) >= 2:
                 demoted.add(g)
+    if boards:
+        demoted |= _boards_over_leaves(switch_far, candidates - demoted, boards)
     tiers: dict[Guid, int] = {}
     queue: deque[Guid] = deque()
     for g in sorted(candidates - demoted):
@@ -415,6 +424,25 @@ def _tiers(
             queue.append(fg)
     _hostless_leaves(switch_far, tiers)
     return tiers
+
+
+def _boards_over_leaves(
+    switch_far: Mapping[Guid, list[Guid]], candidates: Iterable[Guid], boards: Mapping[Guid, Guid]
+) -> set[Guid]:
+    """The host-carrying boards of every chassis that leaves hang off: a switch of its own with
+    hosts whose switch cables go mostly to director boards is a leaf under those directors, so
+    their boards are above it even where a line board carries hosts too (storage plugged into
+    the director); a director whose boards only carry hosts stays the leaf tier."""
+    candidates = set(candidates)
+    above: set[Guid] = set()
+    for g in candidates:
+        if g in boards:
+            continue
+        fars = [f for f in switch_far[g] if f != g and f in switch_far]
+        on_boards = [boards[f] for f in fars if f in boards]
+        if 2 * len(on_boards) > len(fars):
+            above.update(on_boards)
+    return {g for g in candidates if boards.get(g) in above}
 
 
 def _hostless_leaves(switch_far: Mapping[Guid, list[Guid]], tiers: dict[Guid, int]) -> None:

@@ -261,18 +261,25 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
     return Counter(filter(above.__contains__, far_guids(fabric, sw)))
 
 
-def _cabled_up_by_tier(cls: Classification) -> dict[tuple[int, int], list[Guid]]:
-    """Switches with at least one uplink, per (section, tier): the peers a switch is judged against
+def peer_key(cls: Classification, g: Guid) -> tuple[int, int, bool]:
+    """Whom a switch is judged against: its section, its tier, and whether it is a director's
+    board (a board's uplinks include its chassis's inside wiring; it is judged against boards)."""
+    c = cls.nodes[g]
+    return (c.section, c.tier if c.tier is not None else -1, g in cls.boards)
+
+
+def _cabled_up_by_tier(cls: Classification) -> dict[tuple[int, int, bool], list[Guid]]:
+    """Switches with at least one uplink, per :func:`peer_key`: the peers a switch is judged against
     are those of its own section (the compute fabric, a side group) and tier."""
-    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
+    by_tier: dict[tuple[int, int, bool], list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
-            by_tier[(c.section, c.tier)].append(g)
+            by_tier[peer_key(cls, g)].append(g)
     return by_tier
 
 
-def usual_uplinks(cls: Classification) -> dict[tuple[int, int], int]:
-    """Per (section, tier), the uplink count most of its cabled-up switches have (the design).
+def usual_uplinks(cls: Classification) -> dict[tuple[int, int, bool], int]:
+    """Per :func:`peer_key`, the uplink count most of its cabled-up switches have (the design).
 
     Groups with fewer than 3 such switches are left out: too few peers to tell a fault from a
     design. A switch of a listed group with fewer uplinks is short of cables (``missing_link``).
@@ -287,10 +294,10 @@ def usual_uplinks(cls: Classification) -> dict[tuple[int, int], int]:
 def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     usual = usual_uplinks(cls)
-    for (section, tier), switches in sorted(_cabled_up_by_tier(cls).items()):
-        if (section, tier) not in usual:
+    for (section, tier, board), switches in sorted(_cabled_up_by_tier(cls).items()):
+        if (section, tier, board) not in usual:
             continue  # too few peers to tell a fault from a design
-        expected = usual[(section, tier)]
+        expected = usual[(section, tier, board)]
         above = _higher_tier(cls, section, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
@@ -337,7 +344,7 @@ def uplinks_by_peers(fabric: Fabric, cls: Classification, g: Guid) -> tuple[Coun
     c = cls.nodes.get(g)
     if c is None or c.tier is None:
         return Counter(), {}
-    switches = _cabled_up_by_tier(cls).get((c.section, c.tier), [])
+    switches = _cabled_up_by_tier(cls).get(peer_key(cls, g), [])
     above = _higher_tier(cls, c.section, c.tier)
     counts = {h: _upper_counts(fabric, h, above) for h in switches}
     mine = counts.get(g, _upper_counts(fabric, g, above))

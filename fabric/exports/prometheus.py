@@ -342,7 +342,7 @@ def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metr
     from prometheus_client.core import GaugeMetricFamily
 
     from topology.classify import Role
-    from topology.wiring import usual_uplinks
+    from topology.wiring import peer_key, usual_uplinks
 
     uplinks = GaugeMetricFamily(
         "ibfab_switch_uplinks", "Cables from the switch to switches of a higher tier", labels=SWITCH_LABELS
@@ -358,7 +358,7 @@ def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metr
             continue
         labels = [guid, names.get(guid, guid), str(node.tier)]
         uplinks.add_metric(labels, float(cls.uplinks.get(guid, 0)))
-        key = (node.section, node.tier)
+        key = peer_key(cls, guid)
         if key in usual:
             usual_family.add_metric(labels, float(usual[key]))
     return (uplinks, usual_family)
