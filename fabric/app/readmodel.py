@@ -247,7 +247,8 @@ class FabricService:
         box = board_chassis(d.chassis).get(g)
         board = box.kind_of(g) if box is not None else None
         on = c.leaf if c.leaf is not None else g
-        pod = next((p.index for p in d.classification.pods if on in p.leaves), None)
+        pods = d.classification.pods
+        pod = next((p.index for p in pods if on in p.leaves), None) if len(pods) > 1 else None
         return NodeDetail(
             guid,
             c.name,

@@ -196,7 +196,7 @@ class NodeDetail:
     host: str | None = None  # an HCA's host
     chassis: str | None = None  # a director board's chassis: its name, else its GUID
     board: str | None = None  # line | fabric | unsure (topology.chassis.BoardKind)
-    pod: int | None = None  # a leaf's pod, an HCA's leaf's pod (Classification.pods)
+    pod: int | None = None  # a leaf's pod, an HCA's leaf's (Classification.pods); None: one pod
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,7 +112,7 @@ def test_scheduler_tree_has_a_pod_level_and_a_chassis_on_top() -> None:
 
 
 def test_tui_overview_and_node_detail(tmp_path: Path) -> None:
-    path, fabric, _, _ = build_store(tmp_path / "s.db", snapshots=1, spec=PODS, faults=())
+    path, _, _, _ = build_store(tmp_path / "s.db", snapshots=1, spec=PODS, faults=())
     svc = FabricService(path)
     view = svc.load_view()
     assert view is not None

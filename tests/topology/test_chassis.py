@@ -21,7 +21,7 @@ from topology.design import Design, DesignSwitch
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover, read_ibnetdiscover
-from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
 
 CAPTURES = realdata_files("ibnetdiscover")
 DB_CSV = REALDATA / "ibdiagnet" / "garyli-ndr-272nodes-ibdiagnet2.db_csv"
@@ -109,11 +109,11 @@ def _guid(n: int) -> Guid:
 
 
 def _switch(n: int, desc: str, image: Guid | None = IMAGE) -> Node:
-    return Node(_guid(n), NodeKind.SWITCH, desc, 36, lid=n, sysimgguid=image)
+    return Node(_guid(n), NodeKind.SWITCH, desc, 36, lid=Lid(n), sysimgguid=image)
 
 
 def _hca(n: int, desc: str, image: Guid | None = None) -> Node:
-    return Node(_guid(n), NodeKind.HCA, desc, 1, lid=n, sysimgguid=image or _guid(n))
+    return Node(_guid(n), NodeKind.HCA, desc, 1, lid=Lid(n), sysimgguid=image or _guid(n))
 
 
 def _cable(a: int, pa: int, b: int, pb: int) -> Link:

@@ -17,7 +17,7 @@ from topology.classify import Classification, GroupKind, classify
 from topology.design import Design, DesignHca
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover, read_ibnetdiscover
-from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
 from topology.pods import cluster_pods, pods_are_groups
 from topology.wiring import find_anomalies
 
@@ -98,7 +98,7 @@ def test_selene_units_lie_in_their_pods() -> None:
 
 # -- the clustering itself ----------------------------------------------------------------------
 def _pods(uppers: dict[str, set[str]]) -> list[list[str]]:
-    return [sorted(p) for p in cluster_pods({Guid(k): frozenset(v) for k, v in uppers.items()})]
+    return [sorted(p) for p in cluster_pods({Guid(k): frozenset(map(Guid, v)) for k, v in uppers.items()})]
 
 
 def test_leaves_on_the_same_uppers_are_one_pod() -> None:
@@ -214,10 +214,12 @@ CLEAN_DIRECTORS = [
 def test_clean_director_fabrics_are_quiet(spec: str) -> None:
     fabric, cls = _fabric(generate(spec))
     assert find_anomalies(fabric, cls) == []
-    assert len(find_chassis(fabric, cls)) == generate(spec).spec.directors
+    found = find_chassis(fabric, cls)
+    assert len(found) == generate(spec).spec.directors
     # Line boards are spines, fabric boards the cores above them; no board is a leaf.
-    for g, board in cls.boards.items():
-        assert cls.nodes[g].tier_name in ("spine", "core", "side spine")
+    assert {cls.nodes[g].tier_name for box in found for g in box.line_boards} == {"spine"}
+    assert {cls.nodes[g].tier_name for box in found for g in box.fabric_boards} == {"core"}
+    assert set(cls.boards) == {g for box in found for g in box.boards}
 
 
 @pytest.mark.parametrize(
@@ -255,7 +257,7 @@ def test_storage_on_a_line_board_keeps_the_leaves_quiet() -> None:
 def _node(n: int, kind: NodeKind, desc: str, image: int | None = None) -> Node:
     guid = Guid(f"0x{n:016x}")
     ports = 36 if kind is NodeKind.SWITCH else 1
-    return Node(guid, kind, desc, ports, lid=n, sysimgguid=Guid(f"0x{image or n:016x}"))
+    return Node(guid, kind, desc, ports, lid=Lid(n), sysimgguid=Guid(f"0x{image or n:016x}"))
 
 
 def test_a_director_of_host_boards_is_judged_against_boards() -> None:
