@@ -118,7 +118,7 @@ def group_table(d: Discovery, limit: int = GROUP_ROWS) -> str:
         uppers = cls.pods[g.pod].uppers if g.pod is not None else ()
         rows.append(
             (
-                g.index,
+                g.pod if as_pods else g.index,  # a leaf cabled to no upper switch is in no pod: -
                 len(g.leaves),
                 len(g.hosts),
                 *(() if as_pods else (",".join(map(str, g.rails)) or "-",)),

@@ -125,3 +125,14 @@ def test_tui_overview_and_node_detail(tmp_path: Path) -> None:
     assert (detail.chassis, detail.board, detail.pod) == ("director-02", "fabric", None)
     leaf = next(g for g, c in view.discovery.classification.nodes.items() if c.name == "leaf-03")
     assert svc.node_detail(view, leaf, None).pod == 1
+
+
+def test_a_leaf_cabled_to_no_upper_switch_is_in_no_pod() -> None:
+    # An `ibnetdiscover -p` excerpt: ib-i4l1s01's spine cables are not in it.
+    code, out = run(
+        "discover", "--input", str(REALDATA / "ibnetdiscover" / "treydock-ibnetdiscover-p-ports-edr-osc.txt")
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert "  not rail-optimized; 1 pod of 1 leaf, 1 leaf in no pod" in lines
+    assert next(line for line in lines if line.endswith("ib-i4l1s01")).split()[0] == "-"
