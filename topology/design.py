@@ -36,6 +36,7 @@ SPEC_KEYS = {
         "directors",
         "pods",
         "fabric_boards",
+        "line_boards",
     ),
     "rail": (
         "units",
@@ -74,10 +75,20 @@ class FabricSpec:
     directors: int = 0  # leafspine: director chassis as the spine tier (topology.generate_director)
     pods: int = 0  # leafspine with directors: blocks of leaves, each on its own line boards
     fabric_boards: int = 0  # fabric boards per director (0: the default)
+    line_boards: int = 0  # line boards per director (0: one per pod; more: uncabled outside)
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines", "directors", "pods", "fabric_boards")
+        optional = (
+            "cables",
+            "side",
+            "side_hosts",
+            "side_spines",
+            "directors",
+            "pods",
+            "fabric_boards",
+            "line_boards",
+        )
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 

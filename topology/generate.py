@@ -14,7 +14,8 @@ Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values 
 
 ``directors=D`` makes the spine tier of a leafspine fabric D director chassis, and ``pods=P``
 splits its leaves into P pods, each cabled to its own line board of every chassis
-(``fabric_boards`` per chassis, default 2; see topology.generate_director)::
+(``fabric_boards`` per chassis, default 2; ``line_boards`` adds uncabled ones; see
+topology.generate_director)::
 
     leafspine:leaves=8,hosts=4,directors=2,pods=4
 
@@ -143,8 +144,10 @@ def parse_fabric_spec(text: str) -> FabricSpec:
             )
         if ints["side_hosts"] + ints["side_spines"] > radix or ints["side"] + 2 > radix:
             raise UsageError(f"fabric spec {raw!r}: the side group does not fit radix {radix}")
-    if (ints.get("pods") or ints.get("fabric_boards")) and not ints.get("directors"):
-        raise UsageError(f"fabric spec {raw!r}: pods and fabric_boards come with directors")
+    if (ints.get("pods") or ints.get("fabric_boards") or ints.get("line_boards")) and not ints.get(
+        "directors"
+    ):
+        raise UsageError(f"fabric spec {raw!r}: pods, fabric_boards and line_boards come with directors")
     spec = FabricSpec(kind=kind, radix=radix, speed=speed, **ints)
     if spec.directors:
         director_plan(spec, raw)  # port checks

@@ -7,7 +7,9 @@ share one system image GUID, as a real director's ASICs do. The leaves are split
 blocks (as evenly as they go); every leaf of pod p is cabled to line board p of every chassis,
 ``cables`` cables each (default: host ports / directors), and every line board to every fabric
 board of its own chassis, enough to carry its leaves' cables (the chassis's inside wiring).
-Line boards are the design's spines (tier 2), fabric boards its cores (tier 3).
+``line_boards`` (default: one per pod) adds line boards with nothing plugged in yet, wired inside
+the chassis like the others, as a half-populated director has. Line boards are the design's
+spines (tier 2), fabric boards its cores (tier 3).
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ def director_plan(spec: FabricSpec, raw: str) -> DirectorPlan:
             f"fabric spec {raw!r}: a leaf needs {spec.hosts} host ports + {k * d} director cables "
             f"but has radix {r}"
         )
+    lines = spec.line_boards or pods
+    if lines < pods:
+        raise UsageError(f"fabric spec {raw!r}: line_boards={lines} is fewer than pods={pods}")
     bounds = [spec.leaves * p // pods for p in range(pods + 1)]
     blocks = tuple((bounds[p], bounds[p + 1] - bounds[p]) for p in range(pods))
     line_down = max(n for _, n in blocks) * k
@@ -59,8 +64,8 @@ def director_plan(spec: FabricSpec, raw: str) -> DirectorPlan:
             f"fabric spec {raw!r}: a line board needs {line_down} leaf ports + "
             f"{c * fabric_boards} fabric-board ports but has radix {r}"
         )
-    if pods * c > r:
-        raise UsageError(f"fabric spec {raw!r}: a fabric board needs {pods * c} ports but has radix {r}")
+    if lines * c > r:
+        raise UsageError(f"fabric spec {raw!r}: a fabric board needs {lines * c} ports but has radix {r}")
     return DirectorPlan(blocks, k, c)
 
 
@@ -74,12 +79,13 @@ def build_directors(
     plan = director_plan(spec, spec.text())
     model, devid = DIRECTOR_MODELS[spec.radix], SWITCH_MODELS[spec.radix][1]
     fabric_boards = spec.fabric_boards or DEFAULT_FABRIC_BOARDS
-    per_chassis = len(plan.pods) + fabric_boards
+    n_lines = spec.line_boards or len(plan.pods)
+    per_chassis = n_lines + fabric_boards
     line_down = max(n for _, n in plan.pods) * plan.k
     for d in range(spec.directors):
         system = f"director-{d + 1:02d}"
         image = Guid(f"0x{_IMAGE_GUID + d:016x}")
-        boards = [("L", p + 1, "spine") for p in range(len(plan.pods))]
+        boards = [("L", p + 1, "spine") for p in range(n_lines)]
         boards += [("S", f + 1, "core") for f in range(fabric_boards)]
         guids = []
         for b, (kind, number, role) in enumerate(boards):
@@ -90,11 +96,12 @@ def build_directors(
                 DesignSwitch(guid, f"{system}/{label}", desc, role, None, None, spec.radix, devid, image)
             )
             guids.append(guid)
-        lines, fabrics = guids[: len(plan.pods)], guids[len(plan.pods) :]
+        lines, fabrics = guids[:n_lines], guids[n_lines:]
         for p, (first, n) in enumerate(plan.pods):
             for q in range(n):
                 for c in range(plan.k):
                     cable(leaves[first + q], spec.hosts + 1 + d * plan.k + c, lines[p], 1 + q * plan.k + c)
+        for p in range(n_lines):
             for f, fb in enumerate(fabrics):
                 for c in range(plan.c):
                     cable(lines[p], line_down + 1 + f * plan.c + c, fb, 1 + p * plan.c + c)

@@ -17,6 +17,8 @@ def test_spec_round_trip() -> None:
     spec = parse_fabric_spec(SPEC)
     assert (spec.directors, spec.pods, spec.fabric_boards, spec.spines) == (2, 4, 0, 0)
     assert parse_fabric_spec(spec.text()) == spec
+    spare = parse_fabric_spec(SPEC + ",line_boards=6")
+    assert spare.line_boards == 6 and parse_fabric_spec(spare.text()) == spare
 
 
 def test_boards_and_cabling() -> None:
@@ -56,8 +58,9 @@ def test_writers_give_boards_the_chassis_image() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("leafspine:pods=2", "pods and fabric_boards come with directors"),
-        ("leafspine:fabric_boards=2", "pods and fabric_boards come with directors"),
+        ("leafspine:pods=2", "pods, fabric_boards and line_boards come with directors"),
+        ("leafspine:fabric_boards=2", "pods, fabric_boards and line_boards come with directors"),
+        ("leafspine:directors=2,pods=3,line_boards=2", "line_boards=2 is fewer than pods=3"),
         ("leafspine:directors=2,spines=2", "directors are the spine tier; leave out spines"),
         ("leafspine:directors=2,radix=64", "directors come with radix 36 (CS7500) or 40 (MCS8500)"),
         ("leafspine:directors=2,leaves=4,pods=5", "pods=5 is more than leaves=4"),

@@ -207,6 +207,8 @@ CLEAN_DIRECTORS = [
     "leafspine:leaves=6,hosts=4,directors=1,pods=2,fabric_boards=1,cables=2",
     "leafspine:leaves=8,hosts=4,directors=2,pods=4,side=2",
     "leafspine:leaves=7,hosts=6,directors=3,pods=3,radix=36,speed=EDR",
+    # Half-populated directors: line boards L03-L06 wired inside, nothing plugged in outside.
+    "leafspine:leaves=8,hosts=4,directors=2,pods=2,line_boards=6,cables=2",
 ]
 
 
@@ -217,7 +219,15 @@ def test_clean_director_fabrics_are_quiet(spec: str) -> None:
     found = find_chassis(fabric, cls)
     assert len(found) == generate(spec).spec.directors
     # Line boards are spines, fabric boards the cores above them; no board is a leaf.
-    assert {cls.nodes[g].tier_name for box in found for g in box.line_boards} == {"spine"}
+    cabled = {g for g in cls.boards if any(cls.nodes[f.guid].tier == 1 for _, f, _ in fabric.neighbours(g))}
+    assert {cls.nodes[g].tier_name for box in found for g in box.line_boards if g in cabled} == {"spine"}
+    # A line board with nothing plugged in lies on no path between leaves: hostless, and quiet.
+    assert {cls.nodes[g].tier_name for box in found for g in box.line_boards if g not in cabled} <= {
+        "hostless"
+    }
+    assert len([g for box in found for g in box.line_boards]) == generate(spec).spec.directors * (
+        generate(spec).spec.line_boards or max(1, generate(spec).spec.pods)
+    )
     assert {cls.nodes[g].tier_name for box in found for g in box.fabric_boards} == {"core"}
     assert set(cls.boards) == {g for box in found for g in box.boards}
 
