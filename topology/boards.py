@@ -9,6 +9,7 @@ chassis that leaves hang off is above them, and its boards are judged against bo
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 from topology.model import Fabric, Guid, NodeKind
 
@@ -29,3 +30,23 @@ def chassis_boards(fabric: Fabric) -> dict[Guid, Guid]:
         if any(far.guid in mine and far.guid != g for g in boards for _, far, _ in fabric.neighbours(g)):
             out.update(dict.fromkeys(boards, image))
     return out
+
+
+def boards_over_leaves(
+    switch_far: Mapping[Guid, list[Guid]], candidates: Iterable[Guid], boards: Mapping[Guid, Guid]
+) -> set[Guid]:
+    """The host-carrying boards (of ``candidates``: switches with hosts) of every chassis that
+    leaves hang off, for classification to demote from leaves: a switch of its own with
+    hosts whose switch cables go mostly to director boards is a leaf under those directors, so
+    their boards are above it even where a line board carries hosts too (storage plugged into
+    the director); a director whose boards only carry hosts stays the leaf tier."""
+    candidates = set(candidates)
+    above: set[Guid] = set()
+    for g in candidates:
+        if g in boards:
+            continue
+        fars = [f for f in switch_far[g] if f != g and f in switch_far]
+        on_boards = [boards[f] for f in fars if f in boards]
+        if 2 * len(on_boards) > len(fars):
+            above.update(on_boards)
+    return {g for g in candidates if boards.get(g) in above}

@@ -31,14 +31,14 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import combinations, filterfalse
 from types import MappingProxyType
 
 from topology._speed import fast_init, gc_paused
-from topology.boards import chassis_boards
+from topology.boards import boards_over_leaves, chassis_boards
 from topology.model import Fabric, Guid, Node, NodeKind
 from topology.naming import (
     PciKey,
@@ -50,7 +50,7 @@ from topology.naming import (
     switch_display_name,
     switch_name,
 )
-from topology.pods import GroupKind, Pod, cluster_pods, leaf_uppers, pod_uppers, pods_are_groups
+from topology.pods import GroupKind, Pod, find_pods, group_sort_key, most_in, pods_are_groups
 from topology.sections import COMPUTE, SIDE, Section, split_sections, tier_name
 
 __all__ = [
@@ -386,7 +386,7 @@ def _tiers(
     A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
     candidate linked to two or more other candidates that carry a larger share of hosts, and whose
     own ports are mostly switch links, is demoted before counting. So is a board of a director
-    chassis that leaves hang off (``boards``: board -> chassis; see :func:`_boards_over_leaves`).
+    chassis that leaves hang off (``boards``: board -> chassis; topology.boards.boards_over_leaves).
     """
     # The per-port loops are C-level (map/filter over set lookups): they run over every switch
     # port, 82k of them at 16k HCAs.
@@ -407,7 +407,7 @@ def _tiers(
             if len(richer) >= 2:
                 demoted.add(g)
     if boards:
-        demoted |= _boards_over_leaves(switch_far, candidates - demoted, boards)
+        demoted |= boards_over_leaves(switch_far, candidates - demoted, boards)
     tiers: dict[Guid, int] = {}
     queue: deque[Guid] = deque()
     for g in sorted(candidates - demoted):
@@ -424,25 +424,6 @@ def _tiers(
             queue.append(fg)
     _hostless_leaves(switch_far, tiers)
     return tiers
-
-
-def _boards_over_leaves(
-    switch_far: Mapping[Guid, list[Guid]], candidates: Iterable[Guid], boards: Mapping[Guid, Guid]
-) -> set[Guid]:
-    """The host-carrying boards of every chassis that leaves hang off: a switch of its own with
-    hosts whose switch cables go mostly to director boards is a leaf under those directors, so
-    their boards are above it even where a line board carries hosts too (storage plugged into
-    the director); a director whose boards only carry hosts stays the leaf tier."""
-    candidates = set(candidates)
-    above: set[Guid] = set()
-    for g in candidates:
-        if g in boards:
-            continue
-        fars = [f for f in switch_far[g] if f != g and f in switch_far]
-        on_boards = [boards[f] for f in fars if f in boards]
-        if 2 * len(on_boards) > len(fars):
-            above.update(on_boards)
-    return {g for g in candidates if boards.get(g) in above}
 
 
 def _hostless_leaves(switch_far: Mapping[Guid, list[Guid]], tiers: dict[Guid, int]) -> None:
@@ -556,21 +537,9 @@ def _groups(
         units[find(leaf)].append(leaf)
 
     def key(ls: list[Guid]) -> str:
-        return _group_sort_key(fabric, ls)
+        return group_sort_key(fabric, ls)
 
-    def by_desc(ls: Iterable[Guid]) -> tuple[Guid, ...]:
-        return tuple(sorted(ls, key=lambda g: fabric.nodes[g].description))
-
-    uppers = leaf_uppers(fabric, leaves, tiers)
-    pods = tuple(
-        Pod(
-            i,
-            by_desc(ls),
-            by_desc(pod_uppers(ls, uppers)),
-            tuple(sorted({h for x in ls for h in leaf_hosts[x]})),
-        )
-        for i, ls in enumerate(sorted(cluster_pods(uppers), key=key))
-    )
+    pods = find_pods(fabric, leaves, tiers, leaf_hosts)
     leaf_pod = {leaf: p.index for p in pods for leaf in p.leaves}
     kind = GroupKind.POD if pods_are_groups([len(u) for u in units.values()], pods) else GroupKind.UNIT
     if kind is GroupKind.POD:
@@ -586,11 +555,6 @@ def _groups(
             hs |= leaf_hosts[leaf]
             leaf_group[leaf] = i
         rails = tuple(sorted({leaf_rail[leaf] for leaf in ls if leaf in leaf_rail}))
-        in_pods = Counter(leaf_pod[leaf] for leaf in ls if leaf in leaf_pod)
-        pod = min(in_pods, key=lambda p: (-in_pods[p], p)) if in_pods else None
-        groups.append(Group(i, by_desc(ls), tuple(sorted(hs)), rails, pod))
+        leaves_by_desc = tuple(sorted(ls, key=lambda g: fabric.nodes[g].description))
+        groups.append(Group(i, leaves_by_desc, tuple(sorted(hs)), rails, most_in(ls, leaf_pod)))
     return tuple(groups), leaf_group, pods, kind
-
-
-def _group_sort_key(fabric: Fabric, leaves: list[Guid]) -> str:
-    return min(switch_name(fabric.nodes[g].description) for g in leaves)

@@ -25,11 +25,12 @@ its leaves are in.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from topology.model import Fabric, Guid
+from topology.naming import switch_name
 
 
 class GroupKind(StrEnum):
@@ -100,6 +101,39 @@ def pod_uppers(pod: Collection[Guid], uppers: Mapping[Guid, frozenset[Guid]]) ->
     """The upper switches more than half of ``pod``'s leaves reach."""
     counts = Counter(up for leaf in pod for up in uppers[leaf])
     return {up for up, n in counts.items() if 2 * n > len(pod)}
+
+
+def find_pods(
+    fabric: Fabric, leaves: Sequence[Guid], tiers: Mapping[Guid, int], leaf_hosts: Mapping[Guid, set[str]]
+) -> tuple[Pod, ...]:
+    """The pods of ``leaves`` (``tiers``: each switch's tier; ``leaf_hosts``: each leaf's hosts),
+    in the order of their first leaf's name; leaves and uppers in description order."""
+    uppers = leaf_uppers(fabric, leaves, tiers)
+
+    def by_desc(gs: Iterable[Guid]) -> tuple[Guid, ...]:
+        return tuple(sorted(gs, key=lambda g: fabric.nodes[g].description))
+
+    ordered = sorted(cluster_pods(uppers), key=lambda ls: group_sort_key(fabric, ls))
+    return tuple(
+        Pod(
+            i,
+            by_desc(ls),
+            by_desc(pod_uppers(ls, uppers)),
+            tuple(sorted({h for x in ls for h in leaf_hosts[x]})),
+        )
+        for i, ls in enumerate(ordered)
+    )
+
+
+def group_sort_key(fabric: Fabric, leaves: Iterable[Guid]) -> str:
+    """Groups and pods are listed by the first of their leaves' names."""
+    return min(switch_name(fabric.nodes[g].description) for g in leaves)
+
+
+def most_in(leaves: Iterable[Guid], leaf_pod: Mapping[Guid, int]) -> int | None:
+    """The pod most of ``leaves`` are in (the lower on a tie), None when none is in a pod."""
+    counts = Counter(leaf_pod[leaf] for leaf in leaves if leaf in leaf_pod)
+    return min(counts, key=lambda p: (-counts[p], p)) if counts else None
 
 
 def pods_are_groups(unit_sizes: Sequence[int], pods: Sequence[Pod]) -> bool:
