@@ -112,7 +112,7 @@ def _warnings(stderr: str) -> tuple[str, ...]:
     return tuple(line for line in lines if line and not any(n in line for n in _NOISE))
 
 
-# -- the JSON form (stable schema: nodes, links, anomalies, summary) ------------------------------
+# -- the JSON form (stable schema: nodes, links, anomalies, chassis, pods, summary) ------------------
 def discovery_to_dict(d: Discovery) -> dict[str, Any]:
     fabric, cls = d.fabric, d.classification
     in_chassis = board_chassis(d.chassis)

@@ -85,7 +85,7 @@ def pods_phrase(pods: Sequence[Pod]) -> str:
     )
 
 
-def chassis_line(d: Discovery, box: Chassis) -> str:
+def chassis_line(box: Chassis) -> str:
     """``chassis 0x... (dir-1): 12 line boards, 6 fabric boards``."""
 
     def count(n: int, what: str) -> str:
@@ -100,7 +100,7 @@ def chassis_line(d: Discovery, box: Chassis) -> str:
 
 def chassis_lines(d: Discovery, limit: int = CHASSIS_LINES) -> list[str]:
     """One line per director chassis (the switches above are its boards), for the summary."""
-    shown = [f"  {chassis_line(d, box)}" for box in d.chassis[:limit]]
+    shown = [f"  {chassis_line(box)}" for box in d.chassis[:limit]]
     if len(d.chassis) > limit:
         shown.append(f"  … {len(d.chassis) - limit} more chassis (--json for all)")
     return shown
