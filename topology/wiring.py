@@ -596,15 +596,15 @@ def _down_ports(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
     if not fabric.unconnected:
         return out
-    by_tier: dict[tuple[int, int], list[Guid]] = defaultdict(list)
+    by_tier: dict[tuple[int, int, bool], list[Guid]] = defaultdict(list)
     for g, sc in cls.nodes.items():
         if sc.role is Role.SWITCH and sc.tier is not None:
-            by_tier[(sc.section, sc.tier)].append(g)
+            by_tier[peer_key(cls, g)].append(g)
     for up in fabric.unconnected:
         c = cls.nodes.get(up.ref.guid)
         if c is None or c.tier is None:
             continue
-        peers = [g for g in by_tier[(c.section, c.tier)] if g != up.ref.guid]
+        peers = [g for g in by_tier[peer_key(cls, up.ref.guid)] if g != up.ref.guid]
         if len(peers) < 2:
             continue
         cabled = sum(1 for g in peers if any(p == up.ref.port for p, _, _ in fabric.neighbours(g)))

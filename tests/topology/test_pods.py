@@ -17,7 +17,7 @@ from topology.classify import Classification, GroupKind, classify
 from topology.design import Design, DesignHca
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover, read_ibnetdiscover
-from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
+from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, UnconnectedPort
 from topology.pods import cluster_pods, pods_are_groups
 from topology.wiring import find_anomalies
 
@@ -270,44 +270,66 @@ def _node(n: int, kind: NodeKind, desc: str, image: int | None = None) -> Node:
     return Node(guid, kind, desc, ports, lid=Lid(n), sysimgguid=Guid(f"0x{image or n:016x}"))
 
 
-def test_a_director_of_host_boards_is_judged_against_boards() -> None:
-    # Three standalone leaves and a director whose four line boards carry hosts like leaves, all
-    # under two standalone spines. A line board's uplinks include its chassis's inside wiring
-    # (3 cables to each of two fabric boards): 14 against the leaves' 8. Compared with each
-    # other, the three leaves would be "short of 6 uplinks"; they are judged against leaves,
-    # the boards against boards, and nothing is reported.
-    nodes, links = [], []
+def _host_boards(down: int | None = None) -> tuple[Fabric, list[Node], list[Node]]:
+    """Three standalone leaves and a director whose four line boards carry hosts like leaves
+    (8 each), all under two standalone spines (4 cables from each to each); each line board has
+    3 cables to each of the director's two fabric boards. ``down``: leaf-01 lists that port
+    without a peer (an ``ibnetdiscover -p`` report). (fabric, leaves, line boards)"""
+    nodes: list[Node] = []
+    links: list[Link] = []
     guid = iter(range(0x100, 0x10000))
+    ports: dict[Guid, int] = {}
 
-    def cable(a: Node, b: Node, ports: dict[Guid, int]) -> None:
+    def cable(a: Node, b: Node) -> None:
         pa, pb = ports.get(a.guid, 0) + 1, ports.get(b.guid, 0) + 1
         ports[a.guid], ports[b.guid] = pa, pb
         links.append(Link(PortRef(a.guid, pa), PortRef(b.guid, pb), 4, "HDR"))
 
-    ports: dict[Guid, int] = {}
     spines = [_node(next(guid), NodeKind.SWITCH, f"MF0;spine-0{i}:MQM8700/U1") for i in (1, 2)]
     leaves = [_node(next(guid), NodeKind.SWITCH, f"MF0;leaf-0{i}:MQM8700/U1") for i in (1, 2, 3)]
     lines = [_node(next(guid), NodeKind.SWITCH, f"MF0;dir-1:MCS8500/L0{i}/U1", 0xAA) for i in (1, 2, 3, 4)]
     fabrics = [_node(next(guid), NodeKind.SWITCH, f"MF0;dir-1:MCS8500/S0{i}/U1", 0xAA) for i in (1, 2)]
     nodes += spines + leaves + lines + fabrics
-    for sw in leaves + lines:
+    for s, sw in enumerate(leaves + lines):
         for h in range(8):
-            hca = _node(
-                next(guid),
-                NodeKind.HCA,
-                f"{sw.description.split(';')[1].split(':')[0].replace('/', '-')}-n{h} mlx5_0",
-            )
+            hca = _node(next(guid), NodeKind.HCA, f"node{8 * s + h:03d} mlx5_0")
             nodes.append(hca)
-            cable(sw, hca, ports)
+            cable(sw, hca)
         for sp in spines:
             for _ in range(4):
-                cable(sw, sp, ports)
+                cable(sw, sp)
     for line in lines:
         for fb in fabrics:
             for _ in range(3):
-                cable(line, fb, ports)
-    fabric = Fabric.build(nodes, links)
+                cable(line, fb)
+    unconnected = [UnconnectedPort(PortRef(leaves[0].guid, down), 4, "HDR")] if down else []
+    return Fabric.build(nodes, links, unconnected), leaves, lines
+
+
+def test_a_director_of_host_boards_is_judged_against_boards() -> None:
+    # A line board's uplinks include its chassis's inside wiring: 14 against the leaves' 8.
+    # Compared with each other, the three leaves would be "short of 6 uplinks"; they are judged
+    # against leaves, the boards against boards, and nothing is reported.
+    fabric, leaves, lines = _host_boards()
     cls = classify(fabric)
     assert {cls.nodes[g.guid].tier for g in leaves + lines} == {1}
     assert {cls.uplinks[g.guid] for g in leaves} == {8} and {cls.uplinks[g.guid] for g in lines} == {14}
     assert find_anomalies(fabric, cls) == []
+
+
+def test_a_boards_port_numbers_say_nothing_of_a_leafs() -> None:
+    # Port 17 of leaf-01 is listed without a peer. The line boards use port 17 (their inside
+    # wiring), the other leaves do not: a standalone leaf's unused port is not down.
+    fabric, _, _ = _host_boards(down=17)
+    assert find_anomalies(fabric, classify(fabric)) == []
+    # Port 3 carries a host on every other leaf: that one is down, and said so.
+    fabric, leaves, _ = _host_boards(down=3)
+    gone = next(lk for lk in fabric.links if PortRef(leaves[0].guid, 3) in (lk.a, lk.b))
+    host = gone.other(leaves[0].guid).guid  # its host is not in the report either
+    fabric = Fabric.build(
+        [n for n in fabric.nodes.values() if n.guid != host],
+        [lk for lk in fabric.links if lk != gone],
+        fabric.unconnected,
+    )
+    (down,) = find_anomalies(fabric, classify(fabric))
+    assert down.kind == "down_port" and down.ports == (PortRef(leaves[0].guid, 3),)
