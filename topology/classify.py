@@ -16,8 +16,8 @@ Everything is derived from the cabling and the node descriptions, never from swi
   of the HCA indexes they carry, so a DGX H100 using mlx5_0,3,4,5,6,9,10,11 still has rails
   0-7. Rail leaves of one scalable unit stay separate vertices (unlike topograph, which merges
   them).
-* **groups**: leaves that serve the same hosts (a scalable unit); where no host spans leaves,
-  leaves that reach the same upper switches (a pod).
+* **groups**: leaves that serve the same hosts (a scalable unit) where most leaves share hosts;
+  elsewhere pods, leaves that reach the same upper switches (topology.pods).
 
 >>> from topology.model import Fabric
 >>> parse_hca_description("dgx-0042 mlx5_3")
@@ -38,6 +38,7 @@ from itertools import combinations, filterfalse
 from types import MappingProxyType
 
 from topology._speed import fast_init, gc_paused
+from topology.boards import boards_over_leaves, chassis_boards
 from topology.hostroles import HostRole, decide_roles, service_leaves
 from topology.model import Fabric, Guid, Node, NodeKind
 from topology.naming import (
@@ -50,12 +51,15 @@ from topology.naming import (
     switch_display_name,
     switch_name,
 )
+from topology.pods import GroupKind, Pod, find_pods, group_sort_key, most_in, pods_are_groups
 from topology.sections import COMPUTE, SIDE, Section, split_sections, tier_name
 
 __all__ = [
     "Classification",
     "Group",
+    "GroupKind",
     "NodeClass",
+    "Pod",
     "Role",
     "Section",
     "classify",
@@ -109,6 +113,7 @@ class Group:
     leaves: tuple[Guid, ...]
     hosts: tuple[str, ...]
     rails: tuple[int, ...]
+    pod: int | None = None  # the pod most of its leaves are in (Classification.pods)
 
 
 @dataclass(frozen=True)
@@ -124,16 +129,21 @@ class Classification:
     # service hosts (topology.hostroles).
     host_roles: Mapping[str, HostRole] = field(default_factory=lambda: MappingProxyType({}))
     service_leaves: frozenset[Guid] = frozenset()
+    pods: tuple[Pod, ...] = ()  # leaves that reach the same upper switches (topology.pods)
+    # Director boards -> their chassis's system image GUID (topology.boards).
+    boards: Mapping[Guid, Guid] = field(default_factory=lambda: MappingProxyType({}))
+    group_kind: GroupKind = GroupKind.UNIT  # what the groups are: units, or the pods themselves
 
     def is_service_host(self, host: str) -> bool:
         r = self.host_roles.get(host)
         return r is not None and r.service
 
-    def peer_key(self, guid: Guid) -> tuple[int, int | None, bool]:
-        """Whom a switch is judged against: its section, its tier, and whether it is a service
-        leaf (a service leaf is compared with service leaves only)."""
+    def peer_key(self, guid: Guid) -> tuple[int, int | None, bool, bool]:
+        """Whom a switch is judged against: its section, its tier, whether it is a service leaf
+        (compared with service leaves only) and whether it is a director's board (its uplinks
+        include its chassis's inside wiring: compared with boards only)."""
         c = self.nodes[guid]
-        return c.section, c.tier, guid in self.service_leaves
+        return c.section, c.tier, guid in self.service_leaves, guid in self.boards
 
     def of(self, guid: Guid) -> NodeClass:
         return self.nodes[guid]
@@ -179,7 +189,8 @@ def _classify(fabric: Fabric) -> Classification:
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
     switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
     hcas_on: dict[Guid, int] = {}
-    whole = _tiers(switch_far, roles, hcas_on)
+    boards = chassis_boards(fabric)
+    whole = _tiers(switch_far, roles, hcas_on, boards)
     section_of, tiers, kinds = split_sections(switch_far, whole, hcas_on, _hostless_leaves)
     hca_leaf: dict[Guid, Guid] = {}
     neighbours = fabric.neighbours
@@ -199,7 +210,7 @@ def _classify(fabric: Fabric) -> Classification:
     # Rails are the compute fabric's: a side group's service hosts never decide them.
     compute_tiers = {g: t for g, t in tiers.items() if section_of[g] == 0} if len(kinds) > 1 else tiers
     rail_indexes, leaf_rail = _rails(fabric, roles, compute_tiers, hca_leaf, hosts)
-    groups, leaf_group = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
+    groups, leaf_group, pods, group_kind = _groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
     host_roles, svc_leaves = _host_roles(roles, tiers, hca_leaf, hosts, leaf_rail, index_rail)
 
@@ -272,6 +283,9 @@ def _classify(fabric: Fabric) -> Classification:
         sections=_sections(kinds, section_of, tiers, nodes, hosts, hcas_on),
         host_roles=MappingProxyType(host_roles),
         service_leaves=svc_leaves,
+        pods=pods,
+        boards=MappingProxyType(boards),
+        group_kind=group_kind,
     )
 
 
@@ -426,13 +440,15 @@ def _tiers(
     switch_far: Mapping[Guid, list[Guid]],
     roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
     hcas_on: dict[Guid, int],
+    boards: Mapping[Guid, Guid],
 ) -> dict[Guid, int]:
     """Leaves are switches with host HCAs; the rest are counted up from them. Fills ``hcas_on``
     (host HCAs per switch that has any).
 
     A spine that also carries a few storage hosts (real fabrics do this) is not a leaf: a
     candidate linked to two or more other candidates that carry a larger share of hosts, and whose
-    own ports are mostly switch links, is demoted before counting.
+    own ports are mostly switch links, is demoted before counting. So is a board of a director
+    chassis that leaves hang off (``boards``: board -> chassis; topology.boards.boards_over_leaves).
     """
     # The per-port loops are C-level (map/filter over set lookups): they run over every switch
     # port, 82k of them at 16k HCAs.
@@ -452,6 +468,8 @@ def _tiers(
             richer = {fg for fg in candidates & set(switch_far[g]) if fg != g and share[fg] > own}
             if len(richer) >= 2:
                 demoted.add(g)
+    if boards:
+        demoted |= boards_over_leaves(switch_far, candidates - demoted, boards)
     tiers: dict[Guid, int] = {}
     queue: deque[Guid] = deque()
     for g in sorted(candidates - demoted):
@@ -546,7 +564,9 @@ def _groups(
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
     leaf_rail: Mapping[Guid, int],
-) -> tuple[tuple[Group, ...], dict[Guid, int]]:
+) -> tuple[tuple[Group, ...], dict[Guid, int], tuple[Pod, ...], GroupKind]:
+    """(groups, group per leaf, pods, what the groups are): units where most leaves share
+    hosts, else the pods (topology.pods)."""
     leaves = sorted(g for g, t in tiers.items() if t == 1)
     leaf_hosts: dict[Guid, set[str]] = {leaf: set() for leaf in leaves}
     for host, hcas in hosts.items():
@@ -574,20 +594,21 @@ def _groups(
     for (a, b), n in shared.items():
         if 2 * n >= min(len(leaf_hosts[a]), len(leaf_hosts[b])):
             parent[find(a)] = find(b)
-    if not shared:
-        # No host spans two leaves: group leaves by the set of upper switches they reach (pods).
-        by_uppers: dict[frozenset[Guid], Guid] = {}
-        for leaf in leaves:
-            uppers = frozenset(
-                far.guid for _, far, _ in fabric.neighbours(leaf) if (tiers.get(far.guid) or 0) > 1
-            )
-            if uppers:
-                first = by_uppers.setdefault(uppers, leaf)
-                parent[find(leaf)] = find(first)
-    members: dict[Guid, list[Guid]] = defaultdict(list)
+    units: dict[Guid, list[Guid]] = defaultdict(list)
     for leaf in leaves:
-        members[find(leaf)].append(leaf)
-    ordered = sorted(members.values(), key=lambda ls: _group_sort_key(fabric, ls))
+        units[find(leaf)].append(leaf)
+
+    def key(ls: list[Guid]) -> str:
+        return group_sort_key(fabric, ls)
+
+    pods = find_pods(fabric, leaves, tiers, leaf_hosts)
+    leaf_pod = {leaf: p.index for p in pods for leaf in p.leaves}
+    kind = GroupKind.POD if pods_are_groups([len(u) for u in units.values()], pods) else GroupKind.UNIT
+    if kind is GroupKind.POD:
+        alone = sorted(([leaf] for leaf in leaves if leaf not in leaf_pod), key=key)
+        ordered = [list(p.leaves) for p in pods] + alone
+    else:
+        ordered = sorted(units.values(), key=key)
     groups: list[Group] = []
     leaf_group: dict[Guid, int] = {}
     for i, ls in enumerate(ordered):
@@ -596,11 +617,6 @@ def _groups(
             hs |= leaf_hosts[leaf]
             leaf_group[leaf] = i
         rails = tuple(sorted({leaf_rail[leaf] for leaf in ls if leaf in leaf_rail}))
-        groups.append(
-            Group(i, tuple(sorted(ls, key=lambda g: fabric.nodes[g].description)), tuple(sorted(hs)), rails)
-        )
-    return tuple(groups), leaf_group
-
-
-def _group_sort_key(fabric: Fabric, leaves: list[Guid]) -> str:
-    return min(switch_name(fabric.nodes[g].description) for g in leaves)
+        leaves_by_desc = tuple(sorted(ls, key=lambda g: fabric.nodes[g].description))
+        groups.append(Group(i, leaves_by_desc, tuple(sorted(hs)), rails, most_in(ls, leaf_pod)))
+    return tuple(groups), leaf_group, pods, kind

@@ -36,6 +36,10 @@ SPEC_KEYS = {
         "side_spines",
         "service",
         "ufm",
+        "directors",
+        "pods",
+        "fabric_boards",
+        "line_boards",
     ),
     "rail": (
         "units",
@@ -75,6 +79,10 @@ class FabricSpec:
     side_spines: int = 0  # spines of the side group
     service: int = 0  # service leaves with a login and a storage node each (topology.generate_service)
     ufm: int = 0  # UFM servers with two HCAs on compute leaves
+    directors: int = 0  # leafspine: director chassis as the spine tier (topology.generate_director)
+    pods: int = 0  # leafspine with directors: blocks of leaves, each on its own line boards
+    fabric_boards: int = 0  # fabric boards per director (0: the default)
+    line_boards: int = 0  # line boards per director (0: one per pod; more: uncabled outside)
 
     @property
     def host_hcas(self) -> int:
@@ -83,7 +91,19 @@ class FabricSpec:
 
     def text(self) -> str:
         """The canonical spec string (parses back to an equal spec)."""
-        optional = ("cables", "side", "side_hosts", "side_spines", "hcas", "service", "ufm")
+        optional = (
+            "cables",
+            "side",
+            "side_hosts",
+            "side_spines",
+            "hcas",
+            "service",
+            "ufm",
+            "directors",
+            "pods",
+            "fabric_boards",
+            "line_boards",
+        )
         vals = {k: getattr(self, k) for k in SPEC_KEYS[self.kind] if k not in optional or getattr(self, k)}
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in vals.items())
 
@@ -93,11 +113,17 @@ class DesignSwitch:
     guid: Guid
     name: str  # the short node id (ibsim console, net file)
     description: str  # NodeDescription: MF0;leaf-su01-r3:MQM9700/U1
-    role: str  # leaf | spine | core | side-leaf | side-spine | service-leaf
+    role: str  # leaf | spine | core | side-leaf | side-spine | service-leaf (a director's line boards are spines, its fabric boards cores)
     unit: int | None
     rail: int | None
     nports: int
     devid: int
+    sysimgguid: Guid | None = None  # a director board's chassis; None: the switch's own GUID
+
+    @property
+    def image(self) -> Guid:
+        """The system image GUID the switch reports."""
+        return self.sysimgguid or self.guid
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,13 @@ Spec grammar (``BASE[:KEY=VALUE,...]``; BASE is a kind or a preset whose values 
 login node and a storage node with other HCA counts than the compute nodes, and ``ufm=N`` N UFM
 servers with two HCAs on compute leaves (topology.generate_service).
 
+``directors=D`` makes the spine tier of a leafspine fabric D director chassis, and ``pods=P``
+splits its leaves into P pods, each cabled to its own line board of every chassis
+(``fabric_boards`` per chassis, default 2; ``line_boards`` adds uncabled ones; see
+topology.generate_director)::
+
+    leafspine:leaves=8,hosts=4,directors=2,pods=4
+
 ``side=L`` adds a management side group to either kind: L leaves (``mgmt-leaf-NN``) with
 ``side_hosts`` single-HCA hosts each (``mgmt-NNNN mlx5_0``, default 4), ``side_spines`` spines of
 its own (``mgmt-spine-NN``, default 2), and each of those spines cabled once to two switches of
@@ -68,6 +75,7 @@ from topology.design import (
     lower_speed,
 )
 from topology.errors import ParseError, UsageError
+from topology.generate_director import build_directors, director_plan
 from topology.generate_faults import plant
 from topology.generate_service import SERVICE_ROLE, add_service, compute_hcas
 from topology.generate_text import ibsim_limits, to_ibnetdiscover, to_ibsim_net
@@ -123,7 +131,13 @@ def parse_fabric_spec(text: str) -> FabricSpec:
     speed = values.get("speed", SWITCH_MODELS[radix][2]).upper()
     if speed not in FABRIC_SPEEDS:
         raise UsageError(f"fabric spec {raw!r}: speed {speed!r} unknown (use {', '.join(FABRIC_SPEEDS)})")
-    need = ("leaves", "spines", "hosts") if kind == "leafspine" else ("units", "hcas", "spines")
+    need: tuple[str, ...] = (
+        ("leaves", "spines", "hosts") if kind == "leafspine" else ("units", "hcas", "spines")
+    )
+    if ints.get("directors"):  # the chassis are the spine tier
+        if ints.setdefault("spines", 0):
+            raise UsageError(f"fabric spec {raw!r}: directors are the spine tier; leave out spines")
+        need = ("leaves", "hosts")
     defaults = {
         "leafspine": {"leaves": 4, "spines": 2, "hosts": 8},
         "rail": {"units": 1, "hcas": 8, "spines": 4},
@@ -149,8 +163,15 @@ def parse_fabric_spec(text: str) -> FabricSpec:
             )
         if ints["side_hosts"] + ints["side_spines"] > radix or ints["side"] + 2 > radix:
             raise UsageError(f"fabric spec {raw!r}: the side group does not fit radix {radix}")
+    if (ints.get("pods") or ints.get("fabric_boards") or ints.get("line_boards")) and not ints.get(
+        "directors"
+    ):
+        raise UsageError(f"fabric spec {raw!r}: pods, fabric_boards and line_boards come with directors")
     spec = FabricSpec(kind=kind, radix=radix, speed=speed, **ints)
-    _plan(spec, raw)  # radix checks
+    if spec.directors:
+        director_plan(spec, raw)  # port checks
+    else:
+        _plan(spec, raw)  # radix checks
     return spec
 
 
@@ -228,7 +249,7 @@ def _plan(spec: FabricSpec, raw: str) -> _Plan:
 
 def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> Design:
     """The intended fabric for ``spec`` with ``faults`` planted (UsageError on a bad fault)."""
-    plan = _plan(spec, spec.text())
+    plan = _plan(spec, spec.text()) if not spec.directors else _Plan(spec.hosts, 0, 0, 0, 0)
     model, sw_devid, _ = SWITCH_MODELS[spec.radix]
     hca_devid = HCA_DEVIDS[spec.speed]
     switches: list[DesignSwitch] = []
@@ -287,7 +308,9 @@ def build_design(spec: FabricSpec, faults: Sequence[str | FaultSpec] = ()) -> De
         cable(leaf, port, hca.guid, 1)
     # Spines per group, leaves cabled evenly to every spine of their group.
     spine_guids: list[list[Guid]] = []
-    for gi, group in enumerate(leaf_groups):
+    if spec.directors:
+        build_directors(spec, [leaf for leaf, _ in leaf_groups[0]], switches, cable)
+    for gi, group in enumerate(leaf_groups if not spec.directors else ()):
         spines = []
         for j in range(spec.spines):
             name = f"spine-su{gi + 1:02d}-{j + 1:02d}" if spec.core else f"spine-{j + 1:02d}"

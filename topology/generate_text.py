@@ -112,7 +112,7 @@ def to_ibsim_net(design: Design) -> str:
             (
                 f"vendid=0x{VENDOR_ID:x}",
                 f"devid=0x{s.devid:x}",
-                f"sysimgguid={s.guid}",
+                f"sysimgguid={s.image}",
                 f"switchguid={s.guid}",
                 f'Switch {s.nports} "{s.name}" # "{s.description}" enhanced port 0 lid 0 lmc 0',
             )
@@ -191,7 +191,7 @@ def _switch_records(
         hx = s.guid[2:]
         yield f"vendid=0x{VENDOR_ID:x}"
         yield f"devid=0x{s.devid:x}"
-        yield f"sysimgguid={s.guid}"
+        yield f"sysimgguid={s.image}"
         yield f"switchguid={s.guid}({hx})"
         yield f'Switch\t{s.nports} "S-{hx}"\t\t# "{s.description}" enhanced port 0 lid {lids[s.guid]} lmc 0'
         for p, rg, rp, lk in ports.get(s.guid, ()):

@@ -273,7 +273,8 @@ def _upper_counts(fabric: Fabric, sw: Guid, above: set[Guid]) -> Counter[Guid]:
 def _cabled_up_by_tier(cls: Classification) -> dict[_PeerKey, list[Guid]]:
     """Switches with at least one uplink, per peer group (Classification.peer_key): the peers a
     switch is judged against are those of its own section (the compute fabric, a side group) and
-    tier, and a service leaf's are service leaves (topology.hostroles)."""
+    tier; a service leaf's are service leaves (topology.hostroles), a director board's are boards
+    (a board's uplinks include its chassis's inside wiring: topology.chassis)."""
     by_tier: dict[_PeerKey, list[Guid]] = defaultdict(list)
     for g, c in cls.nodes.items():
         if c.role is Role.SWITCH and c.tier is not None and cls.uplinks.get(g, 0) > 0:
@@ -281,12 +282,12 @@ def _cabled_up_by_tier(cls: Classification) -> dict[_PeerKey, list[Guid]]:
     return by_tier
 
 
-_PeerKey = tuple[int, int | None, bool]
+_PeerKey = tuple[int, int | None, bool, bool]
 
 
 def usual_uplinks(cls: Classification) -> dict[_PeerKey, int]:
-    """Per peer group (Classification.peer_key: section, tier, service leaf or not), the uplink
-    count most of its cabled-up switches have (the design).
+    """Per peer group (Classification.peer_key: section, tier, service leaf or not, director board
+    or not), the uplink count most of its cabled-up switches have (the design).
 
     Groups with fewer than 3 such switches are left out: too few peers to tell a fault from a
     design. A switch of a listed group with fewer uplinks is short of cables (``missing_link``).
@@ -305,7 +306,7 @@ def _uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
         if key not in usual:
             continue  # too few peers to tell a fault from a design
         expected = usual[key]
-        section, tier, _ = key
+        section, tier, _, _ = key
         assert tier is not None
         above = _higher_tier(cls, section, tier)
         usual_ports = _usual_uplink_ports(fabric, switches, above)

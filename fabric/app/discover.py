@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.app.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
+from topology.chassis import Chassis, board_chassis, find_chassis
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
 from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
@@ -39,6 +40,8 @@ class Discovery:
     tool_warnings: tuple[str, ...] = field(default=())
     # The stored snapshot this was read from (``--snapshot``, or the newest when none was given).
     stored: TopologySummary | None = None
+    # Director chassis: switches sharing a system image GUID (topology.chassis).
+    chassis: tuple[Chassis, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return discovery_to_dict(self)
@@ -49,7 +52,13 @@ def analyse(
 ) -> Discovery:
     cls = classify(fabric)
     return Discovery(
-        fabric, cls, tuple(find_anomalies(fabric, cls)), raw_text, source or fabric.source, tool_warnings
+        fabric,
+        cls,
+        tuple(find_anomalies(fabric, cls)),
+        raw_text,
+        source or fabric.source,
+        tool_warnings,
+        chassis=find_chassis(fabric, cls),
     )
 
 
@@ -103,12 +112,16 @@ def _warnings(stderr: str) -> tuple[str, ...]:
     return tuple(line for line in lines if line and not any(n in line for n in _NOISE))
 
 
-# -- the JSON form (stable schema: nodes, links, anomalies, summary) ------------------------------
+# -- the JSON form (stable schema: nodes, links, anomalies, chassis, pods, summary) ------------------
 def discovery_to_dict(d: Discovery) -> dict[str, Any]:
     fabric, cls = d.fabric, d.classification
+    in_chassis = board_chassis(d.chassis)
+    leaf_pod = {leaf: p.index for p in cls.pods for leaf in p.leaves}
     nodes = []
     for guid, node in fabric.nodes.items():
         c = cls.nodes[guid]
+        box = in_chassis.get(guid)
+        board = box.kind_of(guid) if box is not None else None
         nodes.append(
             {
                 "guid": guid,
@@ -124,6 +137,9 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
                 "hca_index": c.hca_index,
                 "rail": c.rail,
                 "group": c.group,
+                "pod": leaf_pod.get(c.leaf if c.leaf is not None else guid),
+                "chassis": box.guid if box is not None else None,
+                "board": board.value if board is not None else None,
                 "lid": node.lid,
                 "ports": node.nports,
                 "uplinks": cls.uplinks.get(guid),
@@ -151,7 +167,34 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
     ]
     # Every host with its role and the rule it rests on (topology.hostroles).
     hosts = [{**r.to_dict(), "hcas": len(cls.hosts.get(host, ()))} for host, r in cls.host_roles.items()]
-    return {"nodes": nodes, "links": links, "hosts": hosts, "anomalies": anomalies, "summary": summary(d)}
+    chassis = [
+        {
+            "guid": box.guid,
+            "name": box.name,
+            "line_boards": list(box.line_boards),
+            "fabric_boards": list(box.fabric_boards),
+            "unsure_boards": list(box.unsure_boards),
+        }
+        for box in d.chassis
+    ]
+    pods = [
+        {
+            "index": p.index,
+            "leaves": list(p.leaves),
+            "uppers": list(p.uppers),
+            "hosts": len(p.hosts),
+        }
+        for p in cls.pods
+    ]
+    return {
+        "nodes": nodes,
+        "links": links,
+        "hosts": hosts,
+        "anomalies": anomalies,
+        "chassis": chassis,
+        "pods": pods,
+        "summary": summary(d),
+    }
 
 
 def summary(d: Discovery) -> dict[str, Any]:
@@ -172,6 +215,14 @@ def summary(d: Discovery) -> dict[str, Any]:
         "rail_optimized": cls.rail_optimized,
         "rail_hca_indexes": list(cls.rail_indexes),
         "groups": len(cls.groups),
+        "group_kind": cls.group_kind.value,
+        "pods": len(cls.pods),
+        "chassis": len(d.chassis),
+        "chassis_boards": {
+            "line": sum(len(c.line_boards) for c in d.chassis),
+            "fabric": sum(len(c.fabric_boards) for c in d.chassis),
+            "unsure": sum(len(c.unsure_boards) for c in d.chassis),
+        },
         "tiers": _by_name(tiers),
         # The compute fabric and its side groups (management, storage: topology.sections).
         "sections": [

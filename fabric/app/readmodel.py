@@ -58,6 +58,7 @@ from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
+from topology.chassis import board_chassis
 from topology.errors import UsageError
 from topology.model import Guid, PortRef
 from topology.wiring import Anomaly
@@ -246,6 +247,11 @@ class FabricService:
         sections = cls.sections
         host_role = cls.host_roles.get(c.host) if c.host else None
         role = "service leaf" if g in cls.service_leaves else c.role.value
+        box = board_chassis(d.chassis).get(g)
+        board = box.kind_of(g) if box is not None else None
+        on = c.leaf if c.leaf is not None else g
+        pods = cls.pods
+        pod = next((p.index for p in pods if on in p.leaves), None) if len(pods) > 1 else None
         return NodeDetail(
             guid,
             c.name,
@@ -261,6 +267,9 @@ class FabricService:
             c.host,
             role,
             f"{host_role.rule.value}: {host_role.reason}" if host_role is not None else "",
+            (box.name or box.guid) if box is not None else None,
+            board.value if board is not None else None,
+            pod,
         )
 
     def cable_inventory(self) -> CableInventory | None:

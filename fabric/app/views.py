@@ -196,6 +196,9 @@ class NodeDetail:
     host: str | None = None  # an HCA's host
     role: str = ""  # an HCA's role (compute, service, unnamed...); a service leaf's "service leaf"
     role_reason: str = ""  # a host's role: the rule and the evidence (topology.hostroles)
+    chassis: str | None = None  # a director board's chassis: its name, else its GUID
+    board: str | None = None  # line | fabric | unsure (topology.chassis.BoardKind)
+    pod: int | None = None  # a leaf's pod, an HCA's leaf's (Classification.pods); None: one pod
 
 
 @dataclass(frozen=True, slots=True)

@@ -358,7 +358,7 @@ def switch_families(cls: Classification, names: Mapping[str, str]) -> tuple[Metr
             continue
         labels = [guid, names.get(guid, guid), str(node.tier)]
         uplinks.add_metric(labels, float(cls.uplinks.get(guid, 0)))
-        key = cls.peer_key(guid)  # a service leaf's usual count is its own kind's
+        key = cls.peer_key(guid)  # a service leaf's (a board's) usual count is its own kind's
         if key in usual:
             usual_family.add_metric(labels, float(usual[key]))
     return (uplinks, usual_family)

@@ -6,19 +6,26 @@ nodes of a unit talk rail to rail through one leaf hop, so the *unit* is the nod
 (``su01``) and the real spines sit above the units. Elsewhere the node's switch is its leaf (the
 leaf of its first HCA when it has several). Above level 0 come the real switches, tier by tier, each
 listing the level below that it is cabled to (a switch may have several parents, as Slurm allows).
+
+Where the fabric's groups are pods (topology.pods) and it has several, the level above the leaves
+is the pods (``pod01``: the upper switches its leaves share), so a job inside one pod is known to
+stay below one set of spines or line boards. A director chassis is one switch, named after it,
+standing for all its boards (topology.chassis): its line and fabric boards are one box, not
+two tiers of switches.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fabric.placement import Sites, host_sites
+from fabric.placement import Sites, host_sites, unit_name
 from probes.inventory import fold_names, host_sort_key
-from topology.classify import Classification
+from topology.chassis import Chassis, board_chassis, find_chassis
+from topology.classify import Classification, GroupKind
 from topology.model import Fabric, Guid
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -58,9 +65,17 @@ def switch_names(fabric: Fabric, cls: Classification) -> dict[Guid, str]:
     return {g: f"{n}-{g[-6:]}" if dup[n] > 1 else n for g, n in base.items()}
 
 
-def build_tree(fabric: Fabric, cls: Classification, sites: Sites | None = None) -> SchedulerTree:
+def build_tree(
+    fabric: Fabric,
+    cls: Classification,
+    sites: Sites | None = None,
+    chassis: Sequence[Chassis] | None = None,
+) -> SchedulerTree:
+    """``chassis``: the fabric's director chassis, found here when not given."""
     sites = sites or host_sites(fabric, cls)
     names = switch_names(fabric, cls)
+    boxes = board_chassis(find_chassis(fabric, cls) if chassis is None else chassis)
+    box_names = _chassis_names(boxes.values(), set(names.values()))
     members: dict[str, list[str]] = defaultdict(list)
     under: dict[str, set[Guid]] = defaultdict(set)
     host_switch: dict[str, str] = {}
@@ -83,35 +98,41 @@ def build_tree(fabric: Fabric, cls: Classification, sites: Sites | None = None) 
     levels = [level0]
     reach: dict[str, list[frozenset[str]]] = {sw.name: [] for sw in level0}  # level-0 name -> per level
     current = level0
+    placed: set[Guid] = set()  # switches a chassis or a pod above has stood for already
+    tier = 1
+    # A vertex above level 0 is one switch, or a whole chassis (by its name, all its boards).
+    vertex: dict[Guid, tuple[str, tuple[Guid, ...]]] = {
+        g: (box_names[box.guid], box.boards) for g, box in boxes.items()
+    }
+    pods = cls.pods if not sites.rail_optimized and cls.group_kind is GroupKind.POD else ()
+    if len(pods) > 1:
+        # The level above the leaves: each leaf under its own pod, the pod standing for the
+        # upper switches its leaves share.
+        leaf_pod = {leaf: p for p in pods for leaf in p.leaves}
+        ups = {
+            item.name: {unit_name(cls, leaf_pod[g].index) for g in item.guids if g in leaf_pod}
+            for item in current
+        }
+        found = {unit_name(cls, p.index): p.uppers for p in pods}
+        current = _level(current, ups, found, len(levels), levels, reach, level0)
+        placed.update(up for p in pods for up in p.uppers)
+        tier += 1
     while current:
-        tier = len(levels) + 1
-        ups: dict[str, set[Guid]] = {}
+        tier += 1
+        ups = {}
+        found = {}
         for item in current:
-            ups[item.name] = {
-                Guid(far.guid)
-                for g in item.guids
-                for _, far, _ in fabric.neighbours(g)
-                if cls.nodes[Guid(far.guid)].tier == tier
-            }
-        above = sorted(set().union(*ups.values()), key=lambda g: host_sort_key(names[g]))
-        if not above:
-            break
-        nxt = tuple(
-            TreeSwitch(
-                names[g],
-                len(levels),
-                children=tuple(item.name for item in current if g in ups[item.name]),
-                guids=(g,),
-            )
-            for g in above
-        )
-        for sw0 in level0:
-            below = reach[sw0.name][-1] if reach[sw0.name] else frozenset({sw0.name})
-            reach[sw0.name].append(
-                frozenset(names[g] for item in current if item.name in below for g in ups[item.name])
-            )
-        levels.append(nxt)
-        current = nxt
+            ups[item.name] = set()
+            for g in item.guids:
+                for _, far, _ in fabric.neighbours(g):
+                    up = Guid(far.guid)
+                    if up in placed or cls.nodes[up].tier != tier:
+                        continue
+                    name, guids = vertex.get(up, (names[up], (up,)))
+                    ups[item.name].add(name)
+                    found[name] = guids
+        current = _level(current, ups, found, len(levels), levels, reach, level0)
+        placed.update(g for guids in found.values() for g in guids)
     host_tiers = _tier_values(host_switch, reach)
     return SchedulerTree(
         tuple(levels),
@@ -120,6 +141,50 @@ def build_tree(fabric: Fabric, cls: Classification, sites: Sites | None = None) 
         sites,
         fabric.source,
     )
+
+
+def _level(
+    current: tuple[TreeSwitch, ...],
+    ups: Mapping[str, set[str]],
+    found: Mapping[str, tuple[Guid, ...]],
+    level: int,
+    levels: list[tuple[TreeSwitch, ...]],
+    reach: dict[str, list[frozenset[str]]],
+    level0: tuple[TreeSwitch, ...],
+) -> tuple[TreeSwitch, ...]:
+    """The next level up (``found``: name -> the switches it stands for; ``ups``: each current
+    item's parents), appended to ``levels``, each level-0 switch's reach extended; () when
+    nothing is above."""
+    if not found:
+        return ()
+    nxt = tuple(
+        TreeSwitch(
+            name,
+            level,
+            children=tuple(item.name for item in current if name in ups[item.name]),
+            guids=found[name],
+        )
+        for name in sorted(found, key=host_sort_key)
+    )
+    for sw0 in level0:
+        below = reach[sw0.name][-1] if reach[sw0.name] else frozenset({sw0.name})
+        reach[sw0.name].append(
+            frozenset(name for item in current if item.name in below for name in ups[item.name])
+        )
+    levels.append(nxt)
+    return nxt
+
+
+def _chassis_names(chassis: Iterable[Chassis], taken: set[str]) -> dict[Guid, str]:
+    """A name per chassis, safe as the switch names are: the name its boards share, else
+    ``chassis-`` and its GUID's tail; one a switch already has gets the GUID tail too."""
+    out: dict[Guid, str] = {}
+    for box in {c.guid: c for c in chassis}.values():
+        name = _UNSAFE.sub("-", box.name).strip("-._")
+        if not name or name in taken or name in out.values():
+            name = f"{name or 'chassis'}-{box.guid[-6:]}"
+        out[box.guid] = name
+    return out
 
 
 def _tier_values(

@@ -11,6 +11,8 @@ from fabric.present.overview import ellipsis
 from fabric.present.table import table
 from fabric.store import TopologySummary
 from probes.inventory import fold_names
+from topology.chassis import Chassis
+from topology.classify import GroupKind, Pod
 from topology.model import Link
 
 
@@ -22,14 +24,22 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         f"Fabric from {s['source']}",
         f"  {s['switches']} switches ({tiers}), {s['hcas']} HCAs on {s['hosts']} hosts, {s['links']} cables",
     ]
+    pods = f" in {pods_phrase(cls.pods)}" if len(cls.pods) > 1 else ""
     if cls.rail_optimized:
         idx = ", ".join(map(str, cls.rail_indexes))
         lines.append(
-            f"  rail-optimized: {s['rails']} rails (HCA indexes {idx}), {s['groups']} scalable units"
+            f"  rail-optimized: {s['rails']} rails (HCA indexes {idx}), {s['groups']} scalable units{pods}"
+        )
+    elif cls.group_kind is GroupKind.POD:
+        alone = len(cls.groups) - len(cls.pods)
+        lines.append(
+            f"  not rail-optimized; {pods_phrase(cls.pods)}"
+            + (f", {alone} {'leaf' if alone == 1 else 'leaves'} in no pod" if alone else "")
         )
     else:
-        lines.append(f"  not rail-optimized; {s['groups']} leaf groups")
+        lines.append(f"  not rail-optimized; {s['groups']} leaf groups{pods}")
     lines += host_role_lines(d)
+    lines += chassis_lines(d)
     other = {k: v for k, v in s["roles"].items() if k not in ("compute", "service", "switch")}
     if other:
         lines.append("  other HCAs: " + ", ".join(f"{n} {k}" for k, n in other.items()))
@@ -44,23 +54,7 @@ def render_discovery(d: Discovery, limit: int | None = 40) -> str:
         lines += [f"    {w}" for w in d.tool_warnings[:5]]
     lines.append("")
     if cls.groups:
-        rows = []
-        for g in cls.groups[:20]:
-            leaves = [cls.nodes[x] for x in g.leaves]
-            rows.append(
-                (
-                    g.index,
-                    len(g.leaves),
-                    len(g.hosts),
-                    ",".join(map(str, g.rails)) or "-",
-                    ",".join(str(cls.uplinks.get(x, 0)) for x in g.leaves),
-                    " ".join(c.name for c in leaves[:4]) + (" …" if len(leaves) > 4 else ""),
-                )
-            )
-        lines.append(table(("group", "leaves", "hosts", "rails", "uplinks/leaf", "leaf names"), rows, 70))
-        if len(cls.groups) > 20:
-            lines.append(f"  … {len(cls.groups) - 20} more groups (--json for all)")
-        lines.append("")
+        lines += [group_table(d), ""]
     if not d.anomalies:
         lines.append("No wiring anomalies.")
     else:
@@ -112,6 +106,80 @@ def host_role_lines(d: Discovery, shown: int = 8) -> list[str]:
             + ellipsis(", ".join(leaves), 100)
         )
     return lines
+
+
+GROUP_ROWS = 20  # groups listed in the table (--json has all)
+CHASSIS_LINES = 10  # chassis listed one per line in the summary
+
+
+def pods_phrase(pods: Sequence[Pod]) -> str:
+    """``8 pods of 20 leaves``, ``3 pods of 18-20 leaves``, ``1 pod of 4 leaves``."""
+    sizes = sorted(len(p.leaves) for p in pods)
+    if not sizes:
+        return "no pods"
+    span = str(sizes[0]) if sizes[0] == sizes[-1] else f"{sizes[0]}-{sizes[-1]}"
+    return (
+        f"{len(sizes)} pod{'s' if len(sizes) != 1 else ''} of {span} {'leaf' if sizes[-1] == 1 else 'leaves'}"
+    )
+
+
+def chassis_line(box: Chassis) -> str:
+    """``chassis 0x... (dir-1): 12 line boards, 6 fabric boards``."""
+
+    def count(n: int, what: str) -> str:
+        return f"{n} {what} board{'s' if n != 1 else ''}"
+
+    parts = [count(len(box.line_boards), "line"), count(len(box.fabric_boards), "fabric")]
+    if box.unsure_boards:
+        parts.append(f"{len(box.unsure_boards)} boards neither cabling nor name tells as line or fabric")
+    name = f" ({box.name})" if box.name else ""
+    return f"chassis {box.guid}{name}: {', '.join(parts)}"
+
+
+def chassis_lines(d: Discovery, limit: int = CHASSIS_LINES) -> list[str]:
+    """One line per director chassis (the switches above are its boards), for the summary."""
+    shown = [f"  {chassis_line(box)}" for box in d.chassis[:limit]]
+    if len(d.chassis) > limit:
+        shown.append(f"  … {len(d.chassis) - limit} more chassis (--json for all)")
+    return shown
+
+
+def group_table(d: Discovery, limit: int = GROUP_ROWS) -> str:
+    """The groups: pods (with the upper switches they share), or scalable units / leaf groups
+    (with the pod each is in where the fabric has several)."""
+    cls = d.classification
+    as_pods = cls.group_kind is GroupKind.POD
+    pod_column = not as_pods and len(cls.pods) > 1
+    rows = []
+    for g in cls.groups[:limit]:
+        names = [cls.nodes[x].name for x in g.leaves]
+        uppers = cls.pods[g.pod].uppers if g.pod is not None else ()
+        rows.append(
+            (
+                g.pod if as_pods else g.index,  # a leaf cabled to no upper switch is in no pod: -
+                len(g.leaves),
+                len(g.hosts),
+                *(() if as_pods else (",".join(map(str, g.rails)) or "-",)),
+                *((g.pod,) if pod_column else ()),
+                *((len(uppers),) if as_pods else ()),
+                ",".join(str(cls.uplinks.get(x, 0)) for x in g.leaves),
+                " ".join(names[:4]) + (" …" if len(names) > 4 else ""),
+            )
+        )
+    headers = (
+        "pod" if as_pods else "group",
+        "leaves",
+        "hosts",
+        *(() if as_pods else ("rails",)),
+        *(("pod",) if pod_column else ()),
+        *(("uppers",) if as_pods else ()),
+        "uplinks/leaf",
+        "leaf names",
+    )
+    out = table(headers, rows, 70)
+    if len(cls.groups) > limit:
+        out += f"\n  … {len(cls.groups) - limit} more {'pods' if as_pods else 'groups'} (--json for all)"
+    return out
 
 
 def render_topology_diff(td: TopologyDiff) -> str:

@@ -23,7 +23,15 @@ def overview_sections(ov: Overview) -> list[tuple[str, str]]:
             f"source {f.get('source')}\nswitches {f.get('switches')} ({tiers})\n"
             f"hosts {f.get('hosts')}  HCAs {f.get('hcas')}  links {f.get('links')}\n"
             f"rails {f.get('rails')} ({'rail-optimized' if f.get('rail_optimized') else 'not rail-optimized'})"
-            f"  groups {f.get('groups')}"
+            + (
+                f"  pods {f.get('pods')}"
+                if f.get("group_kind") == "pod"
+                else f"  groups {f.get('groups')}"
+                + (f" in {f.get('pods')} pods" if _more_than_one(f.get("pods")) else "")
+            )
+        )
+        fabric += "".join(
+            f"\n{line}" for line in chassis_summary_lines(f.get("chassis"), f.get("chassis_boards"))
         )
         fabric += "".join(f"\n{line}" for line in section_lines(f.get("sections")))
         fabric += "".join(f"\n{line}" for line in note_lines(f.get("parse_warnings")))
@@ -83,6 +91,21 @@ def section_lines(sections: object) -> list[str]:
     return [
         f"{s['name']}: {s['switches']} switches ({s['leaves']} leaves), {s['hosts']} hosts, {s['hcas']} HCAs"
         for s in sections
+    ]
+
+
+def _more_than_one(n: object) -> bool:
+    return isinstance(n, int) and n > 1
+
+
+def chassis_summary_lines(chassis: object, boards: object) -> list[str]:
+    """``chassis 4: 48 line boards, 24 fabric boards`` (summary ``chassis``, ``chassis_boards``);
+    nothing for a fabric without director chassis."""
+    if not isinstance(chassis, int) or not chassis or not isinstance(boards, dict):
+        return []
+    return [
+        f"chassis {chassis}: {boards.get('line', 0)} line boards, {boards.get('fabric', 0)} fabric boards"
+        + (f", {boards['unsure']} boards not told apart" if boards.get("unsure") else "")
     ]
 
 

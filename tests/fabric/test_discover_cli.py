@@ -72,8 +72,10 @@ def test_terminal_log_reads_as_the_capture_with_one_note(tmp_path: Path) -> None
 def test_json_schema_keys() -> None:
     _, out, _ = run("discover", "--input", str(SUPERPOD), "--json")
     d = json.loads(out)
-    assert set(d) == {"nodes", "links", "hosts", "anomalies", "summary"}
-    assert {"guid", "kind", "name", "tier", "host", "rail", "group"} <= set(d["nodes"][0])
+    assert set(d) == {"nodes", "links", "hosts", "anomalies", "chassis", "pods", "summary"}
+    assert {"guid", "kind", "name", "tier", "host", "rail", "group", "pod", "chassis", "board"} <= set(
+        d["nodes"][0]
+    )
     assert {"a", "b", "width", "speed", "gbps"} <= set(d["links"][0])
     assert {"kind", "severity", "nodes", "ports", "message"} <= set(d["anomalies"][0])
     assert {"switches", "hcas", "hosts", "links", "rails", "groups"} <= set(d["summary"])

@@ -126,7 +126,15 @@ def _check(tree: SchedulerTree, read_back: str) -> Switches:
     return got
 
 
-@pytest.mark.parametrize("spec", ["superpod-4su", "rail-3tier", "fattree-small"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "superpod-4su",
+        "rail-3tier",
+        "fattree-small",
+        "leafspine:leaves=16,hosts=4,directors=4,pods=8,fabric_boards=4",
+    ],
+)
 def test_generated_fabrics_load_in_slurmctld(spec: str, slurmctld: Callable[[str, list[str]], str]) -> None:
     fabric = parse_ibnetdiscover(to_ibnetdiscover(generate(spec)).splitlines(), spec)
     cls = classify(fabric)
@@ -138,6 +146,13 @@ def test_generated_fabrics_load_in_slurmctld(spec: str, slurmctld: Callable[[str
         assert len(got["spine-16"][1]) == 128
     if spec == "rail-3tier":
         assert {name: lv for name, (lv, _, _) in got.items() if lv == 2} == {"core-01": 2, "core-02": 2}
+    if "directors" in spec:  # leaves under their pods, pods under each whole director
+        assert got["pod03"] == (
+            1,
+            frozenset(expand_hosts("cn[0017-0024]")),
+            frozenset({"leaf-05", "leaf-06"}),
+        )
+        assert got["director-02"][0] == 2 and len(got["director-02"][1]) == 64
 
 
 REAL = REALDATA / "ibnetdiscover"

@@ -33,6 +33,8 @@ CASES: list[tuple[str, tuple[str, ...]]] = [
     ("fattree-small", ("missing-link:leaf-02",)),
     ("fattree-small", ("degraded-width:leaf-01:1",)),
     ("rail-3tier", ("missing-link:spine-su01-01",)),
+    ("leafspine:leaves=4,hosts=2,directors=2,pods=2", ()),
+    ("leafspine:leaves=4,hosts=2,directors=2,pods=2", ("missing-link:leaf-03",)),
     (
         "rail-small",
         (
@@ -97,6 +99,10 @@ def test_discovery_finds_exactly_the_planted_anomalies(lab_fabric: tuple[str, De
         assert len(d.classification.groups) == design.spec.units
     else:
         assert not d.classification.rail_optimized
+    # ibsim reports each board's system image GUID: the directors are found as chassis.
+    assert len(d.chassis) == design.spec.directors
+    if design.spec.directors:
+        assert len(d.classification.pods) == design.spec.pods
     _matches(d, design)
 
 
@@ -106,7 +112,7 @@ def test_cli_json_schema_from_lab(lab_fabric: tuple[str, Design]) -> None:
     res = CliRunner().invoke(main, ["discover", "--lab", name, "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert set(out) == {"nodes", "links", "hosts", "anomalies", "summary"}
+    assert set(out) == {"nodes", "links", "hosts", "anomalies", "chassis", "pods", "summary"}
     node = next(n for n in out["nodes"] if n["name"] == "dgx-0001 mlx5_3")
     assert {k: node[k] for k in ("kind", "tier", "host", "rail", "group")} == {
         "kind": "hca",

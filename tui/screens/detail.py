@@ -149,6 +149,8 @@ class DetailScreen(DataScreen):
                     f"  rail {d.rail if d.rail is not None else '-'}"
                     f"  group {d.group if d.group is not None else '-'}  {len(d.ports)} cabled ports"
                     + (f"  role {d.role}" if d.role else "")
+                    + (f"  pod {d.pod}" if d.pod is not None else "")
+                    + (f"\n{d.board} board of chassis {d.chassis}" if d.chassis else "")
                     + (f"\nhost {host}: {len(d.hcas)} HCAs (listed below)" if host else "")
                     + (f"\n{d.role} host ({d.role_reason})" if d.role_reason else "")
                 )
