@@ -415,8 +415,8 @@ def coll_mid_row_text() -> str:
     text += info(r, r.pid, "Using network Socket")
     text += info(r, r.pid, "comm 0x55f0a1c4e2b0 rank 0 nRanks 1 nNodes 1 localRanks 1 localRank 0 MNNVL 0")
     text += result_header()
-    for m in sizes:  # warm-up: one call per power of two
-        text += coll(m // 4)
+    for size in sizes:  # warm-up: one call per power of two
+        text += coll(size // 4)
     for m in rows:
         text += preamble(m, "float", "none", -1) + coll(m.count) + coll(m.count) + coll(m.count)
         text += body(m.oop) + coll(m.count) + coll(m.count) + coll(m.count) + body(m.ip) + "\n"
