@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from probes.nccl_parse import NcclTestResult
 from topology.classify import Classification
-from topology.model import Fabric
+from topology.model import Fabric, Link
 
 EXPECTED = (0.90, 0.96)  # of the bound, at large sizes (see the module docstring)
 LOW = 0.85  # under this fraction of the bound a run is low
@@ -58,11 +58,17 @@ def bus_factor(collective: str, nranks: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class HcaNet:
-    """One HCA of a host as the fabric shows it: its name, its cable's data rate, its leaf."""
+    """One HCA of a host as the fabric shows it: its name, the data rate its cable should give (its
+    peers' where it trains below them), its leaf, and the rate it trains at now."""
 
     name: str
     gbps: float
     leaf: str | None
+    trained_gbps: float | None = None  # None: as gbps
+
+    @property
+    def below_design(self) -> bool:
+        return self.trained_gbps is not None and self.trained_gbps < self.gbps
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,17 +90,31 @@ class FabricFacts:
 
 
 def fabric_facts(fabric: Fabric, cls: Classification, source: str) -> FabricFacts:
-    """Every host's HCAs (in rail order) with their cable's data rate and leaf, and the uplink
-    capacity of every leaf, from a discovered fabric."""
+    """Every host's HCAs (in rail order) with the data rate their cable should give and gives,
+    and their leaf; and the uplink capacity of every leaf (at design rates), from a discovered
+    fabric. The design rate of a cable that trains below its peers is its peers'
+    (:func:`topology.wiring.links_below_peers`): a degraded cable does not lower what is expected."""
+    from topology.wiring import links_below_peers
+
+    design = {b.link.key: b.gbps for b in links_below_peers(fabric, cls)}
+
+    def rate(lk: Link, rated: float | None = None) -> float:
+        return (lk.gbps if rated is None else rated) * _DATA_FRACTION.get(lk.speed, 1.0)
+
     hosts: dict[str, list[tuple[int, HcaNet]]] = {}
     for guid, c in cls.nodes.items():
         if c.host is None or c.tier != 0:
             continue
         links = fabric.links_of(guid)
-        gbps = max((lk.gbps * _DATA_FRACTION.get(lk.speed, 1.0) for lk in links), default=0.0)
+        if not links:
+            continue
+        lk = max(links, key=lambda x: x.gbps)
         leaf = cls.nodes[c.leaf].name if c.leaf is not None and c.leaf in cls.nodes else None
         order = c.rail if c.rail is not None else (c.hca_index or 0)
-        hosts.setdefault(c.host, []).append((order, HcaNet(c.adapter or c.name, gbps, leaf)))
+        should = rate(lk, design.get(lk.key))
+        hosts.setdefault(c.host, []).append(
+            (order, HcaNet(c.adapter or c.name, should, leaf, rate(lk) if rate(lk) != should else None))
+        )
     uplinks: dict[str, float] = {}
     for guid, c in cls.nodes.items():
         if c.tier != 1:
@@ -103,11 +123,10 @@ def fabric_facts(fabric: Fabric, cls: Classification, source: str) -> FabricFact
         for lk in fabric.links_of(guid):
             far = cls.nodes.get(lk.other(guid).guid)
             if far is not None and far.tier is not None and far.tier > 1:
-                total += lk.gbps * _DATA_FRACTION.get(lk.speed, 1.0)
+                total += rate(lk, design.get(lk.key))
         uplinks[c.name] = total
-    return FabricFacts(
-        {h: tuple(x for _, x in sorted(v, key=lambda t: t[0])) for h, v in hosts.items()}, uplinks, source
-    )
+    ordered = {h: tuple(x for _, x in sorted(v, key=lambda t: t[0])) for h, v in hosts.items()}
+    return FabricFacts(ordered, uplinks, source)
 
 
 def uniform_facts(hcas: int, gbps: float, source: str) -> FabricFacts:

@@ -28,6 +28,7 @@ from fabric.cli.schedule import daemon_cmd, schedule_group
 from fabric.cli.snapshots import list_cmd
 from fabric.cli.store import store_group
 from fabric.cli.sweep import sweep_group
+from fabric.cli.triage import triage_group
 from topology.errors import IbfabError
 
 
@@ -92,6 +93,7 @@ for _command in (
     daemon_cmd,
     probe_group,
     store_group,
+    triage_group,
 ):
     main.add_command(_command)
 # commands that join a group defined in another module

@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from fabric.app.triage.bisect import RoundRun, TriageReport
 from fabric.app.triage.read import PerftestJudgement, ProbeReading, ReadReport
 from probes.nccl_judge import NcclJudgement
 from probes.nccl_model import BusbwVerdict
@@ -121,4 +122,57 @@ def read_report_to_dict(report: ReadReport) -> dict[str, Any]:
     }
 
 
-__all__ = ["busbw_to_dict", "nccl_to_dict", "read_report_to_dict", "reading_to_dict"]
+def _run_to_dict(r: RoundRun) -> dict[str, Any]:
+    return {
+        "test": r.label,
+        "hosts": list(r.hosts),
+        "rail": r.rail,
+        "measured": _num(r.measured),
+        "unit": r.unit,
+        "slow_under": _num(r.bar),
+        "slow": r.slow,
+        "error": r.error,
+        "route": list(r.route),
+        "busbw": None if r.verdict is None else busbw_to_dict(r.verdict),
+    }
+
+
+def triage_to_dict(report: TriageReport) -> dict[str, Any]:
+    c = report.culprit
+    return {
+        "hosts": list(report.hosts),
+        "backend": report.backend,
+        "round_budget": report.budget,
+        "rounds": [
+            {
+                "round": rnd.number,
+                "kind": rnd.kind,
+                "tests": [_run_to_dict(r) for r in rnd.runs],
+                "ruled_out_hosts": list(rnd.ruled_out),
+                "ruled_out": rnd.cleared_kind,
+                "suspects": list(rnd.suspects),
+            }
+            for rnd in report.rounds
+        ],
+        "fabric_fine": report.fabric_fine,
+        "whole_set_ran": report.whole_set_ran,
+        "culprit": None
+        if c is None
+        else {
+            "kind": c.kind,
+            "hosts": list(c.hosts),
+            "rail": c.rail,
+            "hca": c.hca,
+            "leaf": c.leaf,
+            "reason": c.reason,
+            "trained_below": None
+            if c.trained_below is None
+            else {"trained_gbps": c.trained_below[0], "design_gbps": c.trained_below[1]},
+            "route": list(c.route),
+            "evidence": [{"round": n, **_run_to_dict(r)} for n, r in c.evidence],
+        },
+        "also_slow": list(report.also_slow),
+    }
+
+
+__all__ = ["busbw_to_dict", "nccl_to_dict", "read_report_to_dict", "reading_to_dict", "triage_to_dict"]
