@@ -24,7 +24,7 @@ from probes.nccl_log import NcclLogLine
 _USING_NETWORK = re.compile(r"Using network (?P<net>\S.*)")
 _NO_IB = re.compile(r"NET/IB ?: No device found")
 _IB_USING = re.compile(r"NET/IB ?: Using(?P<list>[^;]*);")
-_IB_DEVICE = re.compile(r"\[\d+\]([^\s:\[\]]+):(\d+)/(IB|RoCE)")
+_IB_DEVICE = re.compile(r"\[\d{1,4}\]([^\s:\[\]]+):(\d{1,3})/(IB|RoCE)\b")
 _SOCKET_USING = re.compile(r"NET/Socket ?: Using(?P<list>.*)")
 _SOCKET_IF = re.compile(r"\[\d+\]([^\s:\[\]]+):")
 _PLUGIN = re.compile(

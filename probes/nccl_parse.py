@@ -44,23 +44,23 @@ _PARAMS_RE = re.compile(r"^#\s*nThread\s")
 _NCCL_VERSION_RE = re.compile(r"^#?\s*NCCL version (?P<v>\S+)")
 _RCCL_VERSION_RE = re.compile(r"^\s*rccl-tests: Version (?P<v>\S+)")
 _RANK_RE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+"
-    r"(?P<host>\S+)\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$"
+    r"^#\s+Rank\s+(?P<rank>\d{1,9})(?:\s+Group\s+(?P<group>\d{1,9}))?\s+Pid\s+(?P<pid>\d{1,9})\s+on\s+"
+    r"(?P<host>\S+)\s+device\s+(?P<dev>\d{1,9})\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$"
 )
-_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<status>OK|FAILED)?")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d{1,18})\s*(?P<status>OK|FAILED)?")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)\s*(?P<status>OK|FAILED)?")
 # Launchers' line tags: Open MPI --tag-output '[1,0]<stdout>:' (or <stderr>), srun --label ' 12: '.
 _TAG_RE = re.compile(r"^(?:\[\d{1,9},\d{1,9}\]<std(?:out|err)>: ?|\s{0,9}\d{1,9}: )")
 _USING_DEVICES = "# Using devices"
 NO_ENVIRONMENT = NcclEnvironment()  # outputs without NCCL's log
 _COMPLETION_RE = re.compile(
-    r"Got completion from peer (?P<peer>\S+?)(?:<(?P<port>\d+)>)? with (?:error |status=)(?P<status>\d+),?"
-    r" opcode[= ](?P<opcode>\d+),? len[= ](?P<len>\d+),? vendor err (?P<vendor>\d+)(?: \((?P<dir>\w+)\))?"
+    r"Got completion from peer (?P<peer>\S+?)(?:<(?P<port>\d{1,9})>)? with (?:error |status=)(?P<status>\d{1,9}),?"
+    r" opcode[= ](?P<opcode>\d{1,12}),? len[= ](?P<len>\d{1,12}),? vendor err (?P<vendor>\d{1,12})(?: \((?P<dir>\w+)\))?"
     r"(?:.*?localGid (?P<lgid>\S+))?(?:.*?remoteGids?\s*(?P<rgid>\S+))?(?:.*?hca (?P<hca>\S+))?"
 )
 _CUDA_FAIL_RE = re.compile(r"^(?P<host>\S+): Test (?P<kind>CUDA|NCCL) failure (?P<loc>\S+) (?P<msg>.*)$")
 _TIMEOUT_RE = re.compile(r"^(?P<host>\S+): Test timeout \((?P<secs>\d+)s\) (?P<loc>\S+)")
-_TEST_FAIL_RE = re.compile(r"^\s*\.\.\s+(?P<host>\S+) pid (?P<pid>\d+): Test failure (?P<loc>\S+)")
+_TEST_FAIL_RE = re.compile(r"^\s*\.\.\s+(?P<host>\S+) pid (?P<pid>\d{1,9}): Test failure (?P<loc>\S+)")
 _DASH_BANNER_RE = re.compile(r"^-{20,}\s*$")
 _SLOTS_RE = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\s+slots")
 # Other launcher failures, reported as they are printed.
@@ -320,7 +320,7 @@ def parse_nccl_tests(
             return
         try:
             rows.append(table_row(table.columns or [], words))
-        except (ValueError, KeyError, StopIteration) as exc:
+        except (ValueError, KeyError, StopIteration, OverflowError) as exc:
             row_error(table.lineno, " ".join(words), str(exc))
 
     def take_log(log: NcclLogLine, lineno: int) -> None:

@@ -37,6 +37,8 @@ def _number(text: str) -> float | None:
 def _timing(names: Sequence[str], values: Sequence[str]) -> NcclTiming:
     got = dict(zip(names, values, strict=True))
     wrong = _number(got["#wrong"]) if "#wrong" in got else None
+    if wrong is not None and not (wrong >= 0 and wrong < 1 << 63):  # a count of elements (%g prints it)
+        raise ValueError(f"#wrong {got['#wrong'][:20]!r} is no count")
     return NcclTiming(
         float(got.get("time", got.get("cputime", "nan"))),
         float(got["algbw"]),
