@@ -236,13 +236,8 @@ def _cable_culprit(
 def _pairs_round(st: _State, backend: TriageBackend) -> Culprit | None:
     n = len(st.hosts)
     rails = min(len(st.facts.of(h) or ()) for h in st.hosts)
-    wanted = [(st.hosts[i], st.hosts[(i + 1) % n], r) for r in range(rails) for i in range(n if n > 2 else 2)]
-    if n == 2:
-        wanted = [
-            (a, b, r)
-            for r in range(rails)
-            for a, b in ((st.hosts[0], st.hosts[1]), (st.hosts[1], st.hosts[0]))
-        ]
+    # a ring: host i writes to host i+1 (two hosts: each to the other), on every rail at once
+    wanted = [(st.hosts[i], st.hosts[(i + 1) % n], r) for r in range(rails) for i in range(n)]
     outcomes = backend.pairs(wanted)
     runs = [_pair_run(p) for p in outcomes]
     slow = [r for r in runs if r.slow]
