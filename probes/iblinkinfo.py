@@ -35,6 +35,13 @@ class PortLink:
     phys: str  # LinkUp, Polling, Disabled, Sleep, ...
 
 
+def _guid(text: str, source: str, lineno: int, line: str) -> Guid:
+    try:
+        return normalise_guid(text)
+    except ValueError as exc:
+        raise ParseError(TOOL, source, lineno, line, str(exc)) from None
+
+
 def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
     """Every port line under a ``Switch:`` or ``CA:`` header; an HCA's GUID is read from its port
     line. A port line before any header is a :class:`ParseError`."""
@@ -45,7 +52,7 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
         head = line.lstrip()
         sw = _SWITCH.match(head)
         if sw:
-            node, in_ca = normalise_guid(sw.group(1)), False
+            node, in_ca = _guid(sw.group(1), source, lineno, line), False
             continue
         if _CA.match(head):
             node, in_ca = None, True
@@ -54,11 +61,13 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
         if not m:
             continue
         guid_text, _lid, port, status = m.groups()
-        owner = normalise_guid(guid_text) if guid_text else node
+        owner = _guid(guid_text, source, lineno, line) if guid_text else node
         if owner is None:
             if in_ca:
                 continue  # an HCA printed without its GUID: nothing to key it by
             raise ParseError(TOOL, source, lineno, line, "a port line before any 'Switch:' or 'CA:' header")
+        if len(port) > 3 or not 0 <= int(port) <= 255:
+            raise ParseError(TOOL, source, lineno, line, f"port {port[:12]!r} is no port number (0-255)")
         state, _, phys = status.rpartition("/")
         out.append(
             PortLink(PortRef(owner, int(port)), state.split()[-1] if state.split() else "", phys.strip())

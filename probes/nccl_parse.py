@@ -4,6 +4,13 @@ Reads every table layout nccl-tests has printed (old ``error`` column with or wi
 newer ``root`` + ``#wrong``, per-iteration and timestamp columns), the version and rank lines, the
 summary lines, NCCL WARN completion errors, test failures and Open MPI launch failures. Pure: text
 in, records out. Command lines live in :mod:`probes.nccl`, which re-exports this module's API.
+
+NCCL's log (``NCCL_DEBUG=INFO``) may land anywhere, in the middle of a row too
+(:mod:`probes.nccl_log`): it is kept apart from the rows, counted, its WARNs kept and what it says
+about the network read (:mod:`probes.nccl_env`); a row cut by it is put back together. Launcher
+line tags (Open MPI ``--tag-output``'s ``[1,0]<stdout>:``, ``srun --label``'s ``0: ``) are
+dropped. Output where every process printed a table of its own (nccl-tests built without MPI,
+started N times) is said to be so.
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from probes.nccl_env import EnvironmentReader, NcclEnvironment
+from probes.nccl_log import NcclLogLine, split_log
+from probes.nccl_rows import NcclRow, NcclTiming, RowAssembler, numeric_piece, table_row
 from topology.errors import ParseError
 from topology.textfile import read_input_text
 
@@ -26,29 +36,31 @@ WC_STATUS = (
 # Linear patterns only: a free-text tail is taken whole and stripped in code ("(.*?)\s*$" retries
 # its lazy group at every space of a long run: 4 s on a 32 KB line), and unanchored searches start
 # only where a match can (at a word's start, at the one literal that opens it).
-_VERSION_RE = re.compile(r"^#\s*nccl-tests version (?P<v>\S+)")
+_VERSION_RE = re.compile(
+    r"^#\s*nccl-tests version (?P<v>\S+)(?: nccl-headers=(?P<headers>\d{1,9}))?(?: nccl-library=(?P<library>\d{1,9}))?"
+)
 _STARTING_RE = re.compile(r"^#\s*Collective test (?P<what>starting|concluded): (?P<name>\S+)")
 _PARAMS_RE = re.compile(r"^#\s*nThread\s")
 _NCCL_VERSION_RE = re.compile(r"^#?\s*NCCL version (?P<v>\S+)")
 _RCCL_VERSION_RE = re.compile(r"^\s*rccl-tests: Version (?P<v>\S+)")
 _RANK_RE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+"
-    r"(?P<host>\S+)\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$"
+    r"^#\s+Rank\s+(?P<rank>\d{1,9})(?:\s+Group\s+(?P<group>\d{1,9}))?\s+Pid\s+(?P<pid>\d{1,9})\s+on\s+"
+    r"(?P<host>\S+)\s+device\s+(?P<dev>\d{1,9})\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$"
 )
-_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<status>OK|FAILED)?")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d{1,18})\s*(?P<status>OK|FAILED)?")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)\s*(?P<status>OK|FAILED)?")
-_LOG_RE = re.compile(
-    r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<loc>\S+) )?"
-    r"NCCL (?P<level>WARN|INFO|TRACE|ABORT) ?(?P<msg>.*)$"
-)
+# Launchers' line tags: Open MPI --tag-output '[1,0]<stdout>:' (or <stderr>), srun --label ' 12: '.
+_TAG_RE = re.compile(r"^(?:\[\d{1,9},\d{1,9}\]<std(?:out|err)>: ?|\s{0,9}\d{1,9}: )")
+_USING_DEVICES = "# Using devices"
+NO_ENVIRONMENT = NcclEnvironment()  # outputs without NCCL's log
 _COMPLETION_RE = re.compile(
-    r"Got completion from peer (?P<peer>\S+?)(?:<(?P<port>\d+)>)? with (?:error |status=)(?P<status>\d+),?"
-    r" opcode[= ](?P<opcode>\d+),? len[= ](?P<len>\d+),? vendor err (?P<vendor>\d+)(?: \((?P<dir>\w+)\))?"
+    r"Got completion from peer (?P<peer>\S+?)(?:<(?P<port>\d{1,9})>)? with (?:error |status=)(?P<status>\d{1,9}),?"
+    r" opcode[= ](?P<opcode>\d{1,12}),? len[= ](?P<len>\d{1,12}),? vendor err (?P<vendor>\d{1,12})(?: \((?P<dir>\w+)\))?"
     r"(?:.*?localGid (?P<lgid>\S+))?(?:.*?remoteGids?\s*(?P<rgid>\S+))?(?:.*?hca (?P<hca>\S+))?"
 )
 _CUDA_FAIL_RE = re.compile(r"^(?P<host>\S+): Test (?P<kind>CUDA|NCCL) failure (?P<loc>\S+) (?P<msg>.*)$")
 _TIMEOUT_RE = re.compile(r"^(?P<host>\S+): Test timeout \((?P<secs>\d+)s\) (?P<loc>\S+)")
-_TEST_FAIL_RE = re.compile(r"^\s*\.\.\s+(?P<host>\S+) pid (?P<pid>\d+): Test failure (?P<loc>\S+)")
+_TEST_FAIL_RE = re.compile(r"^\s*\.\.\s+(?P<host>\S+) pid (?P<pid>\d{1,9}): Test failure (?P<loc>\S+)")
 _DASH_BANNER_RE = re.compile(r"^-{20,}\s*$")
 _SLOTS_RE = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\s+slots")
 # Other launcher failures, reported as they are printed.
@@ -72,26 +84,6 @@ class NcclRank:
     device: int
     bus_id: str
     gpu: str  # empty in rccl-tests
-
-
-@dataclass(frozen=True, slots=True)
-class NcclTiming:
-    time_us: float
-    algbw: float  # GB/s
-    busbw: float  # GB/s
-    wrong: int | None = None  # '#wrong' column (None when printed N/A)
-    max_error: float | None = None  # old 'error' column (None when printed N/A)
-
-
-@dataclass(frozen=True, slots=True)
-class NcclRow:
-    size: int  # bytes
-    count: int  # elements
-    type: str
-    redop: str  # '' where the column is blank (old alltoall)
-    root: int | None  # -1 for unrooted collectives in the newer layout; None when no column
-    out_of_place: NcclTiming
-    in_place: NcclTiming
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +143,27 @@ class NcclTestResult:
     notes: tuple[str, ...]
     ok: bool
     error: str | None
+    environment: NcclEnvironment = NO_ENVIRONMENT
+    nccl_headers: int | None = None  # NCCL_VERSION_CODE nccl-tests was built with (22809: 2.28.9)
+    nccl_library: int | None = None  # the NCCL it ran with
+    separate_runs: int = 1  # tables printed by processes that each ran alone
+    form: str = "text"  # "text" or "json" (the -J report)
 
     @property
     def nranks(self) -> int | None:
         """Ranks in the job: highest listed rank + 1 (authors sometimes elide the middle of the list)."""
         return max(r.rank for r in self.ranks) + 1 if self.ranks else None
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts of the listed ranks, in rank order."""
+        return tuple(dict.fromkeys(r.host for r in sorted(self.ranks, key=lambda r: r.rank)))
+
+    @property
+    def ranks_per_host(self) -> int | None:
+        """Ranks on each host when every host has the same number (the usual launch), else None."""
+        counts = {sum(1 for r in self.ranks if r.host == h) for h in self.hosts}
+        return counts.pop() if len(counts) == 1 and self.nranks == len(self.ranks) else None
 
     @property
     def comm_size(self) -> int | None:
@@ -184,50 +192,7 @@ class NcclTestResult:
         raise KeyError(size)
 
 
-def _number(text: str) -> float | None:
-    return None if text == "N/A" else float(text)
-
-
-def _timing(names: Sequence[str], values: Sequence[str]) -> NcclTiming:
-    got = dict(zip(names, values, strict=True))
-    wrong = _number(got["#wrong"]) if "#wrong" in got else None
-    return NcclTiming(
-        float(got.get("time", got.get("cputime", "nan"))),
-        float(got["algbw"]),
-        float(got["busbw"]),
-        None if wrong is None else int(wrong),
-        _number(got["error"]) if "error" in got else None,
-    )
-
-
-def _table_row(columns: Sequence[str], tokens: list[str]) -> NcclRow:
-    """Split a row by the header. The timing columns on the right are always all there, so count
-    them from the right; on the left a blank redop (old alltoall) is the one column that may be missing."""
-    names = [c for c in columns if c != "timestamp"]
-    if "timestamp" in columns:  # '%Y-%m-%d %H:%M:%S' is two tokens
-        tokens = tokens[:-2]
-    first_time = next(i for i, c in enumerate(names) if c in ("time", "cputime"))
-    left, right = names[:first_time], names[first_time:]
-    lt, rt = tokens[: -len(right)], tokens[-len(right) :]
-    extra = left[3:]
-    if len(lt) == len(left) - 1 and "redop" in extra:
-        extra = [c for c in extra if c != "redop"]
-    if len(rt) != len(right) or len(lt) != 3 + len(extra):
-        raise ValueError(f"{len(tokens)} columns where the header has {len(names)}")
-    got = dict(zip(extra, lt[3:], strict=True))
-    half = len(right) // 2
-    return NcclRow(
-        int(lt[0]),
-        int(lt[1]),
-        lt[2],
-        got.get("redop", ""),
-        int(got["root"]) if "root" in got else None,
-        _timing(right[:half], rt[:half]),
-        _timing(right[half:], rt[half:]),
-    )
-
-
-def _completion(message: str) -> CompletionError | None:
+def completion(message: str) -> CompletionError | None:
     if (m := _COMPLETION_RE.search(message)) is None:
         return None
     return CompletionError(
@@ -244,7 +209,7 @@ def _completion(message: str) -> CompletionError | None:
     )
 
 
-def _error_line(
+def error_line(
     launch_error: str | None,
     rows: list[NcclRow],
     oob: int | None,
@@ -300,35 +265,104 @@ def _table_header(line: str) -> bool:
     return count is not None and _TIME_WORD.search(line, count.end()) is not None
 
 
+def _strip_tag(line: str) -> str:
+    """The line without the launcher's tag (``[1,0]<stdout>:``, ``srun --label``'s ``12: ``)."""
+    m = _TAG_RE.match(line)
+    return line[m.end() :] if m else line
+
+
+def _separate_runs_error(runs: int, ranks: Sequence[NcclRank]) -> str:
+    return (
+        f"{runs} separate nccl-tests runs in one output: each process ran alone as rank 0 of its own "
+        f"({len(ranks)} device lines; nccl-tests built without MPI=1, or started {runs} times by the launcher)"
+    )
+
+
 def parse_nccl_tests(
     text: str | Iterable[str], source: str = "<nccl-tests>", binary: str | None = None
 ) -> NcclTestResult:
     """Parse nccl-tests / rccl-tests output, with the launcher's own lines around it.
 
     ``binary`` names the collective when the output does not (older versions print no
-    'Collective test starting' line). Stray ``NCCL INFO`` lines inside the table are skipped. A row
-    that does not fit the table header raises :class:`ParseError`, except a cut-off last line.
-    A result is ``ok`` when it has rows, no #wrong or out-of-bounds values and no failure.
+    'Collective test starting' line). NCCL's log lines are taken out of the table wherever they
+    are (their WARNs kept, their INFO lines counted and read for the network). A row that does not
+    fit the table header raises :class:`ParseError`, except a cut-off last row. A result is ``ok``
+    when it has rows, no #wrong or out-of-bounds values and no failure.
     """
     lines = [ln.rstrip("\r\n").rstrip() for ln in (text.splitlines() if isinstance(text, str) else text)]
-    last_lineno = max((i for i, ln in enumerate(lines, 1) if ln.strip()), default=0)
     collective, tests_version, nccl_version, rccl_version, launch_error = binary, None, None, None, None
+    headers_code: int | None = None
+    library_code: int | None = None
     params: dict[str, str] = {}
     ranks: list[NcclRank] = []
     rows: list[NcclRow] = []
     warns: list[NcclWarn] = []
     failures: list[NcclFailure] = []
     notes: list[str] = []
-    columns: list[str] | None = None
+    env = EnvironmentReader()
+    known: set[str] = set()  # host:pid of processes whose log lines start a line
+    table = RowAssembler()
+    bad_rows: list[ParseError] = []
     oob: int | None = None
     avg: float | None = None
+    tables = 0
     avg_failed = recognised = in_banner = False
     first_other: tuple[int, str] | None = None
 
-    for lineno, line in enumerate(lines, 1):
+    def row_error(lineno: int, row: str, problem: str) -> None:
+        bad_rows.append(
+            ParseError("nccl-tests", source, lineno, row, f"row does not fit the header ({problem})")
+        )
+
+    def take_row(lineno: int) -> None:
+        words = table.complete()
+        if words is None:
+            return
+        try:
+            rows.append(table_row(table.columns or [], words))
+        except (ValueError, KeyError, StopIteration, OverflowError) as exc:
+            row_error(table.lineno, " ".join(words), str(exc))
+
+    def take_log(log: NcclLogLine, lineno: int) -> None:
+        if log.level in ("WARN", "ABORT"):
+            warns.append(
+                NcclWarn(
+                    log.host, log.pid, log.device or 0, log.location, log.message, completion(log.message)
+                )
+            )
+        else:
+            env.add(log, lineno)
+
+    def add_piece(piece: str, lineno: int) -> None:
+        if broken := table.add(piece, lineno):
+            row_error(
+                broken[0], broken[1], f"{len(broken[1].split())} columns where a row has {table.needed}"
+            )
+
+    for lineno, raw in enumerate(lines, 1):
+        line = _strip_tag(raw)
+        piece, log = split_log(line, known) if "NCCL " in line else (line, None)
+        if log is not None:
+            recognised = True
+            take_log(log, lineno)
+            if not piece.strip():
+                known.add(log.process)
+                continue
+            if table.pieces or table.starts_row(piece):  # a row's text, then NCCL's log
+                add_piece(piece, lineno)
+                table.cut = True
+                continue
+            line = piece
         stripped = line.strip()
         if not stripped:
             continue
+        if not line.startswith("#") and table.continues(line):
+            add_piece(line, lineno)
+            take_row(lineno)
+            recognised = True
+            continue
+        if table.pieces:  # a row left incomplete by a line that is no row
+            notes.append(f"line {table.lineno}: incomplete row dropped: {table.drop()}")
         if _DASH_BANNER_RE.match(line):  # Open MPI wraps its messages in dashed banners
             in_banner, recognised = not in_banner, True
             continue
@@ -340,6 +374,8 @@ def parse_nccl_tests(
             continue
         elif m := _VERSION_RE.match(line):
             tests_version = m["v"]
+            headers_code = int(m["headers"]) if m["headers"] else headers_code
+            library_code = int(m["library"]) if m["library"] else library_code
         elif m := _STARTING_RE.match(line):
             collective = m["name"].rsplit("/", 1)[-1]
         elif _PARAMS_RE.match(line):
@@ -348,6 +384,8 @@ def parse_nccl_tests(
             nccl_version = m["v"]
         elif m := _RCCL_VERSION_RE.match(line):
             rccl_version = m["v"]
+        elif line.startswith(_USING_DEVICES):
+            tables += 1
         elif m := _RANK_RE.match(line):
             group = int(m["group"]) if m["group"] else None
             ranks.append(
@@ -362,9 +400,9 @@ def parse_nccl_tests(
                 )
             )
         elif line.startswith("#") and _table_header(line):
-            columns = line.lstrip("#").split()
+            table.header(line)
         elif m := _OOB_RE.match(line):
-            oob = int(m["n"])
+            oob = int(m["n"]) + (oob or 0) if tables > 1 else int(m["n"])
         elif m := _AVG_RE.match(line):
             try:
                 avg = float(m["bw"])
@@ -373,40 +411,42 @@ def parse_nccl_tests(
                     "nccl-tests", source, lineno, line, f"average bus bandwidth {m['bw']!r} is not a number"
                 ) from exc
             avg_failed = m["status"] == "FAILED"
+        elif line.startswith("# error: "):
+            notes.append(f"NCCL's last error: {stripped[9:]}")
         elif line.startswith("#"):
-            pass  # '# Using devices', '#', the out-of-place/in-place and unit lines
-        elif m := _LOG_RE.match(line):
-            if m["level"] in ("WARN", "ABORT"):
-                msg = m["msg"].rstrip()
-                warn = NcclWarn(m["host"], int(m["pid"]), int(m["dev"]), m["loc"], msg, _completion(msg))
-                warns.append(warn)
+            pass  # '#', the out-of-place/in-place and unit lines, '# Writing JSON output to ...'
         elif m := _CUDA_FAIL_RE.match(line):
             failures.append(NcclFailure(m["host"], m["kind"], m["loc"], m["msg"].rstrip()))
         elif m := _TIMEOUT_RE.match(line):
             failures.append(NcclFailure(m["host"], "timeout", m["loc"], f"after {m['secs']} s"))
         elif m := _TEST_FAIL_RE.match(line):
             failures.append(NcclFailure(m["host"], "test", m["loc"], "", int(m["pid"])))
-        elif columns is not None and stripped.split()[0].isdigit():
-            try:
-                rows.append(_table_row(columns, stripped.split()))
-            except (ValueError, KeyError, StopIteration) as exc:
-                if lineno != last_lineno:
-                    raise ParseError(
-                        "nccl-tests", source, lineno, line, f"row does not fit the header ({exc})"
-                    ) from exc
-                notes.append(f"line {lineno}: incomplete last row dropped: {stripped}")
+        elif table.starts_row(line) or (table.columns is not None and stripped.split()[0].isdigit()):
+            add_piece(line, lineno)
+            take_row(lineno)
         else:
             notes.append(stripped)  # launcher lines: MACHINEFILE, ssh warnings, SLURM_* echoes
             first_other = first_other or (lineno, line)
             continue
         recognised = True
 
+    if table.pieces:
+        notes.append(f"line {table.lineno}: incomplete last row dropped: {table.drop()}")
+    environment = env.result()
+    nccl_version = nccl_version or environment.nccl_version
+    separate = tables if tables > 1 and sum(1 for r in ranks if r.rank == 0) > 1 else 1
+    if bad_rows and separate == 1:
+        raise bad_rows[0]
+    notes += [e.one_line() for e in bad_rows]
     if not recognised:
         lineno, line = first_other or (0, "")
         raise ParseError(
             "nccl-tests", source, lineno, line, "not nccl-tests output" if first_other else "empty output"
         )
-    error = _error_line(launch_error, rows, oob, avg_failed, warns, failures)
+    if separate > 1:
+        error: str | None = _separate_runs_error(separate, ranks)
+    else:
+        error = error_line(launch_error, rows, oob, avg_failed, warns, failures)
     return NcclTestResult(
         source,
         collective,
@@ -424,9 +464,30 @@ def parse_nccl_tests(
         tuple(notes),
         error is None,
         error,
+        environment,
+        headers_code,
+        library_code,
+        separate,
     )
 
 
 def read_nccl_tests(path: str, binary: str | None = None) -> NcclTestResult:
     """Parse a saved nccl-tests output file (bounded, see :mod:`topology.textfile`)."""
     return parse_nccl_tests(read_input_text(path, "nccl-tests"), path, binary)
+
+
+__all__ = [
+    "WC_STATUS",
+    "CompletionError",
+    "NcclFailure",
+    "NcclRank",
+    "NcclRow",
+    "NcclTestResult",
+    "NcclTiming",
+    "NcclWarn",
+    "completion",
+    "error_line",
+    "numeric_piece",
+    "parse_nccl_tests",
+    "read_nccl_tests",
+]

@@ -12,6 +12,7 @@ Pure: builds argv lists and reads text; running them is the transport's job.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -267,12 +268,13 @@ class PerftestResult:
     @property
     def mtu(self) -> int | None:
         value = self.field("Mtu")
-        return int(value.split("[")[0]) if value and value.split("[")[0].isdigit() else None
+        head = value.split("[")[0] if value else ""
+        return int(head) if head.isdigit() and len(head) <= 9 else None
 
     @property
     def qps(self) -> int | None:
         value = self.field("Number of qps")
-        return int(value) if value and value.isdigit() else None
+        return int(value) if value and value.isdigit() and len(value) <= 9 else None
 
     @property
     def local_address(self) -> QpAddress | None:
@@ -328,6 +330,8 @@ def _row(columns: list[str], tokens: list[str]) -> PerftestRow:
         if factor is None:
             raise ValueError(f"unknown bandwidth unit {unit!r}")
         peak, average = float(values[peak_col]), float(values[average_col])
+        if not (math.isfinite(peak) and math.isfinite(average)):
+            raise ValueError("a bandwidth that is no finite number")
         return BandwidthRow(
             bytes=int(values["#bytes"]),
             iterations=int(float(values["#iterations"])),
@@ -477,7 +481,7 @@ def parse_perftest(
             seen_rows.add(key)
             try:
                 rows.append(_row(columns, tokens))
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:
                 raise ParseError(tool or "perftest", source, lineno, line, f"bad result row ({exc})") from exc
             continue
         # Header fields sit between the title and the table; with two interleaved outputs one side's

@@ -101,7 +101,20 @@ class PerftestSteps:
                 self.name,
                 attempt,
             )
-        parsed = parse_perftest(run.client.stdout, f"client {run.client.host}", tool)
+        try:
+            parsed = parse_perftest(run.client.stdout, f"client {run.client.host}", tool)
+        except IbfabError as exc:  # this host's garbage is this pair's failure; the sweep goes on
+            return PairResult(
+                probe.client,
+                probe.server,
+                probe.round,
+                None,
+                line_rate,
+                False,
+                exc.one_line(),
+                self.name,
+                attempt,
+            )
         gbps = max((r.bw_average_gbps for r in parsed.bandwidth_rows), default=None)
         return PairResult(
             probe.client,

@@ -221,7 +221,12 @@ class SshPerftestBackend:
             return PairResult(
                 probe.client, probe.server, probe.round, None, line, False, "; ".join(errors), "ssh", attempt
             )
-        parsed = parse_perftest(run.client.stdout, f"client {run.client.host}", tool)
+        try:
+            parsed = parse_perftest(run.client.stdout, f"client {run.client.host}", tool)
+        except IbfabError as exc:  # this host's garbage is this pair's failure; the sweep goes on
+            return PairResult(
+                probe.client, probe.server, probe.round, None, line, False, exc.one_line(), "ssh", attempt
+            )
         gbps = max((r.bw_average_gbps for r in parsed.bandwidth_rows), default=None)
         return PairResult(
             probe.client, probe.server, probe.round, gbps, line, gbps is not None, None, "ssh", attempt

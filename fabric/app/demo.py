@@ -152,6 +152,9 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
     yield sweep_step(db, design)
     yield recommend_step(db, d)
     yield plan_step(Path(db).with_name("demo-plan.csv"))
+    from fabric.app.triage.demostep import triage_step  # the triage room's step (it imports DemoStep)
+
+    yield triage_step(db)
 
 
 def roles_as_planted(design: Design, d: Discovery) -> tuple[bool, str]:

@@ -23,10 +23,12 @@ from fabric.cli.lab import lab
 from fabric.cli.place import place_cmd
 from fabric.cli.plan import check_cmd, export_plan_cmd
 from fabric.cli.probe import probe_group
+from fabric.cli.probe_read import read_cmd
 from fabric.cli.schedule import daemon_cmd, schedule_group
 from fabric.cli.snapshots import list_cmd
 from fabric.cli.store import store_group
 from fabric.cli.sweep import sweep_group
+from fabric.cli.triage import triage_group
 from topology.errors import IbfabError
 
 
@@ -91,6 +93,7 @@ for _command in (
     daemon_cmd,
     probe_group,
     store_group,
+    triage_group,
 ):
     main.add_command(_command)
 # commands that join a group defined in another module
@@ -98,3 +101,4 @@ topology_group.add_command(check_cmd)
 topology_group.add_command(list_cmd)
 topology_group.add_command(cable_cmd)
 export_group.add_command(export_plan_cmd)
+probe_group.add_command(read_cmd)

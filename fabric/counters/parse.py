@@ -79,8 +79,8 @@ def _unquote(line: str) -> str:
 
 # -- perfquery -----------------------------------------------------------------------------------
 _PQ_HEADER = re.compile(
-    r"^#\s*(?P<kind>Port extended counters|Port counters|[A-Za-z]+ counters):\s*Lid\s+(?P<lid>\d+)"
-    r"\s+port\s+(?P<port>\d+|ALL)",
+    r"^#\s*(?P<kind>Port extended counters|Port counters|[A-Za-z]+ counters):\s*Lid\s+(?P<lid>\d{1,5})"
+    r"\s+port\s+(?P<port>\d{1,3}|ALL)\b",
     re.IGNORECASE,
 )
 _PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_]*):\.*\s*(?P<value>.*)$")

@@ -70,11 +70,15 @@ _NUMBER = re.compile(r"-?[0-9]++|0[xX][0-9a-fA-F]++")
 
 
 def to_int(text: str) -> int:
-    """A counter value as the tools print it; ValueError for anything else ("0x", "1e400", "-")."""
+    """A counter value as the tools print it; ValueError for anything else ("0x", "1e400", "-", a
+    value beyond 64 bits: no counter has more)."""
     text = text.strip()
-    if not _NUMBER.fullmatch(text):
+    if not _NUMBER.fullmatch(text) or len(text) > 21:  # 2**64 has 20 digits (16 in hex)
         raise ValueError(f"not a counter value: {text[:40]!r}")
-    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+    value = int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+    if not -(1 << 64) < value < 1 << 64:
+        raise ValueError(f"not a 64-bit counter value: {text[:40]!r}")
+    return value
 
 
 def fail(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fabric.advise.recommend import Recommendations
 from fabric.app.demo import DemoStep, HealthDemo, PlanDemo, SweepDemo
 from fabric.app.discover import Discovery
+from fabric.app.triage.bisect import TriageReport
 from fabric.present.advice import render_actions
 from fabric.present.counters import snapshot_line
 from fabric.present.discovery import render_discovery
@@ -27,6 +28,10 @@ def render_step(step: DemoStep) -> str:
         parts.append(render_suspects(r.outcome.suspects, r.names, limit=6))
     elif isinstance(r, PlanDemo):
         parts += ["", render_check(r.check, r.source, limit=6)]
+    elif isinstance(r, TriageReport):
+        from fabric.present.triage_rounds import render_triage
+
+        parts.append(render_triage(r))
     elif isinstance(r, Recommendations):
         parts.append(render_actions(r.actions))
         parts += [f"- {n}" for n in r.notes]

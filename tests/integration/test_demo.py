@@ -23,5 +23,6 @@ def test_demo_finds_what_it_planted(tmp_path: Path) -> None:
     assert "isolate_port: leaf-su01-r1:5 <-> spine-01:2" in out
     assert "the rewired one differs by exactly the planted miswire" in out
     assert (tmp_path / "demo-plan.csv").read_text().startswith("#StartDevice,StartPort,EndDevice,EndPort")
+    assert "culprit: node dgx-0006" in out and "the planted node was found in 5 rounds (at most 5)" in out
     assert "MISSED" not in out
-    assert not [s for s in lab.list_labs() if s.name in ("demo", "demo-plan")]
+    assert not [s for s in lab.list_labs() if s.name in ("demo", "demo-plan", "demo-triage")]

@@ -1,0 +1,140 @@
+"""The triage's backends on real hosts: nccl-tests through a launcher and ib_write_bw pairs, over
+SSH (an inventory; each collective launched by ``mpirun`` on its first host) or as job steps of
+one Slurm allocation. The tests of one round start together (a thread each) and the round ends
+when all are back; a test that fails is a record with its reason, never an exception."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from fabric.app.triage.bisect import PairOutcome, RunOutcome
+from probes.nccl import NcclTestOptions
+from probes.nccl_run import NcclRun, RunOnHead, plan_nccl, run_nccl
+from probes.pairs import Endpoint, PairResult, Probe
+from probes.plan import endpoints
+from probes.sweep import Backend
+from topology.classify import Classification
+from topology.model import Fabric, Guid
+
+
+def _parallel(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
+        return list(pool.map(lambda f: f(), jobs))
+
+
+def _outcome(hosts: Sequence[str], runs: Sequence[NcclRun]) -> RunOutcome:
+    run = runs[0] if runs else None
+    if run is None:
+        return RunOutcome(tuple(hosts), None, "nothing ran")
+    return RunOutcome(tuple(hosts), run.result, run.error)
+
+
+class PairsOnFabric:
+    """Host and rail -> the HCA endpoint of the fabric, and pair results back as outcomes."""
+
+    def __init__(self, fabric: Fabric, cls: Classification, design: Mapping[Guid, float]) -> None:
+        self.host_eps: dict[str, list[Endpoint]] = {}
+        for ep in sorted(endpoints(fabric, cls), key=lambda e: (e.host, e.rail)):
+            self.host_eps.setdefault(ep.host, []).append(ep)
+        self.design = dict(design)  # HCA GUID -> its cable's design rate (Gb/s)
+
+    def probes(
+        self, pairs: Sequence[tuple[str, str, int]]
+    ) -> tuple[list[Probe], list[tuple[str, str, int] | None]]:
+        probes: list[Probe] = []
+        keep: list[tuple[str, str, int] | None] = []
+        for client, server, rail in pairs:
+            a, b = self.host_eps.get(client, []), self.host_eps.get(server, [])
+            if rail < len(a) and rail < len(b):
+                probes.append(Probe(a[rail], b[rail], 0))
+                keep.append((client, server, rail))
+            else:
+                keep.append(None)
+        return probes, keep
+
+    def outcomes(
+        self,
+        pairs: Sequence[tuple[str, str, int]],
+        keep: Sequence[tuple[str, str, int] | None],
+        results: Sequence[PairResult],
+    ) -> list[PairOutcome]:
+        it = iter(results)
+        out = []
+        for want, asked in zip(keep, pairs, strict=True):
+            if want is None:
+                out.append(PairOutcome(asked[0], asked[1], asked[2], None, None, "no HCA on that rail"))
+                continue
+            r = next(it)
+            rates = [x for x in (self.design.get(r.client.guid), self.design.get(r.server.guid)) if x]
+            out.append(
+                PairOutcome(
+                    want[0],
+                    want[1],
+                    want[2],
+                    r.gbps,
+                    min(rates) if rates else r.line_rate_gbps,
+                    None if r.ok else r.error,
+                )
+            )
+        return out
+
+
+class LaunchedBackend:
+    """nccl-tests launched per test (``run_on_head(head, argv, timeout)``), pairs by a sweep backend."""
+
+    def __init__(
+        self,
+        name: str,
+        run_on_head: Callable[[str, Sequence[str], float], Any],
+        opts: NcclTestOptions,
+        pairs_backend: Backend,
+        on_fabric: PairsOnFabric,
+        *,
+        launcher: str = "mpirun",
+        gpus_per_node: int = 8,
+        timeout: float = 1800.0,
+        plan_extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.run_on_head = run_on_head
+        self.opts = opts
+        self.pairs_backend = pairs_backend
+        self.on_fabric = on_fabric
+        self.launcher = launcher
+        self.gpus_per_node = gpus_per_node
+        self.timeout = timeout
+        self.plan_extra = dict(plan_extra or {})
+
+    def _run(self, hosts: Sequence[str]) -> RunOutcome:
+        plan = plan_nccl(
+            list(hosts),
+            self.opts,
+            launcher=self.launcher,
+            gpus_per_node=self.gpus_per_node,
+            **self.plan_extra,
+        )
+
+        def on_head(argv: Sequence[str], t: float) -> Any:
+            return self.run_on_head(hosts[0], argv, t)
+
+        run: RunOnHead = on_head
+        return _outcome(hosts, run_nccl(run, plan, self.timeout))
+
+    def single_nodes(self, hosts: Sequence[str]) -> list[RunOutcome]:
+        return _parallel([partial(self._run, [h]) for h in hosts])
+
+    def collectives(self, sets: Sequence[Sequence[str]]) -> list[RunOutcome]:
+        return _parallel([partial(self._run, list(s)) for s in sets])
+
+    def pairs(self, pairs: Sequence[tuple[str, str, int]]) -> list[PairOutcome]:
+        probes, keep = self.on_fabric.probes(pairs)
+        results = self.pairs_backend.run_round(probes, 0) if probes else []
+        return self.on_fabric.outcomes(pairs, keep, results)
+
+
+__all__ = ["LaunchedBackend", "PairsOnFabric"]

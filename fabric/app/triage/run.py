@@ -1,0 +1,211 @@
+"""``ibfab triage --hosts RANGE``: the slow node or cable behind a slow collective
+(:mod:`fabric.app.triage.bisect`), on a lab (simulated), over SSH, or through Slurm. The hosts
+are held for the triage's length as a sweep holds them (no other ibfab probe runs on them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from fabric.app.hostlocks import host_locks, lock_keys, node_lock_keys
+from fabric.app.triage.bisect import TriageBackend, TriageReport, triage
+from fabric.app.triage.hosts import expand_range
+from probes.nccl import NcclTestOptions
+from probes.nccl_model import FabricFacts, fabric_facts
+from topology.errors import UsageError
+from topology.model import Guid, Link
+
+if TYPE_CHECKING:
+    from fabric.app.discover import Discovery
+    from fabric.app.slurm import NodeMap
+    from fabric.app.source import SshOptions
+
+PAIR_SIZE = 8388608
+PAIR_ITERATIONS = 5000
+
+
+def _hosts(hosts_range: str, facts: FabricFacts) -> list[str]:
+    hosts = expand_range(hosts_range)
+    if len(hosts) < 2:
+        raise UsageError(f"--hosts {hosts_range!r}: a triage needs at least two hosts")
+    unknown = [h for h in hosts if facts.of(h) is None]
+    if unknown:
+        from probes.inventory import fold_names
+
+        raise UsageError(
+            f"the fabric ({facts.source}) has no HCA of {fold_names(unknown)}: give the fabric these hosts are on"
+        )
+    return hosts
+
+
+def _design(d: Discovery, facts: FabricFacts) -> dict[Guid, float]:
+    """HCA GUID -> the design rate of its cable."""
+    out: dict[Guid, float] = {}
+    for guid, c in d.classification.nodes.items():
+        if c.host is not None and c.tier == 0:
+            for hca in facts.of(c.host) or ():
+                if hca.name == (c.adapter or c.name):
+                    out[guid] = hca.gbps
+    return out
+
+
+def fabric_of(input_path: str | None, snapshot: str | None, db: str | None) -> Discovery:
+    """The fabric the hosts are on: a saved ibnetdiscover output, else a stored snapshot (the newest
+    by default); a triage never runs discovery on its own."""
+    from fabric.app.discover import discover
+    from fabric.app.source import read_source
+
+    src, text = read_source(
+        input_path, None, None, snapshot=None if input_path else (snapshot or "latest"), db=db
+    )
+    return discover(src, text)
+
+
+def triage_lab(
+    hosts_range: str, lab_name: str, *, db: str | None = None, gpus_per_node: int = 8
+) -> TriageReport:
+    """Triage on a lab: its fabric discovered for real, OpenSM's routes, its injected error rates
+    and planted slow nodes; the runs simulated (``lab-simulated``)."""
+    from fabric import lab
+    from fabric.app.discover import discover
+    from fabric.app.source import Source, require_running_lab
+    from fabric.app.sweep import lab_tables
+    from fabric.app.triage.labnodes import planted_nodes
+    from fabric.app.triage.simulated import SimulatedBackend
+    from probes.labtraffic import parse_error_rates
+    from topology.routes import RouteError, path
+
+    require_running_lab(lab_name)
+    d = discover(Source("lab", lab_name))
+    facts = fabric_facts(d.fabric, d.classification, f"lab {lab_name}")
+    hosts = _hosts(hosts_range, facts)
+    tables = lab_tables(lab_name)
+
+    def route(a: Guid, b: Guid) -> list[Link]:
+        try:
+            return path(d.fabric, tables, a, b)
+        except RouteError:
+            return []
+
+    backend = SimulatedBackend(
+        d.fabric, d.classification, facts, planted_nodes(lab_name), route_of=route,
+        error_rates=parse_error_rates(lab.console(lab_name, "Dump")), gpus_per_node=gpus_per_node,
+    )  # fmt: skip
+    return _held(hosts, facts, backend, lock_keys(hosts, lab_name), db)
+
+
+def _held(
+    hosts: Sequence[str], facts: FabricFacts, backend: TriageBackend, keys: Sequence[str], db: str | None
+) -> TriageReport:
+    with host_locks(db).hold(keys, 0, "triage"):
+        return triage(hosts, facts, backend)
+
+
+def triage_ssh(
+    hosts_range: str,
+    discovery: Discovery,
+    opts: NcclTestOptions,
+    ssh: SshOptions,
+    *,
+    gpus_per_node: int = 8,
+    mpirun: str = "mpirun",
+    allow_run_as_root: bool = False,
+    timeout: float = 1800.0,
+    db: str | None = None,
+) -> TriageReport:
+    """Triage over SSH: nccl-tests by mpirun on each test's first host, ib_write_bw pairs between
+    the inventory's hosts (``ssh.inventory``)."""
+    from fabric.app.source import run_on_host, with_identity
+    from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
+    from probes.inventory import read_inventory
+    from probes.perftest import PerftestOptions
+    from probes.ssh import ssh_transport_factory
+    from probes.sweep import SshPerftestBackend
+
+    if not ssh.inventory:
+        raise UsageError("triage over SSH needs --inventory FILE (the hosts, how to reach them)")
+    facts = fabric_facts(discovery.fabric, discovery.classification, discovery.source)
+    hosts = _hosts(hosts_range, facts)
+    inventory = read_inventory(ssh.inventory)
+    known = {h.name: with_identity(h, ssh.identity) for h in inventory.hosts}
+    missing = [h for h in hosts if h not in known]
+    if missing:
+        raise UsageError(f"not in {inventory.source}: {', '.join(missing)}")
+    design = _design(discovery, facts)
+    pairs = SshPerftestBackend(
+        {h: known[h] for h in hosts},
+        ssh_transport_factory(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new_host_key),
+        PerftestOptions("ib_write_bw", size=PAIR_SIZE, iterations=PAIR_ITERATIONS),
+        line_rates=design,
+    )
+
+    def on_head(head: str, argv: Sequence[str], t: float) -> object:
+        return run_on_host(head, argv, t, ssh, ok_codes=range(256))
+
+    backend = LaunchedBackend(
+        "ssh", on_head, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
+        gpus_per_node=gpus_per_node, timeout=timeout,
+        plan_extra={"mpirun": mpirun, "allow_run_as_root": allow_run_as_root},
+    )  # fmt: skip
+    return _held(hosts, facts, backend, lock_keys(hosts, None), db)
+
+
+def triage_slurm(
+    nodes_range: str,
+    discovery: Discovery,
+    opts: NcclTestOptions,
+    *,
+    partition: str | None = None,
+    reservation: str | None = None,
+    gpus_per_node: int = 8,
+    mpi: str | None = "pmix",
+    request_gpus: bool = True,
+    timeout: float = 1800.0,
+    node_map: NodeMap | None = None,
+    env: Mapping[str, str] | None = None,
+    db: str | None = None,
+) -> TriageReport:
+    """Triage through Slurm: one allocation of every node, each test a job step in it (nccl-tests
+    by srun, ib_write_bw pairs as a sweep's steps); released on every way out."""
+    from fabric.app.nccl_slurm import run_in_allocation
+    from fabric.app.slurm import connect
+    from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
+    from probes.perftest import PerftestOptions
+    from probes.slurm import AllocationRequest, SlurmUnavailable, describe
+    from probes.slurm_sweep import PerftestSteps, SlurmSweepBackend
+
+    facts = fabric_facts(discovery.fabric, discovery.classification, discovery.source)
+    hosts = _hosts(nodes_range, facts)
+    slurm = connect(env)
+    node_of = {h: (node_map.node(h) if node_map is not None else h) for h in hosts}
+    request = AllocationRequest(
+        hosts=tuple(node_of[h] for h in hosts), partition=partition, reservation=reservation,
+        time_limit_minutes=max(30, int(timeout * 8 / 60)), job_name="ibfab-triage", immediate=30,
+        gpus_per_node=gpus_per_node if request_gpus else None,
+    )  # fmt: skip
+    design = _design(discovery, facts)
+    keys = node_lock_keys(list(node_of.values()), node_map)
+    with host_locks(db).hold(keys, 0, "triage"), slurm.allocation(request) as alloc:
+        if alloc.unavailable:
+            raise SlurmUnavailable(
+                f"triage needs every node; Slurm did not give {describe(alloc.unavailable)}",
+                alloc.unavailable,
+            )
+        pairs = SlurmSweepBackend(
+            slurm, alloc, PerftestSteps(PerftestOptions("ib_write_bw", size=PAIR_SIZE, iterations=PAIR_ITERATIONS)),
+            node_of=node_of, line_rates=design,
+        )  # fmt: skip
+
+        def on_slurm(head: str, argv: Sequence[str], t: float) -> object:
+            del head
+            return run_in_allocation(slurm, alloc, argv, "triage", t)
+
+        backend = LaunchedBackend(
+            "slurm", on_slurm, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
+            launcher="srun", gpus_per_node=gpus_per_node, timeout=timeout,
+            plan_extra={"mpi": mpi, "request_gpus": request_gpus},
+        )  # fmt: skip
+        return triage(hosts, facts, backend)
+
+
+__all__ = ["fabric_of", "triage_lab", "triage_slurm", "triage_ssh"]

@@ -1,0 +1,121 @@
+"""Text for ``ibfab triage``: each round, what it ruled out, and the culprit with its evidence (or
+that the fabric is fine and the problem is elsewhere)."""
+
+from __future__ import annotations
+
+from fabric.app.triage.bisect import Culprit, RoundRun, TriageReport, TriageRound
+from probes.inventory import fold_names
+from probes.nccl_model import LOW
+
+_KIND = {
+    "single-node": "single-node runs (each node alone: its GPUs over NVLink/PCIe)",
+    "pairs": "ib_write_bw pairs on every rail, as a ring (every HCA and cable, both ways)",
+    "split pairs": "the slow pair's ends, each against a host whose rail ran fine",
+    "halves": "nccl-tests on each half of the suspects (a lone host joined by a cleared one)",
+    "whole set": "nccl-tests on the whole set",
+}
+
+
+def _value(r: RoundRun) -> str:
+    if r.error:
+        return f"failed: {r.error}"
+    if r.measured is None:
+        return "no result"
+    bar = f", slow under {r.bar:.1f}" if r.bar is not None else ""
+    return f"{r.measured:.1f} {r.unit} ({'SLOW' if r.slow else 'normal'}{bar})"
+
+
+def _round_lines(rnd: TriageRound, limit: int) -> list[str]:
+    slow = [r for r in rnd.runs if r.slow]
+    head = f"round {rnd.number}: {_KIND.get(rnd.kind, rnd.kind)}: {len(rnd.runs)} test(s), {len(slow) or 'none'} slow"
+    lines = [head]
+    shown = rnd.runs if rnd.kind in ("halves", "whole set", "split pairs") else slow
+    for r in shown[:limit]:
+        lines.append(f"  {r.label}: {_value(r)}")
+    if len(shown) > limit:
+        lines.append(f"  ... and {len(shown) - limit} more")
+    if rnd.cleared_kind == "gpus":
+        best = [r.measured for r in rnd.runs if r.measured is not None]
+        lines.append(
+            f"  ruled out: the GPUs of every node ({min(best):.1f}-{max(best):.1f} GB/s alone, each within "
+            f"{LOW:.0%} of its peers)"
+            if best
+            else "  ruled out: nothing"
+        )
+    elif rnd.cleared_kind == "cables":
+        rails = len({r.rail for r in rnd.runs})
+        lines.append(f"  ruled out: every HCA and host cable on {rails} rail(s), both ways")
+    if rnd.ruled_out:
+        lines.append(f"  ruled out for the collective: {fold_names(list(rnd.ruled_out))}")
+    if rnd.kind in ("halves", "whole set") and rnd.suspects:
+        lines.append(f"  still suspect: {fold_names(list(rnd.suspects))}")
+    return lines
+
+
+def culprit_lines(c: Culprit) -> list[str]:
+    """The culprit in words, then the tests that show it."""
+    who = fold_names(list(c.hosts))
+    if c.kind == "node" and c.reason == "single_node_slow":
+        head = f"culprit: node {who}: its GPUs are slow alone (a GPU-bound node: throttled GPUs, a degraded NVLink)"
+    elif c.kind == "node" and c.reason == "single_node_failed":
+        head = f"culprit: node {who}: its run alone failed"
+    elif c.kind == "node" and c.reason == "alone_with_cleared":
+        head = (
+            f"culprit: node {who}: a collective of it with cleared hosts only is low, while alone its GPUs and in "
+            "pairs its HCAs and cables ran at rate: the path between its GPUs and HCAs (PCIe, GPUDirect RDMA)"
+        )
+    elif c.kind == "node":
+        head = f"culprit: node {who}: the slow set's other hosts ran at rate without it"
+    elif c.kind == "cable":
+        leaf = f" to {c.leaf}" if c.leaf else ""
+        how = (
+            "both its pairs on that rail were slow"
+            if c.reason == "both_ways"
+            else "slow against a host whose rail ran fine, the other end fine"
+        )
+        head = f"culprit: the cable of {who} {c.hca or ''} (rail {c.rail}{leaf}): {how}"
+        if c.trained_below is not None:
+            head += f"; the fabric shows it trains at {c.trained_below[0]:g} Gb/s where its peers give {c.trained_below[1]:g}"
+    elif c.kind == "route":
+        route = f": {', '.join(c.route)}" if c.route else ""
+        head = (
+            f"culprit: the cables between {who} on rail {c.rail}{route} (each end ran fine with other hosts)"
+        )
+    elif c.kind == "across":
+        head = (
+            f"culprit: none alone: {who} is slow only together (each half ran at rate): the cables between the "
+            "halves (spines) or the routing; localize with `ibfab sweep run --pattern rail-pairs`"
+        )
+    else:
+        head = f"culprit: one of {who} (two hosts alone cannot tell which; triage them with a third host)"
+    lines = [head, "  evidence:"]
+    lines += [f"    round {n}: {r.label}: {_value(r)}" for n, r in c.evidence]
+    return lines
+
+
+def render_triage(report: TriageReport, limit: int = 8) -> str:
+    lines = [
+        f"triage of {fold_names(list(report.hosts))} ({len(report.hosts)} hosts, backend {report.backend}): "
+        f"{len(report.rounds)} round(s) of at most {report.budget}"
+    ]
+    for rnd in report.rounds:
+        lines += _round_lines(rnd, limit)
+    if report.culprit is not None:
+        lines += culprit_lines(report.culprit)
+    elif report.whole_set_ran:
+        lines.append(
+            "the fabric is fine: every node's GPUs, every HCA and cable, and the whole set ran at the rate the "
+            "fabric should give; the slowness is elsewhere (the job, its placement, its NCCL settings, storage)"
+        )
+    else:
+        lines.append(
+            "the fabric is fine: every node's GPUs, every HCA and cable, and every host in a collective with others "
+            "ran at the rate the fabric should give (the whole set did not run as one within the round budget); "
+            "the slowness is elsewhere"
+        )
+    if report.also_slow:
+        lines.append(f"also slow (not followed): {', '.join(report.also_slow[:6])}")
+    return "\n".join(lines)
+
+
+__all__ = ["culprit_lines", "render_triage"]

@@ -1,0 +1,82 @@
+"""`ibfab triage --lab`: the real discovery and OpenSM's routes of an ibsim fabric, the runs
+simulated (lab-simulated): a clean set cleared, a planted PCIe-bound node, a GPU-bound node and a
+slow host cable each found alone within ceil(log2 n)+2 rounds; the hosts held as a sweep holds them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from fabric import lab
+from fabric.app.hostlocks import host_locks, lock_keys
+from fabric.cli.main import main
+
+pytestmark = pytest.mark.lab
+HOSTS = "dgx-[0001-0008]"
+BUDGET = 5  # ceil(log2 8) + 2
+
+
+def triage(*args: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    res = CliRunner().invoke(main, ["triage", *args, "--json"])
+    return res.exit_code, json.loads(res.stdout) if res.stdout.strip() else {}, res.stderr
+
+
+@pytest.fixture
+def clean_lab() -> Iterator[str]:
+    lab.up("rail-small", (), name="triage")
+    try:
+        yield "triage"
+    finally:
+        lab.down("triage")
+
+
+@pytest.fixture
+def cable_lab() -> Iterator[str]:
+    # leaf-su01-r2 port 3 is the cable of dgx-0003 mlx5_2 (rail 2); it trains at 1x.
+    lab.up("rail-small", ["degraded-width:leaf-su01-r2:3"], name="triagecable")
+    try:
+        yield "triagecable"
+    finally:
+        lab.down("triagecable")
+
+
+def test_clean_then_each_planted_node(clean_lab: str) -> None:
+    code, report, _ = triage("--hosts", HOSTS, "--lab", clean_lab)
+    assert code == 0 and report["fabric_fine"] and report["whole_set_ran"] and len(report["rounds"]) <= BUDGET
+    assert report["backend"] == "lab-simulated"
+
+    res = CliRunner().invoke(main, ["triage", "plant", "--lab", clean_lab, "dgx-0006", "--kind", "pcie"])
+    assert res.exit_code == 0 and "simulated" in res.stdout
+    code, report, err = triage("--hosts", HOSTS, "--lab", clean_lab)
+    c = report["culprit"]
+    assert code == 4 and "dgx-0006" in err
+    assert (c["kind"], c["hosts"], c["reason"]) == ("node", ["dgx-0006"], "alone_with_cleared")
+    assert len(report["rounds"]) <= BUDGET and [r["ruled_out"] for r in report["rounds"][:2]] == [
+        "gpus",
+        "cables",
+    ]
+
+    CliRunner().invoke(main, ["triage", "clear", "--lab", clean_lab])
+    CliRunner().invoke(
+        main, ["triage", "plant", "--lab", clean_lab, "dgx-0003", "--kind", "gpu", "--factor", "0.6"]
+    )
+    code, report, _ = triage("--hosts", HOSTS, "--lab", clean_lab)
+    assert code == 4 and report["culprit"]["hosts"] == ["dgx-0003"] and len(report["rounds"]) == 1
+
+    # another ibfab probe holding a host: the triage does not start (exit 9)
+    with host_locks(None).hold(lock_keys(["dgx-0005"], clean_lab), 0, "a sweep"):
+        res = CliRunner().invoke(main, ["triage", "--hosts", HOSTS, "--lab", clean_lab])
+    assert res.exit_code == 9 and "dgx-0005" in res.stderr
+
+
+def test_a_slow_host_cable_with_opensm_routes(cable_lab: str) -> None:
+    code, report, _ = triage("--hosts", HOSTS, "--lab", cable_lab)
+    c = report["culprit"]
+    assert code == 4 and (c["kind"], c["hosts"], c["rail"], c["hca"]) == ("cable", ["dgx-0003"], 2, "mlx5_2")
+    assert (
+        c["leaf"] == "leaf-su01-r2" and c["trained_below"]["trained_gbps"] < c["trained_below"]["design_gbps"]
+    )
+    assert len(report["rounds"]) == 2 and all(e["slow"] for e in c["evidence"])
