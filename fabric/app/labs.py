@@ -29,6 +29,11 @@ def up(spec: str | None, faults: Sequence[str], name: str) -> LabState:
     return lab.up(spec or DEFAULT_PRESET, faults, name)
 
 
+def opensm_log(name: str) -> str:
+    """The path of the lab's OpenSM log (what the SM says it routes with)."""
+    return lab.opensm_log(name)
+
+
 def simulator_notes(name: str) -> tuple[str, ...]:
     """What the running lab's simulator does otherwise than its design (ibsim 0.10 has no NDR)."""
     return generate_text.simulator_notes(lab.design_of(name))

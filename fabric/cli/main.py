@@ -23,6 +23,7 @@ from fabric.cli.lab import lab
 from fabric.cli.place import place_cmd
 from fabric.cli.plan import check_cmd, export_plan_cmd
 from fabric.cli.probe import probe_group
+from fabric.cli.routes import routes_group
 from fabric.cli.schedule import daemon_cmd, schedule_group
 from fabric.cli.snapshots import list_cmd
 from fabric.cli.store import store_group
@@ -91,6 +92,7 @@ for _command in (
     daemon_cmd,
     probe_group,
     store_group,
+    routes_group,
 ):
     main.add_command(_command)
 # commands that join a group defined in another module
