@@ -41,6 +41,7 @@ class ChannelLoad:
     to_port: int
     routes: int
     lids: int  # HCA LIDs this port is the switch's out port for (check_lft_balance's figure)
+    destinations: int  # of those, the ones the hosts' traffic sends this way (ibdmchk's figure)
     direction: str
     gbps: float
 
@@ -52,6 +53,7 @@ class ChannelLoad:
             "to_port": self.to_port,
             "routes": self.routes,
             "lids": self.lids,
+            "destinations": self.destinations,
             "direction": self.direction,
             "gbps": self.gbps,
         }
@@ -117,6 +119,7 @@ class Balance:
             int(b.far_port[s, p]),
             int(self.walk.port_routes[s, p]),
             int(self.walk.port_lids[s, p]),
+            int(self.walk.port_dests[s, p]),
             self.direction_names[int(self.direction[i])],
             lk.gbps if lk is not None else 0.0,
         )

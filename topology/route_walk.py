@@ -250,6 +250,7 @@ class Walk:
     sources: Array  # int32 [S, D]: how many hosts' traffic to d passes s
     port_routes: Array  # int64 [S, 256]: routes of the traffic leaving each switch port
     port_lids: Array  # int32 [S, 256]: HCA LIDs each switch port is the out port for
+    port_dests: Array  # int32 [S, 256]: destination LIDs of the hosts' traffic leaving each port
     dependencies: Array  # int64 [E]: channel dependencies, (s * 256 + p) * 256 + q (see credit_loops)
     min_hops: Array  # uint8 [S, H]: the cabling's fewest switch hops to each HCA's switch
     homes: Array  # int [H]: the switches min_hops has a column for (sorted)
@@ -273,6 +274,7 @@ def walk(bound: Bound, traffic: Traffic, tiers: Array) -> Walk:
     sources = np.zeros((S, D), np.int32)
     port_routes = np.zeros(S * 256, np.float64)
     port_lids = np.zeros(S * 256, np.int64)
+    port_dests = np.zeros(S * 256, np.int64)
     dep_seen = np.zeros(S * 256 * 256, bool) if S * 256 * 256 <= (1 << 27) else None
     deps: list[Array] = []
     hca = (bound.dest_hca >= 0) & (bound.dest_home >= 0)
@@ -333,6 +335,7 @@ def walk(bound: Bound, traffic: Traffic, tiers: Array) -> Walk:
         moving = (p_used != 0) & (p_used != NO_ROUTE)
         fp = si[moving].astype(np.int64) * 256 + p_used[moving]
         port_routes += np.bincount(fp, weights=cnt[si[moving], ci[moving]], minlength=S * 256)
+        port_dests += np.bincount(fp, minlength=S * 256)
         ca = (bound.dest_hca[c0:c1] >= 0)[None, :] & (P != 0) & (P != NO_ROUTE) & bound.has_table[:, None]
         port_lids += np.bincount(flat_port[ca], minlength=S * 256)
         # channel dependencies of the used routes: into t over (s, p), out of t over q
@@ -372,6 +375,7 @@ def walk(bound: Bound, traffic: Traffic, tiers: Array) -> Walk:
         sources,
         port_routes.astype(np.int64).reshape(S, 256),
         port_lids.reshape(S, 256).astype(np.int32),
+        port_dests.reshape(S, 256).astype(np.int32),
         dependencies.astype(np.int64),
         min_hops,
         homes,
