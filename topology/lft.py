@@ -77,11 +77,11 @@ _FDBS_HEADER = re.compile(r"^(osm_ucast_mgr_)?dump_ucast_routes: Switch (0x[0-9A
 _TRAILER = re.compile(r"^(\d++) (valid )?lids dumped\s*+$")
 _PLFT = re.compile(r"^PLFT_NUM:\s*+(\d++)\s*+$")
 # An entry spaced otherwise than the tools write it: "0x1 1", "0x0001 : 001 : 01 : yes",
-# "0x0001 : UNREACHABLE". The fdbs form must carry its hops and "optimal" columns (a line cut
-# after the port is not an entry).
+# "0x0001 : UNREACHABLE". The fdbs form must carry its hops and "optimal" columns ("yes", or
+# OpenSM's "No 2 hop path possible via port 2!"): a line cut after the port is not an entry.
 _ENTRY_IBROUTE = re.compile(r"^0x([0-9A-Fa-f]++)[ \t]++(\d++)(?:[ \t]++[:#].*+|[ \t]*+)$")
 _ENTRY_FDBS = re.compile(
-    r"^0x([0-9A-Fa-f]++)[ \t]*+:[ \t]*+(?:(\d++)[ \t]*+:[ \t]*+\d++[ \t]*+:[ \t]*+(?:yes|no)|(UNREACHABLE))[ \t]*+$",
+    r"^0x([0-9A-Fa-f]++)[ \t]*+:[ \t]*+(?:(\d++)[ \t]*+:[ \t]*+\d++[ \t]*+:[ \t]*+\S[^\n]*+|(UNREACHABLE)[ \t]*+)$",
     re.IGNORECASE,
 )
 _SKIP = re.compile(
@@ -364,10 +364,10 @@ class _Reader:
             # ibroute / dump_fts / opensm-lfts.dump: "0x0001 001" then a blank, ":", "#" or the end
             fast &= _BLANK_END[m[10]]
         else:
-            # opensm.fdbs / ibdiagnet2.fdbs: "0x0001 : 001  : 01   : yes", ending in yes or no
+            # opensm.fdbs / ibdiagnet2.fdbs: "0x0001 : 001  : 01   : yes" (or, where the route is
+            # not the shortest, "No 2 hop path possible via port 2!"); a line can only be cut
+            # short at the end of the file, and that one is read in full
             fast &= (m[7] == 58) & (m[8] == 32) & (m[12] == 32)
-            last = arr[ends - 1]
-            fast &= (last == 115) | (last == 111) | (arr[ends - 2] == 115) | (arr[ends - 2] == 111)
         ports = d0.astype(np.int32) * 100 + d1.astype(np.int32) * 10 + d2
         if self.format is None:
             fast[:] = False  # until the first header says which dump this is

@@ -67,9 +67,9 @@ def test_an_error_finding_exits_10_with_its_evidence(tmp_path: Path) -> None:
     doc = json.loads(out)
     (f,) = [x for x in doc["findings"] if x["severity"] == "error"]
     assert (f["kind"], f["lid"], f["count"], f["detail"]["reason"]) == ("no_route", dst, 31, "no entry")
-    assert (
-        (f["path"] and f["path"][-1]["switch"] == guid_of(fabric_of("fattree-small"), "leaf-02")) or f["path"]
-    )
+    assert (f["path"] and f["path"][-1]["switch"] == guid_of(fabric_of("fattree-small"), "leaf-02")) or f[
+        "path"
+    ]
 
 
 def test_json_schema(tmp_path: Path) -> None:

@@ -192,3 +192,13 @@ def test_a_dump_larger_than_a_chunk_reads_whole(monkeypatch: pytest.MonkeyPatch,
     t = read_lfts(DATA / "dump_fts-fattree-small-minhop.txt")
     assert np.array_equal(t.ports, reference.ports)
     assert t.ports[t.row(LEAF1), 1] == 1 and NO_ROUTE not in t.ports[:, 1]
+
+
+def test_opensm_fdbs_says_why_a_route_is_not_the_shortest() -> None:
+    """OpenSM writes its reason in the last column where a route is longer than the shortest."""
+    text = (
+        "dump_ucast_routes: Switch 0x0c42a10300a00000\nLID    : Port : Hops : Optimal\n"
+        "0x0001 : 009  : 04   : No 2 hop path possible via port 2!\n0x0002 : 000  : 00   : yes\n"
+    )
+    t = parse_lfts(text, "opensm.fdbs")
+    assert t.port(LEAF1, 1) == 9 and t.port(LEAF1, 2) == 0

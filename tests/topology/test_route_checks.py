@@ -299,7 +299,17 @@ def test_json_form_is_stable() -> None:
     assert sorted(out) == ["balance", "credit_loops", "engine", "findings", "format", "summary", "tables"]
     assert sorted(out["balance"]) == ["directions", "hosts", "hottest", "links", "pattern"]
     link = out["balance"]["links"][0]
-    assert sorted(link) == ["destinations", "direction", "gbps", "lids", "port", "routes", "switch", "to", "to_port"]
+    assert sorted(link) == [
+        "destinations",
+        "direction",
+        "gbps",
+        "lids",
+        "port",
+        "routes",
+        "switch",
+        "to",
+        "to_port",
+    ]
     assert sorted(out["credit_loops"]) == [
         "channels",
         "channels_in_cycles",
