@@ -147,7 +147,7 @@ def check_lft_balance(name: str, tmp: Path) -> dict[tuple[Guid, int], int]:
 def test_per_port_balance_figures_are_check_lft_balances(spec: str, tmp_path: Path) -> None:
     with running(spec, "rt-clb") as name:
         theirs = check_lft_balance(name, tmp_path)
-        d, ours = ibfab_on(name, _dump(name, tmp_path))
+        _, ours = ibfab_on(name, _dump(name, tmp_path))
     lids = ours.report.walk.port_lids
     index = ours.report.walk.bound.index
     assert {k: int(lids[index[k[0]], k[1]]) for k in theirs} == theirs
@@ -163,7 +163,7 @@ def test_ports_above_36_are_where_check_lft_balance_is_silent(tmp_path: Path) ->
     both count they agree."""
     with running("superpod-1su", "rt-clb64") as name:
         theirs = check_lft_balance(name, tmp_path)
-        d, ours = ibfab_on(name, _dump(name, tmp_path))
+        _, ours = ibfab_on(name, _dump(name, tmp_path))
     w = ours.report.walk
     b = w.bound
     uplinks = {(b.switches[s], p) for (s, p) in b.links if b.far_switch[s, p] >= 0}
