@@ -100,35 +100,44 @@ def write_dump_lfts(fabric: Fabric, lfts: Lfts, out: BinaryIO) -> int:
     """Write ``lfts`` as ``dump_lfts`` text (switches in table order); returns bytes written."""
     by_lid = fabric.by_lid()
     top = lfts.top
-    # every switch lists the same LIDs with the same destination text: build that once, with
-    # the three port digits of each line at known offsets
-    parts: list[bytes] = []
+    # every switch lists the same LIDs with the same destination text: the lines are built once,
+    # and each switch's copy gets its three port digits at known offsets
+    lids: list[int] = []
+    lines: list[bytes] = []
     for lid in range(1, top + 1):
         node = by_lid.get(lid)
         if node is None:
-            parts.append(b"")
             continue
         kind = "Switch" if node.kind is NodeKind.SWITCH else "Channel Adapter"
         port_guid = int(node.guid, 16) + (0 if node.kind is NodeKind.SWITCH else 1)
-        parts.append(f" : ({kind} portguid 0x{port_guid:016x}: '{node.description}')\n".encode())
+        lids.append(lid)
+        lines.append(
+            b"0x%04x 000 : (%s portguid 0x%016x: '%s')\n"
+            % (lid, kind.encode(), port_guid, node.description.encode())
+        )
+    template = b"".join(lines)
+    at = np.cumsum([0] + [len(x) for x in lines[:-1]], dtype=np.int64) + 7  # the digits of each line
+    lid_arr = np.array(lids, np.int64)
     written = 0
     for i, g in enumerate(lfts.switches):
-        row = lfts.ports[i]
         node = fabric.nodes[g]
-        lines = [
-            f"Unicast lids [0x0-0x{top:x}] of switch Lid {node.lid} guid {g} ({node.description}):\n".encode(),
-            b"  Lid  Out   Destination\n",
-            b"       Port     Info \n",
-        ]
-        valid = 0
-        for lid in np.flatnonzero(row[1:] != NO_ROUTE).tolist():
-            lid += 1
-            if not parts[lid - 1]:
-                continue
-            lines.append(b"0x%04x %03d" % (lid, row[lid]) + parts[lid - 1])
-            valid += 1
-        lines.append(f"{valid} valid lids dumped \n".encode())
-        chunk = b"".join(lines)
+        ports = lfts.ports[i, lid_arr].astype(np.int64)
+        head = (
+            f"Unicast lids [0x0-0x{top:x}] of switch Lid {node.lid} guid {g} ({node.description}):\n"
+            "  Lid  Out   Destination\n       Port     Info \n"
+        ).encode()
+        if (ports == NO_ROUTE).any():
+            keep = np.flatnonzero(ports != NO_ROUTE)
+            body = b"".join(b"0x%04x %03d" % (lids[k], ports[k]) + lines[k][10:] for k in keep.tolist())
+            valid = len(keep)
+        else:
+            buf = bytearray(template)
+            arr = np.frombuffer(buf, np.uint8)
+            arr[at] = 48 + ports // 100
+            arr[at + 1] = 48 + ports // 10 % 10
+            arr[at + 2] = 48 + ports % 10
+            body, valid = bytes(buf), len(lids)
+        chunk = head + body + f"{valid} valid lids dumped \n".encode()
         out.write(chunk)
         written += len(chunk)
     return written

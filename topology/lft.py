@@ -37,6 +37,7 @@ formats in one file (mixed dumps).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -173,7 +174,7 @@ def parse_lfts(
     """The tables in ``text`` (any of the forms above). ``port_counts`` (a switch's number of
     ports, from the topology) refuses a route out of a port the switch does not have."""
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-    return _parse_chunks(_reader_of(data), source, port_counts)
+    return _parse_chunks(_reader_of(data), source, port_counts, len(data))
 
 
 def read_lfts(path: str | Path, *, port_counts: Mapping[Guid, int] | None = None) -> Lfts:
@@ -186,7 +187,8 @@ def read_lfts(path: str | Path, *, port_counts: Mapping[Guid, int] | None = None
 
             return _parse_chunks(sys.stdin.buffer.readinto, name, port_counts)  # type: ignore[union-attr]
         with open(path, "rb") as fh:
-            return _parse_chunks(fh.readinto, name, port_counts)
+            size = os.fstat(fh.fileno()).st_size
+            return _parse_chunks(fh.readinto, name, port_counts, size or None)
     except IsADirectoryError as exc:
         raise InputFileError(TOOL, name, 0, "is a directory, not a file") from exc
     except OSError as exc:
@@ -194,19 +196,25 @@ def read_lfts(path: str | Path, *, port_counts: Mapping[Guid, int] | None = None
 
 
 def _parse_chunks(
-    read: Callable[[memoryview], int], source: str, port_counts: Mapping[Guid, int] | None
+    read: Callable[[memoryview], int],
+    source: str,
+    port_counts: Mapping[Guid, int] | None,
+    size_hint: int | None = None,
 ) -> Lfts:
     """Feed whole lines to the reader. ``read(view)`` fills the view (at most its length) and
     returns how many bytes it put there (0 at the end). Each chunk is read in after what was left
-    of the last one (a line not yet ended), with :data:`_PAD` spare bytes after it."""
+    of the last one (a line not yet ended), with :data:`_PAD` spare bytes after it. A chunk is
+    no larger than the input when its size is known (``size_hint``): a small dump does not pay
+    for a 32 MB buffer."""
     reader = _Reader(source, port_counts)
-    buf = bytearray(_CHUNK + _PAD)
+    chunk = _CHUNK if size_hint is None else max(1, min(_CHUNK, size_hint + 1))
+    buf = bytearray(chunk + _PAD)
     held = 0  # bytes of an unfinished line at the start of buf
     first = True
     while True:
-        if held + _CHUNK + _PAD > len(buf):
-            buf.extend(bytes(held + _CHUNK + _PAD - len(buf)))
-        got = read(memoryview(buf)[held : held + _CHUNK])
+        if held + chunk + _PAD > len(buf):
+            buf.extend(bytes(held + chunk + _PAD - len(buf)))
+        got = read(memoryview(buf)[held : held + chunk])
         if first and got:
             first = False
             if bytes(buf[:2]) in (b"\xff\xfe", b"\xfe\xff"):

@@ -461,12 +461,32 @@ def _traffic_counts(
     return cnt
 
 
+def _min_hops_small(bound: Bound, homes: Array, out: Array) -> Array:
+    """:func:`_min_hops` for a small fabric, by each switch's neighbour list (a matrix product
+    costs more to start than to run there)."""
+    far = np.where(bound.far_switch >= 0, bound.far_switch, -1).astype(np.int64)
+    H = len(homes)
+    seen = np.zeros((H, bound.nswitches + 1), bool)  # a last column stands for "no switch"
+    seen[np.arange(H), homes] = True
+    out.T[seen[:, :-1]] = 0
+    for d in range(1, 255):
+        near = seen[:, far].any(axis=2)  # [H, S]: a neighbour already reached
+        new = near & ~seen[:, :-1]
+        if not new.any():
+            break
+        out.T[new] = d
+        seen[:, :-1] |= new
+    return out
+
+
 def _min_hops(bound: Bound, homes: Array) -> Array:
     """uint8 [S, len(homes)]: fewest switch-to-switch hops from every switch to each home."""
     S = bound.nswitches
     out = np.full((S, len(homes)), 255, np.uint8)
     if not len(homes) or not S:
         return out
+    if S <= 256:
+        return _min_hops_small(bound, homes, out)
     adj = np.zeros((S, S), np.float32)
     a, p = np.nonzero(bound.far_switch >= 0)
     adj[a, bound.far_switch[a, p]] = 1.0

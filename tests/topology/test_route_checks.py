@@ -339,3 +339,19 @@ def test_lid_column_lookup() -> None:
     assert b.lid_column(lid(d, "cn0001 mlx5_0")) is not None
     assert b.lid_column(9999) is None
     assert Guid(b.switches[0]) in b.index
+
+
+@pytest.mark.parametrize("spec", [FAT, "rail-3tier"])
+def test_generated_tables_written_as_dump_lfts_read_back_the_same(spec: str) -> None:
+    import io
+
+    from topology.generate_routes import write_dump_lfts
+    from topology.lft import parse_lfts
+
+    d, t = tables(spec)
+    t.ports[0, 5] = NO_ROUTE  # a switch with a LID it does not route is written line by line
+    out = io.BytesIO()
+    write_dump_lfts(d.fabric, t, out)
+    back = parse_lfts(out.getvalue(), "generated", port_counts={n.guid: n.nports for n in d.fabric.switches()})
+    assert back.format == "ibroute" and back.switches == t.switches
+    assert np.array_equal(back.ports, t.ports[:, : back.top + 1])

@@ -19,7 +19,6 @@ from typing import Any
 from fabric.app.discover import Discovery
 from fabric.app.routes.tables import TablesRead
 from fabric.app.source import Source
-from fabric.store import Store
 from probes.opensm import parse_opensm_conf, parse_routing_log
 from topology.errors import IbfabError
 from topology.lft import Lfts
@@ -72,6 +71,10 @@ def sm_routing(src: Source, log_path: str | None = None, conf_path: str | None =
 
 def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[LinkKey], str, int]:
     """(flagged cables with their status, isolated cables, where the flags came from, isolations)."""
+    from fabric.store import Store, store_path
+
+    if not store_path(db).exists():
+        return {}, set(), f"no store at {store_path(db)}: no health assessment, no isolations", 0
     from fabric.app.isolate import open_isolations, parse_target
     from fabric.app.recommend import stored_findings
 
@@ -132,6 +135,8 @@ def save_routes(d: Discovery, tables: TablesRead, db: str | None, label: str | N
         from fabric.app.snapshots import save_discovery
 
         sid = save_discovery(d, db, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
+    from fabric.store import Store
+
     with Store.open(db) as store:
         store.save_routes(sid, tables.lfts, tables.raw_text, source=tables.source)
     return sid

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from fabric.app.discover import Discovery
 from fabric.app.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
-from fabric.store import Store
 from topology.errors import UsageError
 from topology.lft import Lfts, parse_lfts, read_lfts
 from topology.model import Guid
@@ -57,6 +56,8 @@ def read_tables(
     if src.kind == "snapshot":
         if d.stored is None:
             raise UsageError(f"{src.label}: no stored snapshot")
+        from fabric.store import Store
+
         sid = d.stored.id
         stored = Store.existing(src.db)
         lfts = None
