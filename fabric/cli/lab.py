@@ -32,7 +32,9 @@ def lab() -> None:
     metavar="ENGINE",
     help="OpenSM's routing engine(s), e.g. ftree or updn,minhop (default minhop; 'file' with --lfts).",
 )
-@click.option("--lfts", metavar="DUMP", help="Forwarding tables for OpenSM's file engine to load (a dump_fts).")
+@click.option(
+    "--lfts", metavar="DUMP", help="Forwarding tables for OpenSM's file engine to load (a dump_fts)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def up_cmd(
     spec: str | None, faults: tuple[str, ...], name: str, routing: str | None, lfts: str | None, as_json: bool

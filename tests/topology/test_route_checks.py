@@ -352,6 +352,8 @@ def test_generated_tables_written_as_dump_lfts_read_back_the_same(spec: str) -> 
     t.ports[0, 5] = NO_ROUTE  # a switch with a LID it does not route is written line by line
     out = io.BytesIO()
     write_dump_lfts(d.fabric, t, out)
-    back = parse_lfts(out.getvalue(), "generated", port_counts={n.guid: n.nports for n in d.fabric.switches()})
+    back = parse_lfts(
+        out.getvalue(), "generated", port_counts={n.guid: n.nports for n in d.fabric.switches()}
+    )
     assert back.format == "ibroute" and back.switches == t.switches
     assert np.array_equal(back.ports, t.ports[:, : back.top + 1])
