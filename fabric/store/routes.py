@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from fabric.store.captures import CaptureTables
 from fabric.store.core import StoreDamaged
 from fabric.store.records import RawCapture
 from topology.errors import StoreError
-from topology.lft import Destination, Lfts
 from topology.model import Guid
+
+if TYPE_CHECKING:
+    from topology.lft import Lfts
 
 RAW_KEEP_BYTES = 64 << 20  # a dump up to this size is kept as text too
 PARSER_VERSION = "lft/1"
@@ -36,6 +36,8 @@ class RouteTables(CaptureTables):
         taken_at: float | None = None,
     ) -> None:
         """Store ``lfts`` with topology snapshot ``snapshot_id`` (replacing tables stored with it)."""
+        import numpy as np
+
         when = time.time() if taken_at is None else taken_at
         meta = {
             "switches": list(lfts.switches),
@@ -80,6 +82,10 @@ class RouteTables(CaptureTables):
 
     def load_routes(self, snapshot_id: int) -> Lfts | None:
         """The tables stored with snapshot ``snapshot_id``; None when it has none."""
+        import numpy as np
+
+        from topology.lft import Destination, Lfts
+
         with self._read() as db:
             row = db.execute(
                 "SELECT format, switches, lids, meta, data, crc, source FROM route_tables WHERE snapshot_id = ?",
