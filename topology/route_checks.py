@@ -187,9 +187,9 @@ def _table_coverage(b: Bound) -> list[RouteFinding]:
     by_lid = b.fabric.by_lid()
     differ = []
     for lid, dest in sorted(b.lfts.destinations.items()):
-        node = by_lid.get(lid)
-        if node is None or node.description.strip() != dest.description.strip():
-            differ.append((lid, dest.description, node.guid if node is not None else None))
+        node = by_lid.get(lid)  # a LID the topology does not know is no evidence (see bind)
+        if node is not None and node.description.strip() != dest.description.strip():
+            differ.append((lid, dest.description, node.guid))
     if differ:
         lid, theirs, ours = differ[0]
         out.append(

@@ -181,8 +181,10 @@ def bind(fabric: Fabric, lfts: Lfts) -> Bound:
 
 
 def _check_destinations(fabric: Fabric, lfts: Lfts) -> None:
-    """ParseError when most LIDs the dump names are other nodes in the topology (another
-    fabric's tables, or a fabric whose LIDs were all assigned again)."""
+    """ParseError when most LIDs the dump names, of those the topology knows, are other nodes
+    there (another fabric's tables, or a fabric whose LIDs were all assigned again). A LID the
+    topology does not know (a second port of an HCA, an LMC range, a node gone since) says
+    nothing either way."""
     if not lfts.destinations:
         return
     by_lid = fabric.by_lid()
@@ -190,12 +192,14 @@ def _check_destinations(fabric: Fabric, lfts: Lfts) -> None:
     first: tuple[int, str, str] | None = None
     for lid, dest in lfts.destinations.items():
         node = by_lid.get(lid)
+        if node is None:
+            continue
         checked += 1
-        if node is not None and node.description.strip() == dest.description.strip():
+        if node.description.strip() == dest.description.strip():
             continue
         differ += 1
         if first is None:
-            first = (lid, dest.description, node.description if node is not None else "no node")
+            first = (lid, dest.description, node.description)
     if first is not None and differ * 2 > checked:
         lid, theirs, ours = first
         raise ParseError(

@@ -357,3 +357,27 @@ def test_generated_tables_written_as_dump_lfts_read_back_the_same(spec: str) -> 
     )
     assert back.format == "ibroute" and back.switches == t.switches
     assert np.array_equal(back.ports, t.ports[:, : back.top + 1])
+
+
+def test_lids_the_topology_does_not_know_are_no_evidence_of_another_fabric() -> None:
+    """A dump naming LIDs the topology lacks (second HCA ports, an LMC range, nodes gone since)
+    is read; a LID naming another node than the topology's is a warning with both names."""
+    from topology.lft import Destination
+
+    d, t = tables()
+    known: dict[int, Destination] = {
+        n.lid: Destination("Channel Adapter", n.guid, n.description) for n in d.fabric.nodes.values() if n.lid
+    }
+    extra = {
+        9000 + i: Destination("Channel Adapter", Guid(f"0x{i + 1:016x}"), f"gone-{i} mlx5_1")
+        for i in range(50)
+    }
+    at = lid(d, "cn0001 mlx5_0")
+    renamed = {at: Destination("Channel Adapter", Guid("0x0000000000000099"), "elsewhere mlx5_0")}
+    named = Lfts(
+        t.source, t.format, t.switches, t.ports, t.switch_lids, (), (), {**known, **extra, **renamed}
+    )
+    r = check(d, named)
+    (f,) = [f for f in r.findings if f.kind == "lid_mismatch"]
+    assert f.lid == at and f.count == 1 and f.detail["in_tables"] == "elsewhere mlx5_0"
+    assert r.errors == 0
