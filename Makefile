@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEB_PACKAGES := ibsim-utils libumad2sim0 infiniband-diags opensm perftest python3-pyverbs \
+DEB_PACKAGES := ibsim-utils libumad2sim0 infiniband-diags opensm ibutils perftest python3-pyverbs \
 	openssh-server slurmctld slurmd slurm-client prometheus iproute2 tmux openmpi-bin
 
 .PHONY: install debs venv demo test lint typecheck unit bench clean

@@ -216,8 +216,19 @@ def _clean_litter(scratch: Path, only_dead: bool = True) -> None:
 
 
 # -- lifecycle ----------------------------------------------------------------------------------
-def up(spec: str = DEFAULT_PRESET, faults: Sequence[str] = (), name: str = "default") -> LabState:
-    """Generate the fabric, start ibsim and OpenSM, wait for SUBNET UP; LabError on any failure."""
+def up(
+    spec: str = DEFAULT_PRESET,
+    faults: Sequence[str] = (),
+    name: str = "default",
+    *,
+    routing: str | None = None,
+    lfts_file: str | None = None,
+) -> LabState:
+    """Generate the fabric, start ibsim and OpenSM, wait for SUBNET UP; LabError on any failure.
+
+    ``routing`` is OpenSM's ``-R`` (an engine or a comma list: ``minhop``, ``updn``, ``ftree``,
+    ``dfsssp``, ``file``; default minhop); ``lfts_file`` is the dump the ``file`` engine loads
+    (``-U``), copied into the lab so that an edited table can be planted."""
     paths = _paths(name)
     design = generate(spec, faults)  # UsageError before anything is touched
     to_ibsim_net(design)  # ... as are faults only ibnetdiscover text shows (no-lid, dup-lid, dup-guid)
@@ -230,10 +241,28 @@ def up(spec: str = DEFAULT_PRESET, faults: Sequence[str] = (), name: str = "defa
                     f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
                 )
             _teardown(paths, old)
-        return _bring_up(paths, name, design)
+        return _bring_up(paths, name, design, _routing_args(paths, routing, lfts_file))
 
 
-def _bring_up(paths: _Paths, name: str, design: Design) -> LabState:
+def _routing_args(paths: _Paths, routing: str | None, lfts_file: str | None) -> tuple[str, ...]:
+    if routing is None and lfts_file is None:
+        return ()
+    if routing is not None and not re.fullmatch(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*", routing):
+        raise UsageError(f"routing engine {routing!r}: give OpenSM engine names such as ftree or updn,dfsssp")
+    args: tuple[str, ...] = ("-R", routing or "file")
+    if lfts_file is not None:
+        target = paths.root / "lfts.dump"
+        try:
+            data = Path(lfts_file).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{lfts_file}: cannot read the LFT dump ({exc.strerror or exc})") from exc
+        paths.root.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        args += ("-U", str(target))
+    return args
+
+
+def _bring_up(paths: _Paths, name: str, design: Design, routing: tuple[str, ...] = ()) -> LabState:
     start = time.monotonic()
     for stale in (paths.ibsim_out, paths.ibsim_err, paths.osm_log, paths.root / "opensm.out", paths.fifo):
         stale.unlink(missing_ok=True)
@@ -263,7 +292,7 @@ def _bring_up(paths: _Paths, name: str, design: Design) -> LabState:
         osm_env["OSM_CACHE_DIR"] = str(paths.osm_dir)
         # -d 2 flushes the log after every message; -D 0x43 adds the routing dumps (LFTs).
         flags = "0x43" if nodes <= 4096 else "0x03"
-        osm_argv = ["opensm", "-d", "2", "-D", flags, "-f", str(paths.osm_log)]
+        osm_argv = ["opensm", "-d", "2", "-D", flags, "-f", str(paths.osm_log), *routing]
         opensm_out = paths.root / "opensm.out"
         opensm_pid = _start(osm_argv, osm_env, paths.scratch, opensm_out, opensm_out, subprocess.DEVNULL)
         try:

@@ -16,6 +16,9 @@ from collections.abc import Iterable
 _SMINFO = re.compile(r"sm lid (\d++) sm guid (0x[0-9a-fA-F]++)[^\n]*?state \d++ (\S++)")
 _OSM_VERSION = re.compile(r"-> OpenSM (\S++(?: \S++)?+)[ \t\r\f\v]*+$", re.MULTILINE)
 _ENGINE_USED = " tables configured on all switches"
+# "ucast_mgr_route: torus-2QoS: cannot build fwd tables": an engine of the list failed and the SM
+# went on to the next (the one that configured the switches says so after it).
+_ENGINE_FAILED = re.compile(r"ucast_mgr_route: ([^\s:]++): cannot build fwd tables")
 _CONF_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 
 
@@ -27,7 +30,20 @@ def parse_sminfo(text: str) -> tuple[int, str, str] | None:
 def parse_opensm_log(text: str | Iterable[str]) -> tuple[str | None, str | None]:
     """(version, engine used last) from an OpenSM log (its text, or its lines one at a time: a log
     of gigabytes is read as a stream); None where the log does not say."""
+    version, engine, _ = parse_routing_log(text)
+    return version, engine
+
+
+def parse_routing_log(text: str | Iterable[str]) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """(version, engine used last, engines that failed before it in that sweep) from an OpenSM log.
+
+    >>> parse_routing_log("ucast_mgr_route: torus-2QoS: cannot build fwd tables\\n"
+    ...                   "osm_ucast_mgr_process: ftree tables configured on all switches")
+    (None, 'ftree', ('torus-2QoS',))
+    """
     version = engine = None
+    failed: list[str] = []
+    done: tuple[str, ...] = ()
     for line in text.splitlines() if isinstance(text, str) else text:
         m = _OSM_VERSION.search(line)
         if m:
@@ -36,7 +52,12 @@ def parse_opensm_log(text: str | Iterable[str]) -> tuple[str | None, str | None]
         before = line[:at].split() if at > 0 and not line[at - 1].isspace() else []
         if before:
             engine = before[-1]
-    return version, engine
+            done, failed = tuple(failed), []
+            continue
+        f = _ENGINE_FAILED.search(line)
+        if f:
+            failed.append(f.group(1))
+    return version, engine, done
 
 
 def parse_opensm_conf(text: str) -> dict[str, str]:

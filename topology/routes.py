@@ -30,38 +30,16 @@ The API is small on purpose (the advice layer uses it for what-if):
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from topology.classify import Classification
-from topology.errors import IbfabError, ParseError
-from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef, normalise_guid
-from topology.textfile import read_input_text
+from topology.errors import IbfabError
+from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef
 
 ForwardingTables = Mapping[Guid, Mapping[int, int]]
-NO_PATH = 255
 _MAX_HOPS = 64
-
-# ibroute / dump_fts:  Unicast lids [0x0-0x54] of switch Lid 2 guid 0x0c42... (MF0;leaf:MQM9700/U1):
-# dump_fts by DR:      ... of switch DR path slid 0; dlid 0; 0,1,5,16 guid 0x0c42... (...):
-# opensm-lfts.dump:    Unicast lids [0-84] of switch Lid 2 guid 0x0c42... ('MF0;leaf:MQM9700/U1'):
-# The first "guid 0x..." is the switch's (atomic: a header that does not end in ':' is not retried
-# from every later "guid", which made a long line quadratic).
-_HEADER = re.compile(r"^Unicast lids \[[^\]]*\] of switch (?>.*?\bguid (0x[0-9A-Fa-f]+)\b).*:\s*$")
-# opensm.fdbs:         dump_ucast_routes: Switch 0x0c42a10300a00000
-_FDBS_HEADER = re.compile(r"^dump_ucast_routes: Switch (0x[0-9A-Fa-f]+)\s*$")
-# 0x0001 001 : (...)   |   0x0001 001 # ...   |   0x0001 : 001  : 01   : yes
-_ENTRY = re.compile(r"^(0x[0-9A-Fa-f]+)\s*:?\s+(\d+|UNREACHABLE|unreachable)\b")
-_SKIP = re.compile(
-    r"^(?:\s*$|\s*Lid\s+Out|\s*Port\s+Info|\d+ (?:valid )?lids dumped|LID\s*:\s*Port|ibwarn:|"
-    r"\*\*\* WARNING|#|ERROR|.*sim_connect)"
-)
-
-
-MAX_LID = 0xFFFF
-MAX_PORT = 255  # a switch port number is one byte (255: "no route" in some dumps)
 
 
 class RouteError(IbfabError):
@@ -71,52 +49,20 @@ class RouteError(IbfabError):
 
 
 def parse_lft_dump(text: str | Iterable[str], source: str = "<lft dump>") -> dict[Guid, dict[int, int]]:
-    """Forwarding tables from ``ibroute``, ``dump_fts``, ``opensm-lfts.dump`` or ``opensm.fdbs`` text.
+    """Forwarding tables from ``ibroute``, ``dump_fts``, ``opensm-lfts.dump``, ``opensm.fdbs`` or
+    ``ibdiagnet2.fdbs`` text, read by :func:`topology.lft.parse_lfts` (every check and error is
+    its own) and given as ``{switch: {LID: port}}``."""
+    from topology.lft import parse_lfts
 
-    Several dumps may be concatenated (one ``ibroute`` per switch). A switch listed twice keeps the
-    entries of both (the later wins for a LID). Raises :class:`ParseError` on a line that is none of
-    header, entry or known chatter, on an entry before any header, and on text with no table.
-    """
-    lines = text.splitlines() if isinstance(text, str) else [ln.rstrip("\n") for ln in text]
-    tables: dict[Guid, dict[int, int]] = {}
-    current: dict[int, int] | None = None
-    for lineno, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r")
-        m = _HEADER.match(line) or _FDBS_HEADER.match(line)
-        if m:
-            current = tables.setdefault(normalise_guid(m.group(1)), {})
-            continue
-        m = _ENTRY.match(line)
-        if m:
-            if current is None:
-                raise ParseError("lft", source, lineno, line, "route entry before any switch header")
-            port = m.group(2)
-            if len(m.group(1)) > 6 or int(m.group(1), 16) > MAX_LID:
-                raise ParseError("lft", source, lineno, line, "a LID above 0xffff (LIDs are 16 bits)")
-            if port.isdigit() and (len(port) > 3 or int(port) > MAX_PORT):
-                raise ParseError(
-                    "lft", source, lineno, line, f"port {port[:8]} is not a switch port (0-{MAX_PORT})"
-                )
-            if port.isdigit() and int(port) != NO_PATH:
-                current[int(m.group(1), 16)] = int(port)
-            continue
-        if _SKIP.match(line):
-            continue
-        raise ParseError("lft", source, lineno, line, "not a forwarding table line")
-    if not tables:
-        raise ParseError("lft", source, 0, "", "no switch forwarding table found")
-    if not any(tables.values()):
-        # a header and no entry: a dump cut after its first line(s) routes nothing, and a plan on
-        # it would say no cable is crossed
-        raise ParseError(
-            "lft", source, 0, "", f"{len(tables)} switch header(s) but no route entry: cut short?"
-        )
-    return tables
+    joined = text if isinstance(text, str) else "\n".join(ln.rstrip("\n") for ln in text)
+    return parse_lfts(joined, source).to_mapping()
 
 
 def read_lft_dump(path: str | Path) -> dict[Guid, dict[int, int]]:
-    """:func:`parse_lft_dump` of a file (bounded, see :mod:`topology.textfile`)."""
-    return parse_lft_dump(read_input_text(path, "lft"), str(path))
+    """:func:`parse_lft_dump` of a file (read in chunks by :func:`topology.lft.read_lfts`)."""
+    from topology.lft import read_lfts
+
+    return read_lfts(path).to_mapping()
 
 
 class _Router:

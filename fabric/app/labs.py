@@ -23,10 +23,23 @@ def node_port(text: str) -> tuple[str, int]:
     return node, int(port)
 
 
-def up(spec: str | None, faults: Sequence[str], name: str) -> LabState:
+def up(
+    spec: str | None,
+    faults: Sequence[str],
+    name: str,
+    *,
+    routing: str | None = None,
+    lfts_file: str | None = None,
+) -> LabState:
     """Generate the fabric ``spec`` (the default preset when None) with ``faults`` planted, start
-    ibsim and OpenSM, and wait for SUBNET UP."""
-    return lab.up(spec or DEFAULT_PRESET, faults, name)
+    ibsim and OpenSM (routing with ``routing``, loading ``lfts_file`` for its file engine), and
+    wait for SUBNET UP."""
+    return lab.up(spec or DEFAULT_PRESET, faults, name, routing=routing, lfts_file=lfts_file)
+
+
+def opensm_log(name: str) -> str:
+    """The path of the lab's OpenSM log (what the SM says it routes with)."""
+    return lab.opensm_log(name)
 
 
 def simulator_notes(name: str) -> tuple[str, ...]:

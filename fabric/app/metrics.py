@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from fabric.health import HealthReport, HealthThresholds
+    from topology.model import Fabric
 
 # Health window: the PDR plugin's long symbol-error window (7,500 s, anchors.md 1.3), rounded up
 # to 2 h 10 min so that the window's first snapshot is in it at a 5-minute collection interval.
@@ -51,6 +52,7 @@ class ExporterView:
     key: tuple[int, ...] | None = None  # (topology id, counter snapshot id, sweep id) it was built from
     gzipped: bytes = b""  # ``text`` compressed (empty when ``text`` is)
     sweep: SweepSuspects | None = None  # kept: a sweep is re-ranked only when a new one lands
+    routes: tuple[int, tuple[Metric, ...]] | None = None  # kept: (topology id, its route families)
 
     @classmethod
     def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, ...] | None) -> Self:
@@ -186,6 +188,14 @@ def _read_data(
         except Exception as exc:  # a sweep that cannot be read must not hide the counters
             errors.add("sweep_error")
             messages.append(f"probe sweep {sweep_id}: {type(exc).__name__}: {exc}")
+    routes = previous.routes if previous is not None else None
+    try:
+        if routes is None or routes[0] != topology_id:
+            routes = (topology_id, _routes(store, topology_id, fabric, names))
+        families += routes[1]
+    except Exception as exc:  # tables that cannot be judged must not hide the counters
+        errors.add("routes_error")
+        messages.append(f"routes of topology {topology_id}: {type(exc).__name__}: {exc}")
     message = "; ".join(messages)
     status = ExporterStatus(
         errors=frozenset(errors),
@@ -194,7 +204,7 @@ def _read_data(
         ports_unreachable=ports.unreachable,
         ports_unknown=ports.unknown,
     )
-    return dataclasses.replace(ExporterView.of(families, status, key), sweep=sweep)
+    return dataclasses.replace(ExporterView.of(families, status, key), sweep=sweep, routes=routes)
 
 
 def _health(
@@ -205,6 +215,18 @@ def _health(
     return assess_store(
         store, since_s=window_s, now=latest.taken_at, thresholds=thresholds, record=False
     ).report
+
+
+def _routes(store: Store, topology_id: int, fabric: Fabric, names: dict[str, str]) -> tuple[Metric, ...]:
+    """The route families of the tables stored with the topology (none when it has none)."""
+    lfts = store.load_routes(topology_id)
+    if lfts is None:
+        return ()
+    from fabric.exports.prometheus_routes import route_families
+    from topology.classify import classify
+    from topology.route_checks import check_routes
+
+    return route_families(check_routes(fabric, classify(fabric), lfts), names)
 
 
 def _sweep(store: Store, sweep_id: int) -> SweepSuspects:

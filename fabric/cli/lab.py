@@ -27,12 +27,22 @@ def lab() -> None:
     "--fault", "faults", multiple=True, help="Plant a fault, e.g. miswire:dgx-0002:1:2 (repeatable)."
 )
 @_NAME
+@click.option(
+    "--routing",
+    metavar="ENGINE",
+    help="OpenSM's routing engine(s), e.g. ftree or updn,minhop (default minhop; 'file' with --lfts).",
+)
+@click.option(
+    "--lfts", metavar="DUMP", help="Forwarding tables for OpenSM's file engine to load (a dump_fts)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
-def up_cmd(spec: str | None, faults: tuple[str, ...], name: str, as_json: bool) -> None:
+def up_cmd(
+    spec: str | None, faults: tuple[str, ...], name: str, routing: str | None, lfts: str | None, as_json: bool
+) -> None:
     """Generate a fabric, start ibsim and OpenSM, and wait for SUBNET UP."""
     from fabric.app import labs
 
-    state = labs.up(spec, faults, name)
+    state = labs.up(spec, faults, name, routing=routing, lfts_file=lfts)
     if as_json:
         _echo_json(state.to_dict())
         return

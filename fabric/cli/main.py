@@ -24,6 +24,7 @@ from fabric.cli.place import place_cmd
 from fabric.cli.plan import check_cmd, export_plan_cmd
 from fabric.cli.probe import probe_group
 from fabric.cli.probe_read import read_cmd
+from fabric.cli.routes import routes_group
 from fabric.cli.schedule import daemon_cmd, schedule_group
 from fabric.cli.snapshots import list_cmd
 from fabric.cli.store import store_group
@@ -94,6 +95,7 @@ for _command in (
     probe_group,
     store_group,
     triage_group,
+    routes_group,
 ):
     main.add_command(_command)
 # commands that join a group defined in another module

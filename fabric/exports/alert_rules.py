@@ -73,6 +73,7 @@ class RuleTiming:
     exporter_error: str = "10m"
     stale: str = "1m"
     run_failed: str = "0s"
+    credit_loop: str = "0s"  # stored tables change only when stored again: no flicker to wait out
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +337,21 @@ def alert_rules(
                     f"{STALE_INTERVALS} times the usual interval between collections: link health is "
                     "frozen at that snapshot. Confirm: `ibfab schedule list` (last run and result of "
                     "the counters schedule) and `ibfab counters collect` by hand."
+                ),
+            },
+        ),
+        Rule(
+            "ibfab_route_credit_loop_channels > 0",
+            alert="IbfabCreditLoop",
+            for_=timing.credit_loop,
+            labels={"severity": "critical"},
+            annotations={
+                "summary": "Credit loop in the forwarding tables stored for {{ $labels.instance }}",
+                "description": (
+                    "{{ $value }} channels of the hosts' routes wait on each other in cycles: a full "
+                    "set of buffers on one deadlocks the links on it. Confirm: `ibfab routes check "
+                    "--snapshot latest` shows the loop link by link; fix the routing engine (an "
+                    "up/down engine, or dfsssp with enough VLs) and store the new tables."
                 ),
             },
         ),

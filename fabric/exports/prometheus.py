@@ -52,6 +52,10 @@ of the latest topology, ``a`` the lower end as in topology.model.Link::
 ``ibfab_link_reason`` has series only for links that are not ok (a clean fabric serves none);
 ``kind`` is fabric.health.score.finding_kind of the reason (``ber``, ``flapping``, ``rcv_errors``, ...).
 
+Routes (when forwarding tables are stored with the latest topology): see
+:mod:`fabric.exports.prometheus_routes` (``ibfab_route_link_routes``,
+``ibfab_route_credit_loop_channels``, ``ibfab_route_findings``, ``ibfab_route_errors``).
+
 Switch uplinks (latest topology, topology.classify tiers: 1 leaf, 2 spine, 3 core)::
 
     ibfab_switch_uplinks{guid, switch, tier}          cables to switches of a higher tier
@@ -183,6 +187,7 @@ ERROR_REASONS: tuple[str, ...] = (
     "no_counters",  # no complete counter snapshot yet
     "health_error",  # counters served, but link health could not be computed
     "sweep_error",  # the latest probe sweep's records could not be read
+    "routes_error",  # the forwarding tables stored with the topology could not be judged
 )
 
 

@@ -39,12 +39,14 @@ from fabric.store.records import (
     TopologySummary,
 )
 from fabric.store.retention import Retention, RetentionTables
+from fabric.store.routes import RouteTables
 from fabric.store.schema import schema_version
 from fabric.store.topologies import TopologyTables
 from topology.errors import StoreError
 
 
 class Store(
+    RouteTables,
     IntegrityTables,
     RetentionTables,
     TopologyTables,

@@ -240,6 +240,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX hourly_counters_by_hour ON hourly_counters (hour)",
         ),
     ),
+    # 5: forwarding tables stored beside the topology snapshot they were read with (same id).
+    Migration(
+        5,
+        (
+            """CREATE TABLE route_tables (
+    snapshot_id INTEGER PRIMARY KEY REFERENCES topology_snapshots (id) ON DELETE CASCADE,
+    capture_id INTEGER REFERENCES captures (id),  -- the dump as read (NULL: too large to keep)
+    taken_at REAL NOT NULL,
+    source TEXT NOT NULL,
+    format TEXT NOT NULL,             -- topology.lft's name of the dump form
+    switches INTEGER NOT NULL,
+    lids INTEGER NOT NULL,            -- columns: LIDs 0 up to the largest listed
+    meta TEXT NOT NULL,               -- JSON: switches, their LIDs and names, destinations, notes
+    data BLOB NOT NULL,               -- zlib'd uint8 array switches x lids (fabric.store.routes)
+    crc INTEGER NOT NULL              -- CRC-32 of data
+)""",
+        ),
+    ),
 )
 
 
@@ -261,6 +279,7 @@ TABLES: tuple[str, ...] = (
     "runs",
     "quarantine",
     "hourly_counters",
+    "route_tables",
 )
 
 

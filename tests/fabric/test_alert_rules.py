@@ -238,6 +238,20 @@ def _cases(t: HealthThresholds) -> list[Case]:
             },
         ),
         Case(
+            "IbfabCreditLoop",
+            [_series("ibfab_route_credit_loop_channels", {}, "0x1 4x40")],
+            [_series("ibfab_route_credit_loop_channels", {}, "0x42")],
+            dict(INSTANCE),
+            severity="critical",
+            annotations={
+                "summary": "Credit loop in the forwarding tables stored for fabric-a:9315",
+                "description": "4 channels of the hosts' routes wait on each other in cycles: a full set "
+                "of buffers on one deadlocks the links on it. Confirm: `ibfab routes check --snapshot "
+                "latest` shows the loop link by link; fix the routing engine (an up/down engine, or "
+                "dfsssp with enough VLs) and store the new tables.",
+            },
+        ),
+        Case(
             "IbfabScheduleRunFailed",
             [
                 _series(
@@ -293,7 +307,7 @@ def bare_rules_file(rules_file: Path) -> Path:
 def test_promtool_check_rules(rules_file: Path) -> None:
     res = _promtool("check", "rules", rules_file.name, cwd=rules_file.parent)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "SUCCESS: 14 rules found" in res.stdout
+    assert "SUCCESS: 15 rules found" in res.stdout
 
 
 def test_every_alert_has_a_unit_test() -> None:
@@ -400,7 +414,7 @@ def test_annotations_name_both_ends_the_reason_the_action_and_how_to_confirm(rul
         [firing, _] = _unit_test(case, rules[case.alert].for_ or "0s", rules_file.name)
         firing["alert_rule_test"][1]["exp_alerts"][0]["exp_annotations"] = case.annotations
         tests.append(firing)
-    assert len(tests) == 7
+    assert len(tests) == 8
     spec = {"rule_files": [rules_file.name], "evaluation_interval": "1m", "tests": tests}
     test_file = rules_file.parent / "annotations.test.yml"
     test_file.write_text(yaml.safe_dump(spec, sort_keys=False))

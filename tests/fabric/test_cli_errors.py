@@ -74,7 +74,10 @@ def test_a_routing_dump_cut_after_its_first_line_is_refused(tmp_path: Path) -> N
     cut = tmp_path / "cut.lft"
     cut.write_text("Unicast lids [0x0-0x54] of switch Lid 2 guid 0x0002c903007b78b0 (MF0;sw:SX6036/U1):\n")
     err = one_line(["sweep", "plan", "--input", str(SMALL), "--routes", str(cut)], 3)
-    assert "1 switch header(s) but no route entry: cut short?" in err
+    assert (
+        "cut.lft:1: lft output: the table of switch 0x0002c903007b78b0 (line 1) has no 'lids dumped'" in err
+    )
+    assert "cut short?" in err
 
 
 def test_a_26_digit_port_number_is_refused(tmp_path: Path) -> None:

@@ -110,7 +110,9 @@ def test_a_file_that_is_not_the_file_is_one_line(tmp_path: Path, command: str, c
     if code == 3 and command != "hosts run -i":  # the inventory's own messages name the file too
         assert str(path) in error, error
     if case == "oversized" and code == 3:
-        assert "larger than" in error
+        # forwarding tables stream with no size limit (a 16,384-HCA fabric's dump is 1.8 GB):
+        # the file of zeros is refused by its first line instead
+        assert "larger than" in error or ("lft" in error and "longer than 1 MiB" in error)
     if case == "binary" and code == 3 and "inventory" not in error:
         assert "binary data (a NUL byte at line 1)" in error or "not UTF-8" in error
 

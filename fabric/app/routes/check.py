@@ -1,0 +1,183 @@
+"""``ibfab routes`` and ``ibfab routes check``: read the forwarding tables, store them, judge them.
+
+:func:`check_routes_of` judges a fabric's tables (:func:`topology.route_checks.check_routes`) with
+what else is known about it, each piece with where it came from:
+
+* the cables link health flags (``warn``, ``critical``: the store's newest assessment, as
+  ``ibfab health`` gives it) and the ports ibfab isolated and has not undone (the audit log);
+* what the SM says it routes with: its log (given, or the lab's own) for the engine that
+  configured the switches last and any that failed before it, opensm.conf for the engine it is
+  set to run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fabric.app.discover import Discovery
+from fabric.app.routes.tables import TablesRead
+from fabric.app.source import Source
+from probes.opensm import parse_opensm_conf, parse_routing_log
+from topology.errors import IbfabError
+from topology.lft import Lfts
+from topology.model import LinkKey
+from topology.route_checks import RouteReport, check_routes
+from topology.route_engine import SmRouting
+from topology.textfile import input_lines, read_input_text
+
+FLAGGED = ("warn", "critical")  # health statuses a route over a cable is reported for
+
+
+@dataclass(frozen=True)
+class RoutesCheck:
+    discovery: Discovery
+    tables: TablesRead
+    report: RouteReport
+    health: str  # where the health flags came from, or why there are none
+    isolations: int
+    snapshot_id: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self, with_links: bool = True) -> dict[str, Any]:
+        out = self.report.to_dict(with_links)
+        out["topology"] = self.discovery.source
+        out["health"] = self.health
+        out["isolations"] = self.isolations
+        out["notes"] = list(self.notes)
+        if self.snapshot_id is not None:
+            out["snapshot_id"] = self.snapshot_id
+        return out
+
+
+def sm_routing(src: Source, log_path: str | None = None, conf_path: str | None = None) -> SmRouting | None:
+    """What the SM says about its routing: the given log (else a lab's own) and opensm.conf."""
+    if log_path is None and src.kind == "lab":
+        from fabric.app.labs import opensm_log
+
+        log_path = opensm_log(src.target)
+    if log_path is None and conf_path is None:
+        return None
+    engine = None
+    failed: tuple[str, ...] = ()
+    if log_path is not None:
+        _, engine, failed = parse_routing_log(input_lines(log_path, "opensm log"))
+    configured = None
+    if conf_path is not None:
+        configured = parse_opensm_conf(read_input_text(conf_path, "opensm.conf")).get("routing_engine")
+    return SmRouting(engine, failed, configured, log_path or "", conf_path or "")
+
+
+def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[LinkKey], str, int]:
+    """(flagged cables with their status, isolated cables, where the flags came from, isolations)."""
+    from fabric.store import Store, store_path
+
+    if not store_path(db).exists():
+        return {}, set(), f"no store at {store_path(db)}: no health assessment, no isolations", 0
+    from fabric.app.isolate import open_isolations, parse_target
+    from fabric.app.recommend import stored_findings
+
+    found = stored_findings(db)
+    if found is None:
+        where = "no health assessment stored (run 'ibfab counters collect' and 'ibfab health')"
+        flagged: dict[LinkKey, str] = {}
+    else:
+        flagged = {f.key: f.status for f in found if f.status in FLAGGED}
+        where = (
+            f"the store's newest health assessment: {len(flagged)} cable(s) flagged {' or '.join(FLAGGED)}"
+        )
+    isolated: set[LinkKey] = set()
+    count = 0
+    store = Store.existing(db)
+    if store is not None:
+        with store:
+            entries = open_isolations(store)
+        for e in entries:
+            try:
+                ref = parse_target(e.target)
+            except IbfabError:
+                continue
+            count += 1
+            for port, _, lk in d.fabric.neighbours(ref.guid):
+                if port == ref.port:
+                    isolated.add(lk.key)
+    return flagged, isolated, where, count
+
+
+def check_routes_of(
+    src: Source,
+    d: Discovery,
+    tables: TablesRead,
+    *,
+    db: str | None = None,
+    sm_log: str | None = None,
+    sm_conf: str | None = None,
+    flagged: Mapping[LinkKey, str] | None = None,
+) -> RoutesCheck:
+    """Judge ``tables`` over the fabric ``d`` with the store's health flags and isolations
+    (``flagged`` given: those instead of the store's) and what the SM says."""
+    if flagged is None:
+        flags, isolated, where, count = health_flags(db, d)
+    else:
+        flags, isolated, where, count = dict(flagged), set(), "given", 0
+    sm = sm_routing(src, sm_log, sm_conf)
+    report = check_routes(d.fabric, d.classification, tables.lfts, flagged=flags, isolated=isolated, sm=sm)
+    return RoutesCheck(d, tables, replace(report, tables=tables.source), where, count)
+
+
+def save_routes(d: Discovery, tables: TablesRead, db: str | None, label: str | None = None) -> int:
+    """Store the tables beside the topology they were read with: the stored snapshot itself when
+    ``d`` came from one, else a new topology snapshot of ``d`` (same id for both); the id."""
+    if d.stored is not None:
+        sid = d.stored.id
+    else:
+        from fabric.app.snapshots import save_discovery
+
+        sid = save_discovery(d, db, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
+    from fabric.store import Store
+
+    with Store.open(db) as store:
+        store.save_routes(sid, tables.lfts, tables.raw_text, source=tables.source)
+    return sid
+
+
+def tables_summary(d: Discovery, lfts: Lfts) -> dict[str, Any]:
+    """What ``ibfab routes`` shows: the dump and, per switch of the topology, its table."""
+    import numpy as np
+
+    from topology.lft import NO_ROUTE
+
+    names = {g: c.name for g, c in d.classification.nodes.items()}
+    lids = sorted(n.lid for n in d.fabric.nodes.values() if n.lid is not None)
+    switches: list[dict[str, Any]] = []
+    for n in d.fabric.switches():
+        row = lfts.row(n.guid)
+        if row is None:
+            switches.append(
+                {"guid": n.guid, "name": names.get(n.guid, n.guid), "lid": n.lid, "entries": None}
+            )
+            continue
+        ports = lfts.ports[row]
+        known = np.array([x for x in lids if x <= lfts.top], np.int64)
+        missing = int(np.count_nonzero(ports[known] == NO_ROUTE)) + sum(1 for x in lids if x > lfts.top)
+        switches.append(
+            {
+                "guid": n.guid,
+                "name": names.get(n.guid, n.guid),
+                "lid": n.lid,
+                "entries": int(np.count_nonzero(ports != NO_ROUTE)),
+                "lids_without_route": missing,
+            }
+        )
+    return {
+        "tables": lfts.source,
+        "format": lfts.format,
+        "switches_in_tables": len(lfts.switches),
+        "switches_in_topology": len(switches),
+        "lids_in_topology": len(lids),
+        "entries": lfts.entries(),
+        "top_lid": lfts.top,
+        "notes": list(lfts.notes),
+        "switches": switches,
+    }

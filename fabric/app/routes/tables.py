@@ -1,0 +1,75 @@
+"""Where a fabric's forwarding tables come from, for every source ibfab knows.
+
+* ``--tables FILE`` (any dump form, beside any topology source; ``-`` for stdin);
+* live: ``dump_fts`` run where the source runs tools (this machine, an SSH management host, a
+  lab: the real diag tool against the simulator);
+* an ibdiagnet run's ``ibdiagnet2.fdbs`` (``ibdiagnet -r``);
+* a stored snapshot: the tables stored with it (``ibfab routes --save``).
+
+The topology's switch port counts go to the parser, so a route out of a port a switch does not
+have is refused with its file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabric.app.discover import Discovery
+from fabric.app.ibdiag_files import ibdiagnet_files
+from fabric.app.source import Source, SshOptions, run_tool
+from topology.errors import UsageError
+from topology.lft import Lfts, parse_lfts, read_lfts
+from topology.model import Guid
+
+DUMP_TIMEOUT = 900.0  # dump_fts of 1,280 switches by DR takes minutes on a real fabric
+
+
+@dataclass(frozen=True)
+class TablesRead:
+    lfts: Lfts
+    raw_text: str | None  # the dump as read, for the store (None: a file too large, a snapshot)
+    source: str  # where they came from, in words ("dump_fts on lab demo", a file, ...)
+
+
+def port_counts(d: Discovery) -> dict[Guid, int]:
+    return {n.guid: n.nports for n in d.fabric.switches()}
+
+
+def read_tables(
+    src: Source, d: Discovery, *, tables: str | None = None, ssh: SshOptions | None = None
+) -> TablesRead:
+    """The forwarding tables for the fabric ``d`` read from ``src``."""
+    counts = port_counts(d)
+    if tables:
+        return TablesRead(read_lfts(tables, port_counts=counts), None, tables)
+    if src.kind in ("file", "stdin"):
+        raise UsageError(
+            "give the forwarding tables with --tables FILE (dump_lfts, dump_fts, opensm-lfts.dump, ...)"
+        )
+    if src.kind == "ibdiagnet":
+        fdbs = ibdiagnet_files(src.target).fdbs
+        if fdbs is None:
+            raise UsageError(
+                f"{src.target}: no ibdiagnet2.fdbs (run ibdiagnet with -r, or give --tables FILE)"
+            )
+        return TablesRead(read_lfts(fdbs, port_counts=counts), None, str(fdbs))
+    if src.kind == "snapshot":
+        if d.stored is None:
+            raise UsageError(f"{src.label}: no stored snapshot")
+        from fabric.store import Store
+
+        sid = d.stored.id
+        stored = Store.existing(src.db)
+        lfts = None
+        if stored is not None:
+            with stored as store:
+                lfts = store.load_routes(sid)
+        if lfts is None:
+            raise UsageError(
+                f"topology snapshot {sid} has no forwarding tables stored "
+                "(store them with 'ibfab routes --save', or give --tables FILE)"
+            )
+        return TablesRead(lfts, None, f"snapshot {sid}")
+    res = run_tool(src, ["dump_fts"], DUMP_TIMEOUT, ssh)
+    where = f"dump_fts on {src.label}"
+    return TablesRead(parse_lfts(res.stdout, where, port_counts=counts), res.stdout, where)

@@ -1,0 +1,147 @@
+"""``ibfab routes`` (read, show, store the forwarding tables) and ``ibfab routes check`` (judge them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import discover_from, source_options
+
+EXIT_FINDINGS = 10  # routes check: an error-level finding
+
+
+def _tables_option(fn: Any) -> Any:
+    return click.option(
+        "--tables",
+        metavar="FILE",
+        help="Saved forwarding tables (dump_lfts, dump_fts, ibroute, opensm-lfts.dump, opensm.fdbs, "
+        "ibdiagnet2.fdbs); '-' for stdin. Without it: dump_fts where tools run, an ibdiagnet run's "
+        "ibdiagnet2.fdbs, a snapshot's stored tables.",
+    )(fn)
+
+
+def _source(opts: dict[str, Any]) -> Any:
+    from fabric.app.source import Source
+
+    if opts.get("snapshot"):
+        return Source("snapshot", opts["snapshot"], opts.get("db"))
+    if opts.get("ibdiagnet_dir"):
+        return Source("ibdiagnet", opts["ibdiagnet_dir"])
+    if opts.get("lab"):
+        return Source("lab", opts["lab"])
+    if opts.get("ssh"):
+        return Source("ssh", opts["ssh"])
+    if opts.get("input_path"):
+        return Source("stdin" if opts["input_path"] == "-" else "file", opts["input_path"])
+    return None
+
+
+def _read(opts: dict[str, Any], tables: str | None) -> tuple[Any, Any, Any]:
+    """(source, discovery, tables read) from the source options."""
+    from fabric.app.routes import read_tables
+    from fabric.app.source import Source, SshOptions
+
+    given = _source(opts)
+    ssh = SshOptions(
+        opts.get("inventory"),
+        opts.get("known_hosts"),
+        bool(opts.get("accept_new_host_key")),
+        opts.get("identity"),
+    )
+    d = discover_from(opts)
+    src = (
+        given
+        if given is not None
+        else (Source("snapshot", str(d.stored.id)) if d.stored else Source("local"))
+    )
+    return src, d, read_tables(src, d, tables=tables, ssh=ssh)
+
+
+@click.group("routes", invoke_without_command=True)
+@source_options
+@_tables_option
+@click.option("--save", is_flag=True, help="Store the tables beside their topology snapshot (same id).")
+@click.option("--label", help="A name for the topology snapshot stored with --save.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
+@click.option("--all", "show_all", is_flag=True, help="List every switch, not the first 40.")
+@click.pass_context
+def routes_group(
+    ctx: click.Context,
+    /,
+    tables: str | None,
+    save: bool,
+    label: str | None,
+    as_json: bool,
+    show_all: bool,
+    **opts: Any,
+) -> None:
+    """Read the fabric's unicast forwarding tables: show them, or store them with --save.
+
+    \b
+    ibfab routes --lab demo --save          # dump_fts on the lab, stored with a topology snapshot
+    ibfab routes --input a.topo --tables a.lfts
+    ibfab routes check --snapshot latest    # judge the stored tables
+    """
+    if ctx.invoked_subcommand is not None:
+        if tables or save or label or as_json or show_all or any(v for v in opts.values()):
+            raise click.UsageError("give the options after the subcommand: ibfab routes check --lab NAME ...")
+        return
+    from fabric.app.routes import save_routes, tables_summary
+    from fabric.present.routes import render_tables
+
+    db = opts.get("db")
+    _, d, read = _read(opts, tables)
+    summary = tables_summary(d, read.lfts)
+    if save:
+        sid = save_routes(d, read, db, label)
+        summary["snapshot_id"] = sid
+        click.echo(f"stored the tables with topology snapshot {sid}", err=True)
+    if as_json:
+        write_json(summary)
+        return
+    click.echo(render_tables(summary, limit=None if show_all else 40))
+
+
+@routes_group.command("check")
+@source_options
+@_tables_option
+@click.option(
+    "--sm-log", metavar="FILE", help="The SM's log (OpenSM's opensm.log): the engine it ran, any that failed."
+)
+@click.option("--sm-conf", metavar="FILE", help="opensm.conf: the routing_engine the SM is set to run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
+@click.option("--no-links", is_flag=True, help="Leave the per-link route counts out of --json.")
+@click.option("--all", "show_all", is_flag=True, help="List every finding, not the first 40.")
+def check_cmd(
+    tables: str | None,
+    sm_log: str | None,
+    sm_conf: str | None,
+    as_json: bool,
+    no_links: bool,
+    show_all: bool,
+    **opts: Any,
+) -> None:
+    """Judge the forwarding tables: routes that never arrive, loops, credit loops, up/down turns,
+    balance, routes over flagged or isolated cables, the engine against what the SM says.
+
+    \b
+    Exit status:
+      0   no error-level finding (warnings may be listed)
+      10  at least one error-level finding
+      2, 3, ...  usage error, unreadable tables or topology (one line on stderr)
+    """
+    from fabric.app.routes import check_routes_of
+
+    db = opts.get("db")
+    src, d, read = _read(opts, tables)
+    result = check_routes_of(src, d, read, db=db, sm_log=sm_log, sm_conf=sm_conf)
+    if as_json:
+        write_json(result.to_dict(with_links=not no_links))
+    else:
+        from fabric.present.routes import render_check
+
+        click.echo(render_check(result, limit=None if show_all else 40))
+    if result.report.errors:
+        click.get_current_context().exit(EXIT_FINDINGS)

@@ -1,0 +1,118 @@
+"""Forwarding tables stored beside their topology snapshot (the same id): ``ibfab routes --save``.
+
+The array (switches x LIDs, one byte per entry) is kept zlib'd with a CRC-32, the switches and
+what the dump named beside it as JSON, and the dump's text as a capture when it is small enough
+to keep (a 16,384-HCA fabric's dump_lfts is 1.8 GB of text for a 23 MB array).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from fabric.store.captures import CaptureTables
+from fabric.store.core import StoreDamaged
+from fabric.store.records import RawCapture
+from topology.errors import StoreError
+from topology.model import Guid
+
+if TYPE_CHECKING:
+    from topology.lft import Lfts
+
+RAW_KEEP_BYTES = 64 << 20  # a dump up to this size is kept as text too
+PARSER_VERSION = "lft/1"
+
+
+class RouteTables(CaptureTables):
+    def save_routes(
+        self,
+        snapshot_id: int,
+        lfts: Lfts,
+        raw_text: str | None = None,
+        *,
+        source: str = "",
+        taken_at: float | None = None,
+    ) -> None:
+        """Store ``lfts`` with topology snapshot ``snapshot_id`` (replacing tables stored with it)."""
+        import numpy as np
+
+        when = time.time() if taken_at is None else taken_at
+        meta = {
+            "switches": list(lfts.switches),
+            "switch_lids": list(lfts.switch_lids),
+            "names": list(lfts.names),
+            "destinations": {
+                str(lid): [d.kind, d.port_guid, d.description] for lid, d in lfts.destinations.items()
+            },
+            "notes": list(lfts.notes),
+            "source": lfts.source,
+        }
+        data = zlib.compress(np.ascontiguousarray(lfts.ports, np.uint8).tobytes(), 1)
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM topology_snapshots WHERE id = ?", (snapshot_id,)).fetchone() is None:
+                raise StoreError(f"{self.path}: no topology snapshot {snapshot_id} to store routes with")
+            capture_id = None
+            if raw_text is not None and len(raw_text) <= RAW_KEEP_BYTES:
+                capture_id = self._insert_capture(
+                    db, RawCapture("routes", lfts.format, raw_text, when, source, (), PARSER_VERSION)
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO route_tables (snapshot_id, capture_id, taken_at, source, format,"
+                " switches, lids, meta, data, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    snapshot_id,
+                    capture_id,
+                    when,
+                    source or lfts.source,
+                    lfts.format,
+                    len(lfts.switches),
+                    int(lfts.ports.shape[1]),
+                    json.dumps(meta),
+                    data,
+                    zlib.crc32(data),
+                ),
+            )
+
+    def has_routes(self, snapshot_id: int) -> bool:
+        with self._read() as db:
+            row = db.execute("SELECT 1 FROM route_tables WHERE snapshot_id = ?", (snapshot_id,)).fetchone()
+        return row is not None
+
+    def load_routes(self, snapshot_id: int) -> Lfts | None:
+        """The tables stored with snapshot ``snapshot_id``; None when it has none."""
+        import numpy as np
+
+        from topology.lft import Destination, Lfts
+
+        with self._read() as db:
+            row = db.execute(
+                "SELECT format, switches, lids, meta, data, crc, source FROM route_tables WHERE snapshot_id = ?",
+                (snapshot_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        fmt, switches, lids, meta_text, data, crc, source = row
+        where = f"{self.path}: routes of topology snapshot {snapshot_id}"
+        if zlib.crc32(data) != crc:
+            raise StoreDamaged(f"{where} are damaged (checksum mismatch)")
+        try:
+            ports = np.frombuffer(zlib.decompress(data), np.uint8).reshape(int(switches), int(lids))
+            meta: dict[str, Any] = json.loads(meta_text)
+            dests = {
+                int(k): Destination(v[0], Guid(v[1]), v[2]) for k, v in meta.get("destinations", {}).items()
+            }
+            return Lfts(
+                str(meta.get("source") or source),
+                str(fmt),
+                tuple(Guid(g) for g in meta["switches"]),
+                ports.copy(),
+                tuple(meta.get("switch_lids", ())),
+                tuple(meta.get("names", ())),
+                (),
+                dests,
+                tuple(meta.get("notes", ())),
+            )
+        except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise StoreDamaged(f"{where} do not read back ({exc})") from exc
