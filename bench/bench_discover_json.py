@@ -66,7 +66,7 @@ def main() -> int:
                 got = whole(argv)
                 best[label] = min(best.get(label, got), got)
 
-        from fabric.app.discover import discover
+        from fabric.app.discovery.discover import discover
         from fabric.app.source import read_source
 
         src, text = read_source(str(capture), None, None)

@@ -6,7 +6,7 @@ errors) with 60 snapshots a minute apart (3.0 M counter rows):
 * the store: its size per snapshot (target: at most 1 MiB), beside the baseline of the version-1
   layout (one SQLite row per port) measured on one snapshot in the same run;
 * ``ibfab health``'s path: a store with the fabric and the 60 snapshots (built once, half a
-  minute; ``--keep DIR`` keeps it for the next run), then :func:`fabric.app.health.assess_store` and
+  minute; ``--keep DIR`` keeps it for the next run), then :func:`fabric.app.health.assess.assess_store` and
   the text report ``ibfab health`` prints, in a fresh child process (the median of ``--repeat``):
   the child's whole wall time (interpreter start, imports and exit included), assess_store's own
   time, and its peak resident memory (``getrusage(RUSAGE_CHILDREN).ru_maxrss``). The report the
@@ -152,7 +152,7 @@ def child(db: str, now: float, out: str, report: bool) -> int:
     kept apart from the timed ones: ``ibfab health`` writes no such thing)."""
     import orjson
 
-    from fabric.app.health import assess_store
+    from fabric.app.health.assess import assess_store
     from fabric.present.health import render_health
     from fabric.store import Store
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store_ingest import _values, timed
 
-from fabric.app.collect import raw_captures, snapshot_rows, store_counters
+from fabric.app.health.collect import raw_captures, snapshot_rows, store_counters
 from fabric.core.fields import COUNTERS
 from fabric.counters.reading import RunTool, collect_fabric, ibqueryerrors_argv
 from fabric.store import PORT_COUNTER_FIELDS, Store

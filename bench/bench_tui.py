@@ -34,7 +34,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from fabric.core.fields import COUNTER_NAMES
 from fabric.store import Store
 from topology.generate import generate, to_ibnetdiscover

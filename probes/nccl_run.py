@@ -1,7 +1,7 @@
 """Run nccl-tests through a launcher on a head host: plan the runs, write the hostfile, launch, parse.
 
 The head host is reached through a function ``run(argv, timeout) -> CommandResult`` (over SSH in
-``fabric.app.nccl``), so this module never connects itself. With ``mpirun`` the hostfile is written
+``fabric.app.sweeps.nccl``), so this module never connects itself. With ``mpirun`` the hostfile is written
 to the head host first (a fresh ``/tmp/ibfab-nccl-*.hosts``, refused if it exists) and removed
 afterwards; with ``srun`` the node list goes on the command line.
 

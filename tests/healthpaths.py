@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fabric.app.health import AssessedHealth, assess_store
+from fabric.app.health.assess import AssessedHealth, assess_store
 from fabric.counters.deltas import compute_deltas
 from fabric.health import HealthThresholds
 from fabric.health.columns import ColumnSums

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from fabric import lab
-from fabric.app.collect import Collector
+from fabric.app.health.collect import Collector
 from fabric.app.source import Source
 from fabric.store import Store
 

@@ -16,9 +16,9 @@ import random
 from dataclasses import dataclass, field
 
 from fabric import lab
-from fabric.app.discover import discover
+from fabric.app.discovery.discover import discover
 from fabric.app.source import Source
-from fabric.app.sweep import lab_tables, names_of
+from fabric.app.sweeps.sweep import lab_tables, names_of
 from probes.expect import crossings
 from probes.labtraffic import PortKey
 from probes.plan import endpoints, plan_sweep

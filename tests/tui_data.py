@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fabric.app.sweep import FORMAT
+from fabric.app.sweeps.sweep import FORMAT
 from fabric.core.fields import COUNTER_NAMES
 from fabric.store import ProbeResultRow, RawCapture, Store
 from topology.classify import classify
@@ -87,7 +87,7 @@ def topology_file(path: Path) -> Path:
     return path
 
 
-# -- a stored sweep in the format fabric.app.sweep.save writes (each pair with its route) ------------
+# -- a stored sweep in the format fabric.app.sweeps.sweep.save writes (each pair with its route) ------------
 def _ep(fabric: Fabric, guid: str) -> dict[str, object]:
     host, _, device = fabric.nodes[guid].description.partition(" ")  # type: ignore[index]
     return {"host": host, "device": device, "guid": guid, "leaf": "", "rail": 0}
@@ -152,7 +152,7 @@ def save_sweep(path: Path, fabric: Fabric, slow: Link, fast: Link) -> int:
     return sid
 
 
-# -- changes and runs as fabric.app.isolate and the daemon record them --------------------------
+# -- changes and runs as fabric.app.isolation.isolate and the daemon record them --------------------------
 def record_operations(path: Path, fabric: Fabric, isolated: Link, at: float = T0 + 120) -> int:
     """An isolation of ``isolated``'s switch end that succeeded (what ``apply_plan`` writes after
     ``ibportstate`` exits 0, which needs a fabric), one that failed, a counters schedule with one

@@ -1,1 +1,1 @@
-"""The operator's terminal UI (Textual), built on fabric.app.readmodel: ``build_app(service)``."""
+"""The operator's terminal UI (Textual), built on fabric.app.readmodel.service: ``build_app(service)``."""

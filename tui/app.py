@@ -1,7 +1,7 @@
 """The Textual app: one factory, :func:`build_app`, for ``ibfab tui`` and for the tests.
 
 The app owns the data (store state, classified topology, health, link rows and their index);
-thread workers load it through :class:`fabric.app.readmodel.FabricService` and post the messages of
+thread workers load it through :class:`fabric.app.readmodel.service.FabricService` and post the messages of
 :mod:`tui.messages`; screens draw from the app's data in ``refresh_data``. First paint needs only
 the cheap store summary; the topology and health arrive when their workers finish.
 
@@ -27,10 +27,10 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
-from fabric.app.cables import CableInventory
-from fabric.app.health_window import HealthProcess, HealthWindow
-from fabric.app.readmodel import FabricService
-from fabric.app.views import FabricView, LinkRow, StoreState, with_health
+from fabric.app.discovery.cables import CableInventory
+from fabric.app.health.window import HealthProcess, HealthWindow
+from fabric.app.readmodel.service import FabricService
+from fabric.app.readmodel.views import FabricView, LinkRow, StoreState, with_health
 from topology.errors import IbfabError
 from tui.linkquery import LinkIndex
 from tui.messages import (

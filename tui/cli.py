@@ -11,7 +11,7 @@ import sys
 
 import click
 
-# What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/app/demo.py
+# What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/app/lab/demo.py
 # demo_db_path: the demo never touches an operator's own store, so the TUI goes to it instead).
 DEMO_LAB = "demo"
 
@@ -22,7 +22,7 @@ def store_for(db: str | None, lab: str | None) -> str | None:
     just stored, not an empty default store."""
     if db is not None or lab != DEMO_LAB:
         return db
-    from fabric.app.demo import demo_store
+    from fabric.app.lab.demo import demo_store
 
     demo_db = demo_store()
     if demo_db is None:
@@ -33,7 +33,7 @@ def store_for(db: str | None, lab: str | None) -> str | None:
 
 def overview_text(db: str | None, lab: str | None = None, thresholds: str | None = None) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
-    from fabric.app.readmodel import FabricService
+    from fabric.app.readmodel.service import FabricService
     from fabric.present.overview import overview_report
 
     svc = FabricService(db, lab, thresholds=thresholds)
@@ -55,7 +55,7 @@ def run_tui_or_report(
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         click.echo(overview_text(db, lab, thresholds))
         return
-    from fabric.app.readmodel import FabricService
+    from fabric.app.readmodel.service import FabricService
     from fabric.app.slurm import read_node_map
     from tui.app import build_app
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.views import NO_DATA, STATUSES, LinkRow, RowStatus, status_order
+from fabric.app.readmodel.views import NO_DATA, STATUSES, LinkRow, RowStatus, status_order
 
 SORT_KEYS = ("score", "ber", "flaps", "name")
 _STATUS_WORDS: dict[str, RowStatus] = {

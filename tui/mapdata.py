@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.bandwidth import SweepBandwidth
-from fabric.app.views import NO_DATA, FabricView, LinkRow, RowStatus, status_order
+from fabric.app.readmodel.views import NO_DATA, FabricView, LinkRow, RowStatus, status_order
+from fabric.app.sweeps.bandwidth import SweepBandwidth
 
 SHADES: dict[RowStatus | str, str] = {"ok": "░", "watch": "▒", "warn": "▓", "critical": "█", NO_DATA: "·"}
 # Tier words in the order a map reads them: compute tiers up, then side groups', hostless last.

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from fabric.app.health_window import HealthWindow
-from fabric.app.operations import PairHistory
-from fabric.app.views import FabricView, StoreState
+from fabric.app.health.window import HealthWindow
+from fabric.app.readmodel.operations import PairHistory
+from fabric.app.readmodel.views import FabricView, StoreState
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class OpenAccusers(Message):
 
 
 class SweepProgressed(Message):
-    """Coalesced: at most one is in the queue; the handler takes the latest fabric.app.readmodel.SweepStep."""
+    """Coalesced: at most one is in the queue; the handler takes the latest fabric.app.readmodel.service.SweepStep."""
 
 
 class SweepFinished(Message):

@@ -11,10 +11,10 @@ from typing import Protocol, runtime_checkable
 
 from textual.app import App
 
-from fabric.app.cables import CableInventory
-from fabric.app.health_window import HealthWindow
-from fabric.app.readmodel import FabricService
-from fabric.app.views import FabricView, LinkRow, StoreState
+from fabric.app.discovery.cables import CableInventory
+from fabric.app.health.window import HealthWindow
+from fabric.app.readmodel.service import FabricService
+from fabric.app.readmodel.views import FabricView, LinkRow, StoreState
 from tui.linkquery import LinkIndex
 
 

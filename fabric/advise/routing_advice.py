@@ -13,7 +13,7 @@
 * **NCCL from the topology alone**: ``NCCL_CROSS_NIC=0`` on strictly rail-optimized fabrics and
   ``NCCL_IB_HCA`` listing the adapters in rail order, when every host names them alike.
 
-What is known of the subnet manager is read by :mod:`fabric.app.subnet` (the tool formats are
+What is known of the subnet manager is read by :mod:`fabric.app.advice.subnet` (the tool formats are
 :mod:`probes.opensm` and :mod:`topology.ibdiag_state`); this module only reasons over it.
 """
 

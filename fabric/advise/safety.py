@@ -16,7 +16,7 @@ own isolator (UFM PDR plugin) and go further where a tool that prints commands m
 * ``cap``: at most ``max(10, 0.5 % of cabled switch ports)`` isolations at once (NVIDIA's
   ``max(MAX_NUM_ISOLATE, 0.5% * fabric_size)``), counting ports already isolated: those the fabric
   shows disabled now and those the store has open (the caller counts them, see
-  :mod:`fabric.app.isolation_limits`).
+  :mod:`fabric.app.isolation.limits`).
 
 Candidates are taken greedily, worst first; each rejection names the rule that stopped it. The
 cost of each accepted isolation is the uplink bandwidth its switch loses and the change of the

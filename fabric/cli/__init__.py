@@ -1,4 +1,4 @@
-"""The ``ibfab`` command line: a thin layer that parses options, calls fabric.app.readmodel and renders.
+"""The ``ibfab`` command line: a thin layer that parses options, calls fabric.app.readmodel.service and renders.
 
 Each command group lives in its own module and is listed in fabric/cli/main.py (``ibfab tui``
 joins in tui/program.py, the program's entry point); heavy imports

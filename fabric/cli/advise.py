@@ -50,7 +50,7 @@ def _policy_options(fn: F) -> F:
 
 def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
     """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
     from fabric.app.source import read_source
 
     src, text = read_source(input_path, ssh, lab)
@@ -58,7 +58,7 @@ def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -
 
 
 def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
-    from fabric.app.recommend import safety_policy
+    from fabric.app.advice.recommend import safety_policy
 
     return safety_policy(min_uplink_share, max_isolations, allow_switch_to_host)
 
@@ -103,8 +103,8 @@ def recommend_cmd(
     on a guess. The store (--db) gives the health findings and the open isolations, which count
     toward the cap; with no source its newest topology snapshot is the fabric.
     """
-    from fabric.app.health import load_thresholds
-    from fabric.app.recommend import health_findings, live_source, recommend_fabric
+    from fabric.app.advice.recommend import health_findings, live_source, recommend_fabric
+    from fabric.app.health.assess import load_thresholds
 
     t = load_thresholds(thresholds) if thresholds else None
     db = opts.get("db")
@@ -180,8 +180,8 @@ def isolate_cmd(
     In a lab, undo also unplugs and replugs the cable through the simulator console because ibsim
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
-    from fabric.app import isolate as isolation
-    from fabric.app.isolate import audit_store, unsafe_summary
+    from fabric.app.isolation import isolate as isolation
+    from fabric.app.isolation.isolate import audit_store, unsafe_summary
 
     if undo_id is not None:
         if ports:
@@ -208,8 +208,8 @@ def isolate_cmd(
         return
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
-    from fabric.app.isolate import resolve_ports
-    from fabric.app.isolation_limits import IsolationRun, isolate_ports
+    from fabric.app.isolation.isolate import resolve_ports
+    from fabric.app.isolation.limits import IsolationRun, isolate_ports
     from fabric.present.advice import isolation_plan_text
 
     d = _discover(input_path, lab)
@@ -292,7 +292,7 @@ def _run_whatif(
     as_json: bool,
     build: Callable[[Any], Any],
 ) -> None:
-    from fabric.app.whatif import run_whatif
+    from fabric.app.advice.whatif import run_whatif
     from fabric.present.advice import render_whatif
 
     result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
@@ -314,7 +314,7 @@ def whatif_isolate(
     as_json: bool,
 ) -> None:
     """PORT... isolated (NODE:PORT)."""
-    from fabric.app.whatif import isolate_scenario
+    from fabric.app.advice.whatif import isolate_scenario
 
     _run_whatif(input_path, lab, hosts, lft, as_json, isolate_scenario(ports))
 
@@ -331,7 +331,7 @@ def whatif_degrade(
     as_json: bool,
 ) -> None:
     """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
-    from fabric.app.whatif import degrade_scenario
+    from fabric.app.advice.whatif import degrade_scenario
 
     _run_whatif(input_path, lab, hosts, lft, as_json, degrade_scenario(links))
 
@@ -343,6 +343,6 @@ def whatif_ar(
     state: str, input_path: str | None, lab: str | None, hosts: str | None, lft: str | None, as_json: bool
 ) -> None:
     """AR on or off on the fabric as it is."""
-    from fabric.app.whatif import ar_scenario
+    from fabric.app.advice.whatif import ar_scenario
 
     _run_whatif(input_path, lab, hosts, lft, as_json, ar_scenario(state == "on"))

@@ -24,7 +24,7 @@ def cable_cmd(port: str, as_json: bool, db: str | None, **opts: Any) -> None:
     NODE is a name (leaf-su01-r0, 'dgx-0001 mlx5_0'), a GUID or a LID; NODE:PORT works too. The
     module data is the --ibdiagnet run's when one is given, else the newest kept in the store
     ('ibfab counters collect --ibdiagnet DIR')."""
-    from fabric.app.cables import cable_at
+    from fabric.app.discovery.cables import cable_at
     from fabric.present.cables import render_cable
 
     run = opts.get("ibdiagnet_dir")

@@ -67,7 +67,7 @@ def collect_cmd(
     if ibdiagnet_dir:
         _store_ibdiagnet(ibdiagnet_dir, lab, ssh, every, count, db, as_json)
         return
-    from fabric.app.collect import SnapshotOutcome, collect_loop
+    from fabric.app.health.collect import SnapshotOutcome, collect_loop
     from fabric.app.source import SshOptions, read_source
     from fabric.present.counters import snapshot_line
     from topology.errors import IbfabError
@@ -103,7 +103,7 @@ def _store_ibdiagnet(
     db: str | None,
     as_json: bool,
 ) -> None:
-    from fabric.app.ibdiagnet import import_ibdiagnet_run
+    from fabric.app.discovery.ibdiagnet import import_ibdiagnet_run
     from fabric.present.counters import stored_run_line
     from topology.errors import UsageError
 

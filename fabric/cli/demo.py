@@ -12,7 +12,7 @@ import click
 )
 def demo_cmd(db: str | None, keep: bool) -> None:
     """Bring up a lab fabric with planted faults and show what ibfab finds."""
-    from fabric.app.demo import DEMO_LAB, run_demo, stop_demo_lab
+    from fabric.app.lab.demo import DEMO_LAB, run_demo, stop_demo_lab
     from fabric.present.demo import render_step
 
     failed = False

@@ -30,7 +30,7 @@ def discover_cmd(
     d = discover_from(opts, db, stored_default=False)
     snapshot_id = None
     if save:
-        from fabric.app.snapshots import save_discovery
+        from fabric.app.discovery.snapshots import save_discovery
 
         snapshot_id = save_discovery(d, db, label, from_ibdiagnet)
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
@@ -57,7 +57,7 @@ def topology_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def diff_cmd(before: str, after: str, db: str | None, as_json: bool) -> None:
     """Cables added, removed and changed between two snapshots or files (BEFORE AFTER)."""
-    from fabric.app.topology_diff import diff_topologies, topology_diff_to_dict
+    from fabric.app.discovery.topology_diff import diff_topologies, topology_diff_to_dict
     from fabric.present.discovery import render_topology_diff
 
     td = diff_topologies(before, after, db)

@@ -42,8 +42,8 @@ def _apply_options(fn: F) -> F:
 def _drain(
     requests: Any, node_map: str | None, do_apply: bool, yes: bool, db: str | None, as_json: bool
 ) -> None:
-    from fabric.app import drain as drains
-    from fabric.app.isolate import audit_store
+    from fabric.app.drains import drain as drains
+    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect, read_node_map
     from fabric.present.slurm import render_drain_plan
 
@@ -103,9 +103,9 @@ def recommended_cmd(
 
     The store (--db) gives the health findings and keeps the audit log; with no source its newest
     topology snapshot is the fabric."""
-    from fabric.app.drain import requests_from_actions
-    from fabric.app.health import load_thresholds
-    from fabric.app.recommend import health_findings, recommend_fabric
+    from fabric.app.advice.recommend import health_findings, recommend_fabric
+    from fabric.app.drains.drain import requests_from_actions
+    from fabric.app.health.assess import load_thresholds
 
     t = load_thresholds(thresholds) if thresholds else None
     db = opts.get("db")
@@ -142,7 +142,7 @@ def nodes_cmd(
     as_json: bool,
 ) -> None:
     """Drain HOST... (fabric host names or host ranges) for REASON."""
-    from fabric.app.drain import requests_for_hosts
+    from fabric.app.drains.drain import requests_for_hosts
 
     _drain(requests_for_hosts(hosts, reason), node_map, do_apply, yes, db, as_json)
 
@@ -152,8 +152,8 @@ def nodes_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Drains ibfab made that are not resumed yet, beside what Slurm reports (sinfo -R)."""
-    from fabric.app.drain import open_drains
-    from fabric.app.isolate import audit_store
+    from fabric.app.drains.drain import open_drains
+    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_drains
 
@@ -195,8 +195,8 @@ def undo_cmd(
     audit_id: int, do_apply: bool, yes: bool, force: bool, retest_window: float, db: str | None, as_json: bool
 ) -> None:
     """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
-    from fabric.app import drain as drains
-    from fabric.app.isolate import audit_store
+    from fabric.app.drains import drain as drains
+    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_resume_plan
 

@@ -1,5 +1,5 @@
 """``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json|prometheus-rules|grafana-dashboard``:
-the fabric as schedulers and monitoring read it (use cases in :mod:`fabric.app.export`).
+the fabric as schedulers and monitoring read it (use cases in :mod:`fabric.app.exports.export`).
 
 Data goes to stdout; what was left out (aggregation nodes, unnamed HCAs, ...) goes to stderr.
 """
@@ -50,7 +50,7 @@ def export_group() -> None:
 @include_service
 def slurm_cmd(plugin: str, include_service: bool, **opts: Any) -> None:
     """A topology.conf: units (or leaves) as the nodes' switches, spines and cores above."""
-    from fabric.app.export import slurm_topology
+    from fabric.app.exports.export import slurm_topology
 
     emit(slurm_topology(discover_from(opts), plugin, include_service))
 
@@ -78,7 +78,7 @@ def k8s_cmd(
     **opts: Any,
 ) -> None:
     """kubectl label lines (or JSON) with topograph's tier keys."""
-    from fabric.app.export import k8s
+    from fabric.app.exports.export import k8s
 
     emit(
         k8s(
@@ -99,7 +99,7 @@ def k8s_cmd(
 @include_service
 def kueue_cmd(name: str, legacy: bool, include_service: bool, **opts: Any) -> None:
     """A Kueue Topology resource whose levels are the k8s-labels keys."""
-    from fabric.app.export import kueue
+    from fabric.app.exports.export import kueue
 
     emit(kueue(discover_from(opts), name, legacy, include_service))
 
@@ -111,7 +111,7 @@ def kueue_cmd(name: str, legacy: bool, include_service: bool, **opts: Any) -> No
 @include_service
 def hostfile_cmd(style: str, slots: int, include_service: bool, **opts: Any) -> None:
     """Every compute host in ring order (unit, leaf, name)."""
-    from fabric.app.export import mpi_hostfile
+    from fabric.app.exports.export import mpi_hostfile
 
     emit(mpi_hostfile(discover_from(opts), style, slots, include_service))
 
@@ -125,7 +125,7 @@ def json_cmd(
     with_health: bool, health_hours: float, include_service: bool, db: str | None, **opts: Any
 ) -> None:
     """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
-    from fabric.app.export import scheduler_document
+    from fabric.app.exports.export import scheduler_document
 
     emit(
         scheduler_document(
@@ -146,7 +146,7 @@ def json_cmd(
 )
 def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
     """Alerting and recording rules for `ibfab exporter` (load with rule_files: in prometheus.yml)."""
-    from fabric.app.export import prometheus_rules
+    from fabric.app.exports.export import prometheus_rules
 
     emit(prometheus_rules(thresholds, job, window))
 
@@ -160,6 +160,6 @@ def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
 )
 def grafana_dashboard_cmd(datasource_uid: str) -> None:
     """A Grafana dashboard (JSON) for `ibfab exporter`: import it, or provision it from a file."""
-    from fabric.app.export import grafana_dashboard
+    from fabric.app.exports.export import grafana_dashboard
 
     emit(grafana_dashboard(datasource_uid))

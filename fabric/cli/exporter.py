@@ -51,7 +51,7 @@ def exporter_cmd(
     The endpoint answers even when the store is missing or empty (ibfab_exporter_up 0).
     It answers GET and HEAD only, from one thread, with bounded connections and timeouts.
     """
-    from fabric.app.health import load_thresholds
+    from fabric.app.health.assess import load_thresholds
     from fabric.core.units import parse_duration
     from fabric.serve.exporter import Limits, parse_listen, serve
 

@@ -70,12 +70,12 @@ def health_cmd(
     step: float | None,
 ) -> None:
     """Score every link from the collected counters: BER with bounds, flaps, errors, congestion."""
-    from fabric.app.health import assess_store, load_thresholds, open_store
+    from fabric.app.health.assess import assess_store, load_thresholds, open_store
     from fabric.cli.progress import status
 
     t = load_thresholds(thresholds) if thresholds else None
     if prometheus:
-        from fabric.app.health_prometheus import DEFAULT_STEP_S, assess_prometheus, topology_for
+        from fabric.app.health.prometheus import DEFAULT_STEP_S, assess_prometheus, topology_for
         from topology.errors import UsageError
 
         if since is None:

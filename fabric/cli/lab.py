@@ -40,7 +40,7 @@ def up_cmd(
     spec: str | None, faults: tuple[str, ...], name: str, routing: str | None, lfts: str | None, as_json: bool
 ) -> None:
     """Generate a fabric, start ibsim and OpenSM, and wait for SUBNET UP."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     state = labs.up(spec, faults, name, routing=routing, lfts_file=lfts)
     if as_json:
@@ -66,7 +66,7 @@ def _echo_env(data: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def status_cmd(name: str, all_labs: bool, as_json: bool) -> None:
     """Show whether the lab's ibsim and OpenSM are running, and how to reach them."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     states = labs.list_labs() if all_labs else [labs.status(name)]
     if as_json:
@@ -88,7 +88,7 @@ def status_cmd(name: str, all_labs: bool, as_json: bool) -> None:
 @click.option("--all", "all_labs", is_flag=True, help="Stop every lab under the lab directory.")
 def down_cmd(name: str, all_labs: bool) -> None:
     """Stop the lab's OpenSM and ibsim (only the recorded PIDs) and clean up."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     if all_labs:
         names = labs.down_all()
@@ -112,7 +112,7 @@ def inject(ctx: click.Context, name: str) -> None:
 @click.pass_obj
 def link_down_cmd(name: str, node_port: str) -> None:
     """Unplug the cable on NODE:PORT (OpenSM sees a trap and resweeps)."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     _print_reply(labs.link_down(name, node_port), f"{node_port} unlinked")
 
@@ -122,7 +122,7 @@ def link_down_cmd(name: str, node_port: str) -> None:
 @click.pass_obj
 def link_up_cmd(name: str, node_port: str) -> None:
     """Plug back the cable of NODE:PORT that link-down removed."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     _print_reply(labs.link_up(name, node_port), f"{node_port} relinked")
 
@@ -133,7 +133,7 @@ def link_up_cmd(name: str, node_port: str) -> None:
 @click.pass_obj
 def counter_cmd(name: str, node_port: str, assignment: str) -> None:
     """Set a port counter: NODE:PORT FIELD=VALUE (e.g. SymbolErrorCounter=120)."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     _print_reply(labs.set_counter(name, node_port, assignment), "")
 
@@ -147,7 +147,7 @@ def counter_cmd(name: str, node_port: str, assignment: str) -> None:
 @click.pass_obj
 def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> None:
     """Drop RATE % of the MADs arriving at NODE[:PORT] (all its ports without :PORT); 0 stops it."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     labs.set_error_rate(name, node, rate, attribute)
     click.echo(f"error rate {rate}% on {node}")
@@ -158,7 +158,7 @@ def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> No
 @click.argument("command", nargs=-1, required=True)
 def console_cmd(name: str, command: tuple[str, ...]) -> None:
     """Send one command to the simulator console and print its reply (e.g. Dump "leaf-su01-r0")."""
-    from fabric.app import labs
+    from fabric.app.lab import labs
 
     reply = labs.console(name, " ".join(command))
     if reply:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from fabric.app.discover import Discovery
+    from fabric.app.discovery.discover import Discovery
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +85,7 @@ def discover_from(opts: dict[str, Any], db: str | None = None, *, stored_default
     With no source given, a command that only reads (``stored_default``) uses the newest stored
     snapshot when the store has one, instead of running ibnetdiscover here; whenever a stored
     snapshot is read, stderr says which."""
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
     from fabric.app.source import SshOptions, read_source
     from fabric.present.discovery import stored_snapshot_line
 

@@ -64,7 +64,7 @@ def place_cmd(
 
     Prints the hosts on stdout (hostfile, Slurm nodelist or JSON) and the cost and the hosts left
     out on stderr."""
-    from fabric.app.place import FreeHosts, free_from_file, free_from_slurm, place_hosts
+    from fabric.app.placement.place import FreeHosts, free_from_file, free_from_slurm, place_hosts
     from fabric.present.placement import placement_hosts, placement_summary
 
     if free_slurm and partition and free_slurm != partition:

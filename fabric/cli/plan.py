@@ -40,7 +40,7 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
           (a name shared by several nodes, a port the plan cables twice)
       2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
     """
-    from fabric.app.cableplan import check_against_plans, plan_check_to_dict
+    from fabric.app.discovery.cableplan import check_against_plans, plan_check_to_dict
 
     d = discover_from(opts)
     check = check_against_plans(d, plans)
@@ -68,7 +68,7 @@ def export_plan_cmd(no_speed: bool, output: str | None, **opts: Any) -> None:
     `ibfab topology check` compares. A director's backplane and aggregation-node links are
     not cables and are left out; nodes without a unique name are written by GUID.
     """
-    from fabric.app.cableplan import fabric_as_plan
+    from fabric.app.discovery.cableplan import fabric_as_plan
 
     written = fabric_as_plan(discover_from(opts), with_speed=not no_speed, output=output)
     for unfit in written.unfit:

@@ -11,7 +11,7 @@ from fabric.cli.options import host_key_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
-    from fabric.app.nccl import NcclReport
+    from fabric.app.sweeps.nccl import NcclReport
 
 
 @click.group("probe")
@@ -123,8 +123,8 @@ def nccl_cmd(
 
     Exits 4 with the failure in one line when a run failed (the run is still stored); 9 when a
     host is busy with another ibfab probe or Slurm will not give the nodes."""
-    from fabric.app import nccl as ncclsvc
     from fabric.app.source import SshOptions
+    from fabric.app.sweeps import nccl as ncclsvc
 
     opts = ncclsvc.test_options(
         binary,
@@ -139,8 +139,8 @@ def nccl_cmd(
             raise UsageError(
                 "--launcher mpirun needs --inventory FILE (srun can run from here through Slurm)"
             )
-        from fabric.app.nccl_slurm import run_probe_slurm
         from fabric.app.slurm import read_node_map
+        from fabric.app.sweeps.nccl_slurm import run_probe_slurm
 
         report = run_probe_slurm(
             hosts_pattern,
@@ -181,7 +181,7 @@ def nccl_cmd(
 
 
 def _show(report: NcclReport, as_json: bool) -> None:
-    from fabric.app.nccl import report_failure, report_to_dict
+    from fabric.app.sweeps.nccl import report_failure, report_to_dict
     from fabric.present.nccl import render_nccl
 
     if as_json:

@@ -95,7 +95,7 @@ def add_cmd(
       ibfab schedule add nightly --kind sweep --cron "0 2 * * *" --lab demo -- --pattern pairwise
       ibfab schedule add weekly --kind sweep --cron "0 3 * * 0" -- --input fabric.topo --launcher slurm --partition gpu --idle
     """
-    from fabric.app.schedules import add_schedule
+    from fabric.app.daemon.schedules import add_schedule
     from fabric.core.timing import Timing
     from fabric.present.jobs import schedule_added_line
 
@@ -125,7 +125,7 @@ def add_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Every schedule with its last run, next run and last result."""
-    from fabric.app.schedules import schedule_statuses, schedule_to_dict
+    from fabric.app.daemon.schedules import schedule_statuses, schedule_to_dict
     from fabric.present.jobs import render_schedules
 
     statuses = schedule_statuses(db)
@@ -140,7 +140,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 def remove_cmd(name: str, db: str | None) -> None:
     """Remove schedule NAME (its past runs stay in the store)."""
-    from fabric.app.schedules import remove_schedule
+    from fabric.app.daemon.schedules import remove_schedule
 
     remove_schedule(db, name)
     click.echo(f"schedule {name} removed")
@@ -165,7 +165,7 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
     import signal
 
-    from fabric.app.schedules import schedules_store
+    from fabric.app.daemon.schedules import schedules_store
     from fabric.serve.daemon import Daemon, RunReport
 
     def report(r: RunReport) -> None:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from fabric.app.sweep_slurm import SlurmChoice
+    from fabric.app.sweeps.sweep_slurm import SlurmChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The options' names, as a scheduled sweep stores them too (fabric.app.jobs.SLURM_KEYS).
+# The options' names, as a scheduled sweep stores them too (fabric.app.daemon.jobs.SLURM_KEYS).
 SLURM_OPTION_KEYS = (
     "launcher",
     "partition",
@@ -57,7 +57,7 @@ def slurm_choice(
             raise UsageError(f"{', '.join(given)} only apply with --launcher slurm")
         return None
     from fabric.app.slurm import read_node_map
-    from fabric.app.sweep_slurm import SlurmChoice
+    from fabric.app.sweeps.sweep_slurm import SlurmChoice
 
     return SlurmChoice(
         partition, reservation, nodes, idle, read_node_map(node_map), time_limit, shared_dir=shared_dir
@@ -66,7 +66,7 @@ def slurm_choice(
 
 def slurm_sweep_options(fn: F) -> F:
     """``--launcher ssh|slurm`` and the Slurm options; the command receives them as ``slurm``
-    (a :class:`~fabric.app.sweep_slurm.SlurmChoice`, or None for the other launchers)."""
+    (a :class:`~fabric.app.sweeps.sweep_slurm.SlurmChoice`, or None for the other launchers)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
     Any id or label (or 'latest') can be given to `ibfab topology diff`.
     """
-    from fabric.app.snapshots import list_snapshots, snapshot_to_dict
+    from fabric.app.discovery.snapshots import list_snapshots, snapshot_to_dict
     from fabric.present.discovery import render_snapshot_list
 
     rows = list_snapshots(db)

@@ -33,7 +33,7 @@ def store_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
     """Read every page, counter snapshot, topology and capture once; exit 1 if any is damaged."""
-    from fabric.app.storecare import check_store
+    from fabric.app.storecare.check import check_store
     from fabric.cli.progress import status
     from fabric.present.store import check_report
 
@@ -63,7 +63,7 @@ def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
 def repair_cmd(db: str | None, dry_run: bool) -> None:
     """Set damaged snapshots, topologies and captures aside in the store's quarantine (their
     blobs are kept as they were); readers then stop warning about them."""
-    from fabric.app.storecare import repair_store
+    from fabric.app.storecare.check import repair_store
     from fabric.cli.progress import status
     from fabric.present.store import repair_report
 
@@ -79,7 +79,7 @@ def repair_cmd(db: str | None, dry_run: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def info_cmd(db: str | None, as_json: bool) -> None:
     """Size, spans of raw and hourly history, the collection rate and the size it projects to."""
-    from fabric.app.retention import store_info
+    from fabric.app.storecare.retention import store_info
     from fabric.present.store import info_report
 
     info = store_info(db)
@@ -119,7 +119,7 @@ def compact_cmd(
 
     Each hour is its own short transaction: collectors keep writing meanwhile, and a compaction
     stopped at any moment loses nothing."""
-    from fabric.app.retention import compact_store
+    from fabric.app.storecare.retention import compact_store
     from fabric.cli.progress import status
     from fabric.present.store import compact_report
 

@@ -14,9 +14,9 @@ from fabric.cli.slurm import slurm_sweep_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
-    from fabric.app.discover import Discovery
-    from fabric.app.sweep import SweepContext
-    from fabric.app.sweep_slurm import SlurmChoice, SlurmSweepReport
+    from fabric.app.discovery.discover import Discovery
+    from fabric.app.sweeps.sweep import SweepContext
+    from fabric.app.sweeps.sweep_slurm import SlurmChoice, SlurmSweepReport
     from probes.sweep import SweepOutcome, SweepStep
 
 
@@ -72,7 +72,7 @@ def _context(
     discovery: Discovery | None = None,
     include_service: bool = False,
 ) -> SweepContext:
-    from fabric.app import sweep as sweeps
+    from fabric.app.sweeps import sweep as sweeps
 
     if pattern == "custom" and not pairs_path:
         raise UsageError("--pattern custom needs --pairs FILE")
@@ -143,7 +143,7 @@ def plan_cmd(
     """Plan a sweep: rounds used against the lower bound, and the cables and rails covered.
 
     A lab's routes come from its OpenSM; elsewhere give --routes DUMP."""
-    from fabric.app.sweep import names_of
+    from fabric.app.sweeps.sweep import names_of
 
     lab = opts.get("lab")
     from fabric.cli.progress import status
@@ -204,8 +204,8 @@ def run_cmd(
     The plan's hosts are held for the whole sweep (lock files next to the store): a host another
     ibfab process is probing stops the sweep with that process named, or is waited for
     (--host-wait)."""
-    from fabric.app import sweep as sweeps
     from fabric.app.hostlocks import host_locks, lock_keys, plan_hosts
+    from fabric.app.sweeps import sweep as sweeps
 
     if slurm is not None and inventory is not None:
         raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
@@ -233,7 +233,7 @@ def run_cmd(
     progress.done()
     source = ctx.source
     if slurm_report is not None:
-        from fabric.app.sweep_slurm import stored_source
+        from fabric.app.sweeps.sweep_slurm import stored_source
 
         source = stored_source(ctx.source, slurm_report)
     sweep_id = sweeps.save(outcome, source, names, db)
@@ -251,7 +251,7 @@ def run_cmd(
             "suspects": sweeps.suspects_to_dict(outcome.suspects, names),
         }
         if slurm_report is not None:
-            from fabric.app.sweep_slurm import report_to_dict
+            from fabric.app.sweeps.sweep_slurm import report_to_dict
 
             doc["slurm"] = report_to_dict(slurm_report)
         click.echo(json.dumps(doc, indent=1))
@@ -292,11 +292,11 @@ def _run_sweep(
     progress: ProgressLine,
 ) -> tuple[SweepOutcome, SlurmSweepReport | None]:
     """(the sweep's outcome, the Slurm report or None) by the launcher asked for."""
-    from fabric.app import sweep as sweeps
+    from fabric.app.sweeps import sweep as sweeps
 
     slurm_report: SlurmSweepReport | None = None
     if slurm is not None:
-        from fabric.app.sweep_slurm import run_slurm
+        from fabric.app.sweeps.sweep_slurm import run_slurm
 
         slurm_report = run_slurm(
             ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
@@ -325,7 +325,7 @@ def _run_sweep(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
     """A stored sweep (the newest by default) with its suspect links."""
-    from fabric.app import sweep as sweeps
+    from fabric.app.sweeps import sweep as sweeps
 
     shown = sweeps.show(sweep_id, db)
     if as_json:

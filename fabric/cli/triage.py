@@ -89,8 +89,8 @@ def triage_group(
     if lab:
         report = run.triage_lab(hosts_range, lab, db=db, gpus_per_node=gpus_per_node)
     else:
-        from fabric.app.nccl import test_options
         from fabric.app.source import SshOptions
+        from fabric.app.sweeps.nccl import test_options
 
         discovery = run.fabric_of(input_path, snapshot, db)
         opts = test_options(

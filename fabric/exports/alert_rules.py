@@ -30,7 +30,7 @@ EXPORTER_DOWN_FOR = "5m"
 # Collections that may be missed before the data counts as stale.
 STALE_INTERVALS = 3
 
-# What to do, per kind of finding (fabric.app.health.finding_kind of the link's first reason).
+# What to do, per kind of finding (fabric.app.health.assess.finding_kind of the link's first reason).
 ACTIONS: Mapping[str, str] = MappingProxyType(
     {
         "ber": "Clean and reseat both ends; if errors continue, swap the transceivers, then the cable. "

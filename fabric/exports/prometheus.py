@@ -17,7 +17,7 @@ rules keep working, with guilbaults/infiniband-exporter's far-end labels added::
 ``receive_packets``. Values are the raw readings of the latest complete counter snapshot (never
 reset by ibfab); the data counters count 4-byte words on the wire and are served x 4 as bytes.
 ``guid`` is the node GUID (``0x`` + 16 hex digits), ``switch``/``hca`` the operator's name for the
-node as ``ibfab health`` prints it (``leaf-su01-r3``, ``dgx-0042 mlx5_3``; fabric.app.health),
+node as ``ibfab health`` prints it (``leaf-su01-r3``, ``dgx-0042 mlx5_3``; fabric.app.health.assess),
 ``remote_*`` the far end of the cable when the snapshot was taken (empty when the port had no
 known peer). A port that did not answer has no series in that scrape (see
 ``ibfab_exporter_ports_unreachable``).

@@ -2,7 +2,7 @@
 (treydock/infiniband_exporter's), and their answers turned into the counter table health reads.
 
 Pure functions of the HTTP API's JSON (``/api/v1/query_range``, result type ``matrix``); fetching
-is fabric.app.health_prometheus's. Each evaluation step of the range becomes a "snapshot" of every
+is fabric.app.health.prometheus's. Each evaluation step of the range becomes a "snapshot" of every
 port that had a sample then (Prometheus returns, per step, the newest sample within its lookback),
 so health's deltas, sums, flaps and BER come out of it as out of the store's snapshots. Data
 counters are served in bytes (words x 4) and go back to words. Values travel as floats: exact up to

@@ -9,8 +9,8 @@ from fabric.advise.actions import Action
 from fabric.advise.recommend import Recommendations
 from fabric.advise.routing_advice import RoutingAdvice
 from fabric.advise.whatif import WhatIf
-from fabric.app.isolate import IsolationPlan, UndoPlan
-from fabric.app.isolation_limits import IsolationLimits
+from fabric.app.isolation.isolate import IsolationPlan, UndoPlan
+from fabric.app.isolation.limits import IsolationLimits
 from fabric.core.units import human_duration
 from fabric.present.table import table
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric.app.cables import CableDetail, CableEnd
+from fabric.app.discovery.cables import CableDetail, CableEnd
 from fabric.present.overview import ellipsis, when
 from fabric.present.table import table
 from topology.cables import CableInfo

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from fabric.app.collect import SnapshotOutcome
-from fabric.app.ibdiagnet import StoredRun
+from fabric.app.discovery.ibdiagnet import StoredRun
+from fabric.app.health.collect import SnapshotOutcome
 
 
 def snapshot_line(outcome: SnapshotOutcome) -> str:

@@ -4,8 +4,8 @@ whether that matches what was planted."""
 from __future__ import annotations
 
 from fabric.advise.recommend import Recommendations
-from fabric.app.demo import DemoStep, HealthDemo, PlanDemo, SweepDemo
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
+from fabric.app.lab.demo import DemoStep, HealthDemo, PlanDemo, SweepDemo
 from fabric.app.triage.bisect import TriageReport
 from fabric.present.advice import render_actions
 from fabric.present.counters import snapshot_line

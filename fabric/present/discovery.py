@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from fabric.app.discover import Discovery, summary
-from fabric.app.topology_diff import TopologyDiff
+from fabric.app.discovery.discover import Discovery, summary
+from fabric.app.discovery.topology_diff import TopologyDiff
 from fabric.present.overview import ellipsis
 from fabric.present.table import table
 from fabric.store import TopologySummary

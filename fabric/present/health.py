@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.app.health import AssessedHealth, OneReading
+from fabric.app.health.assess import AssessedHealth, OneReading
 from fabric.health import BerEstimate
 from fabric.present.overview import when
 from fabric.present.table import table

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from fabric.app.collect import SnapshotOutcome
-from fabric.app.jobs import JobContext, JobResult, run_job
-from fabric.app.schedules import ScheduleStatus
+from fabric.app.daemon.jobs import JobContext, JobResult, run_job
+from fabric.app.daemon.schedules import ScheduleStatus
+from fabric.app.health.collect import SnapshotOutcome
 from fabric.core.units import duration_spec
 from fabric.present.counters import snapshot_line
 from fabric.present.table import table

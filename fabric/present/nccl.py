@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.app.nccl import NcclReport
+from fabric.app.sweeps.nccl import NcclReport
 from fabric.present.table import table
 from probes.nccl_run import expectation
 

@@ -3,8 +3,8 @@ collection, sweep and daemon runs with their errors (the TUI's changes screen)."
 
 from __future__ import annotations
 
-from fabric.app.operations import OpenChange, Operations
-from fabric.app.views import StoreState
+from fabric.app.readmodel.operations import OpenChange, Operations
+from fabric.app.readmodel.views import StoreState
 from fabric.core.units import human_duration
 from fabric.present.overview import when
 

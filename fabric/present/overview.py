@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from fabric.app.views import SEVERITIES, Alert, LinkRow, Overview
+from fabric.app.readmodel.views import SEVERITIES, Alert, LinkRow, Overview
 from fabric.core.units import human_duration, utc_time
 
 WORST_PER_SEVERITY = 3  # alerts listed under each severity on the overview

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric.app.operations import PairHistory
-from fabric.app.sweep import ShownSweep
+from fabric.app.readmodel.operations import PairHistory
+from fabric.app.sweeps.sweep import ShownSweep
 from probes.localize import Suspect
 from topology.model import Guid
 

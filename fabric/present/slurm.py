@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from fabric.app.drain import DrainPlan, ResumePlan
-from fabric.app.sweep_slurm import SlurmSweepReport
+from fabric.app.drains.drain import DrainPlan, ResumePlan
+from fabric.app.sweeps.sweep_slurm import SlurmSweepReport
 from fabric.present.table import table
 from fabric.store import AuditEntry
 from probes.inventory import fold_names

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from fabric.app.storecare import StoreCheck, StoreRepair
+from fabric.app.storecare.check import StoreCheck, StoreRepair
 from fabric.core.units import duration_spec
 from fabric.present.table import table
 from fabric.store import CompactResult, Damage, Retention

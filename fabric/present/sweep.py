@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric.app.sweep import ShownSweep
+from fabric.app.sweeps.sweep import ShownSweep
 from fabric.present.table import table
 from probes.localize import Suspect, final_results
 from probes.pairs import PairResult

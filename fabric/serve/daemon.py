@@ -9,7 +9,7 @@ pass). The workers only run the job; the loop's own thread records how each run 
 :meth:`Daemon.stop` (the CLI calls it on SIGTERM/SIGINT) starts no new job and waits up to
 ``grace_seconds`` for running ones; a job still running after that is recorded as failed
 ("stopped while running") and abandoned with the process, after the tools it runs are ended and
-the Slurm allocations it holds or has asked for are cancelled (:func:`fabric.app.jobs.end_running_work`).
+the Slurm allocations it holds or has asked for are cancelled (:func:`fabric.app.daemon.jobs.end_running_work`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
+from fabric.app.daemon.jobs import HostActivity, JobContext, end_running_work, jobs_store
 from fabric.app.hostlocks import host_locks
-from fabric.app.jobs import HostActivity, JobContext, end_running_work, jobs_store
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
 from topology.errors import IbfabError, StoreError

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric.app.metrics import (
+from fabric.app.exports.metrics import (
     DEFAULT_WINDOW_S,
     ExporterView,
     exporter_page,

@@ -23,7 +23,7 @@ from fabric.advise.candidates import (
 from fabric.advise.recommend import recommend
 from fabric.advise.routing_advice import advise_routing, path_diversity, root_guids
 from fabric.advise.subnet_manager import SubnetManager
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from fabric.cli.main import main
 from fabric.health import BerEstimate, EndHealth, LinkHealth, Status
 from probes.opensm import parse_opensm_conf, parse_opensm_log, parse_sminfo

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fabric.app.cables import read_inventory
-from fabric.app.health import assess_store
-from fabric.app.readmodel import FabricService
+from fabric.app.discovery.cables import read_inventory
+from fabric.app.health.assess import assess_store
+from fabric.app.readmodel.service import FabricService
 from fabric.cli.main import main
 from fabric.health.cables import shared_cable_traits, tail_chance
 from fabric.present.cables import NO_INVENTORY

@@ -14,7 +14,7 @@ import pytest
 from fabric.advise.actions import Action, ActionKind
 from fabric.advise.candidates import findings_from_dict
 from fabric.advise.recommend import recommend
-from fabric.app.discover import Discovery, analyse
+from fabric.app.discovery.discover import Discovery, analyse
 from tests.advise_fabrics import fabric_of, guid_of
 from tests.fabric.test_advise import UPSTREAM
 from topology.generate import generate, to_ibnetdiscover
@@ -168,7 +168,7 @@ def test_a_down_ports_far_end_comes_from_the_link_history_with_when(tmp_path: Pa
     """The same down HCA port, with a store that saw the link go down: the action names the far end
     as the stored topology named the HCA (it is not discovered any more) and says when; a store
     without that link's history leaves it unknown, as does one whose events are of other links."""
-    from fabric.app.recommend import down_ports_last_peers
+    from fabric.app.advice.recommend import down_ports_last_peers
     from fabric.store import Store
     from topology.diff import LinkEvent
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.collect import store_counters
+from fabric.app.health.collect import store_counters
 from fabric.core import fields
 from fabric.counters.merge import sample_row
 from fabric.counters.reading import (

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fabric import lab
-from fabric.app.jobs import JobContext
+from fabric.app.daemon.jobs import JobContext
 from fabric.serve.daemon import Daemon
 from fabric.store import ProbeResultRow, ProbeSweep, Run, Schedule, Store, default_db_path
 from tests.sshd import Sshd, sshd_server

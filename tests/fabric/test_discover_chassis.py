@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from fabric.app.discover import discover_text, discovery_to_dict
-from fabric.app.readmodel import FabricService
+from fabric.app.discovery.discover import discover_text, discovery_to_dict
+from fabric.app.readmodel.service import FabricService
 from fabric.cli.main import main
 from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import build_tree

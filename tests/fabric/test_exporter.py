@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.collect import Collector
-from fabric.app.health import node_names
-from fabric.app.metrics import DEFAULT_WINDOW_S, ExporterView, read_view
+from fabric.app.exports.metrics import DEFAULT_WINDOW_S, ExporterView, read_view
+from fabric.app.health.assess import node_names
+from fabric.app.health.collect import Collector
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.health import node_names
-from fabric.app.metrics import read_view
+from fabric.app.exports.metrics import read_view
+from fabric.app.health.assess import node_names
 from fabric.exports.prometheus import (
     ScheduleRun,
     SweepSuspects,

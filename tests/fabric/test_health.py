@@ -619,7 +619,7 @@ def test_assess_in_pieces_refuses_a_window_that_ends_before_it_starts() -> None:
 def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fabric.app.health as healthsvc
+    import fabric.app.health.assess as healthsvc
     from fabric.store import Store
     from tests.tui_data import SNAPSHOT_EVERY_S, T0, build_store, counter_rows
 
@@ -681,7 +681,7 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
 
 
 def test_a_cable_trained_below_its_peers_is_a_finding_and_its_peers_are_not() -> None:
-    from fabric.app.health import below_peers
+    from fabric.app.health.assess import below_peers
 
     clean = fabric("HDR")
     assert below_peers(clean) == {}
@@ -707,7 +707,7 @@ def test_a_cable_trained_below_its_peers_is_a_finding_and_its_peers_are_not() ->
 
 
 def test_a_cable_slower_than_its_peers_says_both_speeds() -> None:
-    from fabric.app.health import below_peers
+    from fabric.app.health.assess import below_peers
 
     clean = fabric("HDR")
     links = [Link(lk.a, lk.b, lk.width, "EDR") if HCA0 in (lk.a, lk.b) else lk for lk in clean.links]

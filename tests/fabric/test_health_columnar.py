@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-import fabric.app.health as healthsvc
-from fabric.app.health import utc_day
+import fabric.app.health.assess as healthsvc
+from fabric.app.health.assess import utc_day
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES, ERROR_COUNTERS, max_value
 from fabric.counters.deltas import OutOfOrder

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from fabric.app.ibdiagnet import import_ibdiagnet_run
+from fabric.app.discovery.ibdiagnet import import_ibdiagnet_run
 from fabric.cli.main import main
 from fabric.present.overview import when
 from fabric.store import Store

@@ -10,8 +10,8 @@ import pytest
 
 from fabric.advise.candidates import Candidate, LinkFinding, isolation_port, link_at, resolve_port
 from fabric.advise.safety import SafetyPolicy, check_isolations, designed_uplinks, usual_uplinks
-from fabric.app.discover import Discovery, analyse
-from fabric.app.isolation_limits import fabric_change_lock, fabric_key, isolation_limits
+from fabric.app.discovery.discover import Discovery, analyse
+from fabric.app.isolation.limits import fabric_change_lock, fabric_key, isolation_limits
 from fabric.app.source import Source
 from fabric.store import Store
 from tests.advise_fabrics import fabric_of, guid_of

@@ -16,7 +16,7 @@ from fabric.advise.actions import Action, ActionKind
 from fabric.advise.candidates import findings_from_dict
 from fabric.advise.recommend import recommend
 from fabric.advise.safety import SafetyPolicy
-from fabric.app.discover import Discovery, analyse
+from fabric.app.discovery.discover import Discovery, analyse
 from fabric.cli.main import main
 from tests.advise_fabrics import fabric_of
 from tests.fabric.test_advise import UPSTREAM, link_row

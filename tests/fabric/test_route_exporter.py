@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fabric.app.metrics import read_view
+from fabric.app.exports.metrics import read_view
 from fabric.store import PortCounterRow, Store
 from tests.topology.test_route_checks import lid, port_to, route, tables
 from topology.lft import Lfts

@@ -18,7 +18,7 @@ from fabric.advise.safety import (
     isolation_cap,
     worst_leaf_gbps,
 )
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from tests.advise_fabrics import TWO_BY_TWO, fabric_of
 from topology.classify import Role
 from topology.model import NodeKind

@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 import samples
-from fabric.app.health import load_thresholds
+from fabric.app.health.assess import load_thresholds
 from fabric.cli.main import main
 from probes.inventory import read_inventory
 from probes.plan import plan_sweep

@@ -202,8 +202,8 @@ def test_a_job_that_fits_one_spine_group_is_not_spread_over_two() -> None:
 def test_demo_checks_roles_against_its_design() -> None:
     """The demo's discovery step: roles as planted on its own design (the lab runs the same
     cabling), and a miss said so when they are not."""
-    from fabric.app.demo import DEMO_FAULTS, DEMO_SPEC, roles_as_planted
-    from fabric.app.discover import analyse
+    from fabric.app.discovery.discover import analyse
+    from fabric.app.lab.demo import DEMO_FAULTS, DEMO_SPEC, roles_as_planted
 
     design = generate(DEMO_SPEC, DEMO_FAULTS)
     d = analyse(parse_ibnetdiscover(to_ibnetdiscover(design).splitlines(), DEMO_SPEC))

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from fabric.app.health import assess_store
-from fabric.app.retention import compact_after_collection, compact_store
+from fabric.app.health.assess import assess_store
+from fabric.app.storecare.retention import compact_after_collection, compact_store
 from fabric.cli import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.health import Status

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 from click.testing import CliRunner
 
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from fabric.app.triage.bisect import PairOutcome, TriageReport, round_budget, triage
 from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
 from fabric.app.triage.simulated import SimulatedBackend

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fabric.advise.candidates import resolve_port
 from fabric.advise.whatif import Scenario, parse_share, what_if
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from fabric.cli.main import main
 from tests.advise_fabrics import TWO_BY_TWO, fabric_of, guid_of
 from topology.errors import UsageError

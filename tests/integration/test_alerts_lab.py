@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from fabric import lab
-from fabric.app.collect import Collector
-from fabric.app.health import node_names
+from fabric.app.health.assess import node_names
+from fabric.app.health.collect import Collector
 from fabric.app.source import Source
 from fabric.exports.alert_rules import RuleTiming, alert_rules
 from fabric.exports.grafana import dashboard_queries, grafana_dashboard, with_sample_variables

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from fabric.advise.candidates import resolve_port
-from fabric.app.discover import discover_text
+from fabric.app.discovery.discover import discover_text
 from fabric.cli.main import main
 from fabric.store import ProbeResultRow, Store
 from probes.slurm_parse import SINFO_REASONS, parse_reasons

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.collect import Collector
-from fabric.app.health import assess_store
+from fabric.app.health.assess import assess_store
+from fabric.app.health.collect import Collector
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.health.score import finding_kind
@@ -188,7 +188,7 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
 ) -> None:
     import time as _time
 
-    from fabric.app.health import utc_day
+    from fabric.app.health.assess import utc_day
 
     with Store.open(tmp_path / "f.db") as store:
         collector = Collector(store, Source("lab", lab_up))

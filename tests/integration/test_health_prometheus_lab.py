@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.collect import Collector
-from fabric.app.health import assess_store, node_names
-from fabric.app.health_prometheus import assess_prometheus
+from fabric.app.health.assess import assess_store, node_names
+from fabric.app.health.collect import Collector
+from fabric.app.health.prometheus import assess_prometheus
 from fabric.app.source import Source
 from fabric.cli import main
 from fabric.health import HealthReport, Status

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from fabric import lab
-from fabric.app.discover import discover
+from fabric.app.discovery.discover import discover
 from fabric.app.source import Source
 from topology.generate import Design
 

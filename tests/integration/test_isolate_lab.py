@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app.discover import Discovery, discover
+from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.store import Store

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from fabric import lab
-from fabric.app.discover import discover
-from fabric.app.isolation_limits import fabric_disabled_ports
+from fabric.app.discovery.discover import discover
+from fabric.app.isolation.limits import fabric_disabled_ports
 from fabric.app.source import Source
 
 pytestmark = pytest.mark.lab

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from fabric import lab
-from fabric.app.discover import Discovery, discover
+from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes import RoutesCheck, check_routes_of, read_tables
 from fabric.app.source import Source
 from topology.model import Guid

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from fabric import lab
-from fabric.app.discover import Discovery, discover
+from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes import RoutesCheck, check_routes_of, read_tables
 from fabric.app.source import Source
 from tests.integration.test_routes_lab import clean, credit_loop_changes, edited, running

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from fabric.app import sweep as sweeps
-from fabric.app.drain import DrainRequest, plan_drains
-from fabric.app.sweep import SweepContext
+from fabric.app.drains.drain import DrainRequest, plan_drains
+from fabric.app.sweeps import sweep as sweeps
+from fabric.app.sweeps.sweep import SweepContext
 from probes.pairs import PairResult, Probe
 from probes.perftest import PerftestOptions
 from probes.slurm import AllocationRequest, Slurm, SlurmUnavailable

@@ -93,7 +93,7 @@ def test_a_daemon_stopped_past_its_grace_cancels_the_allocation_its_job_holds(
 ) -> None:
     import threading
 
-    from fabric.app.jobs import JobContext
+    from fabric.app.daemon.jobs import JobContext
     from fabric.serve.daemon import Daemon
     from fabric.store import Schedule, Store
     from probes.slurm import AllocationRequest

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from fabric import lab
-from fabric.app import sweep as sweeps
+from fabric.app.sweeps import sweep as sweeps
 from fabric.cli.main import main
 from probes.inventory import HostEntry
 from probes.ssh import ssh_transport_factory

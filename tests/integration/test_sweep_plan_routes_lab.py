@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from fabric import lab
-from fabric.app.discover import discover
+from fabric.app.discovery.discover import discover
 from fabric.app.source import Source
-from fabric.app.sweep import lab_tables
+from fabric.app.sweeps.sweep import lab_tables
 from probes.plan import PATTERNS, plan_sweep
 from tests.probes.test_plan_fast import CUSTOM, assert_same_plan
 

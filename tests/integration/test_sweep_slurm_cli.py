@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fabric.app import sweep as sweeps
 from fabric.app.slurm import NodeMap, parse_node_map
-from fabric.app.sweep_slurm import SlurmChoice, run_slurm
+from fabric.app.sweeps import sweep as sweeps
+from fabric.app.sweeps.sweep_slurm import SlurmChoice, run_slurm
 from fabric.cli.main import main
 from probes.fanout import HostLocks
 from probes.slurm import Slurm

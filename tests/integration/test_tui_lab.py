@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fabric import lab
-from fabric.app.collect import Collector
-from fabric.app.discover import discover
-from fabric.app.readmodel import FabricService
+from fabric.app.discovery.discover import discover
+from fabric.app.health.collect import Collector
+from fabric.app.readmodel.service import FabricService
 from fabric.app.source import Source
 from fabric.present.probes import pair_counts
 from fabric.store import Store

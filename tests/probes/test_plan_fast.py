@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.discover import discover_text
+from fabric.app.discovery.discover import discover_text
 from probes.plan import PATTERNS, SweepPlan, plan_sweep
 from tests.conftest import realdata_files
 from topology.classify import classify

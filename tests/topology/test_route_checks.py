@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from tests.advise_fabrics import fabric_of, guid_of
 from topology.errors import ParseError
 from topology.generate_routes import minhop_tables

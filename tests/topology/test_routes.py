@@ -150,7 +150,7 @@ def rail_lab() -> Iterator[str]:
 @pytest.mark.lab
 def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
     from fabric import lab
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
     from fabric.app.source import Source
 
     d = discover(Source("lab", rail_lab))

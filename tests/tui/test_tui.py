@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from fabric.store import Store
 from probes.sweep import SweepStep
 from tests.tui_data import T0, build_store, counter_rows, save_sweep, topology_file, uplinks
@@ -306,7 +306,7 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
         ],
     )
     assert out.exit_code == 0, out.output
-    # both print fabric.app.recommend.isolation_plan_text
+    # both print fabric.app.advice.recommend.isolation_plan_text
     assert "leaf-su01-r0" in plan and plan + "\ndry run: nothing changed" in out.output
 
 

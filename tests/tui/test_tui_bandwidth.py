@@ -1,5 +1,5 @@
 """Fabric map bandwidth mode (``w``) and the per-cable figures behind it, from a stored sweep in the
-format ``fabric.app.sweep.save`` writes (each pair with its route)."""
+format ``fabric.app.sweeps.sweep.save`` writes (each pair with its route)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from tests.tui.test_tui import SIZE, run_async, settle, text_of
 from tests.tui_data import build_store, save_sweep, uplinks
 from topology.model import Fabric, Link

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from fabric.app.ibdiagnet import import_ibdiagnet_run
-from fabric.app.readmodel import FabricService
+from fabric.app.discovery.ibdiagnet import import_ibdiagnet_run
+from fabric.app.readmodel.service import FabricService
 from fabric.present.cables import NO_INVENTORY
 from tests.conftest import REALDATA
 from tests.tui.test_tui import SIZE, run_async, settle, text_of

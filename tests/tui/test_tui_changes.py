@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of, top
 from tests.tui_data import T0, build_store, record_operations

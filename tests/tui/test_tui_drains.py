@@ -20,8 +20,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from fabric.advise.candidates import resolve_port
-from fabric.app.discover import discover_text
-from fabric.app.readmodel import FabricService
+from fabric.app.discovery.discover import discover_text
+from fabric.app.readmodel.service import FabricService
 from fabric.app.slurm import parse_node_map
 from fabric.store import Store
 from probes.slurm import SlurmUnavailable

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.app.readmodel import FabricService
-from fabric.app.views import LINK_HEALTH
+from fabric.app.readmodel.service import FabricService
+from fabric.app.readmodel.views import LINK_HEALTH
 from fabric.present.overview import note_lines
 from fabric.store import Store
 from tests.conftest import REALDATA
@@ -114,7 +114,7 @@ def test_column_numbers_never_run_together() -> None:
 def test_a_real_capture_shows_every_anomaly_and_the_parsers_notes(tmp_path: Path) -> None:
     """Saved captures (read in place): the overview counts every discovery anomaly, whatever its
     severity (the Selene storage capture's 8 warnings once showed as "ALERTS (0) none")."""
-    from fabric.app.discover import discover_text
+    from fabric.app.discovery.discover import discover_text
     from fabric.store import Store
     from tests.conftest import REALDATA
     from tui.cli import overview_text
@@ -178,7 +178,7 @@ def test_a_degraded_cable_is_one_element_that_opens_its_link(tmp_path: Path) -> 
     """A degraded link's anomaly names both ports of one cable: the alert names that cable once
     (it once read "dgx-0001 mlx5_0/1 - leaf-su01-r0/1, dgx-0001 mlx5_0/1 - leaf-su01-r0/1") and
     enter opens it; a clean fabric of the same preset has no such alert."""
-    from fabric.app.discover import discover_text
+    from fabric.app.discovery.discover import discover_text
     from topology.generate import generate
     from topology.generate_text import to_ibnetdiscover
 

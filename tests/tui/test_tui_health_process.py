@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.health_window import HealthProcess, compute_health, dump_health, load_health
-from fabric.app.readmodel import FabricService
+from fabric.app.health.window import HealthProcess, compute_health, dump_health, load_health
+from fabric.app.readmodel.service import FabricService
 from tests.tui_data import build_store
 from topology.errors import StoreError
 

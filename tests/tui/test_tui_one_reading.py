@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.app.readmodel import FabricService
-from fabric.app.views import NO_DATA
+from fabric.app.readmodel.service import FabricService
+from fabric.app.readmodel.views import NO_DATA
 from fabric.health.status import Status
 from tests.tui_data import build_store
 from tui.cli import overview_text

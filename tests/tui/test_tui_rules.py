@@ -13,7 +13,7 @@ import pytest
 from textual import events
 from textual.widgets import Input, Static
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, text_of, top
 from tests.tui_data import build_store
@@ -166,7 +166,7 @@ async def test_apply_needs_the_target_typed_after_the_plan_is_shown(
             await pilot.pause(0.05)
             if any(isinstance(m, ActionApplied) for m in app.messages_seen):
                 break
-    # applied through fabric.app.isolate like `ibfab isolate --apply`: under the fabric's change
+    # applied through fabric.app.isolation.isolate like `ibfab isolate --apply`: under the fabric's change
     # lock the fabric is read again before anything changes; here there is no fabric on this
     # machine, so the apply is refused with that reason and nothing reaches the fabric or the log
     applied = [m for m in app.messages_seen if isinstance(m, ActionApplied)]

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from tests.tui.test_tui import run_async, settle, table_rows, text_of
 from tests.tui_data import T0, build_store, record_operations, save_sweep, uplinks
 from tui.app import IbfabApp, build_app

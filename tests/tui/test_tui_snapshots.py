@@ -15,7 +15,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from tests.tui_data import T0, build_store, record_operations, save_sweep, uplinks
 from tui.app import IbfabApp, build_app
 from tui.screens import confirm

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from tests.tui_data import build_store
 from tui.program import main
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.app.readmodel import FabricService
+from fabric.app.readmodel.service import FabricService
 from fabric.store import Store
 from tests.fabric.test_store_heal import flip_bit
 from tests.tui.test_tui import SIZE, run_async, settle

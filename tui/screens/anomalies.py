@@ -8,7 +8,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
-from fabric.app.views import Alert
+from fabric.app.readmodel.views import Alert
 from fabric.present.overview import ellipsis
 from tui.messages import OpenDetail
 from tui.screens.base import FilterScreen, plain

@@ -17,8 +17,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
-from fabric.app.cables import CableDetail
-from fabric.app.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
+from fabric.app.discovery.cables import CableDetail
+from fabric.app.readmodel.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
 from fabric.present.cables import render_cable
 from fabric.present.health import flaps_text
 from fabric.present.overview import ellipsis

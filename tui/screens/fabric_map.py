@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from fabric.app.bandwidth import SweepBandwidth
+from fabric.app.sweeps.bandwidth import SweepBandwidth
 from fabric.present.overview import ellipsis
 from topology.errors import IbfabError
 from tui.mapdata import (

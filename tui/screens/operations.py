@@ -13,9 +13,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fabric.app.drain import ResumePlan, check_resume, host_of_target
-from fabric.app.isolate import UndoPlan
-from fabric.app.operations import OpenChange, Operations
+from fabric.app.drains.drain import ResumePlan, check_resume, host_of_target
+from fabric.app.isolation.isolate import UndoPlan
+from fabric.app.readmodel.operations import OpenChange, Operations
 from fabric.present.advice import undo_plan_text
 from fabric.present.operations import open_change_row, runs_text
 from fabric.present.overview import ellipsis, when

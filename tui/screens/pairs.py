@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from fabric.app.operations import PairHistory
+from fabric.app.readmodel.operations import PairHistory
 from fabric.present.probes import attempts_text, pair_verdict
 from tui.messages import OpenAccusers, OpenDetail
 from tui.screens.base import DataScreen, plain

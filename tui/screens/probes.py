@@ -13,8 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from fabric.app.operations import PairHistory
-from fabric.app.sweep import ShownSweep
+from fabric.app.readmodel.operations import PairHistory
+from fabric.app.sweeps.sweep import ShownSweep
 from fabric.present.overview import ellipsis, when
 from fabric.present.probes import attempts_text, pair_counts, pair_verdict, suspect_row
 from probes.sweep import SweepStep

@@ -13,9 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from fabric.app.drain import DrainPlan
-from fabric.app.isolate import IsolationPlan
-from fabric.app.views import Advice, Unavailable
+from fabric.app.drains.drain import DrainPlan
+from fabric.app.isolation.isolate import IsolationPlan
+from fabric.app.readmodel.views import Advice, Unavailable
 from fabric.present.advice import change_title, isolation_plan_text, render_actions
 from fabric.present.overview import ellipsis
 from fabric.present.slurm import render_drain_plan

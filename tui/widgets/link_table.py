@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from fabric.app.views import LinkRow
+from fabric.app.readmodel.views import LinkRow
 from fabric.present.health import flaps_text
 from tui.messages import OpenDetail
 

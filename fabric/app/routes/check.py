@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fabric.app.discover import Discovery
+from fabric.app.discovery.discover import Discovery
 from fabric.app.routes.tables import TablesRead
 from fabric.app.source import Source
 from probes.opensm import parse_opensm_conf, parse_routing_log
@@ -54,7 +54,7 @@ class RoutesCheck:
 def sm_routing(src: Source, log_path: str | None = None, conf_path: str | None = None) -> SmRouting | None:
     """What the SM says about its routing: the given log (else a lab's own) and opensm.conf."""
     if log_path is None and src.kind == "lab":
-        from fabric.app.labs import opensm_log
+        from fabric.app.lab.labs import opensm_log
 
         log_path = opensm_log(src.target)
     if log_path is None and conf_path is None:
@@ -75,8 +75,8 @@ def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[
 
     if not store_path(db).exists():
         return {}, set(), f"no store at {store_path(db)}: no health assessment, no isolations", 0
-    from fabric.app.isolate import open_isolations, parse_target
-    from fabric.app.recommend import stored_findings
+    from fabric.app.advice.recommend import stored_findings
+    from fabric.app.isolation.isolate import open_isolations, parse_target
 
     found = stored_findings(db)
     if found is None:
@@ -132,7 +132,7 @@ def save_routes(d: Discovery, tables: TablesRead, db: str | None, label: str | N
     if d.stored is not None:
         sid = d.stored.id
     else:
-        from fabric.app.snapshots import save_discovery
+        from fabric.app.discovery.snapshots import save_discovery
 
         sid = save_discovery(d, db, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
     from fabric.store import Store

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.app.discover import Discovery
-from fabric.app.ibdiag_files import ibdiagnet_files
+from fabric.app.discovery.discover import Discovery
+from fabric.app.discovery.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
 from topology.errors import UsageError
 from topology.lft import Lfts, parse_lfts, read_lfts

@@ -11,7 +11,7 @@ from topology.errors import UsageError
 
 def facts_from_source(src: Source, text: str | None = None) -> FabricFacts:
     """The facts of the fabric ``src`` shows (a saved ibnetdiscover, a snapshot, a lab)."""
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
 
     d = discover(src, text)
     return fabric_facts(d.fabric, d.classification, d.source or src.label)

@@ -16,7 +16,7 @@ from topology.errors import UsageError
 from topology.model import Guid, Link
 
 if TYPE_CHECKING:
-    from fabric.app.discover import Discovery
+    from fabric.app.discovery.discover import Discovery
     from fabric.app.slurm import NodeMap
     from fabric.app.source import SshOptions
 
@@ -52,7 +52,7 @@ def _design(d: Discovery, facts: FabricFacts) -> dict[Guid, float]:
 def fabric_of(input_path: str | None, snapshot: str | None, db: str | None) -> Discovery:
     """The fabric the hosts are on: a saved ibnetdiscover output, else a stored snapshot (the newest
     by default); a triage never runs discovery on its own."""
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
     from fabric.app.source import read_source
 
     src, text = read_source(
@@ -67,9 +67,9 @@ def triage_lab(
     """Triage on a lab: its fabric discovered for real, OpenSM's routes, its injected error rates
     and planted slow nodes; the runs simulated (``lab-simulated``)."""
     from fabric import lab
-    from fabric.app.discover import discover
+    from fabric.app.discovery.discover import discover
     from fabric.app.source import Source, require_running_lab
-    from fabric.app.sweep import lab_tables
+    from fabric.app.sweeps.sweep import lab_tables
     from fabric.app.triage.labnodes import planted_nodes
     from fabric.app.triage.simulated import SimulatedBackend
     from probes.labtraffic import parse_error_rates
@@ -167,8 +167,8 @@ def triage_slurm(
 ) -> TriageReport:
     """Triage through Slurm: one allocation of every node, each test a job step in it (nccl-tests
     by srun, ib_write_bw pairs as a sweep's steps); released on every way out."""
-    from fabric.app.nccl_slurm import run_in_allocation
     from fabric.app.slurm import connect
+    from fabric.app.sweeps.nccl_slurm import run_in_allocation
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
     from probes.perftest import PerftestOptions
     from probes.slurm import AllocationRequest, SlurmUnavailable, describe

@@ -1,0 +1,142 @@
+"""``ibfab recommend``: the findings advice rests on, the subnet manager as known, the isolation
+limits, then the safety-checked recommendations (the TUI's advice goes through the same use case,
+:mod:`fabric.app.readmodel.advice`)."""
+
+from __future__ import annotations
+
+from fabric.advise.cabling import LastPeer
+from fabric.advise.candidates import LinkFinding, findings_from_report, node_label, read_health_file
+from fabric.advise.recommend import Recommendations, recommend
+from fabric.advise.safety import SafetyPolicy
+from fabric.app.advice.subnet import learn_subnet_manager, probe_subnet_manager
+from fabric.app.discovery.discover import Discovery
+from fabric.app.health.assess import assess_store
+from fabric.app.isolation.limits import isolation_limits
+from fabric.app.source import Source
+from fabric.health.thresholds import HealthThresholds
+from fabric.store import Store
+from topology.errors import StoreError
+from topology.model import Guid, PortRef
+
+
+def stored_findings(db: str | None, thresholds: HealthThresholds | None = None) -> list[LinkFinding] | None:
+    """Findings from the store's counters (the same assessment as 'ibfab health', with the same
+    ``thresholds``), or None when the store has no topology or counters yet."""
+    try:
+        stored = Store.existing(db)
+        if stored is None:
+            return None
+        with stored as store:
+            view = assess_store(store, thresholds=thresholds, record=False)
+    except StoreError:
+        return None
+    return findings_from_report(view.report)
+
+
+def health_findings(
+    health_file: str | None, db: str | None, thresholds: HealthThresholds | None = None
+) -> list[LinkFinding] | None:
+    """The findings advice rests on: a saved ``ibfab health --json`` file when given, else the
+    store's newest assessment under the site's ``thresholds``; None when neither holds any."""
+    return read_health_file(health_file) if health_file else stored_findings(db, thresholds)
+
+
+def safety_policy(
+    min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool
+) -> SafetyPolicy:
+    """The isolation safety rules an operator set on the command line or in the TUI."""
+    return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
+
+
+def live_source(lab: str | None, ssh: str | None, d: Discovery, saved: bool) -> Source | None:
+    """Where tools reach the fabric ``d`` was read from: the lab, the SSH host, this machine; None
+    when it came from saved text, an ibdiagnet run or a stored snapshot (nothing runs for those)."""
+    if lab:
+        return Source("lab", lab)
+    if ssh:
+        return Source("ssh", ssh)
+    if saved or d.stored is not None:
+        return None
+    return Source("local")
+
+
+def recommend_fabric(
+    d: Discovery,
+    live: Source | None,
+    findings: list[LinkFinding],
+    policy: SafetyPolicy,
+    *,
+    db: str | None = None,
+    min_status: str = "warn",
+    opensm_log: str | None = None,
+    opensm_conf: str | None = None,
+    ibdiagnet: str | None = None,
+    thresholds: HealthThresholds | None = None,
+) -> Recommendations:
+    """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
+    ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
+    and the store, then :func:`fabric.advise.recommend.recommend`."""
+    if live is not None and live.kind == "lab":
+        sm = probe_subnet_manager(lab=live.target, log_path=opensm_log, conf_path=opensm_conf)
+    else:
+        sm = learn_subnet_manager(
+            live,
+            log_path=opensm_log,
+            conf_path=opensm_conf,
+            look_locally=live is not None and live.kind == "local",
+            ibdiagnet=ibdiagnet,
+        )
+    last_peers: dict[PortRef, LastPeer] = {}
+    stored = Store.existing(db)  # advice only reads: a store that is not there is not created
+    if stored is not None:
+        with stored as store:
+            limits = isolation_limits(store, d.fabric, d.classification, live)
+            last_peers = down_ports_last_peers(store, d)
+    else:
+        limits = isolation_limits(None, d.fabric, d.classification, live)
+    return recommend(
+        d.fabric,
+        d.classification,
+        findings,
+        policy,
+        sm,
+        min_status=min_status,
+        already_isolated=limits.already,
+        anomalies=d.anomalies,
+        designed=limits.designed,
+        thresholds=thresholds,
+        last_peers=last_peers,
+    )
+
+
+def down_ports_last_peers(store: Store, d: Discovery) -> dict[PortRef, LastPeer]:
+    """Each down port's peer when ibfab last saw its link change (the store's link events), named
+    as today's discovery names it, else as the newest stored topology that still had it."""
+    out: dict[PortRef, LastPeer] = {}
+    for an in d.anomalies:
+        if an.kind != "down_port" or not an.ports:
+            continue
+        ref = an.ports[0]
+        event = store.last_link_event(ref.guid, ref.port)
+        if event is None:
+            continue
+        (ag, ap), (bg, bp) = event.link
+        far = PortRef(Guid(bg), bp) if (ag, ap) == (ref.guid, ref.port) else PortRef(Guid(ag), ap)
+        name = node_label(d.fabric, d.classification, far.guid) if far.guid in d.fabric.nodes else None
+        if name is None:
+            name = _stored_name(store, far.guid) or f"node {far.guid}"
+        out[ref] = LastPeer(far, name, event.time, event.kind)
+    return out
+
+
+def _stored_name(store: Store, guid: Guid, look_back: int = 5) -> str | None:
+    """The node's description in the newest of the last ``look_back`` stored topologies that had it
+    (a node gone with its link: an HCA whose only port is down is not discovered any more)."""
+    for summary in reversed(store.list_topologies()[-look_back:]):
+        try:
+            node = store.load_topology(summary.id).fabric.nodes.get(guid)
+        except StoreError:  # a damaged copy (the store warns of it): the next older one
+            continue
+        if node is not None:
+            return node.description or None
+    return None

@@ -1,0 +1,67 @@
+"""``ibfab whatif``: estimated collective bandwidth under a change (ports isolated, cables
+degraded, AR on/off), routed by the fabric's forwarding tables when they can be read."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fabric.advise.candidates import resolve_port
+from fabric.advise.whatif import RouteFn, Scenario, WhatIf, parse_share, what_if
+from fabric.app.discovery.discover import Discovery
+from probes.inventory import expand_hosts
+from topology.errors import UsageError
+from topology.routes import path, read_lft_dump
+
+
+def route_function(d: Discovery, lab: str | None, lft: str | None) -> RouteFn | None:
+    """Paths from forwarding tables (``lft``, else the lab's OpenSM dump); None: spread evenly."""
+    if lft is None and lab is not None:
+        from fabric import lab as labmod
+
+        dump = Path(labmod.opensm_dump_dir(lab)) / "opensm-lfts.dump"
+        lft = str(dump) if dump.is_file() else None
+    if lft is None:
+        return None
+    return functools.partial(path, d.fabric, read_lft_dump(lft))
+
+
+def run_whatif(
+    d: Discovery,
+    scenario: Callable[[Discovery], Scenario],
+    hosts: str | None = None,
+    lab: str | None = None,
+    lft: str | None = None,
+) -> WhatIf:
+    """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None)."""
+    host_list = expand_hosts(hosts, "--hosts") if hosts else None
+    return what_if(d.fabric, d.classification, scenario(d), host_list, route_function(d, lab, lft))
+
+
+ScenarioFor = Callable[[Discovery], Scenario]
+
+
+def isolate_scenario(ports: Sequence[str]) -> ScenarioFor:
+    """``NODE:PORT``... isolated."""
+    return lambda d: Scenario(isolate=tuple(resolve_port(d.fabric, d.classification, p) for p in ports))
+
+
+def degrade_scenario(links: Sequence[str]) -> ScenarioFor:
+    """``NODE:PORT=SHARE``...: the cable on that port keeps SHARE of its rate (``50%`` or ``0.5``)."""
+
+    def build(d: Discovery) -> Scenario:
+        degrade = {}
+        for item in links:
+            port, sep, share = item.rpartition("=")
+            if not sep:
+                raise UsageError(f"{item!r}: expected NODE:PORT=SHARE, e.g. leaf-su01-r3:9=50%")
+            degrade[resolve_port(d.fabric, d.classification, port)] = parse_share(share)
+        return Scenario(degrade=degrade)
+
+    return build
+
+
+def ar_scenario(on: bool) -> ScenarioFor:
+    """Adaptive routing on or off on the fabric as it is."""
+    return lambda d: Scenario(ar=on)

@@ -1,0 +1,1 @@
+"""The daemon's work: schedules and the jobs they run."""

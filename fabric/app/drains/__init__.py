@@ -1,0 +1,1 @@
+"""Slurm drains: plan, apply and resume nodes, each change audited."""

@@ -1,0 +1,1 @@
+"""Exports: the fabric as schedulers and monitoring read it (files and the Prometheus exporter)."""

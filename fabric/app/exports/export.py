@@ -1,0 +1,80 @@
+"""``ibfab export ...``: the fabric as schedulers and monitoring read it. Each use case returns an
+:class:`fabric.exports.Export` (the text, and what was left out for stderr)."""
+
+from __future__ import annotations
+
+from fabric.app.discovery.discover import Discovery
+from fabric.app.health.assess import load_thresholds
+from fabric.app.placement.place import placement_health
+from fabric.core.units import parse_duration
+from fabric.exports import Export
+from fabric.exports.alert_rules import alert_rules, rules_header
+from fabric.exports.fitnames import fitting_tree
+from fabric.exports.grafana import dashboard_json
+from fabric.exports.hostfile import hostfile
+from fabric.exports.json import scheduler_json
+from fabric.exports.k8s import k8s_labels
+from fabric.exports.kueue import kueue_topology
+from fabric.exports.slurm import topology_conf
+from fabric.exports.tree import SchedulerTree, build_tree
+from fabric.health import HealthThresholds
+from fabric.placement import PlacementHealth, host_sites, ring_order
+from topology.nameformats import HOSTFILE
+
+
+def _tree(d: Discovery, include_service: bool = False) -> SchedulerTree:
+    """The scheduler's tree of the compute hosts (and the service hosts with ``include_service``)."""
+    return build_tree(d.fabric, d.classification, host_sites(d.fabric, d.classification, include_service))
+
+
+def _health(d: Discovery, db: str | None, hours: float | None) -> PlacementHealth | None:
+    """Each host's health from the store over the last ``hours`` (None: no health asked for)."""
+    return None if hours is None else placement_health(d, db, hours)
+
+
+def slurm_topology(d: Discovery, plugin: str = "tree", include_service: bool = False) -> Export:
+    return topology_conf(_tree(d, include_service), plugin)
+
+
+def k8s(
+    d: Discovery,
+    style: str,
+    fmt: str,
+    db: str | None = None,
+    health_hours: float | None = None,
+    include_service: bool = False,
+) -> Export:
+    return k8s_labels(_tree(d, include_service), style, fmt, _health(d, db, health_hours))
+
+
+def kueue(d: Discovery, name: str, legacy: bool, include_service: bool = False) -> Export:
+    return kueue_topology(_tree(d, include_service), name, legacy)
+
+
+def mpi_hostfile(d: Discovery, style: str, slots: int, include_service: bool = False) -> Export:
+    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf, name)."""
+    tree, unfit = fitting_tree(_tree(d, include_service), HOSTFILE)
+    return Export(
+        hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots),
+        skipped=tree.sites.left_out,
+        unfit=unfit,
+    )
+
+
+def scheduler_document(
+    d: Discovery, db: str | None = None, health_hours: float | None = None, include_service: bool = False
+) -> Export:
+    return scheduler_json(d.fabric, d.classification, _tree(d, include_service), _health(d, db, health_hours))
+
+
+def prometheus_rules(thresholds: str | None, job: str, window: str) -> Export:
+    """Alerting and recording rules for the exporter, from the thresholds ``ibfab health`` uses."""
+    t = load_thresholds(thresholds) if thresholds else HealthThresholds()
+    window_s = parse_duration(window, "--window")
+    return Export(
+        alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(thresholds, job, window_s)), ()
+    )
+
+
+def grafana_dashboard(datasource_uid: str) -> Export:
+    return Export(dashboard_json(datasource_uid), ())

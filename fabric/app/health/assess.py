@@ -1,0 +1,341 @@
+"""Health use case: from the store to a scored report, and today's findings back into the store.
+
+:func:`assess_store` loads the latest topology, the link events (cables discovery saw go and
+come back) and the findings history, runs :func:`fabric.health.assess_columns` over the stored
+blocks of the window's counter snapshots, read a few snapshots at a time (so a day of snapshots
+needs no more memory than an hour), with the cables that train below their peers (from the topology, the rule behind
+discovery's ``degraded_link``), and records today's non-ok links in ``findings_history`` (one row
+per link and kind of finding per UTC day, keeping the worst status of the day), so links that
+keep failing become repeat offenders across days.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from fabric.core.units import duration_spec, utc_time
+from fabric.counters.deltas import OutOfOrder
+from fabric.health import (
+    HealthReport,
+    HealthThresholds,
+    LinkEvent,
+    LinkHealth,
+    PastFinding,
+    Status,
+    assess,
+    assess_columns,
+    assess_pieces,
+)
+from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
+from fabric.health.score import finding_kind
+from fabric.health.thresholds import thresholds_from_mapping
+from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject, store_path
+from topology.bulk import gc_paused
+from topology.classify import classify, switch_name
+from topology.errors import StoreError, UsageError
+from topology.model import Fabric, Guid, LinkKey, NodeKind
+from topology.wiring import BelowPeers, links_below_peers
+
+DAY_S = 86400.0
+# Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
+# fabric, ~100 MB as a frame. With the next piece read ahead, assessing a 50,000-port fabric peaks
+# near 0.5 GB whether the window holds 60 snapshots or 240 (bench/bench_health.py).
+PIECE_ROWS = 200_000
+COLLECT_FIRST = "run `ibfab counters collect` first"
+_LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
+_OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
+
+
+@dataclass(frozen=True, slots=True)
+class OneReading:
+    """The window holds one counter reading: error and traffic rates need two, so no link could
+    be judged on them. ``ibdiagnet``: the reading is an ibdiagnet run's (the next one comes from
+    running it again); ``elsewhere``: readings the store holds outside the window."""
+
+    snapshot: CounterSnapshotInfo
+    ibdiagnet: bool
+    elsewhere: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "snapshot_id": self.snapshot.id,
+            "taken_at": self.snapshot.taken_at,
+            "source": self.snapshot.source,
+            "ibdiagnet": self.ibdiagnet,
+            "readings_outside_the_window": self.elsewhere,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AssessedHealth:
+    """A report with what the CLI needs to name things."""
+
+    report: HealthReport
+    fabric: Fabric
+    topology_id: int
+    names: Mapping[str, str]  # node GUID -> what an operator calls it
+    recorded: int  # findings written to findings_history by this assessment
+    # Failing links sharing a cable vendor, part number or length beyond chance (from the newest
+    # kept cable inventory; empty without one) and the run that inventory is from.
+    cable_notes: tuple[SharedCableTrait, ...] = ()
+    inventory: str | None = None
+    one_reading: OneReading | None = None  # set when the window holds a single counter reading
+
+    def end_label(self, guid: str, port: int) -> str:
+        return f"{self.names.get(guid, guid)}:{port}"
+
+    def link_label(self, link: LinkHealth) -> str:
+        """``leaf-su01-r0:3 <-> dgx-0001 mlx5_0:1`` (switch end first)."""
+        a, b = link.a, link.b
+        if self._is_hca(a.guid) and not self._is_hca(b.guid):
+            a, b = b, a
+        return f"{self.end_label(a.guid, a.port)} <-> {self.end_label(b.guid, b.port)}"
+
+    def _is_hca(self, guid: str) -> bool:
+        node = self.fabric.nodes.get(Guid(guid))
+        return node is not None and node.kind is NodeKind.HCA
+
+
+def node_names(fabric: Fabric) -> dict[str, str]:
+    """Switches by their short name (``leaf-su01-r0``), HCAs by description (``dgx-0001 mlx5_0``)."""
+    out: dict[str, str] = {}
+    for guid, node in fabric.nodes.items():
+        if node.kind is NodeKind.SWITCH:
+            out[guid] = switch_name(node.description) or node.description or guid
+        else:
+            out[guid] = node.description or guid
+    return out
+
+
+def load_thresholds(path: str | Path) -> HealthThresholds:
+    """Thresholds from a TOML file (keys at top level or under ``[health]``)."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_MAX_THRESHOLDS_BYTES + 1)  # bounded: a device or a wrong file is not read whole
+        if len(raw) > _MAX_THRESHOLDS_BYTES:
+            raise UsageError(f"{path}: larger than {_MAX_THRESHOLDS_BYTES >> 20} MiB: not a thresholds file")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    return thresholds_from_mapping(data, str(path))
+
+
+_MAX_THRESHOLDS_BYTES = 1 << 20
+
+
+def utc_day(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def _day_start(day: str) -> float:
+    return float(calendar.timegm(time.strptime(day, "%Y-%m-%d")))
+
+
+def _status(text: str) -> Status:
+    try:
+        return Status(text)
+    except ValueError:
+        return _OLD_STATUS.get(text, Status.WATCH)
+
+
+def past_findings(records: Iterable[FindingRecord]) -> list[PastFinding]:
+    """History records as the health model takes them: a link finding counts for both its ends."""
+    out: list[PastFinding] = []
+    for r in records:
+        when, status = _day_start(r.day), _status(r.status)
+        m = _LINK_SUBJECT.match(r.subject)
+        if m:
+            out.append(PastFinding(when, m["ag"], int(m["ap"]), status))
+            out.append(PastFinding(when, m["bg"], int(m["bp"]), status))
+        else:
+            out.append(PastFinding(when, r.subject, None, status))
+    return out
+
+
+def record_today(store: Store, report: HealthReport, now: float) -> int:
+    """Record the non-ok links of ``report`` for today's UTC day; idempotent, keeps the worst status."""
+    day = utc_day(now)
+    earlier = {
+        (r.subject, r.kind): _status(r.status) for r in store.load_findings_history(day) if r.day == day
+    }
+    items: list[tuple[str, str, str]] = []
+    for link in report.links:
+        if link.status is Status.OK or not link.reasons:
+            continue
+        subject, kind = link_subject(link.key), finding_kind(link.reasons[0])
+        status: Status = link.status
+        before = earlier.get((subject, kind))
+        if before is not None and before.rank > status.rank:
+            status = before
+        items.append((subject, kind, status.value))
+    return store.record_findings(day, items) if items else 0
+
+
+def open_store(db: str | None) -> Store:
+    """The store, which must exist and hold counters (a one-line error saying what to do otherwise)."""
+    path = store_path(db)
+    if not path.exists():
+        raise StoreError(f"{path}: no ibfab store there; {COLLECT_FIRST}")
+    return Store.open(path, create=False)
+
+
+def assess_store(
+    store: Store,
+    *,
+    since_s: float | None = 86400.0,
+    now: float | None = None,
+    thresholds: HealthThresholds | None = None,
+    record: bool = True,
+    fast: bool = True,
+) -> AssessedHealth:
+    """Score every link of the latest topology over the counters of the last ``since_s`` seconds
+    (None: all of them) and, if ``record``, add today's findings to the history.
+
+    ``fast``: sum the stored blocks column-wise (:func:`fabric.health.assess_columns`) and build
+    quiet links' records on a short cut; False is the simple path, the reference the fast one is
+    tested against (the counter table a few snapshots at a time, every record the long way): the
+    same report."""
+    t = thresholds or HealthThresholds()
+    now = time.time() if now is None else now
+    since = None if since_s is None else now - since_s
+    if not store.list_topologies():
+        raise StoreError(f"{store.path}: no topology stored; {COLLECT_FIRST}")
+    snapshots = store.list_counter_snapshots(since=since, until=now)
+    if not any(s.ports for s in snapshots):
+        window = "" if since_s is None else f" in the last {duration_spec(since_s)}"
+        older = [s for s in store.list_counter_snapshots(until=now) if s.ports] if since_s is not None else []
+        if older:  # an imported run from months ago: say where it is rather than to collect
+            taken = utc_time(older[-1].taken_at)
+            raise StoreError(
+                f"{store.path}: no counter snapshots{window}; the newest is snapshot {older[-1].id} "
+                f"at {taken} (--since all reads it)"
+            )
+        raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
+    with gc_paused() if fast else nullcontext():  # ~100,000 new objects, none in a cycle
+        stored = store.load_topology("latest")
+        below = below_peers(stored.fabric)
+    lookback = now - t.repeat_lookback_days * DAY_S
+    events = [
+        LinkEvent(e.time, e.link, e.kind)
+        for e in store.load_link_events(since=lookback, until=now)
+        if e.kind in ("down", "up")
+    ]
+    # today's own records are left out: assess counts today from what it finds now, and first_seen
+    # stays the real time of the first sample instead of the start of the day
+    today = utc_day(now)
+    history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
+    groups = _groups(snapshots)
+
+    def score(how: Callable[..., HealthReport], counters: object, **quick: bool) -> HealthReport:
+        return how(
+            counters,
+            stored.fabric,
+            since=since,
+            now=now,
+            events=events,
+            history=history,
+            thresholds=t,
+            below_peers=below,
+            **quick,
+        )
+
+    report = None
+    if fast:
+        blocks = store.load_counter_block_pieces(groups, since, now)
+        try:
+            with gc_paused():  # the report is ~150,000 new records at 50,000 ports, none in a cycle
+                report = score(assess_columns, blocks)
+        except OutOfOrder:  # a port's readings out of time order: the counter table sorts them
+            blocks.close()
+    if report is None:
+        pieces = store.load_counter_pieces(groups, since, now)
+        try:
+            report = score(assess_pieces, pieces, quick=fast)
+        except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
+            pieces.close()
+            report = score(assess, store.load_counters(since=since, until=now), quick=fast)
+    recorded = record_today(store, report, now) if record else 0
+    notes, inventory = cable_notes(store, report)
+    return AssessedHealth(
+        report,
+        stored.fabric,
+        stored.id,
+        node_names(stored.fabric),
+        recorded,
+        notes,
+        inventory,
+        one_reading(store, snapshots),
+    )
+
+
+def one_reading(store: Store, window: list[CounterSnapshotInfo]) -> OneReading | None:
+    """What to say when the window's counters are a single reading (None: two or more)."""
+    read = [s for s in window if s.ports]
+    if len(read) != 1:
+        return None
+    only = read[0]
+    ibdiagnet = any(
+        c.source == only.source and c.taken_at == only.taken_at
+        for c in store.list_captures(kind="counters", tool="ibdiagnet")
+    )
+    elsewhere = sum(1 for s in store.list_counter_snapshots() if s.ports and s.id != only.id)
+    return OneReading(only, ibdiagnet, elsewhere)
+
+
+def cable_notes(store: Store, report: HealthReport) -> tuple[tuple[SharedCableTrait, ...], str | None]:
+    """What the failing (warn, critical) links' modules share beyond chance, and the inventory's
+    run; nothing is read when fewer than two links fail."""
+    failing = [lk.key for lk in report.links if lk.status.rank >= Status.WARN.rank]
+    if len(failing) < MIN_LINKS:
+        return (), None
+    from fabric.app.discovery.cables import stored_inventory
+
+    inv = stored_inventory(store)
+    if inv is None or not inv.cables:
+        return (), None
+    cabled = [lk.key for lk in report.links]
+    return shared_cable_traits(failing, inv.cables, cabled), inv.source
+
+
+def below_peers(fabric: Fabric) -> dict[LinkKey, BelowPeers]:
+    """The cables of ``fabric`` trained narrower or slower than their peers, by link key."""
+    return {d.link.key: d for d in links_below_peers(fabric, classify(fabric))}
+
+
+def _groups(snapshots: list[CounterSnapshotInfo]) -> list[list[int]]:
+    """The window's snapshot ids in groups of PIECE_ROWS rows or so (whole snapshots, by id)."""
+    groups: list[list[int]] = [[]]
+    rows = 0
+    for info in sorted(snapshots, key=lambda s: s.id):
+        if rows >= PIECE_ROWS:
+            groups.append([])
+            rows = 0
+        groups[-1].append(info.id)
+        rows += info.ports
+    return groups
+
+
+__all__ = [
+    "AssessedHealth",
+    "assess_store",
+    "below_peers",
+    "cable_notes",
+    "load_thresholds",
+    "node_names",
+    "open_store",
+    "past_findings",
+    "record_today",
+    "utc_day",
+]

@@ -1,0 +1,1 @@
+"""The lab as the operator drives it (``ibfab lab``) and the demo on it."""

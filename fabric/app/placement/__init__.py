@@ -1,0 +1,1 @@
+"""Placement: hosts for a job, packed or spread, and the health placement weighs."""

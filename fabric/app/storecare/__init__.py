@@ -1,0 +1,1 @@
+"""Store care: compaction, info, checks and repair of the store."""
