@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from topology.anomaly import Severity
 from topology.route_findings import CREDIT_LOOP, Hop, RouteFinding
 from topology.route_walk import Walk
-from topology.wiring import Severity
 
 LANES_UNKNOWN = "one lane: the SL of each route and the SL-to-VL tables are not known"
 

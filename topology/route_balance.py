@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from topology.anomaly import Severity
 from topology.classify import Classification
 from topology.route_findings import IMBALANCE, RouteFinding
 from topology.route_walk import Walk
-from topology.wiring import Severity
 
 HOT_LINKS = 10
 # A switch is unbalanced one way when its busiest cable carries more than this times the even

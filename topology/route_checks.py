@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from topology.anomaly import Severity
 from topology.classify import Classification
 from topology.credit_loops import CreditLoops, credit_loop_finding, credit_loops
 from topology.lft import Lfts
@@ -59,7 +60,6 @@ from topology.route_walk import (
     compute_traffic,
     walk,
 )
-from topology.wiring import Severity
 
 _RANK = {Severity.CRITICAL: 0, Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3}
 MAX_LIDS_LISTED = 64  # a finding lists at most this many LIDs (its count says how many in all)

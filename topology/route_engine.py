@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topology.anomaly import Severity
 from topology.route_findings import ENGINE_FALLBACK, ENGINE_MISMATCH, RouteFinding
 from topology.route_walk import Walk
-from topology.wiring import Severity
 
 ENGINES = ("minhop", "updn", "dnup", "ftree", "dfsssp", "sssp", "lash", "dor", "torus-2QoS", "nue", "file")
 UP_DOWN_ENGINES = frozenset({"updn", "dnup", "ftree", "ar_updn", "ar_ftree"})

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from topology.anomaly import Severity
 from topology.model import Guid
 from topology.route_walk import Walk
-from topology.wiring import Severity
 
 # The kinds, as JSON names them (stable).
 NO_ROUTE = "no_route"  # a destination LID some routes never deliver (no entry, a port without a cable)

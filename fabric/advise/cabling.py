@@ -31,10 +31,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from fabric.advise.actions import Action, ActionKind, Command
 from fabric.advise.candidates import node_label
 from fabric.core.units import utc_time
+from topology.anomaly import Anomaly
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.unnamed import likely_machines
-from topology.wiring import Anomaly, uplinks_by_peers
+from topology.wiring import uplinks_by_peers
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

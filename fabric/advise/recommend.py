@@ -29,10 +29,10 @@ from fabric.advise.safety import (
 from fabric.advise.subnet_manager import Ar, ArVerdict, SubnetManager
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import HealthThresholds
+from topology.anomaly import Anomaly
 from topology.classify import Classification
 from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.routes import dr_path
-from topology.wiring import Anomaly
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from fabric.advise.actions import Action, ActionKind, Command, drain_node, replace_cable
 from fabric.advise.candidates import LinkFinding, isolation_port, node_label
 from fabric.health.thresholds import HealthThresholds
+from topology.anomaly import Anomaly
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, Link, NodeKind, PortRef
-from topology.wiring import Anomaly
 
 
 def cable_target(fabric: Fabric, cls: Classification, lk: Link) -> str:

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from topology.anomaly import Severity
 from topology.route_checks import RouteReport
-from topology.wiring import Severity
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

@@ -22,6 +22,7 @@ from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes import RoutesCheck, check_routes_of, read_tables
 from fabric.app.source import Source
+from topology.anomaly import Severity
 from topology.model import Guid
 from topology.route_findings import (
     CREDIT_LOOP,
@@ -31,7 +32,6 @@ from topology.route_findings import (
     LONGER_THAN_MINIMAL,
     NO_ROUTE,
 )
-from topology.wiring import Severity
 
 pytestmark = pytest.mark.lab
 

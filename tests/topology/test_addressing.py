@@ -9,6 +9,7 @@ import io
 import pytest
 
 from tests.conftest import realdata_files
+from topology.anomaly import Anomaly
 from topology.classify import classify
 from topology.errors import UsageError
 from topology.generate import design_from_dict, design_to_dict, generate, to_ibnetdiscover, to_ibsim_net
@@ -17,7 +18,7 @@ from topology.ibnetdiscover import parse_ibnetdiscover, parse_ibnetdiscover_text
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.model import Fabric, Guid, PortRef
 from topology.serialize import fabric_from_json, fabric_to_json
-from topology.wiring import Anomaly, find_anomalies
+from topology.wiring import find_anomalies
 
 FAT8 = "leafspine:leaves=4,spines=2,hosts=4,hcas=8,radix=64"
 

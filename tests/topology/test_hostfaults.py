@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import realdata_files
+from topology.anomaly import Anomaly
 from topology.classify import Classification, classify
 from topology.generate import Design, generate, to_ibnetdiscover
 from topology.ibdiag_csv import read_db_csv_fabric
 from topology.ibnetdiscover import parse_ibnetdiscover_text, read_ibnetdiscover
 from topology.model import Fabric, Guid, Link, Node, NodeKind, PortRef
-from topology.wiring import Anomaly, find_anomalies
+from topology.wiring import find_anomalies
 
 # Hosts of 8 HCAs, all on their leaf (consecutive ports), 4 hosts a leaf: 16 hosts.
 FAT8 = "leafspine:leaves=4,spines=2,hosts=4,hcas=8,radix=64"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REALDATA
+from topology.anomaly import Anomaly
 from topology.classify import Classification, classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover_text
@@ -25,7 +26,7 @@ from topology.naming import (
     switch_display_name,
     switch_name,
 )
-from topology.wiring import Anomaly, find_anomalies
+from topology.wiring import find_anomalies
 
 CAPTURES = REALDATA / "ibnetdiscover"
 SUPERPOD = CAPTURES / "topograph-dgx-ndr-superpod-622nodes.txt"

@@ -14,6 +14,7 @@ import pytest
 
 from fabric.app.discovery.discover import Discovery
 from tests.advise_fabrics import fabric_of, guid_of
+from topology.anomaly import Severity
 from topology.errors import ParseError
 from topology.generate_routes import minhop_tables
 from topology.lft import NO_ROUTE, Lfts
@@ -36,7 +37,6 @@ from topology.route_findings import (
 from topology.route_findings import (
     NO_ROUTE as NO_ROUTE_KIND,
 )
-from topology.wiring import Severity
 
 FAT = "fattree-small"  # 4 leaves x 8 hosts, 2 spines, 4 cables from each leaf to each spine
 

@@ -9,11 +9,12 @@ from collections import Counter
 import pytest
 
 from tests.conftest import realdata_files
+from topology.anomaly import Anomaly
 from topology.classify import Classification, classify
 from topology.generate import Design, generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover_text, read_ibnetdiscover
 from topology.model import Fabric
-from topology.wiring import Anomaly, find_anomalies
+from topology.wiring import find_anomalies
 
 SIDE_FABRICS = {
     # 3 tiers, the side group's spines cabled to the cores

@@ -13,8 +13,8 @@ from fabric.store import Store
 from tests.conftest import REALDATA
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
 from tests.tui_data import T0, build_store
+from topology.anomaly import Severity
 from topology.ibnetdiscover import read_ibnetdiscover
-from topology.wiring import Severity
 from tui.app import build_app
 from tui.screens.anomalies import AnomaliesScreen
 from tui.screens.detail import DetailScreen

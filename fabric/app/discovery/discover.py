@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.app.discovery.ibdiag_files import ibdiagnet_files
 from fabric.app.source import Source, SshOptions, run_tool
+from topology.anomaly import Anomaly
 from topology.chassis import Chassis, board_chassis, find_chassis
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
 from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
-from topology.wiring import Anomaly, find_anomalies
+from topology.wiring import find_anomalies
 
 if TYPE_CHECKING:
     from fabric.store import TopologySummary

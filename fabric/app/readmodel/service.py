@@ -59,10 +59,10 @@ from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
+from topology.anomaly import Anomaly
 from topology.chassis import board_chassis
 from topology.errors import UsageError
 from topology.model import Guid, PortRef
-from topology.wiring import Anomaly
 
 
 class FabricService:

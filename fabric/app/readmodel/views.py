@@ -21,8 +21,8 @@ from fabric.app.health.window import HealthWindow
 from fabric.health.status import Status, status_rank
 from fabric.store import CounterSnapshotInfo, ProbeSweep, TopologySummary
 from fabric.store import StoredSweep as StoredSweep  # what FabricService.sweeps_of returns
+from topology.anomaly import Severity
 from topology.model import Guid, Link, LinkKey
-from topology.wiring import Severity
 
 if TYPE_CHECKING:
     from fabric.advise.actions import Action
