@@ -226,7 +226,8 @@ def up(spec: str = DEFAULT_PRESET, faults: Sequence[str] = (), name: str = "defa
         if old is not None:
             if old.ibsim_alive or old.opensm_alive:
                 raise LabError(
-                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
+                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down'"
+                    f" first, or 'ibfab lab restart --name {name}' if it is sick"
                 )
             _teardown(paths, old)
         return _bring_up(paths, name, design)
