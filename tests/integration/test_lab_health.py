@@ -97,21 +97,31 @@ def test_a_lab_that_refuses_new_clients_says_so_and_restart_brings_it_back(runni
     code, out, err = _status(running)
     assert code == 6
     assert f"{running}: SICK" in out
-    assert f"ibsim refuses new clients ({labcheck.CLIENT_SLOTS} of {labcheck.CLIENT_SLOTS} client slots held" in out
+    assert (
+        f"ibsim refuses new clients ({labcheck.CLIENT_SLOTS} of {labcheck.CLIENT_SLOTS} client slots held"
+        in out
+    )
     assert f"ibfab lab restart --name {running}" in out
-    assert err.startswith(f"ibfab: lab {running} is not working: ibsim refuses new clients") and err.count("\n") == 1
+    assert (
+        err.startswith(f"ibfab: lab {running} is not working: ibsim refuses new clients")
+        and err.count("\n") == 1
+    )
 
     result = CliRunner().invoke(lab_group, ["restart", "--name", running])
     assert result.exit_code == 0, result.output
     assert f"lab {running} restarted" in result.stdout
     new = lab.status(running)
     assert (new.ibsim_pid, new.opensm_pid) != (state.ibsim_pid, state.opensm_pid)
-    assert not any(lab._alive(pid, p) for pid, p in ((state.ibsim_pid, "ibsim"), (state.opensm_pid, "opensm")))
+    assert not any(
+        lab._alive(pid, p) for pid, p in ((state.ibsim_pid, "ibsim"), (state.opensm_pid, "opensm"))
+    )
     _works(running)
 
 
 @pytest.mark.parametrize("program", ["ibsim", "opensm"])
-def test_a_lab_whose_process_was_killed_says_so_and_restart_brings_it_back(running: str, program: str) -> None:
+def test_a_lab_whose_process_was_killed_says_so_and_restart_brings_it_back(
+    running: str, program: str
+) -> None:
     state = lab.status(running)
     pid = state.ibsim_pid if program == "ibsim" else state.opensm_pid
     os.kill(pid, signal.SIGKILL)
@@ -127,7 +137,9 @@ def test_a_lab_whose_process_was_killed_says_so_and_restart_brings_it_back(runni
         assert troubles == [Trouble.OPENSM_GONE, Trouble.SM_SILENT]  # and a client says so too
     code, out, err = _status(running)
     assert code == 6 and f"{running}: DEAD" in out
-    assert f"{program} (pid {pid}) is not running" in out and err.startswith(f"ibfab: lab {running} is not working")
+    assert f"{program} (pid {pid}) is not running" in out and err.startswith(
+        f"ibfab: lab {running} is not working"
+    )
 
     assert CliRunner().invoke(lab_group, ["restart", "--name", running]).exit_code == 0
     _works(running)
