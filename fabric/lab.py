@@ -238,7 +238,8 @@ def up(
         if old is not None:
             if old.ibsim_alive or old.opensm_alive:
                 raise LabError(
-                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
+                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down'"
+                    f" first, or 'ibfab lab restart --name {name}' if it is sick"
                 )
             _teardown(paths, old)
         return _bring_up(paths, name, design, _routing_args(paths, routing, lfts_file))

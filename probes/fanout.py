@@ -6,10 +6,14 @@
 >>> rs = fan_out(hosts, ["echo", "hi"], lambda h: LocalTransport(h.name))
 >>> [(f.hosts, f.stdout) for f in fold(rs)]
 [('n[1-3]', 'hi\\n')]
+
+What all the hosts' output holds together is bounded (:data:`probes.output.FANOUT_OUTPUT_BYTES`,
+beside each stream's own cap): every host runs under one :class:`probes.output.OutputBudget`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from probes.fanout_workers import can_send, error_record, run_host, run_in_workers
 from probes.hostlocks import HostBusy, HostLocks
 from probes.inventory import HostEntry, fold_names, host_sort_key
+from probes.output import FANOUT_OUTPUT_BYTES, OutputBudget, decode, spending
 from probes.transport import CommandResult, FailureKind, Transport
 
 ArgvForHost = Callable[[HostEntry], Sequence[str]] | Sequence[str]
@@ -26,19 +31,28 @@ ArgvForHost = Callable[[HostEntry], Sequence[str]] | Sequence[str]
 
 @dataclass(frozen=True, slots=True)
 class FoldedResult:
-    """Hosts that answered identically, as one host range (``dgx-[0001-0004,0007]``)."""
+    """Hosts that answered identically, as one host range (``dgx-[0001-0004,0007]``); the output
+    as its bytes (:attr:`stdout` decodes them each time: see :class:`CommandResult`)."""
 
     hosts: str
     count: int
     exit_code: int | None
-    stdout: str
-    stderr: str
+    stdout_bytes: bytes
+    stderr_bytes: bytes
     failure: FailureKind | None
     message: str
 
     @property
     def ok(self) -> bool:
         return self.failure is None and self.exit_code == 0
+
+    @property
+    def stdout(self) -> str:
+        return decode(self.stdout_bytes)
+
+    @property
+    def stderr(self) -> str:
+        return decode(self.stderr_bytes)
 
 
 # A worker process costs about 0.15 s of CPU to start (an interpreter and paramiko's import):
@@ -69,6 +83,7 @@ def fan_out(
     timeout: float = 60.0,
     locks: HostLocks | None = None,
     workers: int | None = None,
+    output_budget: int = FANOUT_OUTPUT_BYTES,
 ) -> list[CommandResult]:
     """Run a command on every host, at most ``concurrency`` at once; results sorted by host name.
 
@@ -79,6 +94,10 @@ def fan_out(
     Large fan-outs spread over worker processes (:func:`worker_count`; ``workers=1`` keeps them
     in this process) when the factory can be sent to one (``probes.ssh.ssh_transport_factory``'s
     can; a lambda cannot and runs on threads here); the records are the same either way.
+
+    The hosts' output together keeps at most ``output_budget`` bytes beyond each stream's first
+    :data:`probes.output.FREE_BYTES` (split evenly over the worker processes); what a host could
+    not keep is cut from the middle of its output, as at the per-stream cap (``cut``).
     """
     entries = sorted(hosts, key=lambda h: host_sort_key(h.name))
     if not entries:
@@ -100,18 +119,22 @@ def fan_out(
             concurrency,
             timeout,
             locks,
+            output_budget,
         )
         records.update(zip((k for k, _ in todo), run.results, strict=True))
         return [records[k] for k in range(len(entries))]
+
+    budget = OutputBudget(output_budget)
 
     def one(entry: HostEntry) -> CommandResult:
         start = time.monotonic()
         argv: tuple[str, ...] = ()
         try:
             argv = tuple(argv_for_host(entry) if callable(argv_for_host) else argv_for_host)
-            if locks is None:
-                return run_host(entry, argv, transport_factory, timeout)
-            with locks.hold([entry.name]):
+            with contextlib.ExitStack() as stack:
+                if locks is not None:
+                    stack.enter_context(locks.hold([entry.name]))
+                stack.enter_context(spending(budget))  # this pool thread's commands take from it
                 return run_host(entry, argv, transport_factory, timeout)
         except Exception as exc:  # one host's bug must not lose the other hosts' results
             return error_record(entry.name, argv, start, exc)
@@ -124,9 +147,10 @@ def fan_out(
 
 def fold(results: Iterable[CommandResult]) -> list[FoldedResult]:
     """Group hosts whose exit code, stdout and stderr (or failure) are identical; sorted by first host."""
-    groups: dict[tuple[int | None, str, str, FailureKind | None, str], list[str]] = {}
+    groups: dict[tuple[int | None, bytes, bytes, FailureKind | None, str], list[str]] = {}
     for r in results:
-        groups.setdefault((r.exit_code, r.stdout, r.stderr, r.failure, r.message), []).append(r.host)
+        key = (r.exit_code, r.stdout_bytes, r.stderr_bytes, r.failure, r.message)
+        groups.setdefault(key, []).append(r.host)
     folded = [
         (min(host_sort_key(h) for h in names), FoldedResult(fold_names(names), len(names), *key))
         for key, names in groups.items()

@@ -7,7 +7,8 @@ own threads; the parent hands each worker at most its share of the ``concurrency
 time and takes each host's :class:`~probes.transport.CommandResult` back as soon as it is done.
 
 Bounds: at most ``concurrency`` connections in all (split over the workers), at most that many
-results in flight, each stream of a result capped (``MAX_OUTPUT_BYTES``). Workers talk to the
+results in flight, each stream of a result capped (``MAX_OUTPUT_BYTES``), and the output of all
+the hosts within the fan-out's budget (each worker spends an even share of it). Workers talk to the
 parent over their stdin/stdout pipes (length-prefixed pickles, between our own processes only):
 a worker whose parent dies reads end-of-file and exits; a worker that dies turns the hosts it held
 into one-line records naming it, and the other hosts still run.
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import IO, Protocol, cast
 
 from probes.inventory import HostEntry
+from probes.output import FANOUT_OUTPUT_BYTES, OutputBudget, spending
 from probes.transport import CommandResult, FailureKind, Transport
 from topology.errors import IbfabError
 
@@ -138,7 +140,8 @@ class _Worker:
             (size,) = _HEADER.unpack_from(self.buffer)
             if len(self.buffer) < _HEADER.size + size:
                 break
-            out.append(pickle.loads(self.buffer[_HEADER.size : _HEADER.size + size]))
+            with memoryview(self.buffer) as view:  # no copy of a result's (up to 128 MiB) frame
+                out.append(pickle.loads(view[_HEADER.size : _HEADER.size + size]))
             del self.buffer[: _HEADER.size + size]
         return out
 
@@ -151,7 +154,7 @@ class _Worker:
         return f"worker process {self.proc.pid} ended ({how}{': ' + said[:200] if said else ''})"
 
 
-def _start_worker(slots: int, factory: object, timeout: float) -> _Worker:
+def _start_worker(slots: int, factory: object, timeout: float, budget: int) -> _Worker:
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -166,7 +169,7 @@ def _start_worker(slots: int, factory: object, timeout: float) -> _Worker:
         start_new_session=True,  # Ctrl-C reaches the parent only; it stops the workers itself
     )
     worker = _Worker(proc, slots, stderr)
-    worker.send((factory, slots, timeout))
+    worker.send((factory, slots, timeout, budget))
     return worker
 
 
@@ -178,9 +181,11 @@ def run_in_workers(
     concurrency: int,
     timeout: float,
     locks: HostClaims | None = None,
+    output_budget: int = FANOUT_OUTPUT_BYTES,
 ) -> WorkerRun:
     """Run ``argvs[i]`` on ``entries[i]`` over ``workers`` processes with ``concurrency``
-    connections in all; with ``locks``, a host busy elsewhere is run once it is free."""
+    connections in all; with ``locks``, a host busy elsewhere is run once it is free. The hosts'
+    output keeps at most ``output_budget`` bytes in all (:func:`probes.fanout.fan_out`)."""
     n = len(entries)
     workers = max(1, min(workers, concurrency, n))
     share, extra = divmod(max(concurrency, workers), workers)
@@ -237,7 +242,7 @@ def run_in_workers(
 
     try:
         for k in range(workers):
-            w = _start_worker(share + (k < extra), factory, timeout)
+            w = _start_worker(share + (k < extra), factory, timeout, output_budget // workers)
             pool.append(w)
             assert w.proc.stdout is not None
             selector.register(w.proc.stdout, selectors.EVENT_READ, w)
@@ -333,10 +338,15 @@ def serve() -> None:
     settings = receive()
     if settings is None:
         return
-    factory, slots, timeout = cast("tuple[Callable[[HostEntry], Transport], int, float]", settings)
+    factory, slots, timeout, budget_bytes = cast(
+        "tuple[Callable[[HostEntry], Transport], int, float, int]", settings
+    )
+    budget = OutputBudget(budget_bytes)
 
     def one(i: int, entry: HostEntry, argv: tuple[str, ...]) -> None:
-        reply((i, run_host(entry, argv, factory, timeout)))
+        with spending(budget):
+            record = run_host(entry, argv, factory, timeout)
+        reply((i, record))
 
     given = 0
     with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="fanout-worker") as threads:

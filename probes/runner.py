@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from probes.output import decode
 from probes.transport import (
     MAX_OUTPUT_BYTES,
     REFUSED_MESSAGE,
@@ -69,14 +70,14 @@ def run(
         raise CommandFailed(argv, None, f"{argv[0]}: command not found", where) from exc
     except PermissionError as exc:
         raise CommandFailed(argv, None, f"{argv[0]}: permission denied", where) from exc
-    out, err = OutputCap(max_output), OutputCap(max_output)
+    out, err = _Newlines(OutputCap(max_output)), _Newlines(OutputCap(max_output))
     try:
         with running(lambda grace: _end_group(proc, grace)):
             finished = _pump(proc, None if stdin is None else stdin.encode(), out, err, deadline)
             if not finished:
                 _kill_group(proc)
                 message = f"timed out after {timeout:g} s"
-                raise CommandFailed(argv, -9, (_text(err.data()) + "\n" + message).strip(), where)
+                raise CommandFailed(argv, -9, (decode(err.take()) + "\n" + message).strip(), where)
             returncode = proc.wait()
     except BaseException:
         _kill_group(proc)  # an interrupt or a bug here must not leave the tool running
@@ -85,14 +86,15 @@ def run(
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+    cut = out.cut + err.cut
     result = CommandResult(
         where,
         tuple(argv),
         returncode,
-        _text(out.data()),
-        _text(err.data()),
+        out.take(),
+        err.take(),
         time.monotonic() - start,
-        cut=out.cut + err.cut,
+        cut=cut,
     )
     if check and returncode not in ok_codes:
         raise CommandFailed(argv, returncode, result.stderr, where)
@@ -102,8 +104,8 @@ def run(
 def _pump(
     proc: subprocess.Popen[bytes],
     stdin: bytes | None,
-    out: OutputCap,
-    err: OutputCap,
+    out: _Newlines,
+    err: _Newlines,
     deadline: float | None,
 ) -> bool:
     """Feed stdin and read stdout/stderr until both end (True) or the deadline passes (False)."""
@@ -167,9 +169,32 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(5.0)
 
 
-def _text(data: bytes) -> str:
-    """As text mode read it before: UTF-8 with replacement, universal newlines."""
-    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+class _Newlines:
+    """One stream of a local command, with universal newlines as text mode read them before
+    (CR LF and a lone CR become LF) as it arrives, a CR at the end of a read held back until
+    the next read says which it was; kept in ``cap``."""
+
+    def __init__(self, cap: OutputCap) -> None:
+        self.cap = cap
+        self._cr = False  # the last read ended with a CR
+
+    @property
+    def cut(self) -> int:
+        return self.cap.cut
+
+    def feed(self, data: bytes) -> None:
+        if self._cr:
+            data = b"\r" + data
+        self._cr = data.endswith(b"\r")
+        if self._cr:
+            data = data[:-1]
+        self.cap.feed(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
+
+    def take(self) -> bytes:
+        if self._cr:
+            self.cap.feed(b"\n")
+            self._cr = False
+        return self.cap.take()
 
 
 class LocalTransport:

@@ -359,8 +359,8 @@ class SshTransport:
                     self.host,
                     args,
                     None,
-                    _text(out.data()),
-                    _text(err.data()),
+                    out.take(),
+                    err.take(),
                     time.monotonic() - start,
                     kind,
                     message,
@@ -370,7 +370,7 @@ class SshTransport:
         finally:
             chan.close()
         duration = time.monotonic() - start
-        stdout, stderr, cut = _text(out.data()), _text(err.data()), out.cut + err.cut
+        stdout, stderr, cut = out.take(), err.take(), out.cut + err.cut
         if status < 0:
             msg = "command ended without an exit status (killed by a signal?)"
             return CommandResult(self.host, args, None, stdout, stderr, duration, FailureKind.ERROR, msg, cut)
@@ -597,7 +597,3 @@ def _classify(exc: BaseException, port: int, timeout: float, known_hosts: Path) 
 
 def _known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
-
-
-def _text(data: bytes | bytearray) -> str:
-    return bytes(data).decode("utf-8", errors="replace")

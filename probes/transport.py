@@ -27,7 +27,25 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from probes.output import FANOUT_OUTPUT_BYTES, MAX_OUTPUT_BYTES, OutputCap, as_bytes, decode
 from topology.errors import CommandFailed, IbfabError, TransportError
+
+__all__ = [  # OutputCap and MAX_OUTPUT_BYTES live in probes.output; named here as before
+    "ANY_EXIT_CODE",
+    "MAX_OUTPUT_BYTES",
+    "REFUSED_MESSAGE",
+    "CommandResult",
+    "FailureKind",
+    "HostError",
+    "OutputCap",
+    "Transport",
+    "exit_code_error",
+    "output_cut_error",
+    "refused",
+    "running",
+    "running_count",
+    "stop_all",
+]
 
 
 class FailureKind(StrEnum):
@@ -48,66 +66,40 @@ class CommandResult:
 
     ``exit_code`` is ``None`` when the command did not finish (``failure`` then says why and
     ``message`` says it in words without the host name, so identical failures fold together).
+    The output is kept as the bytes that came (a transport's) or the text given (a result made
+    here); :attr:`stdout` and :attr:`stderr` decode it each time they are read, so read them once
+    (:mod:`probes.output`: decoding can double or triple the size).
     """
 
     host: str
     argv: tuple[str, ...]
     exit_code: int | None
-    stdout: str
-    stderr: str
+    raw_stdout: bytes | str
+    raw_stderr: bytes | str
     duration: float
     failure: FailureKind | None = None
     message: str = ""
-    cut: int = 0  # bytes of output left out over MAX_OUTPUT_BYTES (the text says where)
+    cut: int = 0  # bytes of output left out over the cap or the budget (the text says where)
 
     @property
     def ok(self) -> bool:
         return self.failure is None and self.exit_code == 0
 
+    @property
+    def stdout(self) -> str:
+        return decode(self.raw_stdout)
 
-# Per stream (stdout, stderr) of one command on one host. ``ibqueryerrors --counters`` on a
-# 50,000-port fabric or ibnetdiscover on a 16,000-HCA one is 10-30 MB; `cat /dev/zero` is not.
-MAX_OUTPUT_BYTES = 64 * 2**20
-_TAIL_SHARE = 4  # a quarter of the limit keeps the end of the output (where errors are said)
+    @property
+    def stderr(self) -> str:
+        return decode(self.raw_stderr)
 
+    @property
+    def stdout_bytes(self) -> bytes:
+        return as_bytes(self.raw_stdout)
 
-class OutputCap:
-    """One stream of a command's output, kept whole up to ``limit`` bytes; past it, the first
-    three quarters and the last quarter, with a line where the middle was cut.
-
-    >>> cap = OutputCap(8); cap.feed(b"0123456789abcdef"); cap.cut, cap.data()[:6], cap.data()[-2:]
-    (8, b'012345', b'ef')
-    """
-
-    def __init__(self, limit: int = MAX_OUTPUT_BYTES) -> None:
-        self.limit = limit
-        self._tail_limit = max(1, limit // _TAIL_SHARE)
-        self._head_limit = limit - self._tail_limit
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.cut = 0
-
-    def feed(self, data: bytes) -> None:
-        room = self._head_limit - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if not data:
-            return
-        self._tail += data
-        over = len(self._tail) - self._tail_limit
-        if over > 0:
-            del self._tail[:over]  # CPython drops a bytearray's front without moving the rest
-            self.cut += over
-
-    def data(self) -> bytes:
-        if not self.cut:
-            return bytes(self._head + self._tail)
-        note = (
-            f"\n[ibfab: {self.cut} bytes cut here: the output passed the {self.limit} byte limit;"
-            f" its first {len(self._head)} and last {len(self._tail)} bytes are kept]\n"
-        )
-        return bytes(self._head) + note.encode() + bytes(self._tail)
+    @property
+    def stderr_bytes(self) -> bytes:
+        return as_bytes(self.raw_stderr)
 
 
 def output_cut_error(result: CommandResult) -> CommandFailed | None:
@@ -118,7 +110,8 @@ def output_cut_error(result: CommandResult) -> CommandFailed | None:
     return CommandFailed(
         result.argv,
         result.exit_code,
-        f"output too large: {result.cut} bytes over the {MAX_OUTPUT_BYTES // 2**20} MiB limit were cut",
+        f"output too large: {result.cut} bytes were cut (a stream keeps at most"
+        f" {MAX_OUTPUT_BYTES // 2**20} MiB, a fan-out's hosts {FANOUT_OUTPUT_BYTES // 2**20} MiB in all)",
         result.host,
     )
 

@@ -306,7 +306,7 @@ class IbfabApp(App[None]):
         self.messages_seen.append(msg)
         self.errors[msg.what] = msg.error
         self.loading = dict.fromkeys(self.loading, False)
-        self.notify(msg.error, title=f"{msg.what} error", severity="error")
+        self.notify(msg.error, title=f"{msg.what} error", severity="error", markup=False)
         self.refresh_screens()
 
     def on_open_detail(self, msg: OpenDetail) -> None:

@@ -93,13 +93,12 @@ def _request(opts: dict[str, Any]) -> HostsRequest:
 def run_cmd(command: tuple[str, ...], **opts: Any) -> None:
     """Run COMMAND (argv, after --) on every host; identical answers are folded."""
     from fabric.app.hosts import exit_code_of, fold, fold_names, run_on_hosts
-    from fabric.present.hosts import render_folded
+    from fabric.present.hosts import render_folded, results_json
 
     results = run_on_hosts(_request(opts), command)
-    if opts["as_json"]:
-        click.echo(json.dumps({"results": [_result_json(r) for r in results]}, indent=2))
-    else:
-        click.echo(render_folded(fold(results)), nl=False)
+    pieces = results_json(results) if opts["as_json"] else render_folded(fold(results))
+    for piece in pieces:  # a host's output (up to 64 MiB) is decoded and written a piece at a time
+        click.echo(piece, nl=False)
     bad = [r for r in results if not r.ok]
     if bad:
         click.echo(
@@ -134,18 +133,6 @@ def check_cmd(**opts: Any) -> None:
         unreachable = sum(r.result.failure is not None for r in bad)
         click.echo(f"ibfab: {len(bad)} of {len(reports)} hosts not ready", err=True)
         raise click.exceptions.Exit(TransportError.exit_code if unreachable else 1)
-
-
-def _result_json(r: CommandResult) -> dict[str, Any]:
-    return {
-        "host": r.host,
-        "argv": list(r.argv),
-        "exit_code": r.exit_code,
-        "stdout": r.stdout,
-        "stderr": r.stderr,
-        "duration": round(r.duration, 4),
-        **_failure(r),
-    }
 
 
 def _failure(r: CommandResult) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from topology.errors import LabError
+
 _NAME = click.option(
     "--name", default="default", show_default=True, help="Lab name (one directory per name)."
 )
@@ -65,22 +67,42 @@ def _echo_env(data: dict[str, Any]) -> None:
 @click.option("--all", "all_labs", is_flag=True, help="Every lab under the lab directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def status_cmd(name: str, all_labs: bool, as_json: bool) -> None:
-    """Show whether the lab's ibsim and OpenSM are running, and how to reach them."""
+    """Ask the lab whether it works: its processes, a new client attaching, the subnet manager.
+    Exit 6 when one is not working (lab restart brings it back)."""
+    from fabric.app.lab import labs
+    from fabric.present.labs import lab_problem_line, render_lab_health
+
+    checked = labs.check_all() if all_labs else [labs.check(name)]
+    if as_json:
+        _echo_json([h.to_dict() for h in checked] if all_labs else checked[0].to_dict())
+    else:
+        for h in checked:
+            for line in render_lab_health(h):
+                click.echo(line)
+            _echo_env(h.state.to_dict())
+    sick = [h for h in checked if not h.healthy]
+    for h in sick:
+        click.echo(f"ibfab: {lab_problem_line(h)}", err=True)
+    if sick:
+        raise click.exceptions.Exit(LabError.exit_code)
+
+
+@lab.command("restart")
+@_NAME
+@click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
+def restart_cmd(name: str, as_json: bool) -> None:
+    """Stop the lab's OpenSM and ibsim by PID and bring the same fabric up again (fresh client
+    slots, OpenSM sweeping anew); what was injected into the running lab is lost."""
     from fabric.app.lab import labs
 
-    states = labs.list_labs() if all_labs else [labs.status(name)]
+    state = labs.restart(name)
     if as_json:
-        _echo_json([s.to_dict() for s in states] if all_labs else states[0].to_dict())
+        _echo_json(state.to_dict())
         return
-    for s in states:
-        word = "running" if s.running else "DEAD"
-        click.echo(
-            f"{s.name}: {word} (ibsim pid {s.ibsim_pid} {'up' if s.ibsim_alive else 'gone'}, "
-            f"opensm pid {s.opensm_pid} {'up' if s.opensm_alive else 'gone'}); "
-            f"{s.switches} switches, {s.hcas} HCAs; {s.spec}"
-            + (f"; faults: {' '.join(s.faults)}" if s.faults else "")
-        )
-        _echo_env(s.to_dict())
+    click.echo(
+        f"lab {state.name} restarted in {state.up_seconds:.1f} s: {state.switches} switches, {state.hcas} HCAs"
+    )
+    _echo_env(state.to_dict())
 
 
 @lab.command("down")

@@ -75,7 +75,7 @@ def test_sigterm_ends_the_remote_tool_and_its_children_on_the_host(
         finally:
             _out, err = _stop(proc)
         assert proc.returncode == 0, err
-        _until(lambda: not any(_alive(p) for p in pids), 10)  # gone on the host, with the child
+        _until(lambda: not any(_alive(p) for p in pids), 60)  # gone on the host, with the child
         [run] = _runs(db)
         assert run.ok is False and run.error is not None
         assert run.error.startswith("daemon stopped while the job was still running (grace 1 s)")
@@ -93,14 +93,14 @@ def test_a_stop_with_no_ssh_command_running_is_unaffected(host: tuple[Sshd, Path
     tool.write_text("#!/bin/sh\necho 'ibwarn: no InfiniBand device here' >&2\nexit 1\n")
     tool.chmod(0o755)
     db = _schedule_counters_over_ssh(server, tmp_path)
-    proc = _daemon(db, "--grace", "30")
+    proc = _daemon(db, "--grace", "300")
     try:
         _until(lambda: any(r.finished is not None for r in _runs(db)))  # the job ran and ended
         started = time.monotonic()
     finally:
         _out, err = _stop(proc)
     assert proc.returncode == 0, err
-    assert time.monotonic() - started < 10  # no grace waited: nothing was running
+    assert time.monotonic() - started < 240  # no grace (300 s) waited: nothing was running
     [run] = _runs(db)
     assert run.ok is False and run.error is not None
     assert "no InfiniBand device here" in run.error  # the job's own failure, not the stop's

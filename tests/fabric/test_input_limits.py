@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -51,10 +52,9 @@ def test_local_output_is_capped_and_parsing_it_is_refused() -> None:
 
 
 def test_local_timeout_holds_over_a_command_that_never_stops_writing() -> None:
-    started = time.monotonic()
+    # `cat /dev/zero` never ends by itself: that this returns at all is the timeout holding
     with pytest.raises(CommandFailed, match="timed out after 2 s"):
         runner.run(["cat", "/dev/zero"], timeout=2)
-    assert time.monotonic() - started < 4
 
 
 def test_local_timeout_ends_the_commands_children_too(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_local_timeout_ends_the_commands_children_too(tmp_path: Path) -> None:
     with pytest.raises(CommandFailed, match="timed out"):
         runner.run(["sh", "-c", script], timeout=1)
     child = int((tmp_path / "child").read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a deadline, not a speed: the child is killed, not waited for
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
@@ -74,12 +74,12 @@ def test_ssh_output_is_capped_and_the_timeout_holds(sshd_server: Sshd, tmp_path:
 
     known = sshd_server.write_known_hosts(tmp_path / "known_hosts")
     with SshTransport(entry(sshd_server), known_hosts=known) as t:
-        started = time.monotonic()
+        # `cat /dev/zero` never drains the channel: that this returns at all is the read loop
+        # checking the deadline between reads
         result = t.run(["cat", "/dev/zero"], timeout=3)
-        took = time.monotonic() - started
     assert result.failure is FailureKind.COMMAND_TIMEOUT and "was killed" in result.message
-    assert took < 6  # the read loop checks the deadline between reads, not after a drained channel
-    assert len(result.stdout) <= (64 << 20) + 200
+    assert "timed out after 3 s" in result.message
+    assert len(result.stdout_bytes) <= (64 << 20) + 200
 
 
 @pytest.mark.sshd
@@ -104,10 +104,9 @@ def _one_line_error(args: list[str], code: int) -> str:
 
 
 def test_discover_input_dev_zero_is_refused_at_once() -> None:
-    started = time.monotonic()
+    # /dev/zero never ends: refused at all is refused after its first MiB
     out = _one_line_error(["discover", "--input", "/dev/zero"], 3)
     assert "line 1 is longer than 1 MiB" in out
-    assert time.monotonic() - started < 5
 
 
 def test_discover_input_directory_and_missing_file(tmp_path: Path) -> None:
@@ -131,12 +130,16 @@ def test_a_long_unparsable_line_under_the_limit_is_cut_in_the_error(tmp_path: Pa
 
 # -- host ranges -------------------------------------------------------------------------------
 def test_a_huge_host_range_is_refused_before_it_is_expanded() -> None:
-    started = time.monotonic()
-    with pytest.raises(UsageError, match=f"names 50000000 hosts; at most {MAX_HOSTS} in one range"):
-        expand_hosts("n[1-50000000]", "--exclude")
-    with pytest.raises(UsageError, match=r"names more than 10\^18 hosts"):
-        expand_hosts("n[1-99999999999999999999]", "--exclude")
-    assert time.monotonic() - started < 1
+    tracemalloc.start()
+    try:
+        with pytest.raises(UsageError, match=f"names 50000000 hosts; at most {MAX_HOSTS} in one range"):
+            expand_hosts("n[1-50000000]", "--exclude")
+        with pytest.raises(UsageError, match=r"names more than 10\^18 hosts"):
+            expand_hosts("n[1-99999999999999999999]", "--exclude")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # nothing expanded: 50,000,000 names would be gigabytes
     assert len(expand_hosts(f"n[1-{MAX_HOSTS}]")) == MAX_HOSTS
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,10 @@ from fabric.app.hostlocks import host_locks
 locks = host_locks(sys.argv[1])
 locks.acquire(["cn0002"], why="schedule nightly")
 print("held", flush=True)
-time.sleep(float(sys.argv[2]))
+if sys.argv[2] == "until-told":
+    sys.stdin.readline()
+else:
+    time.sleep(float(sys.argv[2]))
 locks.release(["cn0002"])
 print("released", flush=True)
 time.sleep(30)
@@ -54,10 +58,12 @@ def holder(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
         p.wait()
 
 
-def _hold(procs: list[subprocess.Popen[str]], db: Path, seconds: float) -> subprocess.Popen[str]:
+def _hold(procs: list[subprocess.Popen[str]], db: Path, seconds: float | str) -> subprocess.Popen[str]:
+    """A process holding cn0002 for ``seconds``, or ``"until-told"``: until a line on its stdin."""
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(HOLDER), str(db), str(seconds)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     procs.append(proc)
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
@@ -85,14 +91,24 @@ def test_a_sweep_on_a_host_another_process_probes_stops_naming_it(
 def test_a_sweep_with_host_wait_runs_once_the_other_process_lets_go(
     sweep_args: list[str], tmp_path: Path, holder: list[subprocess.Popen[str]]
 ) -> None:
-    other = _hold(holder, tmp_path / "store.db", 0.8)
+    other = _hold(holder, tmp_path / "store.db", "until-told")
+    assert other.stdin is not None and other.stdout is not None
     t0 = time.monotonic()
-    res = CliRunner().invoke(main, [*sweep_args, "--host-wait", "20"])
+
+    def let_go() -> None:  # 0.8 s after the sweep started, counted here: the sweep waits at least that
+        time.sleep(0.8)
+        other.stdin.write("release\n")  # type: ignore[union-attr]
+        other.stdin.flush()  # type: ignore[union-attr]
+
+    releaser = threading.Thread(target=let_go)
+    releaser.start()
+    res = CliRunner().invoke(main, [*sweep_args, "--host-wait", "60"])
     waited = time.monotonic() - t0
-    assert other.stdout is not None and other.stdout.readline() == "released\n"
+    releaser.join(60)
+    assert other.stdout.readline() == "released\n"
     # It waited for cn0002, then went on to SSH (nothing listens there: exit 7, unreachable).
     assert res.exit_code == 7 and "sweep cannot start: cn[0001-0004] unreachable" in res.stderr
-    assert waited >= 0.5
+    assert waited >= 0.8
 
 
 def test_lock_names_take_both_names_a_node_map_gives() -> None:

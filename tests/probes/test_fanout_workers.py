@@ -3,6 +3,7 @@ dies, host locks held by the parent, and workers that do not outlive a killed pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -61,17 +62,34 @@ def test_workers_give_the_same_records_as_threads() -> None:
     assert processes[3].failure is FailureKind.ERROR and "not found" in processes[3].message
 
 
-def test_workers_hold_at_most_concurrency_commands_at_once() -> None:
-    argv = ["sh", "-c", "date +%s.%N; sleep 0.3; date +%s.%N"]
-    results = fan_out([HostEntry(f"h{i}") for i in range(9)], argv, Local(), concurrency=3, workers=2)
-    assert all(r.ok for r in results)
-    spans = [tuple(float(x) for x in r.stdout.split()) for r in results]
-    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
-    running = peak = 0
-    for _, step in edges:
-        running += step
-        peak = max(peak, running)
-    assert peak == 3
+# A command that says how many commands run at once as it starts (each marks a directory while it
+# runs), and the first ones wait until three run together (a rendezvous, not a sleep: a slow
+# machine only makes them wait longer).
+_TOGETHER = """
+import os, sys, time
+runs, met = sys.argv[1], sys.argv[2]
+mine = os.path.join(runs, str(os.getpid()))
+open(mine, "w").close()
+print(len(os.listdir(runs)))
+deadline = time.monotonic() + 60
+while not os.path.exists(met) and time.monotonic() < deadline:
+    if len(os.listdir(runs)) >= 3:
+        open(met, "w").close()
+    time.sleep(0.01)
+os.remove(mine)
+"""
+
+
+def test_workers_hold_at_most_concurrency_commands_at_once(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    argv = [sys.executable, "-c", _TOGETHER, str(runs), str(tmp_path / "met")]
+    results = fan_out(
+        [HostEntry(f"h{i}") for i in range(9)], argv, Local(), concurrency=3, workers=2, timeout=120
+    )
+    assert all(r.ok for r in results), [r.message or r.stderr for r in results if not r.ok]
+    assert (tmp_path / "met").exists()  # three ran at once
+    assert max(int(r.stdout) for r in results) == 3  # and never more
 
 
 def test_a_worker_that_dies_loses_only_its_hosts() -> None:
@@ -84,15 +102,32 @@ def test_a_worker_that_dies_loses_only_its_hosts() -> None:
     assert [r.stdout for r in results if r.ok] == ["ok\n"] * 5
 
 
-def test_workers_wait_for_a_host_the_parent_has_locked() -> None:
+def test_workers_wait_for_a_host_the_parent_has_locked(tmp_path: Path) -> None:
+    """n1 is locked by the parent until n2's command has run: n1 runs after, never before."""
     locks = HostLocks()
     locks.acquire(["n1"])
-    release_at = time.time() + 0.5
-    threading.Timer(0.5, locks.release, args=(["n1"],)).start()
-    argv = ["date", "+%s.%N"]
-    results = fan_out([HostEntry("n1"), HostEntry("n2")], argv, Local(), workers=2, locks=locks)
-    started = {r.host: float(r.stdout) for r in results}
-    assert started["n2"] < release_at <= started["n1"]
+    released = tmp_path / "released"
+
+    def release_once_n2_ran() -> None:
+        deadline = time.monotonic() + 60  # a deadline, not a speed
+        while not (tmp_path / "n2").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        released.touch()
+        locks.release(["n1"])
+
+    def argv(entry: HostEntry) -> list[str]:  # each host says whether the parent had let n1 go
+        return [
+            "sh",
+            "-c",
+            f"if [ -e {released} ]; then echo after; else echo before; fi > {tmp_path / entry.name}",
+        ]
+
+    releaser = threading.Thread(target=release_once_n2_ran)
+    releaser.start()
+    fan_out([HostEntry("n1"), HostEntry("n2")], argv, Local(), workers=2, locks=locks, timeout=60)
+    releaser.join(60)
+    assert (tmp_path / "n2").read_text() == "before\n"  # n2 was not held up by n1's lock
+    assert (tmp_path / "n1").read_text() == "after\n"
     assert locks.busy() == frozenset()
 
 
@@ -102,32 +137,42 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
         from probes.fanout import fan_out
         from probes.inventory import HostEntry
         from tests.probes.test_fanout_workers import Local
-        fan_out([HostEntry(f"h{i}") for i in range(4)], ["sleep", "5"], Local(), workers=2)
+        fan_out([HostEntry(f"h{i}") for i in range(4)], ["sleep", "300"], Local(), workers=2)
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=ROOT)
-    started = time.monotonic()
+    commands: list[int] = []
     try:
+        deadline = time.monotonic() + 60  # deadlines, not speeds: a busy machine only waits longer
         workers: list[int] = []
-        while len(workers) < 2 and time.monotonic() - started < 10:
+        while len(commands) < 4 and time.monotonic() < deadline:  # each worker runs its two hosts
             time.sleep(0.05)
-            children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
-            workers = [int(c) for c in children]
-        assert len(workers) == 2
-        time.sleep(0.5)  # the workers have their hosts
+            workers = _children(parent.pid)
+            commands = [c for w in workers for c in _children(w)]
+        assert len(workers) == 2 and len(commands) == 4
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 3  # well before their `sleep 5` would end
         while any(_running(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = [w for w in workers if _running(w)]
-        assert left == [], f"workers still running after their parent died: {left}"
+        assert left == [], f"workers still running after their parent died: {left}"  # not after 300 s
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-        time.sleep(max(0.0, 5.5 - (time.monotonic() - started)))  # their `sleep 5`s have ended
+        for pid in commands:  # the `sleep 300`s this test started, by PID
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    """``pid``'s child processes, started from any of its threads."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
 
 
 def _running(pid: int) -> bool:

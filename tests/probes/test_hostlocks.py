@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,17 +25,22 @@ from probes.hostlocks import HostLocks
 locks = HostLocks(sys.argv[1])
 locks.acquire(sys.argv[2].split(","), why="schedule nightly")
 print("held", flush=True)
-time.sleep(float(sys.argv[3]))
+if sys.argv[3] == "until-told":
+    sys.stdin.readline()
+else:
+    time.sleep(float(sys.argv[3]))
 locks.release(sys.argv[2].split(","))
 print("released", flush=True)
 time.sleep(30)
 """
 
 
-def _holder(directory: Path, hosts: str, hold: float) -> subprocess.Popen[str]:
+def _holder(directory: Path, hosts: str, hold: float | str) -> subprocess.Popen[str]:
+    """A process holding ``hosts`` for ``hold`` seconds, or ``"until-told"``: until a line on its stdin."""
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(HOLDER), str(directory), hosts, str(hold)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
     return proc
@@ -80,13 +86,26 @@ def test_a_host_another_process_holds_is_refused_naming_the_holder(
 def test_waiting_takes_the_host_once_the_other_process_releases_it(
     tmp_path: Path, started: list[subprocess.Popen[str]]
 ) -> None:
-    other = _holder(tmp_path, "cn0001,cn0003", 0.6)
+    other = _holder(tmp_path, "cn0001,cn0003", "until-told")
     started.append(other)
-    t0 = time.monotonic()
-    with HostLocks(tmp_path).hold(["cn0003"], timeout=10):
-        waited = time.monotonic() - t0
-        assert other.stdout is not None and other.stdout.readline() == "released\n"
-    assert 0.3 < waited < 5
+    told = threading.Event()
+    got: list[bool] = []  # whether the holder had been told to release when the waiter got the host
+
+    def wait_for_it() -> None:
+        with HostLocks(tmp_path).hold(["cn0003"], timeout=60):  # a deadline, not a speed
+            got.append(told.is_set())
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not got  # still waiting: the other process holds the host
+    told.set()
+    assert other.stdin is not None and other.stdout is not None
+    other.stdin.write("release\n")
+    other.stdin.flush()
+    assert other.stdout.readline() == "released\n"
+    waiter.join(60)
+    assert got == [True]  # taken, and only after the holder let it go
 
 
 def test_without_a_directory_locks_stay_in_the_process(tmp_path: Path) -> None:

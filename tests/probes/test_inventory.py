@@ -198,6 +198,7 @@ def test_fan_out_turns_a_local_timeout_into_a_record() -> None:
 
 def test_fan_out_bounds_concurrency() -> None:
     running, peak, lock = 0, 0, threading.Lock()
+    four = threading.Event()  # four ran at once: a rendezvous, not a sleep (a slow machine waits longer)
 
     class Counting(LocalTransport):
         def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
@@ -205,7 +206,9 @@ def test_fan_out_bounds_concurrency() -> None:
             with lock:
                 running += 1
                 peak = max(peak, running)
-            time.sleep(0.05)
+                if running == 4:
+                    four.set()
+            four.wait(60)
             with lock:
                 running -= 1
             return super().run(["true"], timeout)
@@ -240,7 +243,7 @@ def test_host_locks_never_run_two_probes_on_one_host() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(60)
     assert overlaps == [] and locks.busy() == frozenset()
 
     assert locks.try_acquire(["x", "y"])

@@ -25,7 +25,10 @@ from tui.state import FabricData, fabric_data
 
 def plain(text: str) -> Text:
     """Text shown as written: names and commands in square brackets (``dgx-[01-04]``,
-    ``[opensm apply]``) are not markup."""
+    ``[opensm apply]``, a node described ``leaf[/]x``) are not markup.
+
+    The one way text from the fabric, the store or a host reaches a widget (a Static, a table
+    cell or column, a border title); notifications pass ``markup=False`` instead."""
     return Text(text)
 
 

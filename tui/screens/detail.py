@@ -97,7 +97,7 @@ class DetailScreen(DataScreen):
         if self.link is not None:
             row = self.link_row()
             if row is None:
-                head.update(f"cable {self.link} is not in the latest topology")
+                head.update(plain(f"cable {self.link} is not in the latest topology"))
                 return
             head.border_title = "CABLE"
             lh = app.health.by_key.get(self.link) if app.health else None
@@ -128,7 +128,7 @@ class DetailScreen(DataScreen):
                     if counters is None
                     else ", ".join(f"{k} {v}" for k, v in counters.items()) or "none"
                 )
-                ports.add_row(label, name, port, plain(moved), key=f"node:{guid}")
+                ports.add_row(label, plain(name), port, plain(moved), key=f"node:{guid}")
             findings = list(row.reasons)
             findings += [
                 a.message
@@ -139,9 +139,9 @@ class DetailScreen(DataScreen):
             try:
                 d = app.service.node_detail(app.view, self.guid, app.health, app.rows)
             except KeyError:
-                head.update(f"node {self.guid} is not in the latest topology")
+                head.update(plain(f"node {self.guid} is not in the latest topology"))
                 return
-            head.border_title = d.kind.upper()
+            head.border_title = plain(d.kind.upper())
             host = d.host
             head.update(
                 plain(
@@ -169,7 +169,7 @@ class DetailScreen(DataScreen):
                 )
             if host:
                 hcas.display = True
-                hcas.add_columns(f"HCAS OF {host}", "RAIL", "WORST CABLE")
+                hcas.add_columns(plain(f"HCAS OF {host}"), "RAIL", "WORST CABLE")
                 for g in d.hcas:
                     hcas.add_row(
                         plain(app.view.name(g)),
@@ -224,7 +224,7 @@ class DetailScreen(DataScreen):
         try:
             sweeps = self.data.service.sweeps_of(host=host, limit=5) if host else []
         except IbfabError as exc:
-            panel.update(exc.one_line())
+            panel.update(plain(exc.one_line()))
             return
         lines = []
         for s in sweeps:
@@ -247,7 +247,7 @@ class DetailScreen(DataScreen):
         if advice is None:
             panel.update("working out recommendations…")
         elif isinstance(advice, Unavailable):
-            panel.update(str(advice))
+            panel.update(plain(str(advice)))
         else:
             guids = set(self.guids())
             mine = [a for a in advice if a.action.port is not None and a.action.port.guid in guids]
@@ -261,7 +261,9 @@ class DetailScreen(DataScreen):
         try:
             series = [(g, s) for g in self.guids() for s in app.service.counter_history(g)]
         except IbfabError as exc:
-            self.app.call_from_thread(self.query_one("#detail-history-title", Static).update, exc.one_line())
+            self.app.call_from_thread(
+                self.query_one("#detail-history-title", Static).update, plain(exc.one_line())
+            )
             return
         self.app.call_from_thread(self._set_history, series)
         advice: list[Advice] | Unavailable
@@ -299,7 +301,7 @@ class DetailScreen(DataScreen):
         for s in shown:
             peak = max(s.values, default=0.0)
             label = Static(
-                f"port {s.port:>3} {SPARK_LABEL.get(s.counter, s.counter):14} max {peak:.3g}",
+                plain(f"port {s.port:>3} {SPARK_LABEL.get(s.counter, s.counter):14} max {peak:.3g}"),
                 classes="spark-label",
             )
             row = _SparkRow(label, Sparkline(list(s.values), summary_function=max))

@@ -87,7 +87,7 @@ class OperationsScreen(DataScreen):
                 e.id,
                 when(e.time),
                 plain(e.user),
-                e.action,
+                plain(e.action),
                 plain(ellipsis(e.target, 40)),
                 plain(ellipsis(e.result, self.room(90, 24))),
                 key=str(e.id),
@@ -141,7 +141,7 @@ class OperationsScreen(DataScreen):
         try:
             plan = self.data.service.undo_plan(change.entry.id)
         except IbfabError as exc:
-            self.notify(exc.one_line(), severity="error")
+            self.notify(exc.one_line(), severity="error", markup=False)
             return
         blocked = (
             None

@@ -52,7 +52,7 @@ class OverviewScreen(DataScreen):
             if name == "health" and app.loading["health"] and app.view is not None:
                 body = "computing health…"
             panel = self.query_one(f"#ov-{name}", Static)
-            panel.border_title = title
+            panel.border_title = plain(title)
             panel.update(plain(body))
         if app.loading["health"] and app.view is not None:
             self.query_one("#ov-worst-title", Static).update("WORST LINKS: computing health…")
@@ -64,7 +64,7 @@ class OverviewScreen(DataScreen):
             table.add_row(
                 r.status.upper(),
                 "-" if r.score is None else r.score,
-                r.cable,
+                plain(r.cable),
                 plain(ellipsis("; ".join(r.reasons), self.room(58))),
                 key=str(r.index),
             )

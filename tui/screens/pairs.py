@@ -52,7 +52,7 @@ class AccusersScreen(DataScreen):
         for i, p in enumerate(self.listed):
             table.add_row(
                 "slow pair" if i < self.slow else "fast pair",
-                pair_verdict(p),
+                plain(pair_verdict(p)),
                 plain(p.client),
                 plain(p.server),
                 plain(attempts_text(p)),

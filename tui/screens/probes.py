@@ -87,7 +87,7 @@ class ProbesScreen(DataScreen):
                 s.sweep.id,
                 when(s.sweep.started),
                 when(s.sweep.finished) if s.sweep.finished else "running",
-                s.sweep.pattern,
+                plain(s.sweep.pattern),
                 len(s.results),
                 key=str(s.sweep.id),
             )
@@ -114,7 +114,7 @@ class ProbesScreen(DataScreen):
         title.update(plain(f"SWEEP #{shown.id} PAIRS: {pair_counts(shown, self.pairs)}"))
         for i, p in enumerate(self.pairs):
             pairs.add_row(
-                pair_verdict(p),
+                plain(pair_verdict(p)),
                 plain(p.client),
                 plain(p.server),
                 _gbps(p.final.gbps),
@@ -168,7 +168,7 @@ class ProbesScreen(DataScreen):
     def action_start_sweep(self) -> None:
         blocked = self.data.service.sweep_unavailable()
         if blocked is not None:
-            self.notify(str(blocked), severity="warning")
+            self.notify(str(blocked), severity="warning", markup=False)
             return
         if self.running:
             self.notify("a sweep is already running")

@@ -74,7 +74,7 @@ class RecommendationsScreen(DataScreen):
         note.update(f"{len(result)} recommendation(s); enter shows the plan of the highlighted one")
         for i, a in enumerate(result):
             reason = ellipsis(a.reason, self.room(len(a.target) + len(a.kind) + 12))
-            table.add_row(i + 1, a.kind, plain(a.target), plain(reason), key=str(i))
+            table.add_row(i + 1, plain(a.kind), plain(a.target), plain(reason), key=str(i))
 
     def chosen(self) -> Advice | None:
         table = self.query_one("#advice", DataTable)
@@ -117,7 +117,7 @@ class RecommendationsScreen(DataScreen):
         try:
             plan = self.data.service.isolation_plan(view, chosen)
         except IbfabError as exc:
-            self.notify(exc.one_line(), severity="error")
+            self.notify(exc.one_line(), severity="error", markup=False)
             return
         self.last_plan = isolation_plan_text(plan)
         target = plan.steps[0].name if plan.steps else chosen.target

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric import lab
+from fabric import lab, labcheck
 from fabric.lab import LabState
+from fabric.labcheck import LabHealth
 from topology import generate_text
 from topology.errors import UsageError
 from topology.generate import DEFAULT_PRESET
@@ -53,6 +54,20 @@ def status(name: str) -> LabState:
 
 def list_labs() -> list[LabState]:
     return lab.list_labs()
+
+
+def check(name: str) -> LabHealth:
+    """Lab ``name`` asked now: its processes, a client attach and an SM query."""
+    return labcheck.check(name)
+
+
+def check_all() -> list[LabHealth]:
+    return [labcheck.check(s.name) for s in lab.list_labs()]
+
+
+def restart(name: str) -> LabState:
+    """Stop the lab's OpenSM and ibsim by PID and bring the same fabric up again."""
+    return labcheck.restart(name)
 
 
 def down(name: str) -> LabState:
