@@ -64,7 +64,7 @@ async def test_undo_after_the_window_needs_the_name_and_is_audited(tmp_path: Pat
         assert top(app) is modal
         await pilot.pause(GRACE_S + 0.2)
         await pilot.press(*"leaf-su01-r0:5", "enter")
-        for _ in range(100):
+        for _ in range(1200):  # a 60 s deadline, not a speed check
             await pilot.pause(0.05)
             if any(isinstance(m, ActionApplied) for m in app.messages_seen):
                 break

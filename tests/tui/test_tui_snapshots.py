@@ -46,7 +46,7 @@ def keys(*pressed: str) -> Steps:
 async def cable_detail(pilot: Pilot[None], app: IbfabApp) -> None:
     await pilot.press("l", "enter")  # the worst cable
     screen = app.screen
-    for _ in range(100):
+    for _ in range(1200):  # a 60 s deadline, not a speed check
         await pilot.pause(0.05)
         if isinstance(screen, DetailScreen) and screen.history is not None and screen.advice is not None:
             return
@@ -55,7 +55,7 @@ async def cable_detail(pilot: Pilot[None], app: IbfabApp) -> None:
 async def host_detail(pilot: Pilot[None], app: IbfabApp) -> None:
     await pilot.press("e", "slash", *"miswire", "enter", "down", "enter")  # the miswired HCA
     screen = app.screen
-    for _ in range(100):
+    for _ in range(1200):  # a 60 s deadline, not a speed check
         await pilot.pause(0.05)
         if isinstance(screen, DetailScreen) and screen.history is not None and screen.advice is not None:
             return
@@ -66,7 +66,7 @@ async def switch_detail(pilot: Pilot[None], app: IbfabApp) -> None:
     cable = app.screen
     await pilot.press("a")
     screen = app.screen
-    for _ in range(100):
+    for _ in range(1200):  # a 60 s deadline, not a speed check
         await pilot.pause(0.05)
         if screen is not cable and isinstance(screen, DetailScreen) and screen.history is not None:
             return
@@ -100,7 +100,7 @@ def after_load(steps: Steps) -> Any:
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
         assert isinstance(app, IbfabApp)
-        for _ in range(200):
+        for _ in range(1200):  # a 60 s deadline, not a speed check
             await pilot.pause(0.05)
             if not any(app.loading.values()):
                 break
