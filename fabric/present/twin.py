@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fabric.advise.twin_engine import EngineChoice
     from fabric.app.twin.build import Twin
+    from fabric.app.twin.check import TwinCheck
     from topology.twin_compare import TwinComparison
 
 
@@ -54,3 +56,76 @@ def twin_up_text(twin: Twin) -> str:
     ]
     lines += [f"note: {n}" for n in twin.notes]
     return "\n".join(lines)
+
+
+# -- a plan checked on the twin ---------------------------------------------------------------------
+def _hops(path: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> str:
+    out = []
+    for h in path:
+        out.append(f"{names.get(h['switch'], h['switch'])} [{h['port']}]")
+    last = path[-1] if path else None
+    if last is not None:
+        out.append(names.get(last["to"], last["to"]) if last["to"] else "(no cable)")
+    return " -> ".join(out)
+
+
+def _channel(c: Mapping[str, Any] | None, names: Mapping[str, str]) -> str:
+    if c is None:
+        return "none"
+    return f"{names.get(c['switch'], c['switch'])} [{c['port']}] -> {names.get(c['to'], c['to'])}: {c['routes']} routes"
+
+
+def routing_check_lines(check: TwinCheck, names: Mapping[str, str]) -> list[str]:
+    """The twin's verdict on a plan, each issue with its evidence; a pass is one line."""
+    d = check.delta
+    engine = check.twin.routing + (f", from {check.engine.source}" if check.engine.source else "")
+    before = d.hottest_before.routes if d.hottest_before else 0
+    after = d.hottest_after.routes if d.hottest_after else 0
+    head = f"routing check on twin {check.twin.name} ({engine})"
+    if not check.issues:
+        return [
+            f"{head}: pass: no destination lost, no credit loop opened, {check.after.engine or 'the SM'} "
+            f"routed as before; hottest link {before} -> {after} routes"
+        ]
+    lines = [f"{head}: {check.verdict.value.upper()}", f"  taken out on the twin: {', '.join(check.changes)}"]
+    for issue in check.issues:
+        ev = issue.evidence
+        tag = issue.verdict.value.upper()
+        if issue.kind == "unreachable":
+            lines.append(
+                f"  {tag} {ev['destinations']} destination(s) unreachable after the change: "
+                f"{ev['routes']} host route(s) lost"
+            )
+            for x in ev["lost"][:5]:
+                dest = names.get(x["destination"], x["destination"])
+                lines.append(
+                    f"       LID {x['lid']} ({dest}): {x['routes']} route(s), {x['reason']}: {_hops(x['path'], names)}"
+                )
+        elif issue.kind == "credit_loop":
+            loop = ev["loop"]
+            lines.append(
+                f"  {tag} a credit loop opened: {len(loop['cycle'])} links wait on each other in a ring "
+                f"(routes to LIDs {', '.join(map(str, loop['witness_lids']))})"
+            )
+            lines.append(f"       {_hops(loop['cycle'], names)}")
+        elif issue.kind == "engine_fallback":
+            failed = ", ".join(ev["failed"]) or ev["engine_before"]
+            lines.append(
+                f"  {tag} the SM's engine fell back: {failed} could not route the fabric after the change, "
+                f"{ev['engine_after']} configured the switches (was {ev['engine_before']})"
+            )
+            lines += [f"       log: {ln}" for ln in ev["log_lines"]]
+        elif issue.kind == "load_rise":
+            lines.append(
+                f"  {tag} the hottest link's load rises: before {_channel(ev['hottest_before'], names)}; "
+                f"after {_channel(ev['hottest_after'], names)}"
+            )
+    lines.append(
+        f"  hottest link {before} -> {after} routes; the SM rewrote {d.entries_changed} table entries "
+        f"({d.used_changed} on the hosts' routes)"
+    )
+    if not check.restored:
+        lines.append(
+            f"  note: a port of twin {check.twin.name} did not come back; it is rebuilt before the next check"
+        )
+    return lines

@@ -310,6 +310,15 @@ def require_equal(twin: Twin) -> None:
     )
 
 
+def mark_stale(name: str) -> None:
+    """Twin ``name`` no longer shows its fabric (a port a check took out did not come back): the
+    next check builds it again."""
+    data = read_record(name)
+    if data is not None:
+        data["key"] = "stale"
+        _record_path(name).write_text(json.dumps(data))
+
+
 def stop_twin(name: str) -> None:
     with contextlib.suppress(IbfabError):
         lab.down(name)
