@@ -313,7 +313,7 @@ def isolate_cmd(
         )
         if not do_apply:
             show(run)
-            click.echo("dry run: nothing changed (add --apply)")
+            click.echo("dry run: nothing changed (add --apply)", err=as_json)  # stdout stays JSON
             return
     for ch in run.changes:
         click.echo(

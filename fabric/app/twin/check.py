@@ -130,15 +130,29 @@ def routed(name: str, start: int = 0, end: int | None = None) -> SmRouted:
     return SmRouted(engine, failed, tuple(keep), lab.opensm_log(name))
 
 
+QUIET = 0.5  # seconds the SM's log must show no new sweep or trap for the routing to count as done
+_BUSY = ("Received Generic Notice", "tables configured", "SUBNET UP", "fabric_dump_general_info")
+
+
 def wait_routed(name: str, mark: int, timeout: float) -> None:
-    """Until the twin's OpenSM has finished a sweep after ``mark`` (an offset of its log), with no
-    trap logged since: the tables then are those of the fabric as it is after the change."""
+    """Until the twin's OpenSM has finished a sweep after ``mark`` (an offset of its log), logged
+    no trap since, and started no other sweep for :data:`QUIET` seconds: a sweep that began before
+    the change's trap ends with SUBNET UP too, and the one the trap asked for follows it."""
     deadline = time.monotonic() + timeout
+    quiet_since: float | None = None
+    seen = -1
     while True:
         text = _log_text(name, mark)
         last = text.rfind("SUBNET UP")
-        if last >= 0 and text.rfind("Received Generic Notice") < last:
-            return
+        done = last >= 0 and text.rfind("Received Generic Notice") < last
+        if done:
+            busy = max(text.rfind(k) for k in _BUSY)
+            if busy != seen:
+                seen, quiet_since = busy, time.monotonic()
+            elif quiet_since is not None and time.monotonic() - quiet_since >= QUIET:
+                return
+        else:
+            quiet_since = None
         if time.monotonic() > deadline:
             raise LabError(
                 f"twin {name}: OpenSM did not finish re-routing within {timeout:g} s (see {lab.opensm_log(name)})"
@@ -219,6 +233,7 @@ def _checked(
         src = Source("lab", name)
 
         t0 = time.monotonic()
+        wait_routed(name, 0, timeout)  # the twin's own sweeps since it came up (or was put back) done
         sm_before = routed(name, 0, log_size(name))
         before = check_routes(td.fabric, td.classification, read_tables(src, td).lfts)
         seconds["before"] = time.monotonic() - t0
@@ -259,7 +274,9 @@ def _isolation(name: str, td: Discovery, store: Store, ports: Sequence[PortRef],
         raise LabError(
             f"twin {name}: the twin would take out none of the ports ({plan.safety.rejected[0].reason})"
         )
+    mark = log_size(name)
     changes = apply_plan(plan, store, lab=name, user=_USER)
+    wait_routed(name, mark, timeout)  # the re-sweep apply_plan asked for, before the cable goes
     # ibsim leaves a disabled port's LinkState Active and sends no trap, so OpenSM would route on
     # over the cable (ibsim.md 6.6); a real port goes down and its switch traps. The cable is
     # unplugged on the console, as the port going down does.
