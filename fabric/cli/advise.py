@@ -48,7 +48,7 @@ def _policy_options(fn: F) -> F:
     return fn
 
 
-def _routing_check_options(fn: F) -> F:
+def _check_options(fn: F) -> F:
     for opt in reversed(
         (
             click.option(
@@ -61,6 +61,28 @@ def _routing_check_options(fn: F) -> F:
             ),
             click.option("--sm-log", metavar="FILE", help="The site SM's log (the engine it routes with)."),
             click.option("--sm-conf", metavar="FILE", help="The site SM's opensm.conf (its routing_engine)."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _routing_check_options(fn: F) -> F:
+    """``isolate``'s: the twin's check, the jobs it touches, and accepting the twin's warnings."""
+    for opt in reversed(
+        (
+            click.option(
+                "--jobs",
+                "list_jobs",
+                is_flag=True,
+                help="Name the running Slurm jobs the change touches (squeue, and routes between their nodes).",
+            ),
+            click.option(
+                "--avoid-running-jobs",
+                is_flag=True,
+                help="Hold the change while any job it touches runs (exit 9 with the list); implies --jobs.",
+            ),
+            click.option("--node-map", metavar="FILE", help="Fabric host -> Slurm node, where names differ."),
             click.option(
                 "--accept-routing-warnings",
                 is_flag=True,
@@ -69,7 +91,7 @@ def _routing_check_options(fn: F) -> F:
         )
     ):
         fn = opt(fn)
-    return fn
+    return _check_options(fn)
 
 
 def _routing_check(d: Any, ports: list[Any], lab: str | None, opts: dict[str, Any]) -> Any:
@@ -83,6 +105,17 @@ def _routing_check(d: Any, ports: list[Any], lab: str | None, opts: dict[str, An
     check = twin.check_plan(d, ports, choice)
     names = {g: c.name for g, c in d.classification.nodes.items()}
     return check, routing_check_lines(check, names)
+
+
+def _jobs(d: Any, cables: Any, hosts: Any, lab: str | None, check: Any, opts: dict[str, Any]) -> Any:
+    """The running jobs the change touches (None unless asked for), printed unless JSON is."""
+    if not (opts.get("list_jobs") or opts.get("avoid_running_jobs")):
+        return None
+    from fabric.app import twin
+
+    return twin.touched_jobs(
+        d, cables=cables, hosts=hosts, lab=lab, check=check, node_map=opts.get("node_map")
+    )
 
 
 def _routing_verdict(check: Any, do_apply: bool, accept: bool) -> None:
@@ -278,17 +311,24 @@ def isolate_cmd(
     run_d = [d]  # the fabric the check copies: as discovered (again, under the lock, on an apply)
 
     def show(run: IsolationRun) -> None:
-        check, lines = None, []
+        from fabric.present.twin import jobs_lines
+
+        check, lines, touched = None, [], None
         if check_routing and run.plan.safe and run.plan.steps:
             check, lines = _routing_check(run_d[0], [s.port for s in run.plan.steps], lab, check_opts)
+        if run.plan.safe and run.plan.steps:
+            cables = [v.candidate.link.key for v in run.plan.safety.accepted]
+            touched = _jobs(run_d[0], cables, (), lab, check, check_opts)
         if as_json and not do_apply:
             out = {**run.plan.to_dict(), "limits": run.limits.to_dict()}
             if check is not None:
                 out["routing_check"] = check.to_dict()
+            if touched is not None:
+                out["jobs"] = touched.to_dict()
             click.echo(json.dumps(out, indent=1))
         else:
             click.echo(isolation_plan_text(run.plan, run.limits))
-            for line in lines:
+            for line in [*lines, *(jobs_lines(touched) if touched is not None else [])]:
                 click.echo(line)
         if not run.plan.safe:
             # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
@@ -296,6 +336,10 @@ def isolate_cmd(
             raise SafetyError(f"{unsafe_summary(run.plan)}; nothing {verb} changed")
         if check is not None:
             _routing_verdict(check, do_apply, accept_routing_warnings)
+        if touched is not None and check_opts.get("avoid_running_jobs"):
+            from fabric.app.twin import hold_for_jobs
+
+            hold_for_jobs(touched)
         if do_apply:
             _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
 

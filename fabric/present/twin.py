@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from fabric.advise.twin_engine import EngineChoice
     from fabric.app.twin.build import Twin
     from fabric.app.twin.check import TwinCheck
+    from fabric.app.twin.jobs import JobsTouched
     from topology.twin_compare import TwinComparison
 
 
@@ -128,4 +129,32 @@ def routing_check_lines(check: TwinCheck, names: Mapping[str, str]) -> list[str]
         lines.append(
             f"  note: a port of twin {check.twin.name} did not come back; it is rebuilt before the next check"
         )
+    return lines
+
+
+def jobs_lines(touched: JobsTouched) -> list[str]:
+    """The running jobs a change touches, each with its id, user, node count and why."""
+    what = []
+    if touched.cables:
+        what.append(f"{touched.cables} switch-to-switch cable(s)")
+    if touched.hosts:
+        what.append(f"host(s) {', '.join(touched.hosts)}")
+    head = f"running jobs the change touches ({' and '.join(what) or 'nothing'} taken out): "
+    if not touched.jobs:
+        lines = [head + f"none of {touched.running} running job(s)"]
+    else:
+        lines = [head + f"{len(touched.jobs)} of {touched.running}"]
+        for j in touched.jobs:
+            why = []
+            if j.on_hosts:
+                why.append(f"runs on {', '.join(j.on_hosts)}")
+            if j.routes:
+                why.append(f"{j.routes} route(s) between its nodes cross the cable(s)")
+            lines.append(
+                f"  job {j.job_id} {j.name!r}: user {j.user}, {j.node_count} node(s) ({j.nodes}): {'; '.join(why)}"
+            )
+    if touched.cables and touched.routes_known:
+        lines.append(f"  routes from {touched.routes_from}")
+    elif touched.cables:
+        lines.append(f"  {touched.routes_from}")
     return lines

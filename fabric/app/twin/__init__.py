@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from fabric.advise.twin_engine import EngineChoice
 from fabric.app.discover import Discovery
@@ -28,19 +28,23 @@ from fabric.app.twin.build import (
 )
 from fabric.app.twin.check import TwinCheck, check_isolation, check_unplug
 from fabric.app.twin.engine import site_engine
+from fabric.app.twin.jobs import JobsTouched, hold_for_jobs, jobs_touched, routes_for_jobs, taken_away
 from topology.errors import UsageError
-from topology.model import PortRef
+from topology.model import LinkKey, PortRef
+from topology.route_walk import Walk
 
 __all__ = [
     "Twin",
     "TwinCheck",
+    "build_twin",
     "check_drain",
     "check_plan",
     "engine_for_check",
-    "build_twin",
+    "hold_for_jobs",
     "read_from",
     "require_equal",
     "site_engine",
+    "touched_jobs",
     "twin_lock",
     "twin_name",
     "up_from",
@@ -105,3 +109,29 @@ def check_drain(d: Discovery, hosts: Sequence[str], choice: EngineChoice) -> Twi
     if not hcas:
         raise UsageError(f"no HCA of {', '.join(hosts)} in the fabric: nothing to check on the twin")
     return check_unplug(d, hcas, choice)
+
+
+def touched_jobs(
+    d: Discovery | None,
+    *,
+    cables: Collection[LinkKey] = (),
+    hosts: Collection[str] = (),
+    lab: str | None = None,
+    check: TwinCheck | None = None,
+    node_map: str | None = None,
+) -> JobsTouched:
+    """The running Slurm jobs taking ``cables`` out of ``d`` (or ``hosts`` away) touches: Slurm as
+    this machine reaches it, routes from the twin's check, the lab, or the fabric's running twin."""
+    from fabric.app.slurm import connect, read_node_map
+    from fabric.app.source import Source
+
+    nodes = read_node_map(node_map)
+    slurm = connect()
+    isl, _ = taken_away(d, cables) if d is not None else (set(), set())
+    routes: tuple[Walk | None, str] = (None, "no switch-to-switch cable taken out")
+    if isl and d is not None:
+        twin_walk = (
+            check.routes_before.walk if check is not None and check.routes_before is not None else None
+        )
+        routes = routes_for_jobs(d, Source("lab", lab) if lab else None, twin_walk)
+    return jobs_touched(d, slurm, nodes, cables=cables, hosts=hosts, routes=routes)

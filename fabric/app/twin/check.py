@@ -42,7 +42,7 @@ from fabric.store import Store
 from probes.opensm import parse_routing_log
 from topology.errors import LabError, UsageError
 from topology.model import Fabric, Guid, LinkKey, PortRef
-from topology.route_checks import check_routes
+from topology.route_checks import RouteReport, check_routes
 from topology.route_delta import RouteDelta, route_delta
 
 _USER = "ibfab twin check"
@@ -72,6 +72,7 @@ class TwinCheck:
     issues: tuple[RoutingIssue, ...]
     restored: bool
     seconds: Mapping[str, float] = field(default_factory=dict)
+    routes_before: RouteReport | None = field(default=None, repr=False, compare=False)  # for the jobs
 
     @property
     def verdict(self) -> RoutingVerdict:
@@ -260,7 +261,9 @@ def _checked(
                 seconds["restore"] = time.monotonic() - t0
     delta = route_delta(before, after, ignore=expected)
     issues = judge_change(delta, sm_before, sm_after)
-    return TwinCheck(twin, engine, change.names, delta, sm_before, sm_after, issues, restored, seconds)
+    return TwinCheck(
+        twin, engine, change.names, delta, sm_before, sm_after, issues, restored, seconds, before
+    )
 
 
 def _isolation(name: str, td: Discovery, store: Store, ports: Sequence[PortRef], timeout: float) -> _Change:
