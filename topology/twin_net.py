@@ -110,18 +110,9 @@ def sim_link(lk: Link, usual: tuple[int, str]) -> tuple[int, str]:
 
 def attach_point(fabric: Fabric) -> PortRef | None:
     """Where the twin's SM and tools attach (ibsim attaches its clients to the first node of the
-    net file, and umad2sim shows them an HCA's port 1 only): the capture's own origin when it is
-    an HCA's port 1 (the twin then discovers from where the capture did), else, in the largest
-    part of the fabric, the first HCA cabled on its port 1, else that part's first switch."""
-    origin = fabric.origin
-    if (
-        origin is not None
-        and origin.port == 1
-        and origin.guid in fabric.nodes
-        and fabric.nodes[origin.guid].kind is not NodeKind.SWITCH
-        and _cabled(fabric, origin)
-    ):
-        return origin
+    net file): a switch's port 0 in the largest part of the fabric, as on a fabric whose SM runs on
+    a managed switch, so that no HCA a check unplugs (a drained node) is the SM's own; an HCA's
+    port 1 only where no switch is cabled (umad2sim shows clients an HCA's port 1 only)."""
     best: tuple[int, PortRef] | None = None
     seen: set[Guid] = set()
     for g in fabric.nodes:
@@ -129,13 +120,11 @@ def attach_point(fabric: Fabric) -> PortRef | None:
             continue
         part = _reach(fabric, g)
         seen |= part
-        if not any(fabric.nodes[x].kind is NodeKind.SWITCH for x in part) and len(part) < 2:
-            continue
+        switches = sorted(x for x in part if fabric.nodes[x].kind is NodeKind.SWITCH)
         ones = sorted(
             x for x in part if fabric.nodes[x].kind is not NodeKind.SWITCH and _cabled(fabric, PortRef(x, 1))
         )
-        switches = sorted(x for x in part if fabric.nodes[x].kind is NodeKind.SWITCH)
-        pick = PortRef(ones[0], 1) if ones else PortRef(switches[0], 0) if switches else None
+        pick = PortRef(switches[0], 0) if switches else PortRef(ones[0], 1) if ones else None
         if pick is not None and (best is None or len(part) > best[0]):
             best = (len(part), pick)
     return best[1] if best else None

@@ -172,6 +172,14 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     help="Isolate links at this health status or worse.",
 )
 @_policy_options
+@click.option(
+    "--check-routing",
+    is_flag=True,
+    help="Run the recommended isolations on the fabric's twin: routes before and after (exit 8 on STOP).",
+)
+@click.option(
+    "--engine", metavar="ENGINE", help="With --check-routing: the site's engine, when no evidence says."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def recommend_cmd(
     opensm_log: str | None,
@@ -182,6 +190,8 @@ def recommend_cmd(
     min_uplink_share: float,
     max_isolations: int | None,
     allow_switch_to_host: bool,
+    check_routing: bool,
+    engine: str | None,
     as_json: bool,
     **opts: Any,
 ) -> None:
@@ -220,12 +230,24 @@ def recommend_cmd(
         ibdiagnet=ibdiagnet_dir,
         thresholds=t,
     )
+    check, lines = None, []
+    ports = [a.port for a in recs.actions if a.kind.value == "isolate_port" and a.port is not None]
+    if check_routing and ports:
+        check_opts = {"engine": engine, "sm_log": opensm_log, "sm_conf": opensm_conf}
+        check, lines = _routing_check(d, ports, lab, check_opts)
     if as_json:
-        click.echo(json.dumps(recs.to_dict(), indent=1))
-        return
-    from fabric.present.advice import render_recommendations
+        out = recs.to_dict()
+        if check is not None:
+            out["routing_check"] = check.to_dict()
+        click.echo(json.dumps(out, indent=1))
+    else:
+        from fabric.present.advice import render_recommendations
 
-    click.echo(render_recommendations(recs))
+        click.echo(render_recommendations(recs))
+        for line in lines:
+            click.echo(line)
+    if check is not None:
+        _routing_verdict(check, False, False)  # advice changes nothing: a STOP fails the command
 
 
 # -- isolate --------------------------------------------------------------------------------------

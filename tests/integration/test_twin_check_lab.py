@@ -140,3 +140,52 @@ def test_unknown_engine_cannot_be_checked(tmp_path: Path) -> None:
     assert code == 2
     assert "the routing check cannot be done: no evidence of the SM's routing engine" in err
     assert lab.list_labs() == []  # no twin was started for a check that cannot be made
+
+
+def test_whatif_isolate_routes_by_the_twins_tables_before_and_after(tmp_path: Path) -> None:
+    capture = tmp_path / "rail.topo"
+    capture.write_text(to_ibnetdiscover(generate("rail-small", ())))
+    code, out, err = _cli("lab", "up", "--from", str(capture), "--engine", "minhop", "--json")
+    assert code == 0, err
+    name = json.loads(out)["name"]
+    try:
+        code, out, err = _cli("whatif", "isolate", "leaf-su01-r3:5", "--input", str(capture), "--json")
+        assert code == 0, err
+        res = json.loads(out)
+        assert res["routing_model"].startswith(
+            "static routes from the forwarding tables before and after the change"
+        )
+        assert f"twin {name} ran it" in res["routing_model"]
+        by_group = {g["group"]: g for g in res["groups"]}
+        for label, g in by_group.items():  # the other rails' routes do not touch the cable
+            if label != "rail 3":
+                assert g["all_to_all"]["static"] == pytest.approx(g["all_to_all"]["static_baseline"]), label
+        assert (
+            by_group["rail 3"]["all_to_all"]["static"] <= by_group["rail 3"]["all_to_all"]["static_baseline"]
+        )
+        # no twin of this topology up: the estimate, as before
+        other = tmp_path / "other.topo"
+        other.write_text(to_ibnetdiscover(generate("rail-small", ("missing-link:leaf-su01-r0",))))
+        code, out, err = _cli("whatif", "isolate", "leaf-su01-r3:5", "--input", str(other), "--json")
+        assert code == 0, err
+        assert "twin" not in json.loads(out)["routing_model"]
+    finally:
+        lab.down(name)
+
+
+def test_a_drain_checked_on_the_twin_loses_only_the_drained_host(tmp_path: Path) -> None:
+    from fabric.app.discover import discover_text
+    from fabric.app.twin import check_drain, site_engine
+
+    text = to_ibnetdiscover(generate(SPARE, ()))
+    d = discover_text(text, "spare")
+    check = check_drain(d, ["cn0001"], site_engine("minhop"))
+    try:
+        assert check.verdict.value == "pass", check.to_dict()
+        assert check.changes == ("leaf-01:1 <-> cn0001 mlx5_0:1",) or len(check.changes) == 1
+        assert check.delta.lost == () and check.restored
+        # the twin is back as it was: cn0001 is discovered there again
+        back = discover(Source("lab", check.twin.name)).fabric
+        assert len(back.hcas()) == len(d.fabric.hcas())
+    finally:
+        lab.down(check.twin.name)

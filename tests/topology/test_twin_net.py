@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -109,12 +108,17 @@ def test_descriptions_the_simulator_cannot_hold_are_cut_and_said() -> None:
     assert not twin_net(_tiny()).descriptions
 
 
-def test_attach_point_prefers_the_captures_origin_on_port_one() -> None:
+def test_attach_point_is_a_switch_of_the_largest_part() -> None:
+    """The twin's SM runs on a switch: no HCA a check unplugs is its own."""
     f = _tiny()
-    assert attach_point(f) == PortRef(Guid("0x0000000000000020"), 1)
-    # a capture taken from port 2 of an HCA: umad2sim shows clients port 1 only, so another
-    alone = replace(f, origin=PortRef(Guid("0x0000000000000020"), 2))
-    assert attach_point(alone) == PortRef(Guid("0x0000000000000020"), 1)
+    assert attach_point(f) == PortRef(Guid("0x0000000000000010"), 0)
+    # two HCAs back to back, no switch: an HCA's port 1
+    a, b = Guid("0x0000000000000030"), Guid("0x0000000000000040")
+    pair = Fabric.build(
+        [Node(a, NodeKind.HCA, "a", 2), Node(b, NodeKind.HCA, "b", 1)],
+        [Link(PortRef(a, 2), PortRef(b, 1), 4, "EDR")],
+    )
+    assert attach_point(pair) == PortRef(b, 1)
 
 
 def test_topology_key_changes_with_what_a_twin_copies() -> None:

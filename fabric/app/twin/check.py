@@ -41,6 +41,7 @@ from fabric.app.twin.build import (
 from fabric.store import Store
 from probes.opensm import parse_routing_log
 from topology.errors import LabError, UsageError
+from topology.lft import Lfts
 from topology.model import Fabric, Guid, LinkKey, PortRef
 from topology.route_checks import RouteReport, check_routes
 from topology.route_delta import RouteDelta, route_delta
@@ -73,6 +74,9 @@ class TwinCheck:
     restored: bool
     seconds: Mapping[str, float] = field(default_factory=dict)
     routes_before: RouteReport | None = field(default=None, repr=False, compare=False)  # for the jobs
+    tables_before: Lfts | None = field(default=None, repr=False, compare=False)  # for what-if
+    tables_after: Lfts | None = field(default=None, repr=False, compare=False)
+    fabric_after: Fabric | None = field(default=None, repr=False, compare=False)
 
     @property
     def verdict(self) -> RoutingVerdict:
@@ -236,7 +240,8 @@ def _checked(
         t0 = time.monotonic()
         wait_routed(name, 0, timeout)  # the twin's own sweeps since it came up (or was put back) done
         sm_before = routed(name, 0, log_size(name))
-        before = check_routes(td.fabric, td.classification, read_tables(src, td).lfts)
+        lfts_before = read_tables(src, td).lfts
+        before = check_routes(td.fabric, td.classification, lfts_before)
         seconds["before"] = time.monotonic() - t0
 
         t0 = time.monotonic()
@@ -249,7 +254,8 @@ def _checked(
                 t0 = time.monotonic()
                 sm_after = routed(name, mark)
                 after_fabric = without(td.fabric, change.gone)
-                after = check_routes(after_fabric, td.classification, read_tables(src, td).lfts)
+                lfts_after = read_tables(src, td).lfts
+                after = check_routes(after_fabric, td.classification, lfts_after)
                 seconds["after"] = time.monotonic() - t0
             finally:
                 t0 = time.monotonic()
@@ -262,7 +268,19 @@ def _checked(
     delta = route_delta(before, after, ignore=expected)
     issues = judge_change(delta, sm_before, sm_after)
     return TwinCheck(
-        twin, engine, change.names, delta, sm_before, sm_after, issues, restored, seconds, before
+        twin,
+        engine,
+        change.names,
+        delta,
+        sm_before,
+        sm_after,
+        issues,
+        restored,
+        seconds,
+        before,
+        lfts_before,
+        lfts_after,
+        after_fabric,
     )
 
 
