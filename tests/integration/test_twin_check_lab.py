@@ -189,3 +189,34 @@ def test_a_drain_checked_on_the_twin_loses_only_the_drained_host(tmp_path: Path)
         assert len(back.hcas()) == len(d.fabric.hcas())
     finally:
         lab.down(check.twin.name)
+
+
+def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twin(tmp_path: Path) -> None:
+    """The TUI's apply (and any automatic isolation) runs the change on the fabric's twin first
+    when one is up: a STOP there refuses it and the fabric is left as it was."""
+    from fabric.advise.candidates import resolve_port
+    from fabric.advise.safety import SafetyPolicy
+    from fabric.app.isolate import plan_isolation
+    from fabric.app.recommend import apply_isolation
+    from fabric.app.twin import build_twin, site_engine
+    from topology.errors import SafetyError
+
+    lab.up("fattree-small", (), name="gated")
+    try:
+        d = discover(Source("lab", "gated"))
+        dump = tmp_path / "site.lfts"
+        dump.write_text(run_tool(Source("lab", "gated"), ["dump_fts"], 60).stdout)
+        build_twin(d, site_engine("file"), lfts_file=str(dump))
+        plan = plan_isolation(
+            d.fabric,
+            d.classification,
+            [resolve_port(d.fabric, d.classification, "leaf-01:9")],
+            SafetyPolicy(),
+        )
+        before = _links("gated")
+        with pytest.raises(SafetyError, match="stops the change \\(unreachable\\)"):
+            apply_isolation(tmp_path / "a.db", "gated", plan)
+        assert _links("gated") == before
+    finally:
+        for s in lab.list_labs():
+            lab.down(s.name)

@@ -43,6 +43,7 @@ __all__ = [
     "hold_for_jobs",
     "read_from",
     "require_equal",
+    "routing_gate",
     "site_engine",
     "touched_jobs",
     "twin_lock",
@@ -135,3 +136,23 @@ def touched_jobs(
         )
         routes = routes_for_jobs(d, Source("lab", lab) if lab else None, twin_walk)
     return jobs_touched(d, slurm, nodes, cables=cables, hosts=hosts, routes=routes)
+
+
+def routing_gate(d: Discovery, ports: Sequence[PortRef]) -> TwinCheck | None:
+    """The check an isolation applied without an operator at the command line gets (the TUI's,
+    an automatic one): where the fabric's twin is up with a known engine, the change runs there
+    first and a STOP verdict refuses it (SafetyError, nothing changed). None when no such twin is
+    up: nothing to check on, said by the caller."""
+    from topology.errors import SafetyError
+    from topology.twin_net import topology_key
+
+    twin = running_twin(twin_name(d.fabric))
+    if not ports or twin is None or twin.key != topology_key(d.fabric) or not twin.engine.known:
+        return None
+    check = check_isolation(d, ports, twin.engine)
+    if check.verdict.value == "stop":
+        kinds = ", ".join(sorted({i.kind for i in check.issues if i.verdict.value == "stop"}))
+        raise SafetyError(
+            f"the routing check on twin {twin.name} stops the change ({kinds}); nothing was changed"
+        )
+    return check
