@@ -12,24 +12,25 @@ from fabric.advise.routing_check import (
     judge_change,
     worst,
 )
+from fabric.app.discover import Discovery
 from fabric.app.twin.check import without
 from tests.advise_fabrics import guid_of
 from tests.topology.test_route_checks import lid, port_to, route, tables
 from topology.generate_routes import minhop_tables
 from topology.lft import Lfts
 from topology.model import Fabric, LinkKey
-from topology.route_checks import check_routes
+from topology.route_checks import RouteReport, check_routes
 from topology.route_delta import route_delta
 
 MINHOP = SmRouted("minhop")
 
 
-def _cable(d, switch: str, port: int) -> LinkKey:  # type: ignore[no-untyped-def]
+def _cable(d: Discovery, switch: str, port: int) -> LinkKey:
     g = guid_of(d, switch)
     return next(lk.key for p, _, lk in d.fabric.neighbours(g) if p == port)
 
 
-def _after(d, t: Lfts, gone: set[LinkKey]):  # type: ignore[no-untyped-def]
+def _after(d: Discovery, t: Lfts, gone: set[LinkKey]) -> RouteReport:
     f: Fabric = without(d.fabric, gone)
     return check_routes(f, d.classification, t)
 

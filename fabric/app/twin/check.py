@@ -27,8 +27,6 @@ from fabric.advise.safety import SafetyPolicy
 from fabric.advise.twin_engine import EngineChoice
 from fabric.app.discover import Discovery
 from fabric.app.isolate import apply_plan, apply_undo, plan_isolation, plan_undo
-from fabric.app.routes.tables import read_tables
-from fabric.app.source import Source
 from fabric.app.twin.build import (
     Twin,
     ensure_twin,
@@ -38,6 +36,7 @@ from fabric.app.twin.build import (
     twin_lock,
     twin_name,
 )
+from fabric.app.twin.tables import check_size, twin_tables
 from fabric.store import Store
 from probes.opensm import parse_routing_log
 from topology.errors import LabError, UsageError
@@ -226,6 +225,7 @@ def _checked(
 ) -> TwinCheck:
     if not engine.known:
         raise UsageError(f"the routing check cannot be done: {engine.unknown}")
+    check_size(twin_name(d.fabric), d)  # before any twin is built for it
     with twin_lock(twin_name(d.fabric)):
         seconds: dict[str, float] = {}
         t0 = time.monotonic()
@@ -235,12 +235,11 @@ def _checked(
         seconds["twin"] = time.monotonic() - t0
         name = twin.name
         timeout = 30.0 + (twin.state.switches + twin.state.hcas) / 50.0
-        src = Source("lab", name)
 
         t0 = time.monotonic()
         wait_routed(name, 0, timeout)  # the twin's own sweeps since it came up (or was put back) done
         sm_before = routed(name, 0, log_size(name))
-        lfts_before = read_tables(src, td).lfts
+        lfts_before = twin_tables(name, td)
         before = check_routes(td.fabric, td.classification, lfts_before)
         seconds["before"] = time.monotonic() - t0
 
@@ -254,7 +253,7 @@ def _checked(
                 t0 = time.monotonic()
                 sm_after = routed(name, mark)
                 after_fabric = without(td.fabric, change.gone)
-                lfts_after = read_tables(src, td).lfts
+                lfts_after = twin_tables(name, td)
                 after = check_routes(after_fabric, td.classification, lfts_after)
                 seconds["after"] = time.monotonic() - t0
             finally:

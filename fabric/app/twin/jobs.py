@@ -99,9 +99,11 @@ def routes_for_jobs(
 
     twin = running_twin(twin_name(d.fabric))
     if twin is not None and twin.key == topology_key(d.fabric):
+        from fabric.app.twin.tables import twin_tables
+
         td = twin_discovery(twin)
-        tables = read_tables(Source("lab", twin.name), td)
-        return walk_of(td, tables.lfts), f"{tables.source} (the fabric's twin)"
+        lfts = twin_tables(twin.name, td)
+        return walk_of(td, lfts), f"{lfts.source} (the fabric's twin)"
     return None, (
         "no forwarding tables: which jobs' routes cross the cable is not known "
         "(run against the fabric, give --check-routing, or bring its twin up: ibfab lab up --from)"
