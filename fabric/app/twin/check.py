@@ -134,7 +134,7 @@ def routed(name: str, start: int = 0, end: int | None = None) -> SmRouted:
     return SmRouted(engine, failed, tuple(keep), lab.opensm_log(name))
 
 
-QUIET = 0.5  # seconds the SM's log must show no new sweep or trap for the routing to count as done
+QUIET = 1.0  # seconds the SM's log must show no new sweep or trap for the routing to count as done
 _BUSY = ("Received Generic Notice", "tables configured", "SUBNET UP", "fabric_dump_general_info")
 
 
