@@ -40,7 +40,17 @@ def jobs_lab(slurm: SlurmCluster, tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         for name, nodes in (("across", "node1,node3"), ("within", "node1,node2")):
             out = slurm.client(
-                "sbatch", "--parsable", "-J", name, "-N2", "-w", nodes, "--wrap", "sleep 600"
+                "sbatch",
+                "--parsable",
+                "-J",
+                name,
+                "-N2",
+                "-w",
+                nodes,
+                "-o",
+                str(tmp_path / "slurm-%j.out"),
+                "--wrap",
+                "sleep 600",
             ).stdout
             ids.append(out.strip().split(";")[0])
         deadline = time.monotonic() + 30
