@@ -95,6 +95,13 @@ def bench(size: str, folder: Path) -> None:
     port = uplink(topo)
     base_wall, _, _ = run([str(IBFAB), "lab", "up", "--name", "gen", "--fabric", spec], env)
     run([str(IBFAB), "lab", "down", "--name", "gen"], env)
+    try:
+        _steps(size, spec, topo, port, env, base_wall)
+    finally:  # a step that failed leaves no simulator behind
+        subprocess.run([str(IBFAB), "lab", "down", "--all"], env=env, capture_output=True)
+
+
+def _steps(size: str, spec: str, topo: Path, port: str, env: dict[str, str], base_wall: float) -> None:
     rows = []
     wall, peak, out = run([str(IBFAB), "lab", "up", "--from", str(topo), "--engine", "minhop", "--json"], env)
     twin = json.loads(out)

@@ -175,12 +175,12 @@ def test_whatif_isolate_routes_by_the_twins_tables_before_and_after(tmp_path: Pa
 
 def test_a_drain_checked_on_the_twin_loses_only_the_drained_host(tmp_path: Path) -> None:
     from fabric.app.discover import discover_text
-    from fabric.app.twin import check_drain, site_engine
+    from fabric.app.twin import check_drain, site_engine, twin_name
 
     text = to_ibnetdiscover(generate(SPARE, ()))
     d = discover_text(text, "spare")
-    check = check_drain(d, ["cn0001"], site_engine("minhop"))
     try:
+        check = check_drain(d, ["cn0001"], site_engine("minhop"))
         assert check.verdict.value == "pass", check.to_dict()
         assert check.changes == ("leaf-01:1 <-> cn0001 mlx5_0:1",) or len(check.changes) == 1
         assert check.delta.lost == () and check.restored
@@ -188,7 +188,7 @@ def test_a_drain_checked_on_the_twin_loses_only_the_drained_host(tmp_path: Path)
         back = discover(Source("lab", check.twin.name)).fabric
         assert len(back.hcas()) == len(d.fabric.hcas())
     finally:
-        lab.down(check.twin.name)
+        lab.down(twin_name(d.fabric))
 
 
 def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twin(tmp_path: Path) -> None:
