@@ -20,8 +20,8 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 # "command 'x' unknown - skipped". Informational lines start "# Net status", "#  dumped", "#\t".
 _CONSOLE_ERROR = re.compile(r"^(# [a-z].*|command '.*' unknown.*)$", re.MULTILINE)
 _STOP_GRACE = 3.0
+TWIN_FILE = "twin.json"  # in a twin's directory: what it copies (see fabric.app.twin)
 # How long link_down/link_up wait for the port and OpenSM to settle after the change.
 SETTLE_TIMEOUT = 30.0
 # Popen objects of the processes this Python process started: kept so they are reaped, not leaked.
@@ -242,7 +243,52 @@ def up(
                     f" first, or 'ibfab lab restart --name {name}' if it is sick"
                 )
             _teardown(paths, old)
-        return _bring_up(paths, name, design, _routing_args(paths, routing, lfts_file))
+        return _bring_up(paths, name, _designed(design), _routing_args(paths, routing, lfts_file))
+
+
+@dataclass(frozen=True)
+class SimFabric:
+    """What a lab simulates, ready for ibsim: its net file, ibsim's limit options, what its state
+    records, and files for the lab directory and for OpenSM's cache (a twin's ``guid2lid``)."""
+
+    net: str
+    limits: tuple[str, ...]
+    spec: str  # in words: the generator's spec, or what a twin copies
+    faults: tuple[str, ...]
+    switches: int
+    hcas: int
+    files: Mapping[str, str] = field(default_factory=dict)  # name -> text, in the lab directory
+    sm_cache: Mapping[str, str] = field(default_factory=dict)  # name -> text, in OpenSM's cache
+
+
+def _designed(design: Design) -> SimFabric:
+    return SimFabric(
+        to_ibsim_net(design),
+        tuple(ibsim_limits(design)),
+        design.spec.text(),
+        tuple(design.faults),
+        len(design.switches),
+        len(design.present_hcas()),
+        {"design.json": json.dumps(design_to_dict(design))},
+    )
+
+
+def up_sim(
+    sim: SimFabric, name: str, *, routing: str | None = None, lfts_file: str | None = None
+) -> LabState:
+    """Start ibsim on ``sim`` and OpenSM over it (``routing``, ``lfts_file`` as :func:`up`), wait
+    for SUBNET UP; LabError on any failure. How a twin of a discovered fabric is brought up."""
+    paths = _paths(name)
+    paths.root.mkdir(parents=True, exist_ok=True)
+    with _locked(paths.root / "lab.lock"):
+        old = _read_state(paths)
+        if old is not None:
+            if old.ibsim_alive or old.opensm_alive:
+                raise LabError(
+                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
+                )
+            _teardown(paths, old)
+        return _bring_up(paths, name, sim, _routing_args(paths, routing, lfts_file))
 
 
 def _routing_args(paths: _Paths, routing: str | None, lfts_file: str | None) -> tuple[str, ...]:
@@ -263,25 +309,30 @@ def _routing_args(paths: _Paths, routing: str | None, lfts_file: str | None) -> 
     return args
 
 
-def _bring_up(paths: _Paths, name: str, design: Design, routing: tuple[str, ...] = ()) -> LabState:
+def _bring_up(paths: _Paths, name: str, sim: SimFabric, routing: tuple[str, ...] = ()) -> LabState:
     start = time.monotonic()
     for stale in (paths.ibsim_out, paths.ibsim_err, paths.osm_log, paths.root / "opensm.out", paths.fifo):
         stale.unlink(missing_ok=True)
     for d in (paths.osm_dir, paths.scratch):
         d.mkdir(exist_ok=True)
-    paths.net.write_text(to_ibsim_net(design))
-    paths.design.write_text(json.dumps(design_to_dict(design)))
+    for stale in (paths.design, paths.root / TWIN_FILE):  # what the previous lab of this name was
+        stale.unlink(missing_ok=True)
+    paths.net.write_text(sim.net)
+    for file_name, text in sim.files.items():
+        (paths.root / file_name).write_text(text)
+    for file_name, text in sim.sm_cache.items():
+        (paths.osm_dir / file_name).write_text(text)
     os.mkfifo(paths.fifo)
     sockname = f"ibfab-{name}-{secrets.token_hex(4)}"
     base_env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "SIM_HOST")}
     base_env["IBSIM_SOCKNAME"] = sockname
-    nodes = len(design.switches) + len(design.present_hcas())
+    nodes = sim.switches + sim.hcas
     timeout = 20.0 + nodes / 100.0
     ibsim_pid = opensm_pid = 0
     try:
         fd = os.open(paths.fifo, os.O_RDWR)  # read-write: never EOF, never blocks
         try:
-            ibsim_argv = ["ibsim", "-s", *ibsim_limits(design), paths.net.name]
+            ibsim_argv = ["ibsim", "-s", *sim.limits, paths.net.name]
             ibsim_pid = _start(ibsim_argv, base_env, paths.root, paths.ibsim_out, paths.ibsim_err, fd)
         finally:
             os.close(fd)
@@ -310,15 +361,15 @@ def _bring_up(paths: _Paths, name: str, design: Design, routing: tuple[str, ...]
         raise
     record = {
         "name": name,
-        "spec": design.spec.text(),
-        "faults": list(design.faults),
+        "spec": sim.spec,
+        "faults": list(sim.faults),
         "sockname": sockname,
         "ibsim_pid": ibsim_pid,
         "opensm_pid": opensm_pid,
         "started": time.time(),
         "up_seconds": round(time.monotonic() - start, 3),
-        "switches": len(design.switches),
-        "hcas": len(design.present_hcas()),
+        "switches": sim.switches,
+        "hcas": sim.hcas,
     }
     paths.state.write_text(json.dumps(record, indent=1))
     return status(name)
@@ -389,6 +440,28 @@ def _running(name: str) -> tuple[_Paths, LabState]:
     if not state.ibsim_alive:
         raise LabError(f"lab {name!r} is not running (ibsim pid {state.ibsim_pid} is gone)")
     return _paths(name), state
+
+
+def console_node(name: str, guid: str) -> str:
+    """The simulator's node id (what its console takes) of the node ``guid`` in lab ``name``: a
+    generated lab's switch name or HCA description, a twin's ``S-``/``H-`` id; LabError if none."""
+    twin = _paths(name).root / TWIN_FILE
+    if twin.is_file():
+        try:
+            ids = json.loads(twin.read_text())["node_ids"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LabError(f"{twin}: unreadable twin record ({exc})") from exc
+        if guid in ids:
+            return str(ids[guid])
+        raise LabError(f"{guid} is not a node of lab {name!r}")
+    design = design_of(name)
+    for s in design.switches:
+        if s.guid == guid:
+            return s.name
+    for h in design.hcas:
+        if h.guid == guid:
+            return h.description
+    raise LabError(f"{guid} is not a node of lab {name!r}")
 
 
 def design_of(name: str = "default") -> Design:

@@ -156,6 +156,12 @@ def restart(name: str = "default") -> lab.LabState:
         state = lab._read_state(paths)
         if state is None:
             raise LabError(f"no lab named {name!r} (start one with 'ibfab lab up --name {name}')")
+        if (paths.root / lab.TWIN_FILE).is_file():
+            # a twin copies a discovered fabric (and its SM's engine): it is built from that source
+            raise LabError(
+                f"lab {name!r} is a twin of a real fabric: rebuild it with "
+                f"'ibfab lab up --from SOURCE --name {name}'"
+            )
         design = lab.design_of(name)
         lab._teardown(paths, state)
-        return lab._bring_up(paths, name, design)
+        return lab._bring_up(paths, name, lab._designed(design))

@@ -16,9 +16,11 @@ from collections.abc import Iterable
 _SMINFO = re.compile(r"sm lid (\d++) sm guid (0x[0-9a-fA-F]++)[^\n]*?state \d++ (\S++)")
 _OSM_VERSION = re.compile(r"-> OpenSM (\S++(?: \S++)?+)[ \t\r\f\v]*+$", re.MULTILINE)
 _ENGINE_USED = " tables configured on all switches"
-# "ucast_mgr_route: torus-2QoS: cannot build fwd tables": an engine of the list failed and the SM
-# went on to the next (the one that configured the switches says so after it).
-_ENGINE_FAILED = re.compile(r"ucast_mgr_route: ([^\s:]++): cannot build fwd tables")
+# "ucast_mgr_route: torus-2QoS: cannot build fwd tables" (or "... ftree: cannot build lid
+# matrices", when the engine refuses the topology before routing: ftree on a fabric that is no
+# longer a pure fat tree): an engine of the list failed and the SM went on to the next (the one
+# that configured the switches says so after it).
+_ENGINE_FAILED = re.compile(r"ucast_mgr_route: ([^\s:]++): cannot build (?:fwd tables|lid matrices)")
 _CONF_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 
 

@@ -34,10 +34,12 @@ from probes.slurm_parse import (
     SINFO_REASONS,
     SQUEUE_COMMENT,
     SQUEUE_JOB,
+    SQUEUE_RUNNING,
     SQUEUE_STEPS,
     Drain,
     JobInfo,
     Reservation,
+    RunningJob,
     SlurmNode,
     StepInfo,
     parse_comments,
@@ -46,6 +48,7 @@ from probes.slurm_parse import (
     parse_nodes,
     parse_reasons,
     parse_reservations,
+    parse_running_jobs,
     parse_steps,
     salloc_refusal,
     step_failure,
@@ -173,6 +176,11 @@ class Slurm:
             argv += ["-n", name]
         res = self.command(argv, check=False)  # squeue -j of a job already gone exits 1
         return parse_jobs(res.stdout) if res.exit_code == 0 else []
+
+    def running_jobs(self) -> list[RunningJob]:
+        """Every running job with its user and nodes (``squeue -t RUNNING``)."""
+        res = self.command(["squeue", "-h", "-t", "RUNNING", "-o", SQUEUE_RUNNING])
+        return parse_running_jobs(res.stdout)
 
     def steps(self, job_id: str) -> list[StepInfo]:
         res = self.command(["squeue", "-h", "-s", "-j", job_id, "-o", SQUEUE_STEPS], check=False)

@@ -26,6 +26,7 @@ SINFO_REASONS = "%N|%T|%u|%H|%E"
 SQUEUE_JOB = "%i|%j|%T|%N|%r"
 SQUEUE_STEPS = "%i|%j|%N"
 SQUEUE_COMMENT = "%i|%k"
+SQUEUE_RUNNING = "%i|%u|%D|%N|%j"  # job, user, node count, nodes, name (free text last)
 
 # A key of scontrol's one-line records: a capitalised word (``CPUAlloc``, ``MCS_label``, ``Socks/Node``)
 # then ``=``, at the start or after a space. Values may hold spaces (``OS=Linux 6.1 #1 SMP``).
@@ -103,6 +104,17 @@ class JobInfo:
     state: str
     nodes: str  # a Slurm host list; empty while pending
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A running job as ``squeue -t RUNNING -o`` :data:`SQUEUE_RUNNING` shows it."""
+
+    job_id: str
+    user: str
+    node_count: int
+    nodes: str  # a Slurm host list
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +247,28 @@ def parse_reservations(text: str, source: str = "scontrol show reservation") -> 
 def parse_jobs(text: str, source: str = "squeue") -> list[JobInfo]:
     """``squeue -h -o`` :data:`SQUEUE_JOB`."""
     return [JobInfo(*row) for row in _five_fields(text, "squeue", source, SQUEUE_JOB)]
+
+
+def parse_running_jobs(text: str, source: str = "squeue") -> list[RunningJob]:
+    """``squeue -h -t RUNNING -o`` :data:`SQUEUE_RUNNING`.
+
+    >>> parse_running_jobs("17|alice|2|node[1,3]|train|v2")
+    [RunningJob(job_id='17', user='alice', node_count=2, nodes='node[1,3]', name='train|v2')]
+    """
+    out = []
+    for (job, user, count, nodes, name), lineno in zip(
+        _five_fields(text, "squeue", source, SQUEUE_RUNNING), _numbered(text), strict=True
+    ):
+        if not count.isdigit():
+            raise ParseError(
+                "squeue", source, lineno, text.splitlines()[lineno - 1], "node count is not a number"
+            )
+        out.append(RunningJob(job, user, int(count), nodes, name))
+    return out
+
+
+def _numbered(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def parse_steps(text: str, source: str = "squeue -s") -> list[StepInfo]:

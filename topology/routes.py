@@ -294,7 +294,8 @@ def dr_path(
         start.append((first.other(origin.guid).guid, (origin.port,)))
     else:
         start.append((origin.guid, ()))
-    seen = {origin.guid}
+    # from an HCA's port the HCA is behind; from a switch's port 0 the switch is the first stop
+    seen = {origin.guid} if origin.port else set()
     queue = deque(start)
     while queue:
         at, hops = queue.popleft()

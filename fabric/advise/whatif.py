@@ -33,7 +33,8 @@ from topology.errors import IbfabError, UsageError
 from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef
 
 Hop = tuple[LinkKey, Guid]  # a cable and the node the traffic leaves from
-RouteFn = Callable[[Guid, Guid], Sequence[Link]]  # src HCA, dst HCA -> cables in order
+# src HCA, dst HCA -> cables in order (None: the tables give the pair no route)
+RouteFn = Callable[[Guid, Guid], Sequence[Link] | None]
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,10 @@ def _table_hops(net: _Net, route: RouteFn | None, s: Endpoint, d: Endpoint) -> l
     path crosses a cable the scenario removed (the SM reroutes such pairs: d-mod-k stands in)."""
     if route is None:
         return None
-    hops = _hops_of(route(s.guid, d.guid), s.guid)
+    links = route(s.guid, d.guid)
+    if links is None:
+        return None
+    hops = _hops_of(links, s.guid)
     return hops if all(h in net.cap for h in hops) else None
 
 
@@ -406,8 +410,13 @@ def what_if(
     scenario: Scenario,
     hosts: Iterable[str] | None = None,
     route: RouteFn | None = None,
+    route_after: RouteFn | None = None,
+    after_source: str = "",
 ) -> WhatIf:
-    """Estimate collectives per group before and after ``scenario`` (see the module docstring)."""
+    """Estimate collectives per group before and after ``scenario`` (see the module docstring).
+
+    ``route_after``: the tables the SM really wrote after the change (a twin ran it: ``after_source``
+    says which); then no pair is rerouted by estimate, only those the tables leave without a route."""
     removed: set[LinkKey] = set()
     for ref in scenario.isolate:
         lk = link_at(fabric, ref)
@@ -429,9 +438,11 @@ def what_if(
     groups, missing = _endpoints(fabric, cls, net, host_set)
     dmodk = "static routing modelled as d-mod-k (destination LID modulo the uplinks)"
     try:
-        out = _estimate(base, net, base_groups, groups, route, bool(removed))
+        out = _estimate(base, net, base_groups, groups, route, bool(removed), route_after)
         if route is None:
             model = dmodk + "; no forwarding tables given"
+        elif route_after is not None:
+            model = f"static routes from the forwarding tables before and after the change ({after_source})"
         elif removed:
             model = (
                 "static routes from the forwarding tables; pairs whose route used the isolated cable "
@@ -452,11 +463,13 @@ def _estimate(
     groups: Mapping[str, list[Endpoint]],
     route: RouteFn | None,
     rerouted: bool,
+    route_after: RouteFn | None = None,
 ) -> list[GroupEstimate]:
     out = []
     # After an isolation the SM reroutes the pairs whose table path used the removed cable; the
-    # other pairs keep their table routes (see _table_hops).
-    after = route
+    # other pairs keep their table routes (see _table_hops), unless the SM's own tables after the
+    # change are known (a twin ran it).
+    after = route_after if route_after is not None else route
     for label in sorted(base_groups, key=_group_order):
         eps_base = base_groups[label]
         eps = groups.get(label, [])

@@ -48,6 +48,96 @@ def _policy_options(fn: F) -> F:
     return fn
 
 
+def _check_options(fn: F) -> F:
+    for opt in reversed(
+        (
+            click.option(
+                "--check-routing",
+                is_flag=True,
+                help="Run the change on the fabric's twin first (ibfab lab up --from): routes before and after.",
+            ),
+            click.option(
+                "--engine", metavar="ENGINE", help="The site's routing engine(s), when no evidence says."
+            ),
+            click.option("--sm-log", metavar="FILE", help="The site SM's log (the engine it routes with)."),
+            click.option("--sm-conf", metavar="FILE", help="The site SM's opensm.conf (its routing_engine)."),
+        )
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _routing_check_options(fn: F) -> F:
+    """``isolate``'s: the twin's check, the jobs it touches, and accepting the twin's warnings."""
+    for opt in reversed(
+        (
+            click.option(
+                "--jobs",
+                "list_jobs",
+                is_flag=True,
+                help="Name the running Slurm jobs the change touches (squeue, and routes between their nodes).",
+            ),
+            click.option(
+                "--avoid-running-jobs",
+                is_flag=True,
+                help="Hold the change while any job it touches runs (exit 9 with the list); implies --jobs.",
+            ),
+            click.option("--node-map", metavar="FILE", help="Fabric host -> Slurm node, where names differ."),
+            click.option(
+                "--accept-routing-warnings",
+                is_flag=True,
+                help="Apply although the twin warns (engine fallback, load rise); else asked, or refused without a terminal.",
+            ),
+        )
+    ):
+        fn = opt(fn)
+    return _check_options(fn)
+
+
+def _routing_check(d: Any, ports: list[Any], lab: str | None, opts: dict[str, Any]) -> Any:
+    """The twin's check of taking ``ports`` out, printed; a STOP verdict fails the command (exit 8)."""
+    from fabric.app import twin
+    from fabric.present.twin import routing_check_lines
+
+    choice = twin.engine_for_check(
+        d, engine=opts.get("engine"), sm_log=opts.get("sm_log"), sm_conf=opts.get("sm_conf"), lab=lab
+    )
+    check = twin.check_plan(d, ports, choice)
+    names = {g: c.name for g, c in d.classification.nodes.items()}
+    return check, routing_check_lines(check, names)
+
+
+def _jobs(d: Any, cables: Any, hosts: Any, lab: str | None, check: Any, opts: dict[str, Any]) -> Any:
+    """The running jobs the change touches (None unless asked for), printed unless JSON is."""
+    if not (opts.get("list_jobs") or opts.get("avoid_running_jobs")):
+        return None
+    from fabric.app import twin
+
+    return twin.touched_jobs(
+        d, cables=cables, hosts=hosts, lab=lab, check=check, node_map=opts.get("node_map")
+    )
+
+
+def _routing_verdict(check: Any, do_apply: bool, accept: bool) -> None:
+    """STOP: exit 8, nothing changed; CONFIRM on an apply: the operator accepts the warnings."""
+    verdict = check.verdict.value
+    if verdict == "stop":
+        kinds = ", ".join(sorted({i.kind for i in check.issues if i.verdict.value == "stop"}))
+        raise SafetyError(
+            f"the routing check on twin {check.twin.name} stops the change ({kinds}); nothing was changed"
+        )
+    if verdict == "confirm" and do_apply and not accept:
+        kinds = ", ".join(sorted({i.kind for i in check.issues}))
+        if not sys.stdin.isatty():
+            raise UsageError(
+                f"the routing check on twin {check.twin.name} warns ({kinds}): accept it with --accept-routing-warnings"
+            )
+        if not click.confirm(
+            f"the routing check warns ({kinds}); change the fabric all the same?", default=False
+        ):
+            raise UsageError("not confirmed; nothing changed")
+
+
 def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
     """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
     from fabric.app.discovery.discover import discover
@@ -82,6 +172,14 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
     help="Isolate links at this health status or worse.",
 )
 @_policy_options
+@click.option(
+    "--check-routing",
+    is_flag=True,
+    help="Run the recommended isolations on the fabric's twin: routes before and after (exit 8 on STOP).",
+)
+@click.option(
+    "--engine", metavar="ENGINE", help="With --check-routing: the site's engine, when no evidence says."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def recommend_cmd(
     opensm_log: str | None,
@@ -92,6 +190,8 @@ def recommend_cmd(
     min_uplink_share: float,
     max_isolations: int | None,
     allow_switch_to_host: bool,
+    check_routing: bool,
+    engine: str | None,
     as_json: bool,
     **opts: Any,
 ) -> None:
@@ -130,12 +230,24 @@ def recommend_cmd(
         ibdiagnet=ibdiagnet_dir,
         thresholds=t,
     )
+    check, lines = None, []
+    ports = [a.port for a in recs.actions if a.kind.value == "isolate_port" and a.port is not None]
+    if check_routing and ports:
+        check_opts = {"engine": engine, "sm_log": opensm_log, "sm_conf": opensm_conf}
+        check, lines = _routing_check(d, ports, lab, check_opts)
     if as_json:
-        click.echo(json.dumps(recs.to_dict(), indent=1))
-        return
-    from fabric.present.advice import render_recommendations
+        out = recs.to_dict()
+        if check is not None:
+            out["routing_check"] = check.to_dict()
+        click.echo(json.dumps(out, indent=1))
+    else:
+        from fabric.present.advice import render_recommendations
 
-    click.echo(render_recommendations(recs))
+        click.echo(render_recommendations(recs))
+        for line in lines:
+            click.echo(line)
+    if check is not None:
+        _routing_verdict(check, False, False)  # advice changes nothing: a STOP fails the command
 
 
 # -- isolate --------------------------------------------------------------------------------------
@@ -158,6 +270,7 @@ def recommend_cmd(
 @_policy_options
 @click.option("--reason", default="requested by the operator", help="Why (kept in the audit log).")
 @click.option("--db", metavar="PATH", help="Store path for the audit log.")
+@_routing_check_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan / result as JSON.")
 def isolate_cmd(
     ports: tuple[str, ...],
@@ -174,6 +287,9 @@ def isolate_cmd(
     reason: str,
     db: str | None,
     as_json: bool,
+    check_routing: bool,
+    accept_routing_warnings: bool,
+    **check_opts: Any,
 ) -> None:
     """Isolate PORT... (NODE:PORT, e.g. leaf-su01-r0:5): plan, safety check, then --apply with audit.
 
@@ -214,16 +330,38 @@ def isolate_cmd(
 
     d = _discover(input_path, lab)
     refs = resolve_ports(d, ports)
+    run_d = [d]  # the fabric the check copies: as discovered (again, under the lock, on an apply)
 
     def show(run: IsolationRun) -> None:
+        from fabric.present.twin import jobs_lines
+
+        check, lines, touched = None, [], None
+        if check_routing and run.plan.safe and run.plan.steps:
+            check, lines = _routing_check(run_d[0], [s.port for s in run.plan.steps], lab, check_opts)
+        if run.plan.safe and run.plan.steps:
+            cables = [v.candidate.link.key for v in run.plan.safety.accepted]
+            touched = _jobs(run_d[0], cables, (), lab, check, check_opts)
         if as_json and not do_apply:
-            click.echo(json.dumps({**run.plan.to_dict(), "limits": run.limits.to_dict()}, indent=1))
+            out = {**run.plan.to_dict(), "limits": run.limits.to_dict()}
+            if check is not None:
+                out["routing_check"] = check.to_dict()
+            if touched is not None:
+                out["jobs"] = touched.to_dict()
+            click.echo(json.dumps(out, indent=1))
         else:
             click.echo(isolation_plan_text(run.plan, run.limits))
+            for line in [*lines, *(jobs_lines(touched) if touched is not None else [])]:
+                click.echo(line)
         if not run.plan.safe:
             # A STOP verdict fails the command, dry run or not: scripts must not read it as done.
             verb = "was" if do_apply else "would be"
             raise SafetyError(f"{unsafe_summary(run.plan)}; nothing {verb} changed")
+        if check is not None:
+            _routing_verdict(check, do_apply, accept_routing_warnings)
+        if touched is not None and check_opts.get("avoid_running_jobs"):
+            from fabric.app.twin import hold_for_jobs
+
+            hold_for_jobs(touched)
         if do_apply:
             _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
 
@@ -235,18 +373,23 @@ def isolate_cmd(
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
             lab=lab,
-            rediscover=None if input_path else lambda: _discover(None, lab),
+            rediscover=None if input_path else lambda: _rediscover(run_d, lab),
             apply=do_apply,
             before_apply=show,
         )
         if not do_apply:
             show(run)
-            click.echo("dry run: nothing changed (add --apply)")
+            click.echo("dry run: nothing changed (add --apply)", err=as_json)  # stdout stays JSON
             return
     for ch in run.changes:
         click.echo(
             f"audit {ch.audit_id}: {ch.command}: {ch.result} (undo: ibfab isolate --undo {ch.audit_id})"
         )
+
+
+def _rediscover(run_d: list[Any], lab: str | None) -> Any:
+    run_d[0] = _discover(None, lab)
+    return run_d[0]
 
 
 def _confirm(yes: bool, question: str) -> None:

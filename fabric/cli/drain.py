@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from fabric.cli.advise import _confirm, _policy, _policy_options
+from fabric.cli.advise import _check_options, _confirm, _policy, _policy_options, _routing_verdict
 from fabric.cli.options import discover_from, source_options
 from topology.errors import UsageError
 
@@ -32,6 +32,14 @@ def _apply_options(fn: F) -> F:
                 "--apply", "do_apply", is_flag=True, help="Make the change (default: print the plan only)."
             ),
             click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts)."),
+            click.option(
+                "--jobs", "list_jobs", is_flag=True, help="Name the running Slurm jobs on the nodes to drain."
+            ),
+            click.option(
+                "--avoid-running-jobs",
+                is_flag=True,
+                help="Hold the drains while any job runs on those nodes (exit 9 with the list); implies --jobs.",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print the plan / result as JSON."),
         )
     ):
@@ -40,7 +48,15 @@ def _apply_options(fn: F) -> F:
 
 
 def _drain(
-    requests: Any, node_map: str | None, do_apply: bool, yes: bool, db: str | None, as_json: bool
+    requests: Any,
+    node_map: str | None,
+    do_apply: bool,
+    yes: bool,
+    db: str | None,
+    as_json: bool,
+    jobs: tuple[bool, bool] = (False, False),
+    check: Any = None,
+    names: Any = None,
 ) -> None:
     from fabric.app.drains import drain as drains
     from fabric.app.isolation.isolate import audit_store
@@ -52,10 +68,31 @@ def _drain(
         return
     slurm = connect()
     plan = drains.plan_drains(requests, slurm, read_node_map(node_map))
+    touched = None
+    if any(jobs):
+        from fabric.app import twin
+
+        touched = twin.touched_jobs(None, hosts=[r.host for r in requests], node_map=node_map)
+    extra = _routing_and_jobs_lines(check, touched, names or {})
     if as_json and not do_apply:
-        click.echo(json.dumps(plan.to_dict(), indent=1))
+        out = plan.to_dict()
+        if check is not None:
+            out["routing_check"] = check.to_dict()
+        if touched is not None:
+            out["jobs"] = touched.to_dict()
+        click.echo(json.dumps(out, indent=1))
+    else:
+        click.echo(render_drain_plan(plan))
+        for line in extra:
+            click.echo(line)
+    if check is not None:
+        _routing_verdict(check, do_apply, True)  # a drain changes no route: a warning is shown, not asked
+    if touched is not None and jobs[1]:
+        from fabric.app.twin import hold_for_jobs
+
+        hold_for_jobs(touched)
+    if as_json and not do_apply:
         return
-    click.echo(render_drain_plan(plan))
     if not do_apply:
         click.echo("dry run: nothing changed (add --apply)")
         return
@@ -67,6 +104,13 @@ def _drain(
         done = drains.apply_drains(plan, store, slurm)
     for d in done:
         click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
+
+
+def _routing_and_jobs_lines(check: Any, touched: Any, names: Any) -> list[str]:
+    from fabric.present.twin import jobs_lines, routing_check_lines
+
+    lines = routing_check_lines(check, names) if check is not None else []
+    return lines + (jobs_lines(touched) if touched is not None else [])
 
 
 @drain_group.command("recommended")
@@ -86,6 +130,7 @@ def _drain(
 )
 @_policy_options
 @_apply_options
+@_check_options
 def recommended_cmd(
     health_file: str | None,
     thresholds: str | None,
@@ -97,6 +142,12 @@ def recommended_cmd(
     do_apply: bool,
     yes: bool,
     as_json: bool,
+    list_jobs: bool,
+    avoid_running_jobs: bool,
+    check_routing: bool,
+    engine: str | None,
+    sm_log: str | None,
+    sm_conf: str | None,
     **opts: Any,
 ) -> None:
     """Drain the nodes 'ibfab recommend' says to drain (hosts whose only cable is bad).
@@ -124,7 +175,15 @@ def recommended_cmd(
         min_status=min_status,
         thresholds=t,
     )
-    _drain(requests_from_actions(recs.actions), node_map, do_apply, yes, db, as_json)
+    requests = requests_from_actions(recs.actions)
+    check = None
+    if check_routing and requests:
+        from fabric.app import twin
+
+        choice = twin.engine_for_check(d, engine=engine, sm_log=sm_log, sm_conf=sm_conf, lab=opts.get("lab"))
+        check = twin.check_drain(d, [r.host for r in requests], choice)
+    names = {g: c.name for g, c in d.classification.nodes.items()}
+    _drain(requests, node_map, do_apply, yes, db, as_json, (list_jobs, avoid_running_jobs), check, names)
 
 
 @drain_group.command("nodes")
@@ -140,11 +199,21 @@ def nodes_cmd(
     yes: bool,
     db: str | None,
     as_json: bool,
+    list_jobs: bool,
+    avoid_running_jobs: bool,
 ) -> None:
     """Drain HOST... (fabric host names or host ranges) for REASON."""
     from fabric.app.drains.drain import requests_for_hosts
 
-    _drain(requests_for_hosts(hosts, reason), node_map, do_apply, yes, db, as_json)
+    _drain(
+        requests_for_hosts(hosts, reason),
+        node_map,
+        do_apply,
+        yes,
+        db,
+        as_json,
+        (list_jobs, avoid_running_jobs),
+    )
 
 
 @drain_group.command("list")

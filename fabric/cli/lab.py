@@ -28,7 +28,25 @@ def lab() -> None:
 @click.option(
     "--fault", "faults", multiple=True, help="Plant a fault, e.g. miswire:dgx-0002:1:2 (repeatable)."
 )
-@_NAME
+@click.option(
+    "--name",
+    default=None,
+    help="Lab name (one directory per name; default 'default', a twin's: twin-<its lowest switch GUID>).",
+)
+@click.option(
+    "--from",
+    "from_ref",
+    metavar="SNAPSHOT|FILE",
+    help="A twin of a real fabric: a saved ibnetdiscover capture, an ibdiagnet run's directory or a stored snapshot.",
+)
+@click.option(
+    "--engine", metavar="ENGINE", help="With --from: the site's routing engine(s), when no evidence says."
+)
+@click.option("--sm-log", metavar="FILE", help="With --from: the site SM's log (the engine it routes with).")
+@click.option(
+    "--sm-conf", metavar="FILE", help="With --from: the site SM's opensm.conf (its routing_engine)."
+)
+@click.option("--db", metavar="PATH", help="With --from SNAPSHOT: the store holding it.")
 @click.option(
     "--routing",
     metavar="ENGINE",
@@ -39,12 +57,27 @@ def lab() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def up_cmd(
-    spec: str | None, faults: tuple[str, ...], name: str, routing: str | None, lfts: str | None, as_json: bool
+    spec: str | None,
+    faults: tuple[str, ...],
+    name: str | None,
+    from_ref: str | None,
+    engine: str | None,
+    sm_log: str | None,
+    sm_conf: str | None,
+    db: str | None,
+    routing: str | None,
+    lfts: str | None,
+    as_json: bool,
 ) -> None:
-    """Generate a fabric, start ibsim and OpenSM, and wait for SUBNET UP."""
+    """Generate a fabric (or copy a real one with --from), start ibsim and OpenSM, wait for SUBNET UP."""
     from fabric.app.lab import labs
 
-    state = labs.up(spec, faults, name, routing=routing, lfts_file=lfts)
+    if from_ref is not None:
+        _twin_up(from_ref, name, engine or routing, sm_log, sm_conf, db, lfts, spec, faults, as_json)
+        return
+    if engine or sm_log or sm_conf:
+        raise click.UsageError("--engine, --sm-log and --sm-conf go with --from (else use --routing)")
+    state = labs.up(spec, faults, name or "default", routing=routing, lfts_file=lfts)
     if as_json:
         _echo_json(state.to_dict())
         return
@@ -55,6 +88,34 @@ def up_cmd(
     for note in labs.simulator_notes(state.name):
         click.echo(f"note: {note}")
     _echo_env(state.to_dict())
+
+
+def _twin_up(
+    from_ref: str,
+    name: str | None,
+    engine: str | None,
+    sm_log: str | None,
+    sm_conf: str | None,
+    db: str | None,
+    lfts: str | None,
+    spec: str | None,
+    faults: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    from fabric.app import twin
+    from fabric.present.twin import twin_up_text
+
+    if spec or faults:
+        raise click.UsageError("--from copies a real fabric: it takes no --fabric or --fault")
+    t = twin.up_from(
+        from_ref, name=name, engine=engine, sm_log=sm_log, sm_conf=sm_conf, lfts_file=lfts, db=db
+    )
+    if as_json:
+        _echo_json(t.to_dict())
+    else:
+        click.echo(twin_up_text(t))
+        _echo_env(t.state.to_dict())
+    twin.require_equal(t)  # exit 6 when the twin does not show the fabric it copies
 
 
 def _echo_env(data: dict[str, Any]) -> None:

@@ -211,3 +211,20 @@ def test_origin_port_comes_from_the_header() -> None:
     f = read_ibnetdiscover(REALDATA / "ibnetdiscover" / "junousi-ibm-doc-sdr-2009-no-sysimgguid.txt")
     # "# Initiated from node 0002c9030002847c port 0002c9030002847e": port GUID = node GUID + 2
     assert f.origin == PortRef(normalise_guid("0002c9030002847c"), 2)
+
+
+def test_dr_path_from_a_switchs_management_port() -> None:
+    """Tools attached to a switch (its port 0, where a managed switch runs the SM) reach the
+    others by directed route too: the first hop leaves the switch itself."""
+    from tests.advise_fabrics import fabric_of
+    from topology.routes import dr_path
+
+    d = fabric_of("fattree-small")
+    f = d.fabric
+    leaf = next(g for g, c in d.classification.nodes.items() if c.name == "leaf-01")
+    spine = next(g for g, c in d.classification.nodes.items() if c.name == "spine-01")
+    origin = PortRef(leaf, 0)
+    route = dr_path(f, origin, spine)
+    assert route is not None and route.startswith("0,") and len(route.split(",")) == 2
+    first = int(route.split(",")[1])
+    assert next(far.guid for p, far, _ in f.neighbours(leaf) if p == first) == spine

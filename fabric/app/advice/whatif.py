@@ -34,9 +34,19 @@ def run_whatif(
     lab: str | None = None,
     lft: str | None = None,
 ) -> WhatIf:
-    """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None)."""
+    """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None). Ports
+    isolated where the fabric's twin is up (``ibfab lab up --from``, its engine known): the twin
+    runs the isolation and its OpenSM's tables before and after route the pairs, not an estimate."""
     host_list = expand_hosts(hosts, "--hosts") if hosts else None
-    return what_if(d.fabric, d.classification, scenario(d), host_list, route_function(d, lab, lft))
+    built = scenario(d)
+    if built.isolate and lft is None:
+        from fabric.app.twin.whatif import twin_routes
+
+        routed = twin_routes(d, built.isolate)
+        if routed is not None:
+            before, after, where = routed
+            return what_if(d.fabric, d.classification, built, host_list, before, after, where)
+    return what_if(d.fabric, d.classification, built, host_list, route_function(d, lab, lft))
 
 
 ScenarioFor = Callable[[Discovery], Scenario]

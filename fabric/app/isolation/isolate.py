@@ -261,14 +261,7 @@ def plan_undo(
 def _lab_node_name(lab: str, guid: Guid) -> str:
     from fabric import lab as labmod
 
-    design = labmod.design_of(lab)
-    for s in design.switches:
-        if s.guid == guid:
-            return s.name
-    for h in design.hcas:
-        if h.guid == guid:
-            return h.description
-    raise UsageError(f"{guid} is not a node of lab {lab!r}")
+    return labmod.console_node(lab, guid)
 
 
 def apply_undo(

@@ -82,15 +82,25 @@ def apply_isolation(db: Path | None, lab: str | None, plan: IsolationPlan) -> li
     src = Source("lab", lab) if lab is not None else Source("local")
     ports = [s.port for s in plan.steps]
     reason = plan.steps[0].action.reason if plan.steps else "requested by the operator"
+    from fabric.app.isolation.limits import IsolationRun
+    from fabric.app.twin import routing_gate
+
+    d = discover(src)
+
+    def gate(r: IsolationRun) -> None:
+        # where the fabric's twin is up, the change runs there first: a STOP refuses it
+        routing_gate(d, [s.port for s in r.plan.steps])
+
     with Store.open(db) as store:
         run = isolate_ports(
             store,
-            discover(src),
+            d,
             ports,
             plan.safety.policy,
             reason,
             lab=lab,
             rediscover=lambda: discover(src),
             apply=True,
+            before_apply=gate,
         )
     return list(run.changes)
