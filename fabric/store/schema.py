@@ -240,6 +240,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX hourly_counters_by_hour ON hourly_counters (hour)",
         ),
     ),
+    # 5: which process a run belongs to (PID and fabric.core.processes.process_identity), so a
+    # run whose process died without recording its end (SIGKILL, power cut) can be closed.
+    Migration(
+        5,
+        (
+            "ALTER TABLE runs ADD COLUMN pid INTEGER",
+            "ALTER TABLE runs ADD COLUMN process TEXT",
+        ),
+    ),
 )
 
 
