@@ -42,19 +42,41 @@ class Section:
     name: str
     first_line: int  # line number of the header row
     rows: tuple[Mapping[str, str], ...]
+    header: tuple[str, ...] = ()
+    lines: tuple[int, ...] = ()  # line number of each row (a quoted field may span lines)
 
     def line_of(self, index: int) -> int:
-        """Line number of ``rows[index]`` (rows are one line each in db_csv)."""
-        return self.first_line + 1 + index
+        """Line number of ``rows[index]``."""
+        return self.lines[index] if index < len(self.lines) else self.first_line + 1 + index
+
+    def need(self, columns: Collection[str], source: str) -> None:
+        """A ParseError naming the header line when it lacks one of ``columns`` (a renamed
+        column would otherwise read as a value missing from every row)."""
+        missing = [c for c in columns if c not in self.header]
+        if missing:
+            raise ParseError(
+                TOOL,
+                source,
+                self.first_line,
+                ",".join(self.header),
+                f"{self.name}: no {', '.join(missing)} column in its header",
+            )
 
 
 def db_csv_sections(
-    text: str, source: str = "<db_csv>", wanted: Collection[str] | None = None
+    text: str,
+    source: str = "<db_csv>",
+    wanted: Collection[str] | None = None,
+    *,
+    bad_rows: list[ParseError] | None = None,
 ) -> dict[str, Section]:
     """The ``START_X``..``END_X`` tables of ``text`` (only those ``wanted``, when given: a run of
     50,000 ports has a dozen tables of a row a port, and a reader needs two or three of them). A
     table cut off before its END line, wanted or not, is a :class:`ParseError` naming where it
-    started. The text is walked a line at a time, never split whole into a list."""
+    started. The text is walked a line at a time, never split whole into a list.
+
+    A row that is not CSV (a bare carriage return outside quotes, a field over 128 KiB) is a
+    ParseError naming its line; with ``bad_rows`` it is left out and its error added there."""
     out: dict[str, Section] = {}
     name: str | None = None
     keep = False
@@ -69,7 +91,7 @@ def db_csv_sections(
             continue
         if line == f"END_{name}":
             if keep:
-                out[name] = _section(name, start, body)
+                out[name] = _section(name, start, body, source, bad_rows)
             name = None
         elif line.startswith("START_"):
             raise ParseError(
@@ -95,15 +117,46 @@ def _lines(text: str) -> Iterator[str]:
         at = nl + 1
 
 
-def _section(name: str, start: int, body: list[str]) -> Section:
-    rows = list(csv.reader(body))
-    if not rows:
+def _section(
+    name: str, start: int, body: list[str], source: str, bad_rows: list[ParseError] | None
+) -> Section:
+    reader = csv.reader(body)
+    header: list[str] | None = None
+    rows: list[Mapping[str, str]] = []
+    lines: list[int] = []
+    while True:
+        at = reader.line_num  # lines read before this row
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            lineno = start + at
+            error = ParseError(
+                TOOL, source, lineno, body[at] if at < len(body) else "", f"{name}: {_csv_problem(exc)}"
+            )
+            if bad_rows is None or header is None:
+                raise error from None
+            bad_rows.append(error)
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            continue
+        if row:
+            rows.append(MappingProxyType(dict(zip(header, (c.strip() for c in row), strict=False))))
+            lines.append(start + at)
+    if header is None:
         return Section(name, start, ())
-    header = [h.strip() for h in rows[0]]
-    table = tuple(
-        MappingProxyType(dict(zip(header, (c.strip() for c in row), strict=False))) for row in rows[1:] if row
-    )
-    return Section(name, start, table)
+    return Section(name, start, tuple(rows), tuple(header), tuple(lines))
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    text = str(exc)
+    if "new-line character" in text:
+        return "a carriage return inside a row, outside quotes (not a row ibdiagnet writes)"
+    if "field larger than field limit" in text:
+        return f"a field longer than {csv.field_size_limit() // 1024} KiB (no ibdiagnet field is)"
+    return f"not a CSV row ({text})"
 
 
 def optional_int(text: str | None) -> int | None:
@@ -167,6 +220,9 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     """
     sections = db_csv_sections(text, source, ("NODES", "PORTS", "LINKS"))
     nodes_s, ports_s, links_s = (_need(sections, n, source) for n in ("NODES", "PORTS", "LINKS"))
+    nodes_s.need(("NodeGUID", "NodeType"), source)
+    ports_s.need(("NodeGuid", "PortNum"), source)
+    links_s.need(("NodeGuid1", "PortNum1", "NodeGuid2", "PortNum2"), source)
     ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
     for i, row in enumerate(ports_s.rows):
         guid = _guid(row, "NodeGuid", ports_s, i, source)
@@ -257,7 +313,7 @@ def read_db_csv_fabric(path: str | Path) -> Fabric:
 def node_of_port_guid(text: str, source: str = "<db_csv>") -> dict[Guid, Guid]:
     """Port GUID -> node GUID from PORTS (ibdiagnet2.cables names HCA ports by port GUID)."""
     out: dict[Guid, Guid] = {}
-    section = db_csv_sections(text, source, ("PORTS",)).get("PORTS")
+    section = db_csv_sections(text, source, ("PORTS",), bad_rows=[]).get("PORTS")
     for row in section.rows if section else ():
         try:
             out[normalise_guid(row.get("PortGuid", ""))] = normalise_guid(row.get("NodeGuid", ""))
@@ -279,7 +335,7 @@ def run_time(text: str, source: str = "<db_csv>") -> float | None:
     >>> run_time("START_RUN_INFO\\nDate\\n2025-03-31 23:43:18 UTC +0000\\nEND_RUN_INFO\\n")
     1743464598.0
     """
-    section = db_csv_sections(text, source, ("RUN_INFO",)).get("RUN_INFO")
+    section = db_csv_sections(text, source, ("RUN_INFO",), bad_rows=[]).get("RUN_INFO")
     date = section.rows[0].get("Date", "") if section and section.rows else ""
     m = _RUN_DATE.match(date.strip())
     if m is None:

@@ -8,7 +8,6 @@ attribute (their width is what :mod:`fabric.core.fields` promises; the ``_extend
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -16,6 +15,7 @@ from types import MappingProxyType
 from fabric.core import fields
 from fabric.counters.samples import DATA_COUNTERS, PortSample, canonical_order, fail, split_lines, to_int
 from topology.errors import ParseError
+from topology.ibdiag_csv import db_csv_sections, optional_int
 from topology.model import normalise_guid
 
 # ibdiagnet2.pm key -> canonical name (base PortCounters). 64-bit data counters carry _extended.
@@ -58,9 +58,11 @@ def parse_pm(
     ``NA`` values are left out; error counters come from the base attribute (their width is what
     :mod:`fields` promises) and data counters from their ``_extended`` 64-bit twins.
     """
+    if isinstance(text, str) and "START_PM_INFO" in text:
+        return _parse_db_csv_pm(text, source, problems)
     lines = split_lines(text)
     if any(ln.strip() == "START_PM_INFO" for ln in lines):
-        return _parse_db_csv_pm(lines, source, problems)
+        return _parse_db_csv_pm("\n".join(lines), source, problems)
     out: list[PortSample] = []
     head: re.Match[str] | None = None
     kv: dict[str, str] = {}
@@ -131,32 +133,6 @@ def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
     )
 
 
-def _db_csv_sections(lines: list[str]) -> dict[str, tuple[int, list[str]]]:
-    sections: dict[str, tuple[int, list[str]]] = {}
-    name: str | None = None
-    start = 0
-    body: list[str] = []
-    for lineno, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if line.startswith("START_"):
-            name, start, body = line[6:], lineno + 1, []
-        elif name is not None and line == f"END_{name}":
-            sections[name] = (start, body)
-            name = None
-        elif name is not None:
-            body.append(raw)
-    return sections
-
-
-def _csv_rows(start: int, body: list[str]) -> Iterable[tuple[int, str, dict[str, str]]]:
-    rows = list(csv.reader(body))
-    if not rows:
-        return
-    header = [h.strip() for h in rows[0]]
-    for offset, row in enumerate(rows[1:], 1):
-        yield start + offset, body[offset], dict(zip(header, (c.strip() for c in row), strict=False))
-
-
 _ROW_KEYS = frozenset({"NodeGUID", "PortGUID", "PortNumber"})
 
 
@@ -175,16 +151,27 @@ def _row_numbers(row: dict[str, str], ext_keys: dict[str, str]) -> dict[str, int
     return numbers
 
 
-def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] | None) -> list[PortSample]:
-    sections = _db_csv_sections(lines)
-    descriptions = {r["NodeGUID"]: r["NodeDesc"] for _, _, r in _csv_rows(*sections.get("NODES", (0, [])))}
-    lids = {(r["NodeGuid"], r["PortNum"]): r["LID"] for _, _, r in _csv_rows(*sections.get("PORTS", (0, [])))}
+def _parse_db_csv_pm(text: str, source: str, problems: list[ParseError] | None) -> list[PortSample]:
+    bad_rows: list[ParseError] = []
+    sections = db_csv_sections(text, source, ("NODES", "PORTS", "PM_INFO"), bad_rows=bad_rows)
+    for error in bad_rows:  # a row that is not CSV costs its port (or its name or LID), not the run
+        fail("ibdiagnet", source, error.lineno, error.line, error.problem, problems)
+    pm = sections.get("PM_INFO")
+    if pm is None:
+        raise ParseError("ibdiagnet", source, 0, "", "no PM_INFO section (its END_PM_INFO line is missing)")
+    pm.need(("NodeGUID", "PortNumber"), source)
+    nodes, ports = sections.get("NODES"), sections.get("PORTS")
+    descriptions = {r.get("NodeGUID"): r.get("NodeDesc") for r in (nodes.rows if nodes else ())}
+    # Without a LID column (renamed, or an older run) the LIDs are unknown, the counters still read.
+    lids = {(r.get("NodeGuid"), r.get("PortNum")): r.get("LID", "") for r in (ports.rows if ports else ())}
     ext_keys = {f"{pma}Extended": name for name, (_, pma) in fields.COUNTERS.items() if name in DATA_COUNTERS}
     out = []
-    for lineno, raw, row in _csv_rows(*sections["PM_INFO"]):
+    for i, row in enumerate(pm.rows):
+        lineno = pm.line_of(i)
+        raw = ",".join(row.values())
         try:
             guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
-            numbers = _row_numbers(row, ext_keys)
+            numbers = _row_numbers(dict(row), ext_keys)
         except (KeyError, ValueError) as exc:
             fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
             continue
@@ -207,7 +194,7 @@ def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] |
             PortSample(
                 guid=guid,
                 port=port,
-                lid=int(lid_text) or None,
+                lid=optional_int(lid_text) or None,
                 values=MappingProxyType(canonical_order(values)),
                 node_description=descriptions.get(row["NodeGUID"]),
                 extended=extended,
