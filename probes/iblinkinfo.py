@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topology.bounds import lid_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Guid, PortRef, normalise_guid
 
@@ -45,7 +46,7 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
         head = line.lstrip()
         sw = _SWITCH.match(head)
         if sw:
-            node, in_ca = normalise_guid(sw.group(1)), False
+            node, in_ca = _guid(sw.group(1), source, lineno, line), False
             continue
         if _CA.match(head):
             node, in_ca = None, True
@@ -53,8 +54,11 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
         m = _PORT.match(line)
         if not m:
             continue
-        guid_text, _lid, port, status = m.groups()
-        owner = normalise_guid(guid_text) if guid_text else node
+        guid_text, lid, port, status = m.groups()
+        problem = lid_problem(lid) or port_problem(port)
+        if problem is not None:
+            raise ParseError(TOOL, source, lineno, line, problem)
+        owner = _guid(guid_text, source, lineno, line) if guid_text else node
         if owner is None:
             if in_ca:
                 continue  # an HCA printed without its GUID: nothing to key it by
@@ -64,6 +68,13 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
             PortLink(PortRef(owner, int(port)), state.split()[-1] if state.split() else "", phys.strip())
         )
     return out
+
+
+def _guid(text: str, source: str, lineno: int, line: str) -> Guid:
+    try:
+        return normalise_guid(text)
+    except ValueError as exc:
+        raise ParseError(TOOL, source, lineno, line, str(exc)) from None
 
 
 def disabled_ports(text: str, source: str = "<iblinkinfo>") -> frozenset[PortRef]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType
 
+from topology.bounds import MAX_PORT, id_value, lid_value_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 from topology.textfile import read_input_text
@@ -209,6 +210,28 @@ def _guid(row: Mapping[str, str], key: str, section: Section, i: int, source: st
         ) from exc
 
 
+def _port(row: Mapping[str, str], key: str, section: Section, i: int, source: str) -> int:
+    text = row.get(key, "")
+    number = optional_int(text)
+    problem = "not a number" if number is None else port_problem(str(number))
+    if problem is not None:
+        raise ParseError(TOOL, source, section.line_of(i), text, f"{section.name}: bad {key} ({problem})")
+    assert number is not None
+    return number
+
+
+def _lid(row: Mapping[str, str], section: Section, i: int, source: str) -> int | None:
+    """A port's LID (None: N/A or empty); a LID out of range or not a number is a ParseError."""
+    text = row.get("LID", "")
+    if text.strip().upper() in ("", "N/A", "NA"):
+        return None
+    number = optional_int(text)
+    problem = "not a number" if number is None else lid_value_problem(number)
+    if problem is not None:
+        raise ParseError(TOOL, source, section.line_of(i), text, f"{section.name}: bad LID ({problem})")
+    return number
+
+
 def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     """The Fabric of an ``ibdiagnet2.db_csv``: nodes from NODES, LIDs, widths and speeds from
     PORTS, cables from LINKS (each listed once; a cable's width and speed are the narrower and
@@ -226,10 +249,8 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
     for i, row in enumerate(ports_s.rows):
         guid = _guid(row, "NodeGuid", ports_s, i, source)
-        number = optional_int(row.get("PortNum"))
-        if number is None:
-            raise ParseError(TOOL, source, ports_s.line_of(i), row.get("PortNum", ""), "PORTS: bad PortNum")
-        lid = optional_int(row.get("LID"))
+        number = _port(row, "PortNum", ports_s, i, source)
+        lid = _lid(row, ports_s, i, source)
         ports[(guid, number)] = (
             link_width(optional_int(row.get("LinkWidthActv"))),
             link_speed(optional_int(row.get("LinkSpeedActv"))),
@@ -248,6 +269,14 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
                 TOOL, source, nodes_s.line_of(i), row.get("NodeType", ""), "NODES: unknown NodeType"
             )
         nports = optional_int(row.get("NumPorts")) or 0
+        if nports > MAX_PORT:
+            raise ParseError(
+                TOOL,
+                source,
+                nodes_s.line_of(i),
+                row.get("NumPorts", ""),
+                f"NODES: {port_problem(str(nports))}",
+            )
         sysimg = row.get("SystemImageGUID", "")
         nodes.append(
             Node(
@@ -256,15 +285,15 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
                 row.get("NodeDesc", "").strip(),
                 nports,
                 _node_lid(ports, guid, kind, nports),
-                normalise_guid(sysimg) if optional_int(sysimg) else None,
-                optional_int(row.get("VendorID")),
-                optional_int(row.get("DeviceID")),
+                _guid(row, "SystemImageGUID", nodes_s, i, source) if optional_int(sysimg) else None,
+                id_value(optional_int(row.get("VendorID"))),
+                id_value(optional_int(row.get("DeviceID"))),
             )
         )
     links: set[Link] = set()
     for i, row in enumerate(links_s.rows):
-        a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), optional_int(row.get("PortNum1")) or 0)
-        b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), optional_int(row.get("PortNum2")) or 0)
+        a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), _port(row, "PortNum1", links_s, i, source))
+        b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), _port(row, "PortNum2", links_s, i, source))
         for end in (a, b):
             if end.guid not in seen:
                 raise ParseError(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topology._speed import gc_paused
+from topology.bounds import lid_problem, port_problem, width_problem
 from topology.errors import ParseError
 from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
@@ -360,6 +361,13 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
                 if len(port) > 3 or len(rport) > 3:
                     raise b.error(lineno, raw, _PORT_RANGE)
+                # (inlined: LIDs of up to 4 digits and widths of up to 2 are always in range)
+                if (
+                    (rlid is not None and len(rlid) > 4)
+                    or (own_lid is not None and len(own_lid) > 4)
+                    or (width is not None and len(width) > 2)
+                ) and (problem := _numbers_problem(own_lid, rlid, width)):
+                    raise b.error(lineno, raw, problem)
                 pnum = int(port)
                 if own_lid is not None and current.lid is None:
                     # An HCA's LID is printed on its port line (``# lid 647 lmc 0 "leaf" ...``).
@@ -486,6 +494,16 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover_text(read_input_text(path, TOOL), str(path))
 
 
+def _numbers_problem(own_lid: str | None, far_lid: str | None, width: str | None) -> str | None:
+    """Why a port line's LIDs or width are out of range (topology.bounds), or None."""
+    return (
+        (own_lid and lid_problem(own_lid))
+        or (far_lid and lid_problem(far_lid))
+        or (width and width_problem(width))
+        or None
+    )
+
+
 def _node_record(b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str) -> Node:
     record, nports, gid, desc, rest = m.groups()
     if len(nports) > 3 or int(nports) > MAX_PORT:
@@ -534,6 +552,8 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
     if current.nports and pnum > current.nports:
         raise b.error(lineno, line, f"port {pnum} beyond the {current.nports} ports of its record")
     rlid = LID.search(tail)
+    if problem := _numbers_problem(None, rlid.group(1) if rlid else None, ws.group(1)):
+        raise b.error(lineno, line, problem)
     b.reference(
         remote_guid,
         _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH),
@@ -557,6 +577,11 @@ def _port_line(b: _Builder, current: Node, m: re.Match[str], lineno: int, line: 
 
 def _ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
     (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
+    problem = lid_problem(lid) or port_problem(port) or width_problem(width)
+    if rkind is not None:
+        problem = problem or lid_problem(rlid) or port_problem(rport)
+    if problem:
+        raise b.error(lineno, line, problem)
     try:
         guid = normalise_guid(gid)
     except ValueError as exc:

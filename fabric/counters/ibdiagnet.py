@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from fabric.core import fields
 from fabric.counters.samples import DATA_COUNTERS, PortSample, canonical_order, fail, split_lines, to_int
+from topology.bounds import lid_or_hex_problem, port_problem
 from topology.errors import ParseError
 from topology.ibdiag_csv import db_csv_sections, optional_int
 from topology.model import normalise_guid
@@ -71,6 +72,7 @@ def parse_pm(
         if head is not None:
             out.append(_pm_sample(head, kv))
 
+    skipping = False  # inside the block of a header out of range
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#") or set(line) == {"-"}:
@@ -79,6 +81,15 @@ def parse_pm(
         if m:
             flush()
             head, kv = m, {}
+            problem = lid_or_hex_problem(m["lid"]) or port_problem(m["port"]) or _guid_problem(m["guid"])
+            if problem is not None:  # the port's block is left out with it (named)
+                fail("ibdiagnet", source, lineno, raw, problem, problems)
+                head = None
+                skipping = True
+            else:
+                skipping = False
+            continue
+        if skipping:
             continue
         f = _PM_FIELD.match(line)
         if f is None or head is None:
@@ -103,6 +114,14 @@ def parse_pm(
         kv[f["key"]] = value
     flush()
     return out
+
+
+def _guid_problem(text: str) -> str | None:
+    try:
+        normalise_guid(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
@@ -169,6 +188,15 @@ def _parse_db_csv_pm(text: str, source: str, problems: list[ParseError] | None) 
     for i, row in enumerate(pm.rows):
         lineno = pm.line_of(i)
         raw = ",".join(row.values())
+        lid_text = lids.get((row.get("NodeGUID"), row.get("PortNumber")), "0")
+        if lid_text in {"0", ""}:  # switch ports answer on port 0's LID
+            lid_text = lids.get((row.get("NodeGUID"), "0"), "0")
+        problem = port_problem(row.get("PortNumber", "")) or (
+            lid_text.upper() not in ("", "N/A", "NA") and lid_or_hex_problem(lid_text)
+        )
+        if problem:
+            fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({problem})", problems)
+            continue
         try:
             guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
             numbers = _row_numbers(dict(row), ext_keys)
@@ -187,9 +215,6 @@ def _parse_db_csv_pm(text: str, source: str, problems: list[ParseError] | None) 
                 values[ext_keys[key]] = value
             elif name is None:
                 other[key] = value
-        lid_text = lids.get((row["NodeGUID"], row["PortNumber"]), "0")
-        if lid_text in {"0", ""}:  # switch ports answer on port 0's LID
-            lid_text = lids.get((row["NodeGUID"], "0"), "0")
         out.append(
             PortSample(
                 guid=guid,

@@ -32,6 +32,7 @@ from fabric.counters.samples import (
     split_lines,
     to_int,
 )
+from topology.bounds import lid_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
 from topology.textfile import read_input_text
@@ -116,15 +117,25 @@ def parse_perfquery(
     node = normalise_guid(guid) if guid is not None else None
     blocks: list[_Block] = []
     current: _Block | None = None
+    skipping = False  # inside a block whose header is out of range
     for lineno, raw in enumerate(split_lines(text), 1):
         line = _unquote(raw).strip()
         if not line:
             continue
         m = _PQ_HEADER.match(line)
         if m:
+            problem = lid_problem(m["lid"]) or (m["port"].upper() != "ALL" and port_problem(m["port"]))
+            if problem:
+                # Lenient (problems given): the block's counters are left out with it.
+                fail("perfquery", source, lineno, raw, problem, problems)
+                current, skipping = None, True
+                continue
             p = SUMMED_PORT if m["port"].upper() == "ALL" else int(m["port"])
             current = _Block(int(m["lid"]), p, m["kind"].lower() == "port extended counters")
             blocks.append(current)
+            skipping = False
+            continue
+        if skipping:
             continue
         if line.startswith("#") or line.startswith("ibwarn:") or _FAILURE.search(line):
             continue  # the pasted command line, or stderr noise; failures are the collector's business
