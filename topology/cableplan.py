@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from topology.errors import ParseError
+from topology.errors import ParseError, excerpt
 from topology.model import LANE_GBPS, SPEED_RANK
 from topology.naming import adapter_index
 from topology.textfile import InputFileError, decode_input, open_input_text, read_input_bytes
@@ -213,7 +213,7 @@ def parse_rate(text: str) -> PlannedRate | None:
     m = _RATE_GBPS.match(t)
     if m:
         return PlannedRate(t, None, None, float(m.group(1)))
-    raise ValueError(f"speed {t!r} is not a rate (4xHDR, HDR, 200000 Mb/s or 200G)")
+    raise ValueError(f"speed {excerpt(t)} is not a rate (4xHDR, HDR, 200000 Mb/s or 200G)")
 
 
 def parse_port(text: str) -> PlanPort:

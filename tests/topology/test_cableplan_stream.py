@@ -101,3 +101,17 @@ def test_bounds_still_hold_when_streaming(tmp_path: Path) -> None:
     long.write_bytes(b"#StartDevice,StartPort,EndDevice,EndPort\n" + b"a" * (2 << 20) + b"\n")
     with pytest.raises(ParseError, match=r"long\.csv:2: cable plan: line 2 is longer than 1 MiB"):
         read_cable_plan(long)
+
+
+def test_a_huge_cell_is_quoted_cut_and_the_error_stays_one_short_line(tmp_path: Path) -> None:
+    """Found by the CLI fuzz (tests/fabric/test_parsers_fuzz.py): a stray quote made a Speed cell
+    of 18,000 characters, quoted whole, and the one-line error ran past its 400 characters."""
+    file = tmp_path / "plan.csv"
+    file.write_text(
+        "#StartDevice,StartPort,EndDevice,EndPort,LinkType,Speed\na,Port 1,b,Port 2,Data,"
+        + "z" * 20_000
+        + "\n"
+    )
+    with pytest.raises(PlanParseError) as err:
+        read_cable_plan(file)
+    assert "(20000 characters)" in str(err.value) and len(err.value.one_line()) <= 400
