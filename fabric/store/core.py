@@ -173,7 +173,7 @@ class StoreBase:
                 version = self._stored_version()
                 if version == schema.schema_version() or (version is not None and self.mending):
                     self.version = version
-                    problems = [p for p in schema_problems(self._db, version) if p.startswith("table ")]
+                    problems = schema_problems(self._db, version, tables_only=True)
                     if problems:
                         raise _SchemaDamaged("; ".join(problems))
                     return
