@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topology.bounds import lid_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Guid, PortRef, normalise_guid
 
@@ -60,14 +61,15 @@ def parse_iblinkinfo(text: str, source: str = "<iblinkinfo>") -> list[PortLink]:
         m = _PORT.match(line)
         if not m:
             continue
-        guid_text, _lid, port, status = m.groups()
+        guid_text, lid, port, status = m.groups()
+        problem = lid_problem(lid) or port_problem(port)
+        if problem is not None:
+            raise ParseError(TOOL, source, lineno, line, problem)
         owner = _guid(guid_text, source, lineno, line) if guid_text else node
         if owner is None:
             if in_ca:
                 continue  # an HCA printed without its GUID: nothing to key it by
             raise ParseError(TOOL, source, lineno, line, "a port line before any 'Switch:' or 'CA:' header")
-        if len(port) > 3 or not 0 <= int(port) <= 255:
-            raise ParseError(TOOL, source, lineno, line, f"port {port[:12]!r} is no port number (0-255)")
         state, _, phys = status.rpartition("/")
         out.append(
             PortLink(PortRef(owner, int(port)), state.split()[-1] if state.split() else "", phys.strip())

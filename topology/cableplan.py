@@ -29,17 +29,19 @@ cables and are skipped, as UFM does. A file that cannot be read raises a one-lin
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from topology.errors import ParseError
+from topology.errors import ParseError, excerpt
 from topology.model import LANE_GBPS, SPEED_RANK
 from topology.naming import adapter_index
-from topology.textfile import InputFileError, decode_input, read_input_bytes
+from topology.textfile import InputFileError, decode_input, open_input_text, read_input_bytes
 
 TOOL = "cable plan"
 REQUIRED = ("startdevice", "startport", "enddevice", "endport")
@@ -191,6 +193,7 @@ class CablePlan:
     conflicts: tuple[PlanConflict, ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_rate(text: str) -> PlannedRate | None:
     """``4xHDR``, ``HDR``, ``200000`` (Mb/s, as NDT spreadsheets write it), ``200G``, ``200 Gb/s``;
     None for an empty or ``N/A`` cell. Raises ValueError for anything else."""
@@ -210,12 +213,22 @@ def parse_rate(text: str) -> PlannedRate | None:
     m = _RATE_GBPS.match(t)
     if m:
         return PlannedRate(t, None, None, float(m.group(1)))
-    raise ValueError(f"speed {t!r} is not a rate (4xHDR, HDR, 200000 Mb/s or 200G)")
+    raise ValueError(f"speed {excerpt(t)} is not a rate (4xHDR, HDR, 200000 Mb/s or 200G)")
 
 
 def parse_port(text: str) -> PlanPort:
     """A port as written in a plan; raises ValueError naming the accepted spellings."""
     t = " ".join(text.split())
+    port = _port(t)
+    if port is None:
+        raise ValueError(f"{t!r} is not a port ({_PORT_FORMS})")
+    return port
+
+
+# Cached: a plan spells the same ports ("Port 1", "mlx5_0") on many rows, and shares the objects.
+@functools.lru_cache(maxsize=65536)
+def _port(t: str) -> PlanPort | None:
+    """:func:`parse_port` of a cell whose whitespace is folded; None when it is no port."""
     if m := _PORT.match(t):
         return PlanPort(PortForm.SWITCH, int(m.group(1)))
     if m := _BLADE.match(t):
@@ -224,7 +237,7 @@ def parse_port(text: str) -> PlanPort:
         return PlanPort(PortForm.HOST, int(m.group(1)))
     if m := _ADAPTER.match(t):
         return PlanPort(PortForm.ADAPTER, int(m.group(2)) if m.group(2) else None, adapter=m.group(1))
-    raise ValueError(f"{t!r} is not a port ({_PORT_FORMS})")
+    return None
 
 
 def parse_end(device: str, port: str) -> PlanEnd:
@@ -234,13 +247,14 @@ def parse_end(device: str, port: str) -> PlanEnd:
     ``node0042``, port ``node0042 ibp11s0f0``); the adapter may be any name a NodeDescription
     gives, as the host before it says what it is."""
     device = device.strip()  # inner spaces kept: NodeDescriptions have runs of them
-    try:
-        return PlanEnd(device, parse_port(port))
-    except ValueError:
-        described = _described_port(device, " ".join(port.split()))
-        if described is None:
-            raise
-        return described
+    folded = " ".join(port.split())
+    plain = _port(folded)
+    if plain is not None:
+        return PlanEnd(device, plain)
+    described = _described_port(device, folded)
+    if described is None:
+        raise ValueError(f"{folded!r} is not a port ({_PORT_FORMS})")
+    return described
 
 
 def _described_port(device: str, text: str) -> PlanEnd | None:
@@ -257,12 +271,17 @@ def _described_port(device: str, text: str) -> PlanEnd | None:
         raise ValueError(
             f"{text!r} is the NodeDescription of host {host!r}, not of this row's device {device!r}"
         )
-    try:
-        return PlanEnd(device, parse_port(adapter))
-    except ValueError:
-        if " " in adapter or "/" in adapter:
-            return None
-        return PlanEnd(device, PlanPort(PortForm.ADAPTER, None, adapter=adapter))
+    port = _port(adapter)  # (already folded: a part of a folded cell)
+    if port is not None:
+        return PlanEnd(device, port)
+    if " " in adapter or "/" in adapter:
+        return None
+    return PlanEnd(device, _bare_adapter(adapter))
+
+
+@functools.lru_cache(maxsize=4096)
+def _bare_adapter(adapter: str) -> PlanPort:
+    return PlanPort(PortForm.ADAPTER, None, adapter=adapter)
 
 
 def _header_role(cell: str) -> str | None:
@@ -276,22 +295,39 @@ def _header_role(cell: str) -> str | None:
 
 def parse_cable_plan(text: str, source: str = "<plan>") -> CablePlan:
     """Parse one plan given as text (any line endings). Raises :class:`PlanParseError`."""
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
-    lines = text.lstrip("\ufeff").splitlines()
+    return parse_cable_plan_lines(io.StringIO(text.lstrip("\ufeff"), newline=""), source)
+
+
+def parse_cable_plan_lines(lines: Iterable[str], source: str = "<plan>") -> CablePlan:
+    """Parse one plan given as a stream of lines with their line ends (an open file with
+    ``newline=""``): memory of a row at a time beyond the plan's cables. Raises
+    :class:`PlanParseError`."""
+    last = [""]  # the line the csv reader took last: what an error quotes
+
+    def tracked() -> Iterator[str]:
+        for line in lines:
+            last[0] = line
+            yield line
+
+    reader = csv.reader(tracked())
     columns: dict[str, int] | None = None
+    where: tuple[int, ...] = ()
     cables: list[PlannedCable] = []
     skipped = 0
     first_line = ""
     first_lineno = 0
-    try:
-        rows = [(reader.line_num, row) for row in reader]
-    except csv.Error as exc:
-        raise PlanParseError(source, reader.line_num, _line(lines, reader.line_num), str(exc)) from exc
-    for lineno, row in rows:
-        raw = _line(lines, lineno)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise PlanParseError(source, reader.line_num, last[0].rstrip("\r\n"), str(exc)) from exc
+        lineno = reader.line_num
         if not any(c.strip() for c in row):
             continue
         if columns is None:
+            raw = last[0].rstrip("\r\n")
             first_line, first_lineno = first_line or raw, first_lineno or lineno
             roles = {_header_role(c): i for i, c in reversed(list(enumerate(row)))}
             roles.pop(None, None)
@@ -301,10 +337,12 @@ def parse_cable_plan(text: str, source: str = "<plan>") -> CablePlan:
             if missing:
                 raise PlanParseError(source, lineno, raw, f"header has no {' or '.join(missing)} column")
             columns = {r: i for r, i in roles.items() if r is not None}
+            where = tuple(columns.get(r, -1) for r in _ROLES)
             continue
-        if not any(_cell(row, columns, r) for r in REQUIRED):
+        cells = _cells(row, where)
+        if not (cells[0] or cells[1] or cells[2] or cells[3]):
             continue  # notes and totals below or beside the table
-        cable = _row(row, columns, source, lineno, raw)
+        cable = _row(cells, columns, source, lineno, last[0].rstrip("\r\n"))
         if cable is None:
             skipped += 1
             continue
@@ -320,42 +358,44 @@ def parse_cable_plan(text: str, source: str = "<plan>") -> CablePlan:
     return _plan(cables, (source,), skipped)
 
 
-def _line(lines: Sequence[str], lineno: int) -> str:
-    return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+_ROLES = (*REQUIRED, "linktype", "speed", "length")  # the order of a row's cells for _row
 
 
-def _cell(row: Sequence[str], columns: Mapping[str, int], role: str) -> str:
-    i = columns.get(role)
-    return row[i].strip() if i is not None and i < len(row) else ""
+def _cells(row: list[str], where: Sequence[int]) -> list[str]:
+    """The row's cells in :data:`_ROLES` order (stripped; empty where the column is absent)."""
+    n = len(row)
+    return [row[i].strip() if 0 <= i < n else "" for i in where]
 
 
 def _row(
-    row: list[str], columns: Mapping[str, int], source: str, lineno: int, raw: str
+    cells: list[str], columns: Mapping[str, int], source: str, lineno: int, raw: str
 ) -> PlannedCable | None:
-    """The cable on a row; None for a row of another link type."""
-
-    def cell(role: str) -> str:
-        return _cell(row, columns, role)
-
-    link_type = cell("linktype")
+    """The cable on a row (its cells in :data:`_ROLES` order); None for a row of another link type."""
+    start_device, start_port, end_device, end_port, link_type, speed, length = cells
     if link_type and link_type.casefold() != "data":
         return None
-    for role in REQUIRED:
-        if not cell(role):
+    for role, value in zip(REQUIRED, cells, strict=False):
+        if not value:
             raise PlanParseError(source, lineno, raw, f"{_DISPLAY[role]} is empty", columns[role] + 1)
     ends = []
-    for dev, port in (("startdevice", "startport"), ("enddevice", "endport")):
+    for device, port, role in ((start_device, start_port, "startport"), (end_device, end_port, "endport")):
         try:
-            ends.append(parse_end(cell(dev), cell(port)))
+            ends.append(parse_end(_shared(device), port))
         except ValueError as exc:
-            raise PlanParseError(source, lineno, raw, f"{_DISPLAY[port]} {exc}", columns[port] + 1) from exc
+            raise PlanParseError(source, lineno, raw, f"{_DISPLAY[role]} {exc}", columns[role] + 1) from exc
     if ends[0].key == ends[1].key:
         raise PlanParseError(source, lineno, raw, f"cable from {ends[0]} to itself", columns["endport"] + 1)
     try:
-        rate = parse_rate(cell("speed"))
+        rate = parse_rate(speed)
     except ValueError as exc:
         raise PlanParseError(source, lineno, raw, str(exc), columns["speed"] + 1) from exc
-    return PlannedCable(ends[0], ends[1], rate, cell("length"), source, lineno)
+    return PlannedCable(ends[0], ends[1], rate, _shared(length), source, lineno)
+
+
+def _shared(text: str) -> str:
+    """One string object for every row that spells a device (or a length) the same: a host's
+    name is on each of its cables' rows."""
+    return sys.intern(text)
 
 
 def merge_plans(plans: Iterable[CablePlan]) -> CablePlan:
@@ -370,20 +410,45 @@ def merge_plans(plans: Iterable[CablePlan]) -> CablePlan:
 
 def _plan(cables: Iterable[PlannedCable], sources: tuple[str, ...], skipped: int) -> CablePlan:
     """The plan with each cable once (a cable may be listed from both ends) and its conflicts:
-    ports the plan cables to two different peers (real design spreadsheets have them)."""
+    ports the plan cables to two different peers (real design spreadsheets have them).
+
+    One map from each port to its cables (a cable alone, a list once there are more) does both:
+    a cable whose port already has a cable to the same far port is a second listing. Keys share
+    their parts (a device's folded name, a port's key): a plan of 1.5 M cables is ~3 M ports."""
     kept: list[PlannedCable] = []
-    seen: set[frozenset[EndKey]] = set()
-    by_port: dict[EndKey, list[PlannedCable]] = {}
+    by_port: dict[EndKey, PlannedCable | list[PlannedCable]] = {}
+    folded: dict[str, str] = {}
+    port_keys: dict[PlanPort, tuple[object, ...]] = {}
+
+    def key(end: PlanEnd) -> EndKey:
+        device = folded.get(end.device)
+        if device is None:
+            device = folded[end.device] = end.device.casefold()
+        port = port_keys.get(end.port)
+        if port is None:
+            port = port_keys[end.port] = end.port.key
+        return (device, port)
+
     for cable in cables:
-        ends = frozenset((cable.start.key, cable.end.key))
-        if ends in seen:
-            continue
-        seen.add(ends)
+        ka, kb = key(cable.start), key(cable.end)
+        there = by_port.get(ka)
+        if there is not None and any(
+            kb == key(c.start) or kb == key(c.end) for c in (there if isinstance(there, list) else (there,))
+        ):
+            continue  # the same cable listed again (from its other end, or twice)
         kept.append(cable)
-        for end in (cable.start, cable.end):
-            by_port.setdefault(end.key, []).append(cable)
+        for k in (ka, kb):
+            seen = by_port.get(k)
+            if seen is None:
+                by_port[k] = cable
+            elif isinstance(seen, list):
+                seen.append(cable)
+            else:
+                by_port[k] = [seen, cable]
     conflicts = tuple(
-        PlanConflict(_end_of(group[0], key), tuple(group)) for key, group in by_port.items() if len(group) > 1
+        PlanConflict(_end_of(group[0], k), tuple(group))
+        for k, group in by_port.items()
+        if isinstance(group, list)
     )
     return CablePlan(tuple(kept), sources, skipped, conflicts)
 
@@ -393,15 +458,28 @@ def _end_of(cable: PlannedCable, key: EndKey) -> PlanEnd:
 
 
 def read_cable_plan(path: str | Path) -> CablePlan:
-    """Read a plan file (UTF-8, or Latin-1 as spreadsheets on Windows save it)."""
-    data = read_input_bytes(path, TOOL)
+    """Read a plan file (UTF-8, or Latin-1 as spreadsheets on Windows save it) a row at a time:
+    memory of the plan's cables, whatever the size of the file (stdin is read whole)."""
+    name = str(path)
+    if name == "-":
+        data = read_input_bytes(path, TOOL)
+        try:
+            text = decode_input(data, name, TOOL, strict=True)
+        except InputFileError:
+            if b"\0" in data:
+                raise  # binary, not a spreadsheet's Latin-1
+            text = data.decode("latin-1")
+        return parse_cable_plan(text, name)
     try:
-        text = decode_input(data, str(path), TOOL, strict=True)
-    except InputFileError:
-        if b"\0" in data:
-            raise  # binary, not a spreadsheet's Latin-1
-        text = data.decode("latin-1")
-    return parse_cable_plan(text, str(path))
+        with open_input_text(path, TOOL) as lines:
+            return parse_cable_plan_lines(lines, name)
+    except UnicodeDecodeError:
+        pass  # not UTF-8 (a NUL byte was refused as binary already): read it again as Latin-1
+    try:
+        with open_input_text(path, TOOL, encoding="latin-1") as lines:
+            return parse_cable_plan_lines(lines, name)
+    except UnicodeDecodeError as exc:  # only a file that starts as UTF-16 gets here
+        raise InputFileError(TOOL, name, 0, f"not UTF-16 text ({exc.reason})") from exc
 
 
 # -- writing ---------------------------------------------------------------------------------------

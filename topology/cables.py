@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from topology.bounds import lid_or_hex_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Guid, PortRef, normalise_guid
 from topology.textfile import read_input_text
@@ -30,7 +31,7 @@ _HEADER = re.compile(
     r"^Port=(?P<port>\d+)\s+Lid=(?P<lid>0x[0-9a-fA-F]+|\d+)\s+GUID=(?P<guid>0x[0-9a-fA-F]+)"
     r"(?:\s+Port Name=(?P<name>.*))?$"
 )
-_LANE = re.compile(r"^(RX|TX)(\d+) (Power|Bias)$")
+_LANE = re.compile(r"^(RX|TX)(\d{1,2}) (Power|Bias)$")  # a module has at most a few lanes
 _POWER = re.compile(
     r"^(?P<mw>-?(?:\d+(?:\.\d+)?|inf|nan))\s*mW(?:,\s*(?P<dbm>-?(?:\d+(?:\.\d+)?|inf|nan))\s*dBm)?$", re.I
 )
@@ -130,6 +131,9 @@ def parse_cables(text: str, source: str = "<cables>") -> Mapping[PortRef, CableI
             continue
         m = _HEADER.match(line)
         if m is not None:
+            problem = lid_or_hex_problem(m["lid"]) or port_problem(m["port"]) or _guid_problem(m["guid"])
+            if problem is not None:
+                raise ParseError(TOOL, source, lineno, raw, problem)
             if head is not None:
                 record = _record(head, fields)
                 out[record.ref] = record
@@ -150,6 +154,14 @@ def parse_cables(text: str, source: str = "<cables>") -> Mapping[PortRef, CableI
         record = _record(head, fields)
         out[record.ref] = record
     return MappingProxyType(out)
+
+
+def _guid_problem(text: str) -> str | None:
+    try:
+        normalise_guid(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def by_node(

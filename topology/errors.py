@@ -36,7 +36,8 @@ class IbfabError(Exception):
         line = " ".join(str(self).split())
         if len(line) <= MAX_ERROR_CHARS:
             return line
-        keep = MAX_ERROR_CHARS // 2 - 10
+        # The marker's own length counts: the whole is at most MAX_ERROR_CHARS.
+        keep = (MAX_ERROR_CHARS - len(f" [... {len(line)} characters ...] ")) // 2
         return f"{line[:keep]} [... {len(line) - 2 * keep} characters ...] {line[-keep:]}"
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType
 
+from topology.bounds import MAX_PORT, id_value, lid_value_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
 from topology.textfile import read_input_text
@@ -44,19 +45,41 @@ class Section:
     name: str
     first_line: int  # line number of the header row
     rows: tuple[Mapping[str, str], ...]
+    header: tuple[str, ...] = ()
+    lines: tuple[int, ...] = ()  # line number of each row (a quoted field may span lines)
 
     def line_of(self, index: int) -> int:
-        """Line number of ``rows[index]`` (rows are one line each in db_csv)."""
-        return self.first_line + 1 + index
+        """Line number of ``rows[index]``."""
+        return self.lines[index] if index < len(self.lines) else self.first_line + 1 + index
+
+    def need(self, columns: Collection[str], source: str) -> None:
+        """A ParseError naming the header line when it lacks one of ``columns`` (a renamed
+        column would otherwise read as a value missing from every row)."""
+        missing = [c for c in columns if c not in self.header]
+        if missing:
+            raise ParseError(
+                TOOL,
+                source,
+                self.first_line,
+                ",".join(self.header),
+                f"{self.name}: no {', '.join(missing)} column in its header",
+            )
 
 
 def db_csv_sections(
-    text: str, source: str = "<db_csv>", wanted: Collection[str] | None = None
+    text: str,
+    source: str = "<db_csv>",
+    wanted: Collection[str] | None = None,
+    *,
+    bad_rows: list[ParseError] | None = None,
 ) -> dict[str, Section]:
     """The ``START_X``..``END_X`` tables of ``text`` (only those ``wanted``, when given: a run of
     50,000 ports has a dozen tables of a row a port, and a reader needs two or three of them). A
     table cut off before its END line, wanted or not, is a :class:`ParseError` naming where it
-    started. The text is walked a line at a time, never split whole into a list."""
+    started. The text is walked a line at a time, never split whole into a list.
+
+    A row that is not CSV (a bare carriage return outside quotes, a field over 128 KiB) is a
+    ParseError naming its line; with ``bad_rows`` it is left out and its error added there."""
     out: dict[str, Section] = {}
     name: str | None = None
     keep = False
@@ -71,7 +94,7 @@ def db_csv_sections(
             continue
         if line == f"END_{name}":
             if keep:
-                out[name] = _section(name, start, body)
+                out[name] = _section(name, start, body, source, bad_rows)
             name = None
         elif line.startswith("START_"):
             raise ParseError(
@@ -97,15 +120,46 @@ def _lines(text: str) -> Iterator[str]:
         at = nl + 1
 
 
-def _section(name: str, start: int, body: list[str]) -> Section:
-    rows = list(csv.reader(body))
-    if not rows:
+def _section(
+    name: str, start: int, body: list[str], source: str, bad_rows: list[ParseError] | None
+) -> Section:
+    reader = csv.reader(body)
+    header: list[str] | None = None
+    rows: list[Mapping[str, str]] = []
+    lines: list[int] = []
+    while True:
+        at = reader.line_num  # lines read before this row
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            lineno = start + at
+            error = ParseError(
+                TOOL, source, lineno, body[at] if at < len(body) else "", f"{name}: {_csv_problem(exc)}"
+            )
+            if bad_rows is None or header is None:
+                raise error from None
+            bad_rows.append(error)
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            continue
+        if row:
+            rows.append(MappingProxyType(dict(zip(header, (c.strip() for c in row), strict=False))))
+            lines.append(start + at)
+    if header is None:
         return Section(name, start, ())
-    header = [h.strip() for h in rows[0]]
-    table = tuple(
-        MappingProxyType(dict(zip(header, (c.strip() for c in row), strict=False))) for row in rows[1:] if row
-    )
-    return Section(name, start, table)
+    return Section(name, start, tuple(rows), tuple(header), tuple(lines))
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    text = str(exc)
+    if "new-line character" in text:
+        return "a carriage return inside a row, outside quotes (not a row ibdiagnet writes)"
+    if "field larger than field limit" in text:
+        return f"a field longer than {csv.field_size_limit() // 1024} KiB (no ibdiagnet field is)"
+    return f"not a CSV row ({text})"
 
 
 def optional_int(text: str | None) -> int | None:
@@ -158,6 +212,28 @@ def _guid(row: Mapping[str, str], key: str, section: Section, i: int, source: st
         ) from exc
 
 
+def _port(row: Mapping[str, str], key: str, section: Section, i: int, source: str) -> int:
+    text = row.get(key, "")
+    number = optional_int(text)
+    problem = "not a number" if number is None else port_problem(str(number))
+    if problem is not None:
+        raise ParseError(TOOL, source, section.line_of(i), text, f"{section.name}: bad {key} ({problem})")
+    assert number is not None
+    return number
+
+
+def _lid(row: Mapping[str, str], section: Section, i: int, source: str) -> int | None:
+    """A port's LID (None: N/A or empty); a LID out of range or not a number is a ParseError."""
+    text = row.get("LID", "")
+    if text.strip().upper() in ("", "N/A", "NA"):
+        return None
+    number = optional_int(text)
+    problem = "not a number" if number is None else lid_value_problem(number)
+    if problem is not None:
+        raise ParseError(TOOL, source, section.line_of(i), text, f"{section.name}: bad LID ({problem})")
+    return number
+
+
 def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     """The Fabric of an ``ibdiagnet2.db_csv``: nodes from NODES, LIDs, widths and speeds from
     PORTS, cables from LINKS (each listed once; a cable's width and speed are the narrower and
@@ -172,15 +248,16 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     """
     sections = db_csv_sections(text, source, ("NODES", "PORTS", "LINKS"))
     nodes_s, ports_s, links_s = (_need(sections, n, source) for n in ("NODES", "PORTS", "LINKS"))
+    nodes_s.need(("NodeGUID", "NodeType"), source)
+    ports_s.need(("NodeGuid", "PortNum"), source)
+    links_s.need(("NodeGuid1", "PortNum1", "NodeGuid2", "PortNum2"), source)
     ports: dict[tuple[Guid, int], tuple[int, str, int | None]] = {}
     stated_lids: dict[PortRef, Lid] = {}
     inactive: dict[PortRef, str] = {}
     for i, row in enumerate(ports_s.rows):
         guid = _guid(row, "NodeGuid", ports_s, i, source)
-        number = optional_int(row.get("PortNum"))
-        if number is None:
-            raise ParseError(TOOL, source, ports_s.line_of(i), row.get("PortNum", ""), "PORTS: bad PortNum")
-        lid = optional_int(row.get("LID"))
+        number = _port(row, "PortNum", ports_s, i, source)
+        lid = _lid(row, ports_s, i, source)
         if lid is not None:
             stated_lids[PortRef(guid, number)] = Lid(lid)
         state = _NOT_ACTIVE.get(optional_int(row.get("PortState")) or 0)
@@ -204,6 +281,14 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
                 TOOL, source, nodes_s.line_of(i), row.get("NodeType", ""), "NODES: unknown NodeType"
             )
         nports = optional_int(row.get("NumPorts")) or 0
+        if nports > MAX_PORT:
+            raise ParseError(
+                TOOL,
+                source,
+                nodes_s.line_of(i),
+                row.get("NumPorts", ""),
+                f"NODES: {port_problem(str(nports))}",
+            )
         sysimg = row.get("SystemImageGUID", "")
         nodes.append(
             Node(
@@ -212,9 +297,9 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
                 row.get("NodeDesc", "").strip(),
                 nports,
                 _node_lid(ports, guid, kind, nports),
-                normalise_guid(sysimg) if optional_int(sysimg) else None,
-                optional_int(row.get("VendorID")),
-                optional_int(row.get("DeviceID")),
+                _guid(row, "SystemImageGUID", nodes_s, i, source) if optional_int(sysimg) else None,
+                id_value(optional_int(row.get("VendorID"))),
+                id_value(optional_int(row.get("DeviceID"))),
             )
         )
     links: set[Link] = set()
@@ -222,8 +307,8 @@ def parse_db_csv_fabric(text: str, source: str = "<db_csv>") -> Fabric:
     # A switch's LID is its port 0's (its other ports show 0); an HCA's, each cabled port's.
     lids = {ref: lid for ref, lid in stated_lids.items() if ref.port == 0 and ref.guid in switches}
     for i, row in enumerate(links_s.rows):
-        a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), optional_int(row.get("PortNum1")) or 0)
-        b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), optional_int(row.get("PortNum2")) or 0)
+        a = PortRef(_guid(row, "NodeGuid1", links_s, i, source), _port(row, "PortNum1", links_s, i, source))
+        b = PortRef(_guid(row, "NodeGuid2", links_s, i, source), _port(row, "PortNum2", links_s, i, source))
         for end in (a, b):
             if end.guid not in seen:
                 raise ParseError(
@@ -282,7 +367,7 @@ def read_db_csv_fabric(path: str | Path) -> Fabric:
 def node_of_port_guid(text: str, source: str = "<db_csv>") -> dict[Guid, Guid]:
     """Port GUID -> node GUID from PORTS (ibdiagnet2.cables names HCA ports by port GUID)."""
     out: dict[Guid, Guid] = {}
-    section = db_csv_sections(text, source, ("PORTS",)).get("PORTS")
+    section = db_csv_sections(text, source, ("PORTS",), bad_rows=[]).get("PORTS")
     for row in section.rows if section else ():
         try:
             out[normalise_guid(row.get("PortGuid", ""))] = normalise_guid(row.get("NodeGuid", ""))
@@ -304,7 +389,7 @@ def run_time(text: str, source: str = "<db_csv>") -> float | None:
     >>> run_time("START_RUN_INFO\\nDate\\n2025-03-31 23:43:18 UTC +0000\\nEND_RUN_INFO\\n")
     1743464598.0
     """
-    section = db_csv_sections(text, source, ("RUN_INFO",)).get("RUN_INFO")
+    section = db_csv_sections(text, source, ("RUN_INFO",), bad_rows=[]).get("RUN_INFO")
     date = section.rows[0].get("Date", "") if section and section.rows else ""
     m = _RUN_DATE.match(date.strip())
     if m is None:

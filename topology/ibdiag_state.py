@@ -159,7 +159,8 @@ def _sms(section: Section | None) -> tuple[SmPort, ...]:
 
 
 def parse_db_csv_state(text: str, source: str = "<db_csv>") -> IbdiagState:
-    sections = db_csv_sections(text, source, ("AR_INFO", "FEC_MODE", "TEMP_SENSING", "SM_INFO"))
+    # A row of these that is not CSV leaves its switch's or port's state unknown, nothing more.
+    sections = db_csv_sections(text, source, ("AR_INFO", "FEC_MODE", "TEMP_SENSING", "SM_INFO"), bad_rows=[])
     return IbdiagState(
         MappingProxyType(_ar(sections.get("AR_INFO"))),
         MappingProxyType(_fec(sections.get("FEC_MODE"))),

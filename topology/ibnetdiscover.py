@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topology._speed import gc_paused
+from topology.bounds import lid_problem, width_problem
 from topology.errors import ParseError
 from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
 from topology.ibnetdiscover_fast import parse_canonical
@@ -385,6 +386,13 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 port, prefix, rgid, rport, own_lid, desc, rlid, width, speed = fm.groups()
                 if len(port) > 3 or len(rport) > 3:
                     raise b.error(lineno, raw, _PORT_RANGE)
+                # (inlined: LIDs of up to 4 digits and widths of up to 2 are always in range)
+                if (
+                    (rlid is not None and len(rlid) > 4)
+                    or (own_lid is not None and len(own_lid) > 4)
+                    or (width is not None and len(width) > 2)
+                ) and (problem := _numbers_problem(own_lid, rlid, width)):
+                    raise b.error(lineno, raw, problem)
                 pnum = int(port)
                 if pnum > cur_nports > 0:
                     raise b.error(lineno, raw, f"port {pnum} beyond the {cur_nports} ports of its record")
@@ -518,6 +526,16 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover_text(read_input_text(path, TOOL), str(path))
 
 
+def _numbers_problem(own_lid: str | None, far_lid: str | None, width: str | None) -> str | None:
+    """Why a port line's LIDs or width are out of range (topology.bounds), or None."""
+    return (
+        (own_lid and lid_problem(own_lid))
+        or (far_lid and lid_problem(far_lid))
+        or (width and width_problem(width))
+        or None
+    )
+
+
 def _node_record(
     b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str
 ) -> tuple[Node, SecondInProgress | None]:
@@ -580,6 +598,8 @@ def _port_line(
         if node.lid is None:
             b.nodes[current.guid] = dataclasses.replace(node, lid=Lid(int(own_lid)))
     rlid = LID.search(tail)
+    if problem := _numbers_problem(None, rlid.group(1) if rlid else None, ws.group(1)):
+        raise b.error(lineno, line, problem)
     kind = _KIND_BY_PREFIX.get(prefix or "S", NodeKind.SWITCH)
     if rlid and remote_guid not in b.nodes:
         b.far_lid(remote_guid, kind, rpnum, int(rlid.group(1)))

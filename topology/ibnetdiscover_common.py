@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import re
 
+from topology.bounds import id_value, lid_problem
 from topology.model import Fabric, Lid, NodeKind, PortRef, normalise_guid
 
 LID = re.compile(r"\blid\s+(\d+)")
@@ -17,15 +18,21 @@ def header_int(text: str) -> int | None:
     """A ``vendid=``/``devid=`` value (``0x2c9``); None when it is not a number. Cached: every
     record of one model repeats the same values."""
     try:
-        return int(text, 0)
+        return id_value(int(text, 0)) if len(text) <= 24 else None
     except ValueError:
         return None
 
 
 def node_lid(text: str) -> Lid | None:
-    """The LID on a node line's tail (``... enhanced port 0 lid 1 lmc 0``), if any."""
+    """The LID on a node line's tail (``... enhanced port 0 lid 1 lmc 0``), if any; a ValueError
+    saying why when it is no LID (topology.bounds)."""
     m = LID.search(text)
-    return Lid(int(m.group(1))) if m else None
+    if m is None:
+        return None
+    problem = lid_problem(m.group(1))
+    if problem is not None:
+        raise ValueError(problem)
+    return Lid(int(m.group(1)))
 
 
 def with_origin(fabric: Fabric, origin: tuple[str, str] | None) -> Fabric:

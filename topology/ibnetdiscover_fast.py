@@ -57,10 +57,15 @@ _ORIGIN_LINE = "# Initiated from node"
 # line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
 # so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
 # such as "s=4 w=2" falls back).
+# Numbers are bounded here (topology.bounds): a port of 1-3 digits, a width of 1-2, a LID in
+# 0-49151 or 65535 (the alternatives below, tried in C); anything else falls back, and the
+# general parser names the line.
+_LID = r"(?:[0-3]?\d{1,4}|4[0-8]\d{3}|490\d\d|491[0-4]\d|4915[01]|65535)"
 _PORT_LINE = re.compile(
-    r"^\[(\d++)\](?:\([^)\n]*+\))*+[ \t]++"
-    r'"[SH]-([0-9a-f]{16}"\[\d++)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
-    r'(?:lid[ \t]++(\d++)[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++\d++[ \t]++(\d++x[A-Z][A-Z0-9]*+)$',
+    r"^\[(\d{1,3}+)\](?:\([^)\n]*+\))*+[ \t]++"
+    r'"[SH]-([0-9a-f]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
+    rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
+    r"(\d{1,2}+x[A-Z][A-Z0-9]*+)$",
     re.M | re.A,
 )
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
@@ -101,7 +106,10 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         nports = int(nports_text)
         if nports > 255:
             return None  # not a port count: the general parser says so, with the line
-        lid: int | None = node_lid(rest) if "lid" in rest else None
+        try:
+            lid: int | None = node_lid(rest) if "lid" in rest else None
+        except ValueError:
+            return None  # out of range: the general parser says so, with the line
         if record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
             if len(found_ports) == 1 and found_ports[0][2]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from topology.bounds import lid_problem, port_problem, width_problem
 from topology.model import NodeKind, PortRef, UnconnectedPort, normalise_guid
 
 if TYPE_CHECKING:
@@ -26,6 +27,11 @@ PORTS_REPORT = re.compile(
 
 def ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
     (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
+    problem = lid_problem(lid) or port_problem(port) or width_problem(width)
+    if rkind is not None:
+        problem = problem or lid_problem(rlid) or port_problem(rport)
+    if problem:
+        raise b.error(lineno, line, problem)
     try:
         guid = normalise_guid(gid)
     except ValueError as exc:

@@ -23,7 +23,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from topology.errors import ParseError
+from topology.bounds import MAX_ID, lid_value_problem, port_problem, width_problem
+from topology.errors import ParseError, excerpt
 from topology.model import (
     Fabric,
     Guid,
@@ -110,11 +111,12 @@ def fabric_from_dict(data: Mapping[str, Any], source: str = "<fabric JSON>") -> 
             return guids[ref] if isinstance(ref, int) else Guid(ref)
 
         links = [
-            Link(PortRef(guid_of(a), int(ap)), PortRef(guid_of(b), int(bp)), int(w), str(s))
+            Link(PortRef(guid_of(a), _port(ap)), PortRef(guid_of(b), _port(bp)), _width(w), str(s))
             for a, ap, b, bp, w, s in data["links"]
         ]
         unconnected = [
-            UnconnectedPort(PortRef(guid_of(g), int(p)), int(w), str(s)) for g, p, w, s in data["unconnected"]
+            UnconnectedPort(PortRef(guid_of(g), _port(p)), _width(w), str(s))
+            for g, p, w, s in data["unconnected"]
         ]
         origin = data.get("origin")
         lids = {PortRef(guid_of(g), int(p)): Lid(int(lid)) for g, p, lid in data.get("lids", [])}
@@ -164,8 +166,33 @@ def fabric_from_json(text: str | bytes, source: str = "<fabric JSON>") -> Fabric
     return fabric_from_dict(data, source)
 
 
+def _port(value: Any) -> int:
+    problem = port_problem(str(value))
+    if problem:
+        raise ValueError(problem)
+    return int(value)
+
+
+def _width(value: Any) -> int:
+    problem = width_problem(str(value))
+    if problem:
+        raise ValueError(problem)
+    return int(value)
+
+
 def _node(row: Sequence[Any]) -> Node:
     guid, kind, description, nports, lid, sysimgguid, vendid, devid = row
+    # What an older ibfab stored unchecked (a LID of 23 digits) is refused here, with the
+    # snapshot it is in: the store then reads around that snapshot (topology.bounds).
+    problem = (lid is not None and lid_value_problem(int(lid))) or port_problem(str(nports))
+    if problem:
+        raise ValueError(f"node {guid}: {problem}")
+    for value in (vendid, devid):
+        if value is not None and not 0 <= int(value) <= MAX_ID:
+            raise ValueError(f"node {guid}: vendor or device id {excerpt(str(value), 24)} is not 32 bits")
+    normalise_guid(str(guid))
+    if sysimgguid is not None:
+        normalise_guid(str(sysimgguid))
     return Node(
         guid=Guid(str(guid)),
         kind=NodeKind(kind),

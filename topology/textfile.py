@@ -24,11 +24,12 @@ a longer one is refused with its line number (never echoed).
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from topology.errors import ParseError
 
@@ -130,6 +131,96 @@ def _lines(fh: BinaryIO, name: str, what: str, max_line: int) -> Iterator[str]:
             cut = not ended
 
 
+def open_input_text(
+    path: str | Path,
+    what: str,
+    *,
+    encoding: str = "utf-8-sig",
+    errors: str = "strict",
+    max_bytes: int = MAX_INPUT_BYTES,
+    max_line: int = MAX_LINE_BYTES,
+) -> io.TextIOWrapper:
+    """``path`` as a stream of text lines with their line ends as saved (``newline=""``, as the
+    csv module wants them), held to the same bounds as :func:`read_input_bytes` while it is read:
+    memory of a buffer, whatever the size of the file. A file that starts with a UTF-16 byte
+    order mark is read as UTF-16. Past a bound, at a NUL byte (binary) or at a byte that does not
+    decode (``errors="strict"``: a UnicodeDecodeError), reading raises. Close it (a with-block)."""
+    name = str(path)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - owned by the returned stream
+    except OSError as exc:
+        raise _os_error(exc, what, name) from exc
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise InputFileError(what, name, 0, f"{size} bytes, larger than {_mib(max_bytes)}: not read")
+        utf16 = fh.read(2) in _UTF16_BOMS
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    raw = _BoundedReader(fh, name, what, max_bytes, max_line, nul_ok=utf16)
+    return io.TextIOWrapper(
+        io.BufferedReader(raw), encoding="utf-16" if utf16 else encoding, errors=errors, newline=""
+    )
+
+
+class _BoundedReader(io.RawIOBase):
+    """A binary file's bytes as they are read, refused past ``max_bytes``, at a line longer than
+    ``max_line`` or at a NUL byte (unless ``nul_ok``), with the line it is on."""
+
+    def __init__(
+        self, fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: int, nul_ok: bool
+    ) -> None:
+        super().__init__()
+        self._fh, self._name, self._what = fh, name, what
+        self._max_bytes, self._max_line, self._nul_ok = max_bytes, max_line, nul_ok
+        self._total = self._lines = self._line_len = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            chunk = self._fh.read(min(len(buffer), self._max_line))
+        except OSError as exc:
+            raise _os_error(exc, self._what, self._name) from exc
+        n = len(chunk)
+        self._total += n
+        if self._total > self._max_bytes:
+            raise InputFileError(
+                self._what,
+                self._name,
+                0,
+                f"larger than {_mib(self._max_bytes)}: not read (is it the right file?)",
+            )
+        if not self._nul_ok and (nul := chunk.find(b"\0")) >= 0:
+            line = self._lines + chunk.count(b"\n", 0, nul) + 1
+            raise InputFileError(
+                self._what, self._name, line, f"binary data (a NUL byte at line {line}): not a text file"
+            )
+        # A chunk is at most a line's limit long: only the line running into it can be over.
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            self._line_len += n
+        else:
+            self._line_len += chunk.find(b"\n")
+            if self._line_len <= self._max_line:
+                self._lines += chunk.count(b"\n")
+                self._line_len = n - last - 1
+        if self._line_len > self._max_line:
+            line = self._lines + 1
+            raise InputFileError(
+                self._what, self._name, line, f"line {line} is longer than {_mib(self._max_line)}"
+            )
+        buffer[:n] = chunk
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
 def _os_error(exc: OSError, what: str, name: str) -> InputFileError:
     if isinstance(exc, IsADirectoryError):
         return InputFileError(what, name, 0, "is a directory, not a file")
@@ -179,6 +270,7 @@ __all__ = [
     "InputFileError",
     "decode_input",
     "input_lines",
+    "open_input_text",
     "read_input_bytes",
     "read_input_text",
 ]

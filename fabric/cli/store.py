@@ -61,8 +61,9 @@ def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
 @_DB
 @click.option("--dry-run", is_flag=True, help="Only say what would be set aside.")
 def repair_cmd(db: str | None, dry_run: bool) -> None:
-    """Set damaged snapshots, topologies and captures aside in the store's quarantine (their
-    blobs are kept as they were); readers then stop warning about them."""
+    """Mend the store's header, schema and indexes; copy what reads out of damaged pages into a
+    new file (the damaged one kept); set damaged snapshots, topologies, captures and values aside
+    in the quarantine (their bytes kept as they were). Exit 1 if damage is left."""
     from fabric.app.storecare.check import repair_store
     from fabric.cli.progress import status
     from fabric.present.store import repair_report
@@ -70,7 +71,7 @@ def repair_cmd(db: str | None, dry_run: bool) -> None:
     with status("checking the store"):
         repair = repair_store(db, dry_run=dry_run)
     click.echo(repair_report(repair))
-    if repair.file_damage:
+    if repair.left:
         raise SystemExit(1)
 
 

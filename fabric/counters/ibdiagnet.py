@@ -8,14 +8,15 @@ attribute (their width is what :mod:`fabric.core.fields` promises; the ``_extend
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from fabric.core import fields
 from fabric.counters.samples import DATA_COUNTERS, PortSample, canonical_order, fail, split_lines, to_int
+from topology.bounds import lid_or_hex_problem, port_problem
 from topology.errors import ParseError
+from topology.ibdiag_csv import db_csv_sections, optional_int
 from topology.model import normalise_guid
 
 # ibdiagnet2.pm key -> canonical name (base PortCounters). 64-bit data counters carry _extended.
@@ -58,9 +59,11 @@ def parse_pm(
     ``NA`` values are left out; error counters come from the base attribute (their width is what
     :mod:`fields` promises) and data counters from their ``_extended`` 64-bit twins.
     """
+    if isinstance(text, str) and "START_PM_INFO" in text:
+        return _parse_db_csv_pm(text, source, problems)
     lines = split_lines(text)
     if any(ln.strip() == "START_PM_INFO" for ln in lines):
-        return _parse_db_csv_pm(lines, source, problems)
+        return _parse_db_csv_pm("\n".join(lines), source, problems)
     out: list[PortSample] = []
     head: re.Match[str] | None = None
     kv: dict[str, str] = {}
@@ -69,6 +72,7 @@ def parse_pm(
         if head is not None:
             out.append(_pm_sample(head, kv))
 
+    skipping = False  # inside the block of a header out of range
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#") or set(line) == {"-"}:
@@ -77,6 +81,15 @@ def parse_pm(
         if m:
             flush()
             head, kv = m, {}
+            problem = lid_or_hex_problem(m["lid"]) or port_problem(m["port"]) or _guid_problem(m["guid"])
+            if problem is not None:  # the port's block is left out with it (named)
+                fail("ibdiagnet", source, lineno, raw, problem, problems)
+                head = None
+                skipping = True
+            else:
+                skipping = False
+            continue
+        if skipping:
             continue
         f = _PM_FIELD.match(line)
         if f is None or head is None:
@@ -101,6 +114,14 @@ def parse_pm(
         kv[f["key"]] = value
     flush()
     return out
+
+
+def _guid_problem(text: str) -> str | None:
+    try:
+        normalise_guid(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
@@ -131,32 +152,6 @@ def _pm_sample(head: re.Match[str], kv: Mapping[str, str]) -> PortSample:
     )
 
 
-def _db_csv_sections(lines: list[str]) -> dict[str, tuple[int, list[str]]]:
-    sections: dict[str, tuple[int, list[str]]] = {}
-    name: str | None = None
-    start = 0
-    body: list[str] = []
-    for lineno, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if line.startswith("START_"):
-            name, start, body = line[6:], lineno + 1, []
-        elif name is not None and line == f"END_{name}":
-            sections[name] = (start, body)
-            name = None
-        elif name is not None:
-            body.append(raw)
-    return sections
-
-
-def _csv_rows(start: int, body: list[str]) -> Iterable[tuple[int, str, dict[str, str]]]:
-    rows = list(csv.reader(body))
-    if not rows:
-        return
-    header = [h.strip() for h in rows[0]]
-    for offset, row in enumerate(rows[1:], 1):
-        yield start + offset, body[offset], dict(zip(header, (c.strip() for c in row), strict=False))
-
-
 _ROW_KEYS = frozenset({"NodeGUID", "PortGUID", "PortNumber"})
 
 
@@ -175,16 +170,36 @@ def _row_numbers(row: dict[str, str], ext_keys: dict[str, str]) -> dict[str, int
     return numbers
 
 
-def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] | None) -> list[PortSample]:
-    sections = _db_csv_sections(lines)
-    descriptions = {r["NodeGUID"]: r["NodeDesc"] for _, _, r in _csv_rows(*sections.get("NODES", (0, [])))}
-    lids = {(r["NodeGuid"], r["PortNum"]): r["LID"] for _, _, r in _csv_rows(*sections.get("PORTS", (0, [])))}
+def _parse_db_csv_pm(text: str, source: str, problems: list[ParseError] | None) -> list[PortSample]:
+    bad_rows: list[ParseError] = []
+    sections = db_csv_sections(text, source, ("NODES", "PORTS", "PM_INFO"), bad_rows=bad_rows)
+    for error in bad_rows:  # a row that is not CSV costs its port (or its name or LID), not the run
+        fail("ibdiagnet", source, error.lineno, error.line, error.problem, problems)
+    pm = sections.get("PM_INFO")
+    if pm is None:
+        raise ParseError("ibdiagnet", source, 0, "", "no PM_INFO section (its END_PM_INFO line is missing)")
+    pm.need(("NodeGUID", "PortNumber"), source)
+    nodes, ports = sections.get("NODES"), sections.get("PORTS")
+    descriptions = {r.get("NodeGUID"): r.get("NodeDesc") for r in (nodes.rows if nodes else ())}
+    # Without a LID column (renamed, or an older run) the LIDs are unknown, the counters still read.
+    lids = {(r.get("NodeGuid"), r.get("PortNum")): r.get("LID", "") for r in (ports.rows if ports else ())}
     ext_keys = {f"{pma}Extended": name for name, (_, pma) in fields.COUNTERS.items() if name in DATA_COUNTERS}
     out = []
-    for lineno, raw, row in _csv_rows(*sections["PM_INFO"]):
+    for i, row in enumerate(pm.rows):
+        lineno = pm.line_of(i)
+        raw = ",".join(row.values())
+        lid_text = lids.get((row.get("NodeGUID"), row.get("PortNumber")), "0")
+        if lid_text in {"0", ""}:  # switch ports answer on port 0's LID
+            lid_text = lids.get((row.get("NodeGUID"), "0"), "0")
+        problem = port_problem(row.get("PortNumber", "")) or (
+            lid_text.upper() not in ("", "N/A", "NA") and lid_or_hex_problem(lid_text)
+        )
+        if problem:
+            fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({problem})", problems)
+            continue
         try:
             guid, port = normalise_guid(row["NodeGUID"]), int(row["PortNumber"])
-            numbers = _row_numbers(row, ext_keys)
+            numbers = _row_numbers(dict(row), ext_keys)
         except (KeyError, ValueError) as exc:
             fail("ibdiagnet", source, lineno, raw, f"bad PM_INFO row ({exc})", problems)
             continue
@@ -200,14 +215,11 @@ def _parse_db_csv_pm(lines: list[str], source: str, problems: list[ParseError] |
                 values[ext_keys[key]] = value
             elif name is None:
                 other[key] = value
-        lid_text = lids.get((row["NodeGUID"], row["PortNumber"]), "0")
-        if lid_text in {"0", ""}:  # switch ports answer on port 0's LID
-            lid_text = lids.get((row["NodeGUID"], "0"), "0")
         out.append(
             PortSample(
                 guid=guid,
                 port=port,
-                lid=int(lid_text) or None,
+                lid=optional_int(lid_text) or None,
                 values=MappingProxyType(canonical_order(values)),
                 node_description=descriptions.get(row["NodeGUID"]),
                 extended=extended,

@@ -32,6 +32,7 @@ from fabric.counters.samples import (
     split_lines,
     to_int,
 )
+from topology.bounds import lid_problem, port_problem
 from topology.errors import ParseError
 from topology.model import Guid, normalise_guid
 from topology.textfile import read_input_text
@@ -79,8 +80,8 @@ def _unquote(line: str) -> str:
 
 # -- perfquery -----------------------------------------------------------------------------------
 _PQ_HEADER = re.compile(
-    r"^#\s*(?P<kind>Port extended counters|Port counters|[A-Za-z]+ counters):\s*Lid\s+(?P<lid>\d{1,5})"
-    r"\s+port\s+(?P<port>\d{1,3}|ALL)\b",
+    r"^#\s*(?P<kind>Port extended counters|Port counters|[A-Za-z]+ counters):\s*Lid\s+(?P<lid>\d+)"
+    r"\s+port\s+(?P<port>\d+|ALL)\b",  # any digits: lid_problem/port_problem name a bad one
     re.IGNORECASE,
 )
 _PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_]*):\.*\s*(?P<value>.*)$")
@@ -116,15 +117,25 @@ def parse_perfquery(
     node = normalise_guid(guid) if guid is not None else None
     blocks: list[_Block] = []
     current: _Block | None = None
+    skipping = False  # inside a block whose header is out of range
     for lineno, raw in enumerate(split_lines(text), 1):
         line = _unquote(raw).strip()
         if not line:
             continue
         m = _PQ_HEADER.match(line)
         if m:
+            problem = lid_problem(m["lid"]) or (m["port"].upper() != "ALL" and port_problem(m["port"]))
+            if problem:
+                # Lenient (problems given): the block's counters are left out with it.
+                fail("perfquery", source, lineno, raw, problem, problems)
+                current, skipping = None, True
+                continue
             p = SUMMED_PORT if m["port"].upper() == "ALL" else int(m["port"])
             current = _Block(int(m["lid"]), p, m["kind"].lower() == "port extended counters")
             blocks.append(current)
+            skipping = False
+            continue
+        if skipping:
             continue
         if line.startswith("#") or line.startswith("ibwarn:") or _FAILURE.search(line):
             continue  # the pasted command line, or stderr noise; failures are the collector's business

@@ -12,14 +12,32 @@ from fabric.store.records import Span, StoreInfo
 
 
 def _when(epoch: float | None) -> str:
-    return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    if not isinstance(epoch, int | float):  # None, or what a damaged row holds instead of a time
+        return "-" if epoch is None else repr(epoch)[:20]
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    except (OverflowError, OSError, ValueError):
+        return repr(epoch)[:20]
 
 
 def _damage_table(damage: tuple[Damage, ...]) -> str:
     return table(
-        ("what", "id", "taken", "why"),
-        [(d.kind, "-" if d.ref is None else d.ref, _when(d.taken_at), d.reason) for d in damage],
+        ("what", "id", "where", "taken", "why"),
+        [
+            (d.kind, "-" if d.ref is None else d.ref, d.table or "-", _when(d.taken_at), d.reason)
+            for d in damage
+        ],
     )
+
+
+# What `ibfab store repair` does about each kind of damage.
+_REPAIR_DOES = {
+    "header": "rewrites the header's damaged fields (every ibfab store holds the same there)",
+    "schema": "rewrites the schema's damaged rows from the schema of the store's version",
+    "file": "builds a damaged index anew; for damaged table pages it copies every row that reads"
+    " into a new file (the damaged file is kept beside it)",
+    "value": "puts back a blob read as text; other bad values are kept in the quarantine",
+}
 
 
 def check_report(check: StoreCheck) -> str:
@@ -29,29 +47,42 @@ def check_report(check: StoreCheck) -> str:
     else:
         lines.append(f"{check.path}: {len(check.damage)} damaged")
         lines.append(_damage_table(check.damage))
-        rows = [d for d in check.damage if d.kind != "file"]
-        if rows:
+        kinds = {d.kind for d in check.damage}
+        for kind, does in _REPAIR_DOES.items():
+            if kind in kinds:
+                lines.append(f"`ibfab store repair` {does}")
+        if kinds - set(_REPAIR_DOES) - {"wal"}:
             lines.append(
                 "`ibfab store repair` sets the damaged rows aside (kept in the quarantine, never read again)"
             )
-        if len(rows) < len(check.damage):
-            lines.append("the file's own pages are damaged: restore it from a copy, or export what reads")
+        if "wal" in kinds:
+            lines.append(
+                "commits lost from the WAL cannot be brought back: restore them from a copy if needed"
+            )
+    if check.closed_runs:
+        lines.append(f"{check.closed_runs} run(s) of processes that were killed closed as killed")
     if check.quarantine:
         lines.append(f"{len(check.quarantine)} set aside earlier (quarantine)")
     return "\n".join(lines)
 
 
 def repair_report(repair: StoreRepair) -> str:
-    rows = [d for d in repair.damage if d.kind != "file"]
     if not repair.damage:
         return f"{repair.path}: nothing damaged, nothing to do"
     lines = [_damage_table(repair.damage)]
     if repair.dry_run:
-        lines.append(f"dry run: would set aside {len(rows)}")
-    else:
-        lines.append(f"{repair.path}: set aside {repair.moved} (kept in the quarantine table)")
-    if repair.file_damage:
-        lines.append("the file's own pages are damaged: no row move mends that; restore it from a copy")
+        rows = [d for d in repair.damage if d.ref is not None]
+        lines.append(f"dry run: would mend the file ({len(repair.file_damage)}) and set aside {len(rows)}")
+        return "\n".join(lines)
+    lines += [f"mended: {what}" for what in repair.mended]
+    lines += [f"lost: {what}" for what in repair.lost]
+    lines.append(f"{repair.path}: set aside {repair.moved} (kept in the quarantine table)")
+    if repair.kept is not None:
+        lines.append(f"the damaged file is kept as {repair.kept}")
+    if repair.left:
+        lines.append(f"still damaged after the repair ({len(repair.left)}):")
+        lines.append(_damage_table(repair.left))
+        lines.append("restore the store from a copy, or export what reads")
     return "\n".join(lines)
 
 

@@ -162,6 +162,7 @@ class Daemon:
         Raises StoreError when another daemon holds this store (or it is not a store)."""
         started = 0
         with jobs_store(self.db) as store, DaemonLock(self.db):
+            self._close_dead_runs(store)
             while not self.stopping:
                 try:
                     self._write_unwritten(store)
@@ -177,6 +178,16 @@ class Daemon:
             if self._unwritten:
                 self._write_unwritten(store, last=True)
         return self.reports
+
+    def _close_dead_runs(self, store: Store) -> None:
+        """Runs an earlier daemon (or collector) left open when it was killed: closed as killed."""
+        try:
+            closed = store.close_dead_runs(self.clock())
+        except StoreError as exc:
+            self._note(f"store: open runs of dead processes not closed: {exc.one_line()}")
+            return
+        if closed:
+            self._note(f"closed {closed} run(s) left open by a process that was killed")
 
     # -- one pass -------------------------------------------------------------------------------
     def _start_due(self, store: Store, budget: int | None) -> int:

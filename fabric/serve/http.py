@@ -12,7 +12,8 @@ clients that half-close and never read held a 15.6 MB copy of the page each (2.3
 * threads: one, whatever the clients do;
 * connections: at most ``max_connections``; at the cap the connection that has waited longest
   without sending a whole request is closed to make room (so idle or trickling clients cannot lock
-  a scraper out), and when every slot is busy sending, the newcomer gets a 503 and is closed;
+  a scraper out); one whose whole request has arrived (read or still in the socket) is never shed,
+  it is served; when no slot is idle, the newcomer gets a 503 and is closed;
 * time: a request must arrive whole within ``request_timeout_s`` of the connection (or of the
   previous response); a response whose client accepts no byte for ``write_stall_s``, or that has
   not been sent in ``response_timeout_s``, is dropped;
@@ -225,13 +226,29 @@ class HttpServer:
             self._selector.register(sock, selectors.EVENT_READ)
 
     def _evict_one(self) -> bool:
-        """Close the connection that has waited longest for a request; False when all are sending."""
-        waiting = [c for c in self._conns.values() if c.state is _State.READING]
-        if not waiting:
+        """Close the connection that has waited longest without a whole request; False when every
+        one is sending, or has its whole request in (then it is served, not shed)."""
+        waiting = sorted(
+            (c for c in self._conns.values() if c.state is _State.READING), key=lambda c: c.since
+        )
+        for conn in waiting:
+            if self._has_request(conn):
+                continue  # its request arrived (read on this pass): a client that asked is answered
+            self._close(conn)
+            self.evicted += 1
+            return True
+        return False
+
+    def _has_request(self, conn: _Connection) -> bool:
+        """Whether a whole request head is in: buffered here, or waiting in the socket (peeked,
+        not read: the loop reads it as usual)."""
+        if _header_end(conn.buffer)[0] >= 0:
+            return True
+        try:
+            pending = conn.sock.recv(self.limits.max_request_bytes + 4, socket.MSG_PEEK)
+        except OSError:  # nothing there yet (EAGAIN), or the client is gone: either way idle
             return False
-        self._close(min(waiting, key=lambda c: c.since))
-        self.evicted += 1
-        return True
+        return bool(pending) and _header_end(conn.buffer + pending)[0] >= 0
 
     def _close(self, conn: _Connection) -> None:
         if self._conns.pop(conn.sock, None) is None:

@@ -12,10 +12,10 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 from __future__ import annotations
 
 from fabric.core.fields import PORT_COUNTER_FIELDS
-from fabric.store.core import BUSY_TIMEOUT_SECONDS, StoreDamaged, default_db_path, store_path
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, HeaderDamaged, StoreDamaged, default_db_path, store_path
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables, link_subject
-from fabric.store.integrity import IntegrityTables
+from fabric.store.mending import MendingTables
 from fabric.store.operations import OperationTables
 from fabric.store.probes import ProbeTables
 from fabric.store.records import (
@@ -47,7 +47,7 @@ from topology.errors import StoreError
 
 class Store(
     RouteTables,
-    IntegrityTables,
+    MendingTables,
     RetentionTables,
     TopologyTables,
     CounterTables,
@@ -68,6 +68,7 @@ __all__ = [
     "CounterSnapshotInfo",
     "Damage",
     "FindingRecord",
+    "HeaderDamaged",
     "HourlyCounters",
     "PortCounterRow",
     "ProbeResultRow",

@@ -145,7 +145,7 @@ class CaptureTables(StoreBase):
         with self._read() as db:
             row = db.execute(
                 "SELECT id, kind, tool, argv, source, taken_at, parser_version, raw_is_text, raw_size,"
-                " raw_zlib, crc FROM captures WHERE id = ?",
+                " CAST(raw_zlib AS BLOB), crc FROM captures WHERE id = ?",
                 (capture_id,),
             ).fetchone()
         if row is None:

@@ -107,7 +107,9 @@ class BlockCodec:
 
     def _port_set_id(self, db: sqlite3.Connection, ports: PortSet) -> int:
         blob, digest = ports.encode()
-        row = db.execute("SELECT id, crc, data FROM port_sets WHERE digest = ?", (digest,)).fetchone()
+        row = db.execute(
+            "SELECT id, crc, CAST(data AS BLOB) FROM port_sets WHERE digest = ?", (digest,)
+        ).fetchone()
         if row is not None:
             if row[1] != blocks.checksum(row[2]):  # damaged since: these ports say what it held
                 db.execute(
@@ -134,7 +136,9 @@ class BlockCodec:
     def port_set(self, db: sqlite3.Connection, port_set_id: int) -> PortSet:
         ports = self._port_sets.get(port_set_id)
         if ports is None:
-            row = db.execute("SELECT data, crc FROM port_sets WHERE id = ?", (port_set_id,)).fetchone()
+            row = db.execute(
+                "SELECT CAST(data AS BLOB), crc FROM port_sets WHERE id = ?", (port_set_id,)
+            ).fetchone()
             if row is None:
                 raise Damaged(f"port set {port_set_id} is missing")
             if blocks.checksum(row[0]) != row[1]:
@@ -158,9 +162,13 @@ class BlockCodec:
 
         def info(sid: int) -> tuple[int | None, int, int] | None:
             if sid not in meta:
-                row = db.execute(
-                    "SELECT base_id, crc, port_set_id FROM counter_blocks WHERE snapshot_id = ?", (sid,)
-                ).fetchone()
+                try:
+                    row = db.execute(
+                        "SELECT base_id, crc, port_set_id FROM counter_blocks WHERE snapshot_id = ?", (sid,)
+                    ).fetchone()
+                except sqlite3.DatabaseError as exc:  # on a page that does not read
+                    self._fail(sid, f"damaged (does not read: {exc})", warn)
+                    return None
                 if row is None:
                     return None
                 meta[sid] = (row[0], row[1], row[2])
@@ -229,7 +237,12 @@ class BlockCodec:
                     else (f", which is {self.damaged[root]}")
                 )
             return self._fail(sid, why, warn)
-        row = db.execute("SELECT data FROM counter_blocks WHERE snapshot_id = ?", (sid,)).fetchone()
+        try:
+            row = db.execute(
+                "SELECT CAST(data AS BLOB) FROM counter_blocks WHERE snapshot_id = ?", (sid,)
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:  # its pages do not read
+            return self._fail(sid, f"damaged (does not read: {exc})", warn)
         if blocks.checksum(row[0]) != crc:
             return self._fail(sid, "damaged (checksum mismatch)", warn)
         try:

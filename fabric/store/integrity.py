@@ -10,15 +10,21 @@ already skip damaged snapshots on their own; this only makes it final.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from fabric.store.captures import blob_damage
 from fabric.store.codec import BlockCodec, Damaged
 from fabric.store.counters import CounterTables
+from fabric.store.rebuild import readable_rowids
 from fabric.store.records import Damage, QuarantineEntry
+from fabric.store.salvage import expected_table_columns, schema_problems
 from fabric.store.topologies import TopologyDamaged, TopologyTables
+from fabric.store.values import mend_value, mistyped_values, raw_value
+from topology.errors import StoreError
 
 
 class IntegrityTables(TopologyTables, CounterTables):
@@ -27,25 +33,79 @@ class IntegrityTables(TopologyTables, CounterTables):
 
         ``pages``: also run SQLite's integrity check over every page (seconds per GB)."""
         found: list[Damage] = []
-        if pages:
-            try:
-                problems = [str(r[0]) for r in self._db.execute("PRAGMA integrity_check(20)")]
-            except sqlite3.DatabaseError as exc:  # too damaged for SQLite to list the problems
-                problems = [str(exc)]
-            if problems != ["ok"]:
-                found.append(Damage("file", None, None, "; ".join(problems)))
+        if self.header_note is not None and not self.mending:
+            found.append(Damage("header", None, None, self.header_note))
         try:
-            found += self._check_blobs()
+            problems = schema_problems(self._db, self.version)
+        except sqlite3.DatabaseError as exc:
+            problems = [f"sqlite_master does not read ({exc})"]
+        if problems or self.damage_note is not None:
+            found.append(Damage("schema", None, None, "; ".join(problems) or str(self.damage_note)))
+        if pages:
+            found += self.page_damage()
+        try:
+            found += [
+                Damage("value", bad.rowid, None, bad.why, bad.table, bad.column)
+                for bad in mistyped_values(self._db, self.version)
+            ]
+            found += self._check_blobs(gaps=not pages)
         except sqlite3.DatabaseError as exc:  # pages too damaged to read the rows at all
             found.append(Damage("file", None, None, f"cannot read every row: {exc}"))
+        except StoreError as exc:  # a table the damaged schema lost
+            found.append(Damage("file" if self.damage_note is None else "schema", None, None, exc.one_line()))
         return found
 
-    def _check_blobs(self) -> list[Damage]:
+    def page_damage(self) -> list[Damage]:
+        """SQLite's own check of every page, one entry per table or index it names."""
+        try:
+            problems = [str(r[0]) for r in self._db.execute("PRAGMA integrity_check(100)")]
+        except (sqlite3.DatabaseError, UnicodeDecodeError):  # too damaged to list them: table by table
+            return self._page_damage_by_table()
+        if problems == ["ok"]:
+            return []
+        try:
+            roots = {
+                int(r[1]): str(r[0])
+                for r in self._db.execute("SELECT name, rootpage FROM sqlite_master")
+                if isinstance(r[1], int)
+            }
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
+            roots = {}
+        by_object: dict[str | None, list[str]] = {}
+        for line in problems:
+            by_object.setdefault(_named(line, roots), []).append(line)
+        return [
+            Damage(
+                "file",
+                None,
+                None,
+                "; ".join(lines[:3]) + (f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""),
+                name,
+            )
+            for name, lines in by_object.items()
+        ]
+
+    def _page_damage_by_table(self) -> list[Damage]:
+        """SQLite's page check of each table (with its indexes) on its own: the ones it cannot
+        finish are named with its error."""
+        found: list[Damage] = []
+        for table in expected_table_columns(self.version):
+            try:
+                problems = [str(r[0]) for r in self._db.execute(f'PRAGMA integrity_check("{table}")')]
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                why = str(exc) if isinstance(exc, sqlite3.Error) else "its pages do not read"
+                found.append(Damage("file", None, None, why, table))
+                continue
+            if problems != ["ok"]:
+                found.append(Damage("file", None, None, "; ".join(problems[:3]), table))
+        return found or [Damage("file", None, None, "SQLite's page check does not finish")]
+
+    def _check_blobs(self, *, gaps: bool) -> list[Damage]:
         found: list[Damage] = []
         with self._read() as db:
-            for sid, taken_at, blob, crc in db.execute(
-                "SELECT id, taken_at, fabric_json_zlib, crc FROM topology_snapshots ORDER BY id"
-            ).fetchall():
+            for sid, taken_at, blob, crc in _each_row(
+                db, "topology_snapshots", "id, taken_at, CAST(fabric_json_zlib AS BLOB), crc", found, gaps
+            ):
                 why = blob_damage(blob, crc)
                 if why is None:
                     try:
@@ -54,26 +114,25 @@ class IntegrityTables(TopologyTables, CounterTables):
                         why = exc.reason
                 if why is not None:
                     found.append(Damage("topology", sid, taken_at, why))
-            for cid, taken_at, blob, crc, size in db.execute(
-                "SELECT id, taken_at, raw_zlib, crc, raw_size FROM captures ORDER BY id"
-            ).fetchall():
+            for cid, taken_at, blob, crc, size in _each_row(
+                db, "captures", "id, taken_at, CAST(raw_zlib AS BLOB), crc, raw_size", found, gaps
+            ):
                 why = blob_damage(blob, crc, size)
                 if why is not None:
                     found.append(Damage("capture", cid, taken_at, why))
             codec = BlockCodec(str(self.path))  # nothing kept from earlier reads
-            for pid in [r[0] for r in db.execute("SELECT id FROM port_sets ORDER BY id")]:
+            for (pid,) in _each_row(db, "port_sets", "id", found, gaps):
                 try:
                     codec.port_set(db, pid)
                 except Damaged as exc:
                     found.append(Damage("port set", pid, None, str(exc)))
-            snapshots = dict(db.execute("SELECT id, taken_at FROM counter_snapshots ORDER BY id").fetchall())
+            snapshots = dict(_each_row(db, "counter_snapshots", "id, taken_at", found, gaps))
             for _ in codec.decode(db, snapshots, warn=False):
                 pass
-            missing = db.execute(
-                "SELECT id FROM counter_snapshots WHERE id NOT IN (SELECT snapshot_id FROM counter_blocks)"
-            ).fetchall()
-        for (sid,) in missing:
-            codec.damaged.setdefault(sid, "its block is missing")
+            blocks = {r[0] for r in _each_row(db, "counter_blocks", "snapshot_id", found, gaps)}
+        for sid in snapshots:
+            if sid not in blocks:
+                codec.damaged.setdefault(sid, "its block is missing")
         for sid in sorted(codec.damaged):
             found.append(Damage("counter snapshot", sid, snapshots.get(sid), codec.damaged[sid]))
         return found
@@ -88,10 +147,13 @@ class IntegrityTables(TopologyTables, CounterTables):
         moved = 0
         with self._write() as db:
             doomed: list[int] = []
+            damage = [*self._mend_values(db, damage, now), *(d for d in damage if d.kind != "value")]
             for d in damage:
                 if d.ref is None:
                     continue
-                if d.kind == "counter snapshot":
+                if d.kind == "row" and d.table is not None:
+                    moved += self._quarantine_row(db, d.table, None, d, now)
+                elif d.kind == "counter snapshot":
                     moved += self._quarantine_snapshot(db, d, now)
                     doomed.append(d.ref)
                 elif d.kind == "port set":
@@ -152,20 +214,81 @@ class IntegrityTables(TopologyTables, CounterTables):
         )
         return 1
 
-    def _quarantine_row(self, db: sqlite3.Connection, table: str, blob: str, d: Damage, now: float) -> int:
-        cur = db.execute(f"SELECT * FROM {table} WHERE id = ?", (d.ref,))
-        values = cur.fetchone()
-        if values is None:
+    def _quarantine_row(
+        self, db: sqlite3.Connection, table: str, blob: str | None, d: Damage, now: float
+    ) -> int:
+        """Move one row into the quarantine: its columns that read (as JSON), its blob as stored
+        (None when its pages do not read), then delete it."""
+        row: dict[str, object] = {"table": table} if blob is None else {}
+        found = False
+        for col in expected_table_columns(self.version)[table]:
+            what = f'CAST("{col.name}" AS BLOB)' if col.type in ("BLOB", "TEXT") else f'"{col.name}"'
+            try:
+                got = db.execute(f"SELECT {what} FROM {table} WHERE rowid = ?", (d.ref,)).fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            if got is None:
+                return 0
+            found = True
+            value = got[0]
+            if col.name != blob:
+                row[col.name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if not found:
             return 0
-        names = [c[0] for c in cur.description]
-        row = {n: v for n, v in zip(names, values, strict=True) if n != blob and not isinstance(v, bytes)}
-        data = values[names.index(blob)]
+        data: object = None
+        if blob is not None:
+            try:
+                data = db.execute(
+                    f"SELECT CAST({blob} AS BLOB) FROM {table} WHERE rowid = ?", (d.ref,)
+                ).fetchone()[0]
+            except sqlite3.DatabaseError:
+                data = None
+        taken = row.get("taken_at")
         db.execute(
             "INSERT INTO quarantine (time, kind, ref, taken_at, reason, row, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (now, d.kind, d.ref, row.get("taken_at"), d.reason, json.dumps(row), data),
+            (
+                now,
+                d.kind,
+                d.ref,
+                taken if isinstance(taken, float | int) else None,
+                d.reason,
+                json.dumps(row),
+                data,
+            ),
         )
-        db.execute(f"DELETE FROM {table} WHERE id = ?", (d.ref,))
+        db.execute(f"DELETE FROM {table} WHERE rowid = ?", (d.ref,))
         return 1
+
+    def _mend_values(self, db: sqlite3.Connection, damage: Sequence[Damage], now: float) -> list[Damage]:
+        """Put back the bad values that can be (a blob stored as text); keep the others' bytes in
+        the quarantine and clear them, or, in a column that must hold a value, set the whole row
+        aside (returned as the damage of its row)."""
+        rows: list[Damage] = []
+        bad = {(b.table, b.rowid, b.column): b for b in mistyped_values(db, self.version)}
+        for d in damage:
+            if d.kind != "value" or d.ref is None:
+                continue
+            b = bad.get((d.table or "", d.ref, d.column or ""))
+            if b is None or mend_value(db, b):
+                continue
+            if not b.not_null:
+                db.execute(
+                    "INSERT INTO quarantine (time, kind, ref, taken_at, reason, row, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        now,
+                        "value",
+                        b.rowid,
+                        None,
+                        b.why,
+                        json.dumps({"table": b.table, "column": b.column}),
+                        raw_value(db, b),
+                    ),
+                )
+                db.execute(f'UPDATE "{b.table}" SET "{b.column}" = NULL WHERE rowid = ?', (b.rowid,))
+                continue
+            kind = _KIND_OF_TABLE.get(b.table, "row")
+            rows.append(Damage(kind, b.rowid, None, b.why, b.table, b.column))
+        return rows
 
     def list_quarantine(self) -> list[QuarantineEntry]:
         """What was set aside, oldest first (without the blobs)."""
@@ -174,3 +297,50 @@ class IntegrityTables(TopologyTables, CounterTables):
                 "SELECT id, time, kind, ref, taken_at, reason, length(data) FROM quarantine ORDER BY id"
             ).fetchall()
         return [QuarantineEntry(*r) for r in rows]
+
+
+def _named(line: str, roots: dict[int, str]) -> str | None:
+    """The table or index a line of SQLite's integrity check is about (None: the file's own)."""
+    tree = re.search(r"\bTree (\d+)", line)
+    if tree is not None:
+        return roots.get(int(tree.group(1)), f"tree {tree.group(1)}")
+    index = re.search(r"\bindex (\S+)", line)
+    return index.group(1) if index is not None else None
+
+
+def _each_row(
+    db: sqlite3.Connection, table: str, columns: str, found: list[Damage], gaps: bool
+) -> Iterator[tuple[Any, ...]]:
+    """Every row of ``table`` that reads, in rowid order: at once when the table reads whole, else
+    row by row around its damaged pages (named in ``found`` when ``gaps``, else left to the page
+    check) and its rows that do not read (named as damage of their kind's blob)."""
+    try:
+        rows = db.execute(f"SELECT {columns} FROM {table} ORDER BY rowid").fetchall()
+    except sqlite3.DatabaseError:
+        pass
+    else:
+        yield from rows
+        return
+    for item in readable_rowids(db, table):
+        if isinstance(item, tuple):
+            if gaps:
+                found.append(Damage("file", None, None, f"rows after {item[0]} do not read", table))
+            continue
+        try:
+            row = db.execute(f"SELECT {columns} FROM {table} WHERE rowid = ?", (item,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            kind = _KIND_OF_TABLE.get(table)
+            if kind is not None:
+                found.append(Damage(kind, item, None, f"does not read ({exc})", table))
+            continue
+        if row is not None:
+            yield row
+
+
+_KIND_OF_TABLE = {
+    "topology_snapshots": "topology",
+    "captures": "capture",
+    "port_sets": "port set",
+    "counter_snapshots": "counter snapshot",
+    "counter_blocks": "counter snapshot",
+}

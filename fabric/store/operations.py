@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from fabric.core.processes import process_alive, process_identity
 from fabric.store.core import StoreBase
 from fabric.store.records import AuditEntry, Run, Schedule
 from topology.errors import StoreError
@@ -121,12 +123,18 @@ class OperationTables(StoreBase):
 
     # -- runs ---------------------------------------------------------------------------------
     def start_run(self, schedule_id: int | None, started: float | None = None) -> int:
-        """Record that a run began (schedule_id None: run by hand); returns the run id."""
+        """Record that a run began (schedule_id None: run by hand), by this process; returns the
+        run id."""
         with self._write() as db:
             try:
                 cur = db.execute(
-                    "INSERT INTO runs (schedule_id, started) VALUES (?, ?)",
-                    (schedule_id, time.time() if started is None else started),
+                    "INSERT INTO runs (schedule_id, started, pid, process) VALUES (?, ?, ?, ?)",
+                    (
+                        schedule_id,
+                        time.time() if started is None else started,
+                        os.getpid(),
+                        process_identity(),
+                    ),
                 )
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"{self.path}: no schedule {schedule_id}") from exc
@@ -153,6 +161,26 @@ class OperationTables(StoreBase):
             )
             row = db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _run(row)
+
+    def close_dead_runs(self, now: float | None = None) -> int:
+        """Close as killed every open run whose process no longer runs (SIGKILL, a crash, a
+        reboot); returns how many. A run of another host, or of an ibfab that recorded no process,
+        stays open: nothing here can tell whether it still runs."""
+        with self._read() as db:
+            open_runs = db.execute(
+                "SELECT id, pid, process FROM runs WHERE finished IS NULL AND pid IS NOT NULL AND process IS NOT NULL"
+            ).fetchall()
+        dead = [(rid, pid) for rid, pid, who in open_runs if process_alive(int(pid), str(who)) is False]
+        if not dead:
+            return 0
+        end = time.time() if now is None else now
+        with self._write() as db:
+            for rid, pid in dead:
+                db.execute(
+                    "UPDATE runs SET finished = ?, ok = 0, error = ? WHERE id = ? AND finished IS NULL",
+                    (end, f"killed: its process (PID {pid}) ended without recording the end of the run", rid),
+                )
+        return len(dead)
 
     def list_runs(self, schedule_id: int | None = None, limit: int = 100) -> list[Run]:
         """The newest runs first (of one schedule, or all)."""

@@ -199,10 +199,14 @@ class Run:
 class Damage:
     """Something in the store that cannot be read back as it was stored."""
 
-    kind: str  # "counter snapshot", "port set", "topology", "capture", or "file" (SQLite's pages)
-    ref: int | None  # its id (None for the file)
+    # "counter snapshot", "port set", "topology", "capture"; "value" (a value of the wrong kind);
+    # "file" (SQLite's pages), "schema" (the rows of sqlite_master), "header", "wal"
+    kind: str
+    ref: int | None  # its id, the value's rowid (None for the file, schema, header, WAL)
     taken_at: float | None
     reason: str
+    table: str | None = None  # the table or index a damaged page or a bad value is in
+    column: str | None = None  # a bad value's column
 
 
 @dataclass(frozen=True, slots=True)

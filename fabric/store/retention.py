@@ -304,7 +304,8 @@ class RetentionTables(CounterTables, HistoryTables):
         """The aggregates kept with an hourly point (per port, in the port set's order)."""
         with self._read() as db:
             row = db.execute(
-                "SELECT hour, samples, first_taken, port_set_id, data, crc FROM hourly_counters WHERE snapshot_id = ?",
+                "SELECT hour, samples, first_taken, port_set_id, CAST(data AS BLOB), crc FROM hourly_counters"
+                " WHERE snapshot_id = ?",
                 (snapshot_id,),
             ).fetchone()
             if row is None:

@@ -258,6 +258,15 @@ MIGRATIONS: tuple[Migration, ...] = (
 )""",
         ),
     ),
+    # 6: which process a run belongs to (PID and fabric.core.processes.process_identity), so a
+    # run whose process died without recording its end (SIGKILL, power cut) can be closed.
+    Migration(
+        6,
+        (
+            "ALTER TABLE runs ADD COLUMN pid INTEGER",
+            "ALTER TABLE runs ADD COLUMN process TEXT",
+        ),
+    ),
 )
 
 

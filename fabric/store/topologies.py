@@ -101,11 +101,13 @@ class TopologyTables(CaptureTables):
     def _load_topology(self, snapshot_id: int) -> StoredTopology:
         with self._read() as db:
             row = db.execute(
-                f"SELECT {_SUMMARY_COLUMNS}, fabric_json_zlib, crc FROM topology_snapshots WHERE id = ?",
+                f"SELECT {_SUMMARY_COLUMNS}, CAST(fabric_json_zlib AS BLOB), crc FROM topology_snapshots WHERE id = ?",
                 (snapshot_id,),
             ).fetchone()
-        summary = TopologySummary(*row[:9])
         where = f"{self.path}: topology snapshot {snapshot_id}"
+        if row is None:  # its id itself read differently a moment ago: a damaged row
+            raise TopologyDamaged(where, "its row does not read back")
+        summary = TopologySummary(*row[:9])
         if row[10] is not None and zlib.crc32(row[9]) != row[10]:
             raise TopologyDamaged(where, "checksum mismatch")
         try:

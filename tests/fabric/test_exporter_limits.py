@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import select
 import socket
 import subprocess
 import sys
@@ -271,3 +272,71 @@ def test_every_scrape_of_a_refresh_sends_the_same_page_object(tmp_path: Path) ->
     zipped = exporter.respond(Request("GET", "/metrics", "HTTP/1.1", {"accept-encoding": "gzip"}))
     assert zipped.body[0] is exporter.view.gzipped
     assert exporter.respond(Request("GET", "/other", "HTTP/1.1", {})).status == "404 Not Found"
+
+
+def _closed(sock: socket.socket) -> bool:
+    """The server closed it (a reset when our bytes were still unread there)."""
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_at_the_cap_a_client_whose_request_arrived_is_served_and_an_idle_one_shed() -> None:
+    """Issue 30 item 8: at the cap the longest-waiting connection was shed even when its whole
+    request had arrived (in its socket, not yet read when a newcomer was accepted in the same
+    pass). Real loopback sockets; the server's own accept is driven a step at a time so that the
+    newcomer comes exactly then, then the loop runs and answers."""
+    server = HttpServer.bind("127.0.0.1", 0, lambda request: Response.text("200 OK", "hello\n"), Limits(2))
+    port = server.server_port
+    asker = socket.create_connection(("127.0.0.1", port), timeout=5)
+    server._accept()
+    idle = socket.create_connection(("127.0.0.1", port), timeout=5)
+    server._accept()
+    assert server.connections == 2
+    asker.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")  # whole, waiting in its socket
+    idle.sendall(b"GET /met")  # a request still coming
+    inside = list(server._conns)  # the server's ends: wait until both requests are in
+    assert _wait_for(lambda: len(select.select(inside, [], [], 0)[0]) == 2)
+    newcomer = socket.create_connection(("127.0.0.1", port), timeout=5)
+    server._accept()
+    assert server.evicted == 1 and server.refused == 0 and server.connections == 2
+    assert _closed(idle)  # the one without a whole request was shed
+    thread = threading.Thread(target=server.serve_forever, kwargs={"tick_s": 0.05}, daemon=True)
+    thread.start()
+    try:
+        assert asker.recv(200).startswith(b"HTTP/1.1 200 OK")  # the one that asked is answered
+        newcomer.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert newcomer.recv(200).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        for s in (asker, idle, newcomer):
+            s.close()
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+def test_at_the_cap_when_every_waiting_client_has_asked_the_newcomer_is_refused() -> None:
+    server = HttpServer.bind("127.0.0.1", 0, lambda request: Response.text("200 OK", "hello\n"), Limits(2))
+    port = server.server_port
+    askers = []
+    for _ in range(2):
+        askers.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        server._accept()
+    for s in askers:
+        s.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    inside = list(server._conns)
+    assert _wait_for(lambda: len(select.select(inside, [], [], 0)[0]) == 2)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as newcomer:
+        server._accept()
+        assert newcomer.recv(100).startswith(b"HTTP/1.1 503 ")
+    assert server.evicted == 0 and server.refused == 1
+    thread = threading.Thread(target=server.serve_forever, kwargs={"tick_s": 0.05}, daemon=True)
+    thread.start()
+    try:
+        for s in askers:
+            assert s.recv(200).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        for s in askers:
+            s.close()
+        server.shutdown()
+        thread.join(timeout=5)

@@ -69,7 +69,7 @@ class StoredRun:
 def _counter_text(files: IbdiagFiles, db_csv_text: str) -> tuple[str, str]:
     """The text the run's counters are read from and its file: PM_INFO of the db_csv (the same
     run as the fabric, by construction), else the ``.pm`` file beside it."""
-    if "PM_INFO" in db_csv_sections(db_csv_text, str(files.db_csv), ("PM_INFO",)):
+    if "PM_INFO" in db_csv_sections(db_csv_text, str(files.db_csv), ("PM_INFO",), bad_rows=[]):
         return db_csv_text, str(files.db_csv)
     if files.pm is not None:
         return read_input_text(files.pm, "ibdiagnet pm"), str(files.pm)

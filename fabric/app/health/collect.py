@@ -217,6 +217,7 @@ class Collector:
 
     def collect_once(self) -> SnapshotOutcome:
         """Discover, keep topology changes, read every port, store one snapshot (see module doc)."""
+        self.store.close_dead_runs(self.clock())  # runs a killed collector or daemon left open
         start = time.monotonic()
         discovered_at = self.clock()
         d = discover(self.source, ssh=self.ssh)
