@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import build_session, chosen_source, discover_in, source_options, source_session
 from topology.errors import SafetyError, UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,13 +51,9 @@ def _policy_options(fn: F) -> F:
     return fn
 
 
-def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
-    """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
-    from fabric.app.discovery.discover import discover
-    from fabric.app.source import read_source
-
-    src, text = read_source(input_path, ssh, lab)
-    return discover(src, text)
+def _session(input_path: str | None, lab: str | None, db: str | None = None) -> Session:
+    """The session on the fabric of ``--input`` (or ``-``), ``--lab``, else this machine."""
+    return build_session(db=db, source=chosen_source(db, input_path, None, lab))
 
 
 def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
@@ -103,15 +102,12 @@ def recommend_cmd(
     on a guess. The store (--db) gives the health findings and the open isolations, which count
     toward the cap; with no source its newest topology snapshot is the fabric.
     """
-    from fabric.app.advice.recommend import health_findings, live_source, recommend_fabric
-    from fabric.app.health.assess import load_thresholds
+    from fabric.app.advice.recommend import health_findings, live_driver, recommend_fabric
 
-    t = load_thresholds(thresholds) if thresholds else None
-    db = opts.get("db")
-    lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
-    saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
-    d = discover_from(opts)
-    findings = health_findings(health_file, db, t)
+    ibdiagnet_dir = opts.get("ibdiagnet_dir")
+    session = source_session(opts, thresholds=thresholds)
+    d = discover_in(session)
+    findings = health_findings(health_file, session)
     if findings is None:
         findings = []
         click.echo(
@@ -120,15 +116,15 @@ def recommend_cmd(
         )
     recs = recommend_fabric(
         d,
-        live_source(lab, ssh, d, saved),
+        live_driver(session),
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        db=db,
+        session.store,
         min_status=min_status,
         opensm_log=opensm_log,
         opensm_conf=opensm_conf,
         ibdiagnet=ibdiagnet_dir,
-        thresholds=t,
+        thresholds=session.thresholds,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))
@@ -181,13 +177,16 @@ def isolate_cmd(
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
     from fabric.app.isolation import isolate as isolation
-    from fabric.app.isolation.isolate import audit_store, unsafe_summary
+    from fabric.app.isolation.isolate import unsafe_summary
 
+    # The fabric changes where the session's driver runs: the lab, else this machine; --input
+    # only gives a saved topology of it to plan on.
+    session = _session(None, lab, db)
     if undo_id is not None:
         if ports:
             raise UsageError("give either PORT... or --undo ID, not both")
-        with audit_store(db) as store:
-            plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
+        with session.store.write() as store:
+            plan = isolation.plan_undo(store, undo_id, session.driver, window_seconds=retest_window * 60)
             if as_json and not do_apply:
                 click.echo(json.dumps(plan.to_dict(), indent=1))
             else:
@@ -203,16 +202,18 @@ def isolate_cmd(
                 click.echo("dry run: nothing changed (add --apply)")
                 return
             _confirm(yes, f"return {plan.entry.target} to service?")
-            change = isolation.apply_undo(plan, store, lab=lab, force=force)
+            change = isolation.apply_undo(plan, store, session.driver, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
         return
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
+    from fabric.app.discovery.discover import discover
     from fabric.app.isolation.isolate import resolve_ports
     from fabric.app.isolation.limits import IsolationRun, isolate_ports
     from fabric.present.advice import isolation_plan_text
 
-    d = _discover(input_path, lab)
+    saved = chosen_source(db, input_path, None, lab) if input_path else None
+    d = discover(session.on(saved) if saved is not None else session)
     refs = resolve_ports(d, ports)
 
     def show(run: IsolationRun) -> None:
@@ -227,15 +228,15 @@ def isolate_cmd(
         if do_apply:
             _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
 
-    with audit_store(db) as store:
+    with session.store.write() as store:
         run = isolate_ports(
             store,
             d,
             refs,
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
-            lab=lab,
-            rediscover=None if input_path else lambda: _discover(None, lab),
+            session.driver,
+            rediscover=None if saved is not None else lambda: discover(session),
             apply=do_apply,
             before_apply=show,
         )
@@ -295,7 +296,8 @@ def _run_whatif(
     from fabric.app.advice.whatif import run_whatif
     from fabric.present.advice import render_whatif
 
-    result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
+    session = _session(input_path, lab)
+    result = run_whatif(discover_in(session), build, session.driver, hosts, lft)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return

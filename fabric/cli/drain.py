@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from fabric.cli.advise import _confirm, _policy, _policy_options
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import build_session, discover_in, source_options, source_session
 from topology.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,19 +42,16 @@ def _apply_options(fn: F) -> F:
     return fn
 
 
-def _drain(
-    requests: Any, node_map: str | None, do_apply: bool, yes: bool, db: str | None, as_json: bool
-) -> None:
+def _drain(requests: Any, session: Session, do_apply: bool, yes: bool, as_json: bool) -> None:
     from fabric.app.drains import drain as drains
-    from fabric.app.isolation.isolate import audit_store
-    from fabric.app.slurm import connect, read_node_map
+    from fabric.app.slurm import connect
     from fabric.present.slurm import render_drain_plan
 
     if not requests:
         click.echo("no drain to make", err=True)
         return
     slurm = connect()
-    plan = drains.plan_drains(requests, slurm, read_node_map(node_map))
+    plan = drains.plan_drains(requests, slurm, session.node_map)
     if as_json and not do_apply:
         click.echo(json.dumps(plan.to_dict(), indent=1))
         return
@@ -63,7 +63,7 @@ def _drain(
         click.echo("nothing to drain")
         return
     _confirm(yes, f"drain {len(plan.to_apply)} node(s) in Slurm?")
-    with audit_store(db) as store:
+    with session.store.write() as store:
         done = drains.apply_drains(plan, store, slurm)
     for d in done:
         click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
@@ -105,12 +105,10 @@ def recommended_cmd(
     topology snapshot is the fabric."""
     from fabric.app.advice.recommend import health_findings, recommend_fabric
     from fabric.app.drains.drain import requests_from_actions
-    from fabric.app.health.assess import load_thresholds
 
-    t = load_thresholds(thresholds) if thresholds else None
-    db = opts.get("db")
-    d = discover_from(opts)
-    findings = health_findings(health_file, db, t)
+    session = source_session(opts, thresholds=thresholds, node_map=node_map)
+    d = discover_in(session)
+    findings = health_findings(health_file, session)
     if findings is None:
         raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
     # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
@@ -120,11 +118,11 @@ def recommended_cmd(
         None,
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        db=db,
+        session.store,
         min_status=min_status,
-        thresholds=t,
+        thresholds=session.thresholds,
     )
-    _drain(requests_from_actions(recs.actions), node_map, do_apply, yes, db, as_json)
+    _drain(requests_from_actions(recs.actions), session, do_apply, yes, as_json)
 
 
 @drain_group.command("nodes")
@@ -144,7 +142,7 @@ def nodes_cmd(
     """Drain HOST... (fabric host names or host ranges) for REASON."""
     from fabric.app.drains.drain import requests_for_hosts
 
-    _drain(requests_for_hosts(hosts, reason), node_map, do_apply, yes, db, as_json)
+    _drain(requests_for_hosts(hosts, reason), build_session(db=db, node_map=node_map), do_apply, yes, as_json)
 
 
 @drain_group.command("list")
@@ -153,12 +151,12 @@ def nodes_cmd(
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Drains ibfab made that are not resumed yet, beside what Slurm reports (sinfo -R)."""
     from fabric.app.drains.drain import open_drains
-    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_drains
 
+    session = build_session(db=db)
     slurm = connect()
-    with audit_store(db) as store:
+    with session.store.write() as store:
         audited = open_drains(store)
     now = slurm.drains()
     if as_json:
@@ -196,12 +194,12 @@ def undo_cmd(
 ) -> None:
     """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
     from fabric.app.drains import drain as drains
-    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_resume_plan
 
+    session = build_session(db=db)
     slurm = connect()
-    with audit_store(db) as store:
+    with session.store.write() as store:
         plan = drains.plan_resume(store, audit_id, slurm, window_seconds=retest_window * 60)
         if as_json and not do_apply:
             click.echo(json.dumps(plan.to_dict(), indent=1))

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from fabric.cli.options import lab_session
+
 _NAME = click.option(
     "--name", default="default", show_default=True, help="Lab name (one directory per name)."
 )
@@ -104,7 +106,7 @@ def link_down_cmd(name: str, node_port: str) -> None:
     """Unplug the cable on NODE:PORT (OpenSM sees a trap and resweeps)."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.link_down(name, node_port), f"{node_port} unlinked")
+    _print_reply(labs.link_down(lab_session(name), node_port), f"{node_port} unlinked")
 
 
 @inject.command("link-up")
@@ -114,7 +116,7 @@ def link_up_cmd(name: str, node_port: str) -> None:
     """Plug back the cable of NODE:PORT that link-down removed."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.link_up(name, node_port), f"{node_port} relinked")
+    _print_reply(labs.link_up(lab_session(name), node_port), f"{node_port} relinked")
 
 
 @inject.command("counter")
@@ -125,7 +127,7 @@ def counter_cmd(name: str, node_port: str, assignment: str) -> None:
     """Set a port counter: NODE:PORT FIELD=VALUE (e.g. SymbolErrorCounter=120)."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.set_counter(name, node_port, assignment), "")
+    _print_reply(labs.set_counter(lab_session(name), node_port, assignment), "")
 
 
 @inject.command("error-rate")
@@ -139,7 +141,7 @@ def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> No
     """Drop RATE % of the MADs arriving at NODE[:PORT] (all its ports without :PORT); 0 stops it."""
     from fabric.app.lab import labs
 
-    labs.set_error_rate(name, node, rate, attribute)
+    labs.set_error_rate(lab_session(name), node, rate, attribute)
     click.echo(f"error rate {rate}% on {node}")
 
 
@@ -150,7 +152,7 @@ def console_cmd(name: str, command: tuple[str, ...]) -> None:
     """Send one command to the simulator console and print its reply (e.g. Dump "leaf-su01-r0")."""
     from fabric.app.lab import labs
 
-    reply = labs.console(name, " ".join(command))
+    reply = labs.console(lab_session(name), " ".join(command))
     if reply:
         click.echo(reply)
 

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from fabric.cli.options import build_session
+
 
 @click.command("list")
 @click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
@@ -18,7 +20,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
     from fabric.app.discovery.snapshots import list_snapshots, snapshot_to_dict
     from fabric.present.discovery import render_snapshot_list
 
-    rows = list_snapshots(db)
+    rows = list_snapshots(build_session(db=db).store)
     if as_json:
         click.echo(json.dumps([snapshot_to_dict(s) for s in rows], indent=1))
         return

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from fabric.app.drains.drain import DrainRequest, plan_drains
+from fabric.app.session import Session
+from fabric.app.source import Source
 from fabric.app.sweeps import sweep as sweeps
 from fabric.app.sweeps.sweep import SweepContext
 from probes.pairs import PairResult, Probe
@@ -121,7 +123,7 @@ def _plan(tmp_path: Path, pattern: str = "pairwise") -> SweepContext:
 
     topo = tmp_path / "fabric.topo"
     topo.write_text(to_ibnetdiscover(generate(FOUR_HOSTS)))
-    return sweeps.prepare(pattern, input_path=str(topo))
+    return sweeps.prepare(Session(sweeps.sweep_source(None, str(topo))), pattern)
 
 
 @pytest.mark.slurm
@@ -232,7 +234,7 @@ def _lab_sweep(
     from probes.plan import endpoints
     from probes.slurm_sweep import LabSteps
 
-    ctx = sweeps.prepare("pairwise", lab=lab_name)
+    ctx = sweeps.prepare(Session(Source.lab(lab_name)), "pairwise")
     d = ctx.discovery
     rates = parse_error_rates(lab.console(lab_name, "Dump"))
     done = run_slurm_sweep(
@@ -293,7 +295,8 @@ def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
 
     ctx, done = _lab_sweep(slurm, cable_lab, tmp_path, locks=locks, progress=watch)
     names = sweeps.names_of(ctx.discovery)
-    direct = sweeps.run_lab(sweeps.prepare("pairwise", lab=cable_lab), cable_lab)
+    on_lab = Session(Source.lab(cable_lab))
+    direct = sweeps.run_lab(sweeps.prepare(on_lab, "pairwise"), on_lab)
     # Same measurements, re-tests, follow-ups and suspects as the lab backend run in this process.
     assert [(r.key, r.attempt, r.gbps, r.ok) for r in done.outcome.results] == [
         (r.key, r.attempt, r.gbps, r.ok) for r in direct.results

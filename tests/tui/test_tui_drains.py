@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Input
 from fabric.advise.candidates import resolve_port
 from fabric.app.discovery.discover import discover_text
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import Session, StoreAccess
 from fabric.app.slurm import parse_node_map
 from fabric.store import Store
 from probes.slurm import SlurmUnavailable
@@ -76,7 +77,7 @@ async def applied(pilot: Pilot[None], app: IbfabApp, count: int = 1) -> list[Act
 
 
 def service(path: Path, cluster: SlurmCluster) -> FabricService:
-    return FabricService(path, node_map=NODE_MAP, slurm_env=cluster.env)
+    return FabricService(Session(store=StoreAccess(path), node_map=NODE_MAP), slurm_env=cluster.env)
 
 
 def shown(app: IbfabApp) -> object:
@@ -102,7 +103,7 @@ async def test_while_slurm_is_asked_the_ui_draws_and_typed_keys_go_nowhere(
     open nothing, escape gives up and the late answer shows nothing; an answer that is an error
     closes the window with the error."""
     path = four_host_store(tmp_path / "tui.db")
-    svc = FabricService(path, node_map=NODE_MAP)
+    svc = FabricService(Session(store=StoreAccess(path), node_map=NODE_MAP))
     release = threading.Event()
     asked: list[str] = []
 

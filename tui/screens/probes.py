@@ -67,7 +67,7 @@ class ProbesScreen(DataScreen):
     def draw(self) -> None:
         svc = self.data.service
         blocked = svc.sweep_unavailable()
-        where = f"lab {svc.lab}" if svc.lab else "no --lab given"
+        where = svc.sweep_backend()
         self.query_one("#sweep-backend", Static).update(
             plain(
                 str(blocked) if blocked is not None else f"sweep backend: {where}; press s to start a sweep"

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fabric.core.units import duration_spec, utc_time
 from fabric.counters.deltas import OutOfOrder
@@ -34,13 +34,15 @@ from fabric.health import (
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
-from fabric.health.thresholds import thresholds_from_mapping
-from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject, store_path
+from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject
 from topology.bulk import gc_paused
 from topology.classify import classify, switch_name
-from topology.errors import StoreError, UsageError
+from topology.errors import StoreError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
 from topology.wiring import BelowPeers, links_below_peers
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session, StoreAccess
 
 DAY_S = 86400.0
 # Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
@@ -87,6 +89,15 @@ class AssessedHealth:
     inventory: str | None = None
     one_reading: OneReading | None = None  # set when the window holds a single counter reading
 
+    def to_dict(self) -> dict[str, Any]:
+        """``ibfab health --json``: the report (links, nodes, summary), the cable notes, the cable
+        inventory they rest on and the one reading, when the window holds only one."""
+        doc = self.report.to_dict()
+        doc["cable_notes"] = [n.to_dict() for n in self.cable_notes]
+        doc["cable_inventory"] = self.inventory
+        doc["one_reading"] = self.one_reading.to_dict() if self.one_reading is not None else None
+        return doc
+
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
 
@@ -111,28 +122,6 @@ def node_names(fabric: Fabric) -> dict[str, str]:
         else:
             out[guid] = node.description or guid
     return out
-
-
-def load_thresholds(path: str | Path) -> HealthThresholds:
-    """Thresholds from a TOML file (keys at top level or under ``[health]``)."""
-    import tomllib
-
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_MAX_THRESHOLDS_BYTES + 1)  # bounded: a device or a wrong file is not read whole
-        if len(raw) > _MAX_THRESHOLDS_BYTES:
-            raise UsageError(f"{path}: larger than {_MAX_THRESHOLDS_BYTES >> 20} MiB: not a thresholds file")
-        data = tomllib.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
-    return thresholds_from_mapping(data, str(path))
-
-
-_MAX_THRESHOLDS_BYTES = 1 << 20
 
 
 def utc_day(epoch: float) -> str:
@@ -183,12 +172,17 @@ def record_today(store: Store, report: HealthReport, now: float) -> int:
     return store.record_findings(day, items) if items else 0
 
 
-def open_store(db: str | None) -> Store:
-    """The store, which must exist and hold counters (a one-line error saying what to do otherwise)."""
-    path = store_path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no ibfab store there; {COLLECT_FIRST}")
-    return Store.open(path, create=False)
+def counters_store(stored: StoreAccess) -> Store:
+    """The store to assess, which must exist (a one-line error saying what to do otherwise)."""
+    return stored.require(COLLECT_FIRST)
+
+
+def assess_session(
+    session: Session, *, since_s: float | None = 86400.0, record: bool = True
+) -> AssessedHealth:
+    """``ibfab health``: :func:`assess_store` over the session's store, by its thresholds."""
+    with counters_store(session.store) as store:
+        return assess_store(store, since_s=since_s, thresholds=session.thresholds, record=record)
 
 
 def assess_store(
@@ -329,12 +323,12 @@ def _groups(snapshots: list[CounterSnapshotInfo]) -> list[list[int]]:
 
 __all__ = [
     "AssessedHealth",
+    "assess_session",
     "assess_store",
     "below_peers",
     "cable_notes",
-    "load_thresholds",
+    "counters_store",
     "node_names",
-    "open_store",
     "past_findings",
     "record_today",
     "utc_day",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.store import Damage, QuarantineEntry, Store, store_path
-from topology.errors import StoreError
+from fabric.app.session import StoreAccess
+from fabric.store import Damage, QuarantineEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +38,16 @@ class StoreRepair:
         return tuple(d for d in self.damage if d.kind == "file")
 
 
-def _open(db: str | Path | None) -> Store:
-    path = store_path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no ibfab store there")
-    return Store.open(path, create=False)
-
-
-def check_store(db: str | Path | None, *, pages: bool = True) -> StoreCheck:
+def check_store(stored: StoreAccess, *, pages: bool = True) -> StoreCheck:
     """Read everything in the store once and say what is damaged."""
-    with _open(db) as store:
+    with stored.require() as store:
         damage = store.check(pages=pages)
         return StoreCheck(store.path, tuple(damage), tuple(store.list_quarantine()))
 
 
-def repair_store(db: str | Path | None, *, dry_run: bool = False) -> StoreRepair:
+def repair_store(stored: StoreAccess, *, dry_run: bool = False) -> StoreRepair:
     """Check the store and move what is damaged into its quarantine (kept, never read again)."""
-    with _open(db) as store:
+    with stored.require() as store:
         damage = store.check()
         moved = 0 if dry_run else store.set_aside(damage)
         return StoreRepair(store.path, tuple(damage), moved, dry_run)
