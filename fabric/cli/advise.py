@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, chosen_source, discover_in, source_options, source_session
 from topology.errors import SafetyError, UsageError
 
@@ -127,7 +127,7 @@ def recommend_cmd(
         thresholds=session.thresholds,
     )
     if as_json:
-        click.echo(json.dumps(recs.to_dict(), indent=1))
+        write_json(recs.to_dict())
         return
     from fabric.present.advice import render_recommendations
 
@@ -176,8 +176,8 @@ def isolate_cmd(
     In a lab, undo also unplugs and replugs the cable through the simulator console because ibsim
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
-    from fabric.app.isolation import isolate as isolation
-    from fabric.app.isolation.isolate import unsafe_summary
+    from fabric.app.isolation import changes
+    from fabric.app.isolation.isolate import check_undo, unsafe_summary
 
     # The fabric changes where the session's driver runs: the lab, else this machine; --input
     # only gives a saved topology of it to plan on.
@@ -185,24 +185,20 @@ def isolate_cmd(
     if undo_id is not None:
         if ports:
             raise UsageError("give either PORT... or --undo ID, not both")
-        with session.store.write() as store:
-            plan = isolation.plan_undo(store, undo_id, session.driver, window_seconds=retest_window * 60)
-            if as_json and not do_apply:
-                click.echo(json.dumps(plan.to_dict(), indent=1))
-            else:
-                from fabric.present.advice import undo_plan_text
+        plan = changes.undo_plan(session, undo_id, window_seconds=retest_window * 60)
+        if as_json and not do_apply:
+            write_json(plan.to_dict())
+        else:
+            from fabric.present.advice import undo_plan_text
 
-                click.echo(undo_plan_text(plan))
-            if not plan.window_passed and not force:
-                raise SafetyError(
-                    f"the re-test window of {retest_window:g} min has not passed; re-test the link "
-                    "or give --force"
-                )
-            if not do_apply:
-                click.echo("dry run: nothing changed (add --apply)")
-                return
-            _confirm(yes, f"return {plan.entry.target} to service?")
-            change = isolation.apply_undo(plan, store, session.driver, force=force)
+            click.echo(undo_plan_text(plan))
+        if not force:
+            check_undo(plan)
+        if not do_apply:
+            click.echo("dry run: nothing changed (add --apply)")
+            return
+        _confirm(yes, f"return {plan.entry.target} to service?")
+        change = changes.undo(session, plan, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
         return
     if not ports:
@@ -218,7 +214,7 @@ def isolate_cmd(
 
     def show(run: IsolationRun) -> None:
         if as_json and not do_apply:
-            click.echo(json.dumps({**run.plan.to_dict(), "limits": run.limits.to_dict()}, indent=1))
+            write_json({**run.plan.to_dict(), "limits": run.limits.to_dict()})
         else:
             click.echo(isolation_plan_text(run.plan, run.limits))
         if not run.plan.safe:
@@ -299,7 +295,7 @@ def _run_whatif(
     session = _session(input_path, lab)
     result = run_whatif(discover_in(session), build, session.driver, hosts, lft)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=1))
+        write_json(result.to_dict())
         return
     click.echo(render_whatif(result))
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from fabric.cli.jsonout import write_json_line
 from fabric.cli.options import build_session, chosen_source, ssh_options
 
 
@@ -82,7 +81,7 @@ def collect_cmd(
     last_error: list[IbfabError] = []
 
     def stored(outcome: SnapshotOutcome) -> None:
-        click.echo(json.dumps(outcome.to_dict()) if as_json else snapshot_line(outcome))
+        write_json_line(outcome.to_dict()) if as_json else click.echo(snapshot_line(outcome))
 
     def failed(exc: IbfabError) -> None:
         last_error.append(exc)
@@ -115,4 +114,4 @@ def _store_ibdiagnet(
     if every is not None or count is not None:
         raise UsageError("--every and --count do not apply to --ibdiagnet (a run is stored once)")
     run = import_ibdiagnet_run(build_session(db=db).store, path)
-    click.echo(json.dumps(run.to_dict()) if as_json else stored_run_line(run))
+    write_json_line(run.to_dict()) if as_json else click.echo(stored_run_line(run))

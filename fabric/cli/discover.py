@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -63,6 +62,6 @@ def diff_cmd(before: str, after: str, db: str | None, as_json: bool) -> None:
 
     td = diff_topologies(before, after, build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps(topology_diff_to_dict(td), indent=1))
+        write_json(topology_diff_to_dict(td))
         return
     click.echo(render_topology_diff(td))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from fabric.cli.advise import _confirm, _policy, _policy_options
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, discover_in, source_options, source_session
 from topology.errors import UsageError
 
@@ -43,6 +43,7 @@ def _apply_options(fn: F) -> F:
 
 
 def _drain(requests: Any, session: Session, do_apply: bool, yes: bool, as_json: bool) -> None:
+    from fabric.app.drains import changes
     from fabric.app.drains import drain as drains
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_drain_plan
@@ -53,7 +54,7 @@ def _drain(requests: Any, session: Session, do_apply: bool, yes: bool, as_json: 
     slurm = connect()
     plan = drains.plan_drains(requests, slurm, session.node_map)
     if as_json and not do_apply:
-        click.echo(json.dumps(plan.to_dict(), indent=1))
+        write_json(plan.to_dict())
         return
     click.echo(render_drain_plan(plan))
     if not do_apply:
@@ -63,8 +64,7 @@ def _drain(requests: Any, session: Session, do_apply: bool, yes: bool, as_json: 
         click.echo("nothing to drain")
         return
     _confirm(yes, f"drain {len(plan.to_apply)} node(s) in Slurm?")
-    with session.store.write() as store:
-        done = drains.apply_drains(plan, store, slurm)
+    done = changes.drain(session, plan, slurm)
     for d in done:
         click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
 
@@ -170,7 +170,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
                 for d in now
             ],
         }
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     click.echo(render_drains(audited, now))
 
@@ -193,23 +193,23 @@ def undo_cmd(
     audit_id: int, do_apply: bool, yes: bool, force: bool, retest_window: float, db: str | None, as_json: bool
 ) -> None:
     """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
-    from fabric.app.drains import drain as drains
+    from fabric.app.drains import changes
+    from fabric.app.drains.drain import check_resume
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_resume_plan
 
     session = build_session(db=db)
     slurm = connect()
-    with session.store.write() as store:
-        plan = drains.plan_resume(store, audit_id, slurm, window_seconds=retest_window * 60)
-        if as_json and not do_apply:
-            click.echo(json.dumps(plan.to_dict(), indent=1))
-            return
-        click.echo(render_resume_plan(plan))
-        if not do_apply:
-            click.echo("dry run: nothing changed (add --apply)")
-            return
-        if not force:
-            drains.check_resume(plan)
-        _confirm(yes, f"resume {plan.node} in Slurm?")
-        change = drains.apply_resume(plan, store, slurm, force=force)
+    plan = changes.resume_plan(session, audit_id, slurm, window_seconds=retest_window * 60)
+    if as_json and not do_apply:
+        write_json(plan.to_dict())
+        return
+    click.echo(render_resume_plan(plan))
+    if not do_apply:
+        click.echo("dry run: nothing changed (add --apply)")
+        return
+    if not force:
+        check_resume(plan)
+    _confirm(yes, f"resume {plan.node} in Slurm?")
+    change = changes.resume(session, plan, slurm, force=force)
     click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import lab_session
 
 _NAME = click.option(
@@ -15,7 +15,7 @@ _NAME = click.option(
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+    write_json(data, sort_keys=True)
 
 
 @click.group("lab")

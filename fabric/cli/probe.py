@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import host_key_options
 from topology.errors import UsageError
 
@@ -189,7 +189,7 @@ def _show(report: NcclReport, as_json: bool) -> None:
     from fabric.present.nccl import render_nccl
 
     if as_json:
-        click.echo(json.dumps(report_to_dict(report), indent=1))
+        write_json(report_to_dict(report))
     else:
         click.echo(render_nccl(report))
     failure = report_failure(report)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from fabric.cli.jsonout import write_json
+
 
 @click.command("read")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
@@ -57,7 +59,6 @@ def read_cmd(
     from fabric.app.triage.hosts import expand_range
     from fabric.app.triage.read import read_probes
     from fabric.app.triage.records import read_report_to_dict
-    from fabric.cli.jsonout import write_json
     from fabric.cli.options import build_session, chosen_source
     from fabric.present.triage import render_read
     from topology.errors import UsageError

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, ssh_options
 from fabric.cli.slurm import SLURM_OPTION_KEYS, slurm_choice, slurm_sweep_options
 from topology.errors import UsageError
@@ -130,7 +130,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
     statuses = schedule_statuses(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps([schedule_to_dict(st) for st in statuses], indent=1))
+        write_json([schedule_to_dict(st) for st in statuses])
         return
     click.echo(render_schedules(statuses))
 

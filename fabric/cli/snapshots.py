@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session
 
 
@@ -22,7 +21,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
     rows = list_snapshots(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps([snapshot_to_dict(s) for s in rows], indent=1))
+        write_json([snapshot_to_dict(s) for s in rows])
         return
     if not rows:
         click.echo("no topology snapshots (save one with 'ibfab discover --save')", err=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session
 
 _DB = click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
@@ -42,16 +42,13 @@ def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
     with status("reading every page and blob"):
         check = check_store(build_session(db=db).store, pages=not quick)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": str(check.path),
-                    "ok": check.ok,
-                    "damage": [dataclasses.asdict(d) for d in check.damage],
-                    "quarantine": [dataclasses.asdict(q) for q in check.quarantine],
-                },
-                indent=1,
-            )
+        write_json(
+            {
+                "path": str(check.path),
+                "ok": check.ok,
+                "damage": [dataclasses.asdict(d) for d in check.damage],
+                "quarantine": [dataclasses.asdict(q) for q in check.quarantine],
+            }
         )
     else:
         click.echo(check_report(check))
@@ -86,7 +83,7 @@ def info_cmd(db: str | None, as_json: bool) -> None:
 
     info = store_info(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps(dataclasses.asdict(info), indent=1))
+        write_json(dataclasses.asdict(info))
     else:
         click.echo(info_report(info))
 

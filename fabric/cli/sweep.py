@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, discover_in, source_options, source_session, ssh_options
 from fabric.cli.slurm import slurm_sweep_options
 from topology.errors import UsageError
@@ -152,7 +152,7 @@ def plan_cmd(
     _say_left_out(ctx)
     names = names_of(ctx.discovery)
     if as_json:
-        click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
+        write_json(ctx.plan.to_dict(names))
     else:
         from fabric.present.sweep import render_plan
 
@@ -249,7 +249,7 @@ def run_cmd(
             from fabric.app.sweeps.sweep_slurm import report_to_dict
 
             doc["slurm"] = report_to_dict(slurm_report)
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     from fabric.present.sweep import render_suspects, render_verdict
 
@@ -335,7 +335,7 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
             "results": sweeps.results_to_dict(shown.results),
             "suspects": sweeps.suspects_to_dict(shown.suspects, shown.names),
         }
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     from fabric.present.sweep import render_suspects, shown_verdict
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, chosen_source, host_key_options, lab_session
 from topology.errors import IbfabError, UsageError
 
@@ -83,7 +84,6 @@ def triage_group(
         raise UsageError("choose one of --lab NAME, --inventory FILE (SSH) or --slurm")
     from fabric.app.triage import run
     from fabric.app.triage.records import triage_to_dict
-    from fabric.cli.jsonout import write_json
     from fabric.present.triage_rounds import render_triage
 
     if lab:

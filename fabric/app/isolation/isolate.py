@@ -253,15 +253,22 @@ def plan_undo(
     )
 
 
+def check_undo(plan: UndoPlan) -> None:
+    """SafetyError unless the port's re-test window has passed: the one rule every front end asks
+    (the CLI before it asks to confirm, the TUI to block its confirmation, :func:`apply_undo`)."""
+    if not plan.window_passed:
+        raise SafetyError(
+            f"port isolated {plan.age_seconds / 60:.0f} min ago: the re-test window of "
+            f"{plan.window_seconds / 60:g} min has not passed; re-test it clean before returning it to "
+            "service (or force it with --force)"
+        )
+
+
 def apply_undo(
     plan: UndoPlan, store: Store, driver: FabricDriver, *, user: str | None = None, force: bool = False
 ) -> AppliedChange:
-    if not plan.window_passed and not force:
-        mins = plan.age_seconds / 60
-        raise SafetyError(
-            f"port isolated {mins:.0f} min ago; re-test it clean for {plan.window_seconds / 60:.0f} min "
-            "before returning it to service (or force it with --force)"
-        )
+    if not force:
+        check_undo(plan)
     who = user or current_user()
     command = shlex.join(plan.argv)
     if plan.lab_console:

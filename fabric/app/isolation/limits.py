@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabric.advise.safety import DesignedUplinks, SafetyPolicy, designed_uplinks
-from fabric.app.discovery.discover import Discovery, discover
+from fabric.app.discovery.discover import Discovery
 from fabric.app.isolation.isolate import (
     AppliedChange,
     IsolationPlan,
@@ -36,7 +36,6 @@ from fabric.app.isolation.isolate import (
     plan_isolation,
     unsafe_summary,
 )
-from fabric.app.session import Session
 from fabric.store import Store, default_db_path
 from probes.driver import FabricDriver
 from probes.iblinkinfo import disabled_ports
@@ -218,28 +217,6 @@ def isolate_ports(
             raise SafetyError(f"{unsafe_summary(run.plan)}; nothing was changed")
         changes = apply_plan(run.plan, store, driver)
     return IsolationRun(run.plan, run.limits, tuple(changes))
-
-
-def apply_isolation(session: Session, plan: IsolationPlan) -> list[AppliedChange]:
-    """What ``ibfab isolate --apply --yes`` does after its plan: under the fabric's change lock,
-    the same ports planned again on the session's fabric as it is now, then changed (every port
-    audited in the session's store)."""
-    if not plan.safe:
-        raise SafetyError("the plan breaks safety rules; nothing was changed")
-    ports = [s.port for s in plan.steps]
-    reason = plan.steps[0].action.reason if plan.steps else "requested by the operator"
-    with session.store.write() as store:
-        run = isolate_ports(
-            store,
-            discover(session),
-            ports,
-            plan.safety.policy,
-            reason,
-            session.driver,
-            rediscover=lambda: discover(session),
-            apply=True,
-        )
-    return list(run.changes)
 
 
 def _plan(

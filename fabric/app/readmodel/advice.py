@@ -57,8 +57,12 @@ def isolation_plan(session: Session, view: FabricView, advice: Advice) -> Isolat
     if port is None or advice.kind != "isolate_port":
         raise UsageError(f"{advice.kind} {advice.target}: advice only, nothing to apply here")
     d = view.discovery
-    with session.store.write() as store:
-        limits = isolation_limits(store, d.fabric, d.classification, _live(session))
+    found = session.store.read()  # planning reads; no store yet: no isolation is open
+    if found is None:
+        limits = isolation_limits(None, d.fabric, d.classification, _live(session))
+    else:
+        with found as store:
+            limits = isolation_limits(store, d.fabric, d.classification, _live(session))
     return plan_isolation(
         d.fabric,
         d.classification,

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fabric.app.discovery.cables import CableDetail, CableInventory, cable_detail, stored_inventory
 from fabric.app.discovery.discover import analyse, summary
 from fabric.app.drains import drain as drains
-from fabric.app.drains.drain import AppliedDrain, DrainPlan, ResumePlan
+from fabric.app.drains.drain import DrainPlan
 from fabric.app.health.window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
-from fabric.app.isolation import isolate as isolation
-from fabric.app.isolation.isolate import AppliedChange, IsolationPlan, UndoPlan
+from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel import advice as tui_advice
 from fabric.app.readmodel.operations import Operations, PairHistory, operations, pair_histories
 from fabric.app.readmodel.views import (
@@ -57,7 +56,6 @@ from fabric.app.sweeps.sweep import ShownSweep, show
 from fabric.health.status import Status
 from fabric.store import Store, StoredSweep
 from probes.slurm import Slurm
-from probes.sweep import SweepStep
 from topology.chassis import board_chassis
 from topology.errors import UsageError
 from topology.model import Guid, PortRef
@@ -75,10 +73,6 @@ class FabricService:
         self.session = session
         self.node_map = session.node_map or NodeMap()
         self.slurm_env = dict(slurm_env or {})
-
-    def open(self) -> Store:
-        """The store, created if it is not there yet: for what writes (an audited change)."""
-        return self.session.store.write()
 
     def stored(self) -> Store | None:
         """The store to read, None when there is none yet: looking never creates one (as
@@ -334,10 +328,6 @@ class FabricService:
             )
         return None
 
-    def run_sweep(self, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs") -> int:
-        """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
-        return bandwidth.run_sweep(self.session, progress, pattern)
-
     def show_sweep(self, sweep_id: int) -> ShownSweep:
         """A stored sweep with its suspects ranked (what ``ibfab sweep show`` reports)."""
         return show(sweep_id, self.session.store)
@@ -354,12 +344,6 @@ class FabricService:
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
         return tui_advice.isolation_plan(self.session, view, advice)
 
-    def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
-        """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
-        from fabric.app.isolation.limits import apply_isolation
-
-        return apply_isolation(self.session, plan)
-
     # -- operations: open changes, the audit log, runs (fabric.app.readmodel.operations, fabric.app.isolation.isolate) --
     def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
         """Open isolations and drains with their age, the audit log (newest first), schedules and runs."""
@@ -368,17 +352,6 @@ class FabricService:
             return Operations((), (), (), ())
         with stored as store:
             return operations(store, time.time() if now is None else now, audit_limit)
-
-    def undo_plan(self, audit_id: int) -> UndoPlan:
-        """What ``ibfab isolate --undo ID`` shows (it refuses an entry already undone)."""
-        with self.open() as store:
-            return isolation.plan_undo(store, audit_id, self.session.driver)
-
-    def apply_undo(self, plan: UndoPlan) -> AppliedChange:
-        """What ``ibfab isolate --undo ID --apply`` does: refused inside the re-test window (the TUI
-        never forces), audited either way."""
-        with self.open() as store:
-            return isolation.apply_undo(plan, store, self.session.driver)
 
     # -- drains in Slurm (fabric.app.drains.drain, what ``ibfab drain`` runs) --------------------------
     def slurm(self) -> Slurm:
@@ -392,26 +365,6 @@ class FabricService:
         if not requests:
             raise UsageError(f"{advice.kind} {advice.target}: not a drain")
         return drains.plan_drains(requests, self.slurm(), self.node_map)
-
-    def apply_drains(self, plan: DrainPlan) -> list[AppliedDrain]:
-        """What ``ibfab drain ... --apply --yes`` does after its plan (every node audited)."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.apply_drains(plan, store, slurm)
-
-    def resume_plan(self, audit_id: int) -> ResumePlan:
-        """What ``ibfab drain undo ID`` shows (it refuses an entry already resumed, or a node
-        someone else has resumed or drained again)."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.plan_resume(store, audit_id, slurm)
-
-    def apply_resume(self, plan: ResumePlan) -> AppliedDrain:
-        """What ``ibfab drain undo ID --apply`` does: refused inside the re-test window or after a
-        failed re-test (the TUI never forces), audited either way."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.apply_resume(plan, store, slurm)
 
     def sweep_pairs(self, shown: ShownSweep) -> list[PairHistory]:
         """Each pair of a sweep once, with every attempt (re-tests) and the final verdict."""
