@@ -231,7 +231,7 @@ def isolate_cmd(
             refs,
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
-            session.driver,
+            session,
             rediscover=None if saved is not None else lambda: discover(session),
             apply=do_apply,
             before_apply=show,

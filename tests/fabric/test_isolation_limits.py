@@ -90,8 +90,11 @@ def test_store_isolations_count_once_and_unknown_port_states_are_said(tmp_path: 
                 f"{PortRef(leaf, port)} leaf-01:{port} <-> spine-01:{port}",
                 "ibportstate",
                 "ok",
+                ports=(PortRef(leaf, port),),
             )
-        store.audit("root", "isolate", f"{PortRef(leaf, 9)} again", "ibportstate", "ok")  # the same port
+        store.audit(
+            "root", "isolate", f"{PortRef(leaf, 9)} again", "ibportstate", "ok", ports=(PortRef(leaf, 9),)
+        )  # the same port
         limits = isolation_limits(store, d.fabric, d.classification, None)
     assert limits.already == 2 and limits.disabled_now is None
     assert limits.notes == ("ports disabled now: not known (a saved topology shows no port states)",)

@@ -25,7 +25,7 @@ from fabric.app.storecare.retention import compact_after_collection, compact_sto
 from fabric.cli import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.health import Status
-from fabric.store import CompactResult, RawCapture, Retention, Store, link_subject
+from fabric.store import CompactResult, FindingSubject, RawCapture, Retention, Store
 from tests.conftest import REALDATA, ROOT
 from topology.ibnetdiscover import read_ibnetdiscover
 from topology.model import Fabric
@@ -87,7 +87,7 @@ def raw_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 t, "test", topo, rows, [RawCapture("counters", "ibqueryerrors", "x" * 500, t)]
             )
         # findings on two earlier days: with today's, link 0 is a repeat offender (3 days in 30)
-        subject = link_subject(fabric.links[0].key)
+        subject = FindingSubject.of_link(fabric.links[0].key)
         for days_ago in (3, 5):
             day = time.strftime("%Y-%m-%d", time.gmtime(NOW - days_ago * 86400))
             store.record_findings(day, [(subject, "ber", "warn")])

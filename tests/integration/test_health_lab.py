@@ -206,11 +206,13 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
         link = next(lk for lk in first.report.links if lk.key == key)
         assert not link.repeat_offender and link.repeat_days == 1
         # the same link was bad on two earlier days: today makes three, a repeat offender
-        from fabric.store import link_subject
+        from fabric.store import FindingSubject
 
         now = _time.time()
         for days_ago in (1, 2):
-            store.record_findings(utc_day(now - days_ago * 86400), [(link_subject(key), "ber", "critical")])
+            store.record_findings(
+                utc_day(now - days_ago * 86400), [(FindingSubject.of_link(key), "ber", "critical")]
+            )
         again = assess_store(store, since_s=3600)
     link = next(lk for lk in again.report.links if lk.key == key)
     assert link.repeat_offender and link.repeat_days == 3

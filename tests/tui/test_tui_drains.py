@@ -11,6 +11,7 @@ is to drain it.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from pathlib import Path
@@ -232,8 +233,9 @@ async def test_resume_after_the_window_needs_the_name_and_is_audited_as_the_undo
     cmd = "scontrol update NodeName=node2 State=DRAIN 'Reason=ibfab: BER on leaf-01:2'"
     with Store.open(path) as store:
         drained = store.audit(
-            "operator", "drain", "node2 (fabric host cn0002)", cmd, "ok", when=time.time() - 3 * 3600
-        )
+            "operator", "drain", "node2 (fabric host cn0002)", cmd, "ok", when=time.time() - 3 * 3600,
+            argv=shlex.split(cmd), nodes=("node2",), hosts=("cn0002",),
+        )  # fmt: skip
     app = build_app(service(path, slurm), poll_seconds=None)
     try:
         async with app.run_test(size=SIZE) as pilot:

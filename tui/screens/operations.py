@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from fabric.app.drains.changes import resume, resume_plan
-from fabric.app.drains.drain import ResumePlan, check_resume, host_of_target
+from fabric.app.drains.drain import ResumePlan, check_resume
 from fabric.app.isolation.changes import undo, undo_plan
 from fabric.app.isolation.isolate import UndoPlan, check_undo
 from fabric.app.readmodel.operations import OpenChange, Operations
@@ -119,15 +119,18 @@ class OperationsScreen(DataScreen):
         if change is None or view is None:
             return
         if change.is_drain:
-            host = host_of_target(change.entry.target)
+            if not change.entry.hosts:
+                self.notify("the drain's audit entry names no fabric host", severity="warning")
+                return
+            host = change.entry.hosts[0]
             guid = self.data.service.find_node(view, host)
             if guid is None:
                 self.notify(f"{host} is not in the latest topology", severity="warning", markup=False)
                 return
             self.post_message(OpenDetail(guid=guid))
             return
-        guid, _, port = change.entry.target.split(" ", 1)[0].rpartition("/")
-        row = view.port_row.get((guid, int(port))) if port.isdigit() else None
+        ports = change.entry.ports
+        row = view.port_row.get((ports[0].guid, ports[0].port)) if ports else None
         if row is None:
             self.notify("that port has no cable in the latest topology", severity="warning")
             return

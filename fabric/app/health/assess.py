@@ -12,7 +12,6 @@ keep failing become repeat offenders across days.
 from __future__ import annotations
 
 import calendar
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
@@ -34,7 +33,7 @@ from fabric.health import (
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
-from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject
+from fabric.store import CounterSnapshotInfo, FindingRecord, FindingSubject, Store
 from topology.bulk import gc_paused
 from topology.classify import classify, switch_name
 from topology.errors import StoreError
@@ -50,7 +49,6 @@ DAY_S = 86400.0
 # near 0.5 GB whether the window holds 60 snapshots or 240 (bench/bench_health.py).
 PIECE_ROWS = 200_000
 COLLECT_FIRST = "run `ibfab counters collect` first"
-_LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
 _OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
 
 
@@ -144,12 +142,13 @@ def past_findings(records: Iterable[FindingRecord]) -> list[PastFinding]:
     out: list[PastFinding] = []
     for r in records:
         when, status = _day_start(r.day), _status(r.status)
-        m = _LINK_SUBJECT.match(r.subject)
-        if m:
-            out.append(PastFinding(when, m["ag"], int(m["ap"]), status))
-            out.append(PastFinding(when, m["bg"], int(m["bp"]), status))
-        else:
-            out.append(PastFinding(when, r.subject, None, status))
+        about = r.about
+        if about is not None and about.link is not None:
+            out.extend(PastFinding(when, guid, port, status) for guid, port in about.link)
+        else:  # a node's finding
+            out.append(
+                PastFinding(when, about.node if about is not None and about.node else r.subject, None, status)
+            )
     return out
 
 
@@ -159,13 +158,13 @@ def record_today(store: Store, report: HealthReport, now: float) -> int:
     earlier = {
         (r.subject, r.kind): _status(r.status) for r in store.load_findings_history(day) if r.day == day
     }
-    items: list[tuple[str, str, str]] = []
+    items: list[tuple[FindingSubject, str, str]] = []
     for link in report.links:
         if link.status is Status.OK or not link.reasons:
             continue
-        subject, kind = link_subject(link.key), finding_kind(link.reasons[0])
+        subject, kind = FindingSubject.of_link(link.key), finding_kind(link.reasons[0])
         status: Status = link.status
-        before = earlier.get((subject, kind))
+        before = earlier.get((subject.key, kind))
         if before is not None and before.rank > status.rank:
             status = before
         items.append((subject, kind, status.value))

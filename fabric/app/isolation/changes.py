@@ -32,7 +32,7 @@ def apply_isolation(session: Session, plan: IsolationPlan) -> list[AppliedChange
             ports,
             plan.safety.policy,
             reason,
-            session.driver,
+            session,
             rediscover=lambda: discover(session),
             apply=True,
         )
@@ -49,7 +49,7 @@ def undo(session: Session, plan: UndoPlan, *, force: bool = False) -> AppliedCha
     """What ``ibfab isolate --undo ID --apply`` does: refused inside the re-test window unless
     ``force``, audited either way."""
     with session.store.write() as store:
-        return apply_undo(plan, store, session.driver, force=force)
+        return apply_undo(plan, store, session, force=force)
 
 
 __all__ = ["apply_isolation", "undo", "undo_plan"]

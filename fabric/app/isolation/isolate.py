@@ -29,11 +29,12 @@ from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_cu
 from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label, resolve_port
 from fabric.advise.safety import DesignedUplinks, SafetyPolicy, SafetyReport, check_isolations
 from fabric.app.discovery.discover import Discovery
+from fabric.app.session import Session
 from fabric.store import AuditEntry, Store
 from probes.driver import FabricDriver
 from topology.classify import Classification
 from topology.errors import CommandFailed, IbfabError, SafetyError, UsageError
-from topology.model import Fabric, Guid, NodeKind, PortRef, normalise_guid
+from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.routes import dr_path
 
 RETEST_WINDOW_SECONDS = 126 * 60
@@ -153,16 +154,6 @@ def _target(ref: PortRef, name: str, far: str) -> str:
     return f"{ref} {name} <-> {far}"
 
 
-def parse_target(text: str) -> PortRef:
-    """The port of an audit entry's target (``0x.../5 leaf:5 <-> spine:1``)."""
-    head = text.split(" ", 1)[0]
-    guid, _, port = head.rpartition("/")
-    try:
-        return PortRef(normalise_guid(guid), int(port))
-    except ValueError as exc:
-        raise UsageError(f"audit target {text!r} names no port") from exc
-
-
 def unsafe_summary(plan: IsolationPlan) -> str:
     """One line for a plan with STOP verdicts: how many ports, which rules."""
     rejected = plan.safety.rejected
@@ -170,25 +161,68 @@ def unsafe_summary(plan: IsolationPlan) -> str:
     return f"{len(rejected)} of {len(plan.safety.verdicts)} port(s) break safety rules ({rules})"
 
 
+def _audit(
+    store: Store,
+    session: Session,
+    who: str,
+    action: str,
+    target: str,
+    command: str,
+    result: str,
+    argv: Sequence[str],
+    port: PortRef,
+    undo_of: int | None = None,
+) -> int:
+    """One audit entry: the text, and typed what ran, on which port and where (the session's source)."""
+    src = session.source
+    return store.audit(
+        who,
+        action,
+        target,
+        command,
+        result,
+        undo_of,
+        argv=argv,
+        ports=(port,),
+        source=(src.kind.value, src.target),
+    )
+
+
+def _where(session: Session) -> str:
+    """The note a change's command text carries when it ran on a simulation (`` [lab NAME]``)."""
+    return f" [{session.source.label}]" if session.driver.simulated else ""
+
+
 def apply_plan(
-    plan: IsolationPlan, store: Store, driver: FabricDriver, *, user: str | None = None
+    plan: IsolationPlan, store: Store, session: Session, *, user: str | None = None
 ) -> list[AppliedChange]:
-    """Disable every planned port through ``driver``, auditing each; stops at the first failure
+    """Disable every planned port through the session's driver, auditing each (its command line,
+    its port and the session's source, typed, beside the text); stops at the first failure
     (audited, then raised)."""
     if not plan.safe:
         raise SafetyError(f"{unsafe_summary(plan)}; nothing was changed")
+    driver = session.driver
     who = user or current_user()
-    where = f" [{driver.label}]" if driver.simulated else ""
     done = []
     for step in plan.steps:
-        command = shlex.join(step.argv) + where
+        command = shlex.join(step.argv) + _where(session)
         target = _target(step.port, step.name, step.far)
         try:
             result = _run(step.argv, driver)
         except IbfabError as exc:
-            store.audit(who, ISOLATE, target, command, f"failed: {exc.one_line()}")
+            _audit(
+                store,
+                session,
+                who,
+                ISOLATE,
+                target,
+                command,
+                f"failed: {exc.one_line()}",
+                step.argv,
+                step.port,
+            )
             raise
-        audit_id = store.audit(who, ISOLATE, target, command, result)
+        audit_id = _audit(store, session, who, ISOLATE, target, command, result, step.argv, step.port)
         done.append(AppliedChange(audit_id, step.port, command, result))
     if done:
         driver.resweep()  # ibsim sends no trap on disable; a real switch does
@@ -242,8 +276,10 @@ def plan_undo(
         )
     if entry.id not in {e.id for e in open_isolations(store)}:
         raise UsageError(f"audit entry {audit_id} was already undone")
-    ref = parse_target(entry.target)
-    argv = shlex.split(entry.command.split(" [lab ", 1)[0])
+    if len(entry.ports) != 1:
+        raise UsageError(f"audit entry {audit_id} names no port ({entry.target!r})")
+    ref = entry.ports[0]
+    argv = list(entry.argv)
     if not argv or argv[0] != "ibportstate" or argv[-1] != "disable":
         raise UsageError(f"audit entry {audit_id}: cannot undo command {entry.command!r}")
     argv[-1] = "enable"
@@ -265,22 +301,25 @@ def check_undo(plan: UndoPlan) -> None:
 
 
 def apply_undo(
-    plan: UndoPlan, store: Store, driver: FabricDriver, *, user: str | None = None, force: bool = False
+    plan: UndoPlan, store: Store, session: Session, *, user: str | None = None, force: bool = False
 ) -> AppliedChange:
     if not force:
         check_undo(plan)
+    driver = session.driver
     who = user or current_user()
     command = shlex.join(plan.argv)
     if plan.lab_console:
-        command += f" [{driver.label}] + console: " + "; ".join(plan.lab_console)
+        command += f"{_where(session)} + console: " + "; ".join(plan.lab_console)
+    entry = plan.entry
     try:
         result = _run(plan.argv, driver)
         for line in plan.lab_console:
             driver.console(line)
     except (IbfabError, CommandFailed) as exc:
-        store.audit(
-            who, DEISOLATE, plan.entry.target, command, f"failed: {exc.one_line()}", undo_of=plan.entry.id
-        )
+        failed = f"failed: {exc.one_line()}"
+        _audit(store, session, who, DEISOLATE, entry.target, command, failed, plan.argv, plan.port, entry.id)
         raise
-    audit_id = store.audit(who, DEISOLATE, plan.entry.target, command, result, undo_of=plan.entry.id)
+    audit_id = _audit(
+        store, session, who, DEISOLATE, entry.target, command, result, plan.argv, plan.port, entry.id
+    )
     return AppliedChange(audit_id, plan.port, command, result)

@@ -32,10 +32,10 @@ from fabric.app.isolation.isolate import (
     IsolationPlan,
     apply_plan,
     open_isolations,
-    parse_target,
     plan_isolation,
     unsafe_summary,
 )
+from fabric.app.session import Session
 from fabric.store import Store, default_db_path
 from probes.driver import FabricDriver
 from probes.iblinkinfo import disabled_ports
@@ -106,7 +106,7 @@ def isolation_limits(
     notes: list[str] = []
     first = _first_snapshot_uplinks(store) if store is not None else None
     designed = designed_uplinks(cls, *(first or (None, "")))
-    stored = frozenset(parse_target(e.target) for e in open_isolations(store)) if store else frozenset()
+    stored = frozenset(p for e in open_isolations(store) for p in e.ports) if store else frozenset()
     disabled: frozenset[PortRef] | None = None
     if state_from is not None:
         try:
@@ -187,7 +187,7 @@ def isolate_ports(
     ports: Sequence[PortRef],
     policy: SafetyPolicy,
     reason: str,
-    driver: FabricDriver,
+    session: Session,
     *,
     rediscover: Callable[[], Discovery] | None = None,
     apply: bool = False,
@@ -197,8 +197,9 @@ def isolate_ports(
     discover again (``rediscover``, for live sources), re-read the limits from the fabric and the
     store, plan, call ``before_apply`` (which may refuse by raising) and change the fabric.
 
-    The fabric's port states come from ``driver``, where the change runs; an apply that cannot
-    read them changes nothing."""
+    The fabric's port states come from the session's driver, where the change runs; an apply that
+    cannot read them changes nothing."""
+    driver = session.driver
     if not apply:
         state_from = driver if rediscover is not None else None
         return _plan(store, discovery, ports, policy, reason, state_from)
@@ -215,7 +216,7 @@ def isolate_ports(
             before_apply(run)
         if not run.plan.safe:
             raise SafetyError(f"{unsafe_summary(run.plan)}; nothing was changed")
-        changes = apply_plan(run.plan, store, driver)
+        changes = apply_plan(run.plan, store, session)
     return IsolationRun(run.plan, run.limits, tuple(changes))
 
 
