@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabric import lab
 from fabric.app.health.collect import Collector
 from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from fabric.store import Store
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.app.sweeps.sweep import names_of
-from fabric.lab_driver import LabDriver
+from fabric.lab import simulator as lab
+from fabric.lab.driver import LabDriver
 from probes.expect import crossings
 from probes.labtraffic import PortKey
 from probes.plan import endpoints, plan_sweep

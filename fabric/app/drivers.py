@@ -55,7 +55,7 @@ def driver_for(src: Source, ssh: SshOptions | None = None) -> FabricDriver:
     if src.kind is SourceKind.SSH:
         return SshDriver(src.target, ssh)
     if src.kind is SourceKind.LAB:
-        from fabric.lab_driver import LabDriver
+        from fabric.lab.driver import LabDriver
 
         return LabDriver(src.target)
     return FabricDriver(src.label)

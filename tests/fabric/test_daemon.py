@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.daemon.jobs import JobContext
 from fabric.app.session import StoreAccess
+from fabric.lab import simulator as lab
 from fabric.serve.daemon import Daemon
 from fabric.store import ProbeResultRow, ProbeSweep, Run, Schedule, Store, default_db_path
 from tests.sshd import Sshd, sshd_server

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.exports.metrics import DEFAULT_WINDOW_S, ExporterView, read_view
 from fabric.app.health.assess import node_names
 from fabric.app.health.collect import Collector
@@ -35,6 +34,7 @@ from fabric.exports.prometheus import (
     counter_metric_name,
     port_families,
 )
+from fabric.lab import simulator as lab
 from fabric.serve.exporter import parse_listen, serve
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA

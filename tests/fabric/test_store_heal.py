@@ -272,7 +272,7 @@ def test_a_damaged_data_page_is_found_by_the_check(built: Path, tmp_path: Path) 
 def test_collections_go_on_over_a_damaged_topology_and_a_damaged_block(tmp_path: Path) -> None:
     """The reproduction of issue 15: one flipped bit in the stored topology (then in the newest
     counter block) made `counters collect` fail with a zlib traceback."""
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     lab.up("leafspine:leaves=2,spines=2,hosts=2", name="heal")
     try:

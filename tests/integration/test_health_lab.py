@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.health.assess import assess_store
 from fabric.app.health.collect import Collector
 from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.health.score import finding_kind
+from fabric.lab import simulator as lab
 from fabric.present.counters import snapshot_line
 from fabric.store import Store
 from tests.healthpaths import assert_same_health

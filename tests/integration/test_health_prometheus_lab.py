@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.health.assess import assess_store, node_names
 from fabric.app.health.collect import Collector
 from fabric.app.health.prometheus import assess_prometheus
@@ -28,6 +27,7 @@ from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli import main
 from fabric.health import HealthReport, Status
+from fabric.lab import simulator as lab
 from fabric.store import Store
 from tests.conftest import REALDATA
 from tests.servers import free_port, get_json, stop_process

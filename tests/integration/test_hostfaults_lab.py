@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from topology.generate import Design
 
 pytestmark = pytest.mark.lab

@@ -16,11 +16,11 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from fabric.store import Store
 
 pytestmark = pytest.mark.lab

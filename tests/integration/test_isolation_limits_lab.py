@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.isolation.limits import fabric_disabled_ports
 from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]

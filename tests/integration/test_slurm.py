@@ -229,7 +229,7 @@ def test_sigterm_of_the_sweeping_process_releases_its_allocation(slurm: SlurmClu
 def _lab_sweep(
     cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: Any
 ) -> tuple[SweepContext, SlurmSweep]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
     from probes.labtraffic import parse_error_rates
     from probes.plan import endpoints
     from probes.slurm_sweep import LabSteps
@@ -259,7 +259,7 @@ def _suspects(outcome: SweepOutcome, names: dict[Guid, str]) -> list[tuple[Any, 
 
 @pytest.fixture
 def cable_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     # cn0001's own cable trains at 1x: every pair it takes part in is slow.
     lab.up(FOUR_HOSTS, ["degraded-width:leaf-01:1"], name="slurmcable")
@@ -271,7 +271,7 @@ def cable_lab() -> Iterator[str]:
 
 @pytest.fixture
 def clean_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     lab.up(FOUR_HOSTS, (), name="slurmclean")
     try:

@@ -14,11 +14,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.session import Session, StoreAccess
 from fabric.app.source import Source
 from fabric.app.sweeps import sweep as sweeps
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from probes.inventory import HostEntry
 from probes.ssh import ssh_transport_factory
 from probes.sweep import LabTrafficBackend, run_pair, run_sweep

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.session import Session
 from fabric.app.source import Source
-from fabric.lab_driver import LabDriver
+from fabric.lab import simulator as lab
+from fabric.lab.driver import LabDriver
 from probes.plan import PATTERNS, plan_sweep
 from tests.probes.test_plan_fast import CUSTOM, assert_same_plan
 

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.hostlocks import host_locks, lock_keys
 from fabric.app.session import Session, StoreAccess
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 
 pytestmark = pytest.mark.lab
 HOSTS = "dgx-[0001-0008]"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.health.collect import Collector
 from fabric.app.readmodel.service import FabricService
 from fabric.app.session import Session, open_session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from fabric.present.probes import pair_counts
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of

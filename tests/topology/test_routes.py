@@ -139,7 +139,7 @@ def test_parse_rejects_garbage_with_line_number() -> None:
 # -- a real lab -------------------------------------------------------------------------------
 @pytest.fixture
 def rail_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     lab.up("rail-small", (), name="routes")
     try:
@@ -150,9 +150,9 @@ def rail_lab() -> Iterator[str]:
 
 @pytest.mark.lab
 def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
-    from fabric import lab
     from fabric.app.discovery.discover import discover
     from fabric.app.source import Source
+    from fabric.lab import simulator as lab
 
     d = discover(Session(Source.lab(rail_lab)))
     dumps = Path(lab.opensm_dump_dir(rail_lab))

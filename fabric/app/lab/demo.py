@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric import lab_driver as lab
 from fabric.app.discovery.discover import discover
 from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import driver as lab
 from topology.generate_text import simulator_notes
 
 if TYPE_CHECKING:

@@ -3,15 +3,15 @@ they run: unplug and replug cables, set counters, drop MADs, talk to the simulat
 
 Parses the operator's ``NODE:PORT`` and ``FIELD=VALUE`` here, so that every front end gets the
 same one-line errors; a running lab is changed through the session's driver (a real fabric's
-refuses), its lifecycle through the lab's door (:mod:`fabric.lab_driver`)."""
+refuses), its lifecycle through the lab's door (:mod:`fabric.lab.driver`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric import lab_driver as lab
 from fabric.app.session import Session
-from fabric.lab_driver import LabState
+from fabric.lab import driver as lab
+from fabric.lab.driver import LabState
 from topology import generate_text
 from topology.errors import UsageError
 from topology.generate import DEFAULT_PRESET

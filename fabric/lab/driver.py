@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric import lab as simulator
-from fabric.lab import LabState, design_of, down, list_labs, status, up
+from fabric.lab import simulator
+from fabric.lab.simulator import LabState, design_of, down, list_labs, status, up
 from probes.driver import FabricDriver
 from probes.labnccl import FAULT_KINDS, PlantedNode, format_planted, parse_planted
 from topology.errors import LabError, UsageError
