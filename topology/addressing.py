@@ -20,9 +20,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification
 from topology.model import UNASSIGNED_LIDS, Fabric, Guid, Lid, NodeKind, PortRef
-from topology.wiring import Anomaly, Severity
 
 _SHOWN = 5  # names in a message; the rest are counted
 _NUMBERED = re.compile(r"^(.*?)(\d+)(\D*)$")

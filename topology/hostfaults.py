@@ -32,10 +32,10 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification, NodeClass, Role
 from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.naming import parse_hca_description
-from topology.wiring import Anomaly, Severity
 
 MIN_PEERS = 3  # hosts that make a layout a shape of the fabric (fewer: a fault is not told from a design)
 

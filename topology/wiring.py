@@ -15,37 +15,20 @@ import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from itertools import compress
 from operator import attrgetter, itemgetter
 
 from topology._speed import gc_paused
+from topology.addressing import addressing_anomalies
+from topology.anomaly import Anomaly as Anomaly  # the record's home; spelled here too
+from topology.anomaly import Severity as Severity
 from topology.classify import Classification, NodeClass, Role, far_guids
+from topology.hostfaults import missing_hcas
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef, link_gbps
 from topology.unnamed import likely_hosts
 
 
-class Severity(StrEnum):
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-    CRITICAL = "critical"
-
-
-@dataclass(frozen=True, slots=True)
-class Anomaly:
-    kind: str
-    severity: Severity
-    nodes: tuple[Guid, ...]
-    ports: tuple[PortRef, ...]
-    message: str
-
-
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
-    # Imported here: they build this module's Anomaly, so they import it first.
-    from topology.addressing import addressing_anomalies
-    from topology.hostfaults import missing_hcas
-
     found: list[Anomaly] = []
     with gc_paused():  # many short-lived counters and sets, no cycles (see topology._speed)
         found += _rail_anomalies(fabric, cls)
