@@ -91,7 +91,7 @@ def ibfab(topo: Path, dump: Path) -> list[str]:
 
 def peer(size: str, dump: Path, folder: Path, timeout: float) -> tuple[float, float, float, int] | None:
     """check_lft_balance -l DUMP -i CACHE in a lab of the same fabric (None: not installed)."""
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     if not Path("/usr/sbin/check_lft_balance").exists():
         return None

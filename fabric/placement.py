@@ -562,13 +562,3 @@ def parse_host_list(text: str, source: str = "<free>") -> list[str]:
             for h in hosts:
                 out.setdefault(h, None)
     return list(out)
-
-
-def slurm_idle_hosts(partition: str, run: Callable[..., object] | None = None) -> list[str]:
-    """Idle nodes of a Slurm partition: ``sinfo -h -N -p PARTITION -t idle -o %N``."""
-    from probes.runner import run as run_local
-    from probes.transport import CommandResult
-
-    res = (run or run_local)(["sinfo", "-h", "-N", "-p", partition, "-t", "idle", "-o", "%N"], timeout=60.0)
-    assert isinstance(res, CommandResult)
-    return parse_host_list(res.stdout, f"sinfo -p {partition}")

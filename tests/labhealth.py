@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabric import lab
 from fabric.app.health.collect import Collector
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from fabric.store import Store
 
 
@@ -16,7 +17,7 @@ def collect_rising_symbol_errors(name: str, db: str, switch: str, port: int, val
     """Baseline collection, then the switch port's SymbolErrorCounter set to each value, each
     followed by a collection: the link on ``switch:port`` becomes critical in the stored health."""
     with Store.open(db) as store:
-        collector = Collector(store, Source("lab", name))
+        collector = Collector(store, Session(Source.lab(name)))
         collector.collect_once()
         for value in values:
             lab.set_counter(name, switch, port, "SymbolErrorCounter", value)

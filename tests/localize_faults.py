@@ -15,10 +15,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
+from fabric.app.session import Session
 from fabric.app.source import Source
-from fabric.app.sweeps.sweep import lab_tables, names_of
+from fabric.app.sweeps.sweep import names_of
+from fabric.lab import simulator as lab
+from fabric.lab.driver import LabDriver
 from probes.expect import crossings
 from probes.labtraffic import PortKey
 from probes.plan import endpoints, plan_sweep
@@ -58,8 +60,8 @@ def shape(spec: str, lab_name: str) -> Shape:
     """Bring a lab up, discover it and read its routes, and take it down again."""
     lab.up(spec, (), name=lab_name)
     try:
-        d = discover(Source("lab", lab_name))
-        tables = lab_tables(lab_name)
+        d = discover(Session(Source.lab(lab_name)))
+        tables = LabDriver(lab_name).forwarding_tables()
     finally:
         lab.down(lab_name)
     return Shape(spec, d.fabric, d.classification, tables, names_of(d))

@@ -16,7 +16,7 @@ from fabric.store import ProbeResultRow, RawCapture, Store
 from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
-from topology.model import Fabric, Link, NodeKind
+from topology.model import Fabric, Link, NodeKind, PortRef
 
 T0 = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
 SNAPSHOT_EVERY_S = 60.0
@@ -163,9 +163,16 @@ def record_operations(path: Path, fabric: Fabric, isolated: Link, at: float = T0
     target = f"{switch} {names[switch.guid]}:{switch.port} <-> {names[far.guid]}:{far.port}"
     command = f"ibportstate -D 0,1 {switch.port} disable"
     with Store.open(path) as store:
-        opened = store.audit("operator", "isolate", target, command, "ok (exit 0)", when=at)
+        argv = command.split()
+        opened = store.audit(
+            "operator", "isolate", target, command, "ok (exit 0)", when=at,
+            argv=argv, ports=(switch,), source=("local", ""),
+        )  # fmt: skip
         failed = target.replace(f":{switch.port} ", ":99 ")
-        store.audit("operator", "isolate", failed, command, "failed: ibportstate: exit 255", when=at + 5)
+        store.audit(
+            "operator", "isolate", failed, command, "failed: ibportstate: exit 255", when=at + 5,
+            argv=argv, ports=(PortRef(switch.guid, 99),), source=("local", ""),
+        )  # fmt: skip
         sid = store.add_schedule("counters-1m", "counters", interval_seconds=60)
         run = store.start_run(sid, T0)
         store.finish_run(run, True, None, T0 + 2)

@@ -168,7 +168,7 @@ class IbfabApp(App[None]):
     def on_mount(self) -> None:
         # the store's warnings come here while the UI runs (the CLI's stderr handler set aside)
         self._log_handlers, self._fabric_log.handlers = self._fabric_log.handlers, [StoreWarnings(self)]
-        self.sub_title = self.service.db.name if self.service.db else "default store"
+        self.sub_title = self.service.store_name()
         self.load(topology=True)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll)

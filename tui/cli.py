@@ -8,8 +8,12 @@ inside :func:`run_tui_or_report`, so ``import fabric.cli`` stays free of it.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session
 
 # What `ibfab demo` calls its lab, and the store it writes beside the default one (fabric/app/lab/demo.py
 # demo_db_path: the demo never touches an operator's own store, so the TUI goes to it instead).
@@ -31,36 +35,47 @@ def store_for(db: str | None, lab: str | None) -> str | None:
     return str(demo_db)
 
 
-def overview_text(db: str | None, lab: str | None = None, thresholds: str | None = None) -> str:
+def tui_session(
+    db: str | None, lab: str | None = None, node_map: str | None = None, thresholds: str | None = None
+) -> Session:
+    """The TUI's session: the store it reads, and the fabric its sweeps and changes run on (the
+    lab, else this machine); built once, here (a bad node map or thresholds file is a one-line
+    error before the UI opens)."""
+    from pathlib import Path
+
+    from fabric.app.session import open_session
+    from fabric.app.source import Source
+
+    return open_session(
+        Source.lab(lab) if lab else None,
+        db=Path(db) if db else None,
+        thresholds_file=Path(thresholds) if thresholds else None,
+        node_map_file=Path(node_map) if node_map else None,
+    )
+
+
+def overview_text(session: Session) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
     from fabric.app.readmodel.service import FabricService
     from fabric.present.overview import overview_report
 
-    svc = FabricService(db, lab, thresholds=thresholds)
+    svc = FabricService(session)
     state = svc.state()
     view = svc.load_view()
     health = svc.health() if view is not None else None
     return overview_report(svc.overview(view, health, state))
 
 
-def run_tui_or_report(
-    db: str | None,
-    lab: str | None = None,
-    poll_seconds: float | None = 5.0,
-    node_map: str | None = None,
-    thresholds: str | None = None,
-) -> None:
+def run_tui_or_report(session: Session, poll_seconds: float | None = 5.0) -> None:
     """Open the TUI on a terminal; print the overview report when stdout is not a terminal
     (``make demo`` ends with this either way)."""
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        click.echo(overview_text(db, lab, thresholds))
+        click.echo(overview_text(session))
         return
     from fabric.app.readmodel.service import FabricService
-    from fabric.app.slurm import read_node_map
     from tui.app import build_app
 
-    service = FabricService(db, lab, node_map=read_node_map(node_map), thresholds=thresholds)
-    build_app(service, poll_seconds=poll_seconds).run()
+    build_app(FabricService(session), poll_seconds=poll_seconds).run()
 
 
 @click.command("tui")
@@ -99,6 +114,6 @@ def tui_cmd(
     store)."""
     db = store_for(db, lab)
     if report:
-        click.echo(overview_text(db, lab, thresholds))
+        click.echo(overview_text(tui_session(db, lab, thresholds=thresholds)))
         return
-    run_tui_or_report(db, lab, poll_seconds or None, node_map, thresholds)
+    run_tui_or_report(tui_session(db, lab, node_map, thresholds), poll_seconds or None)

@@ -12,32 +12,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fabric.app.slurm import NodeMap
-from fabric.store import store_path
 from probes.hostlocks import HostBusy, HostLocks
 from probes.plan import SweepPlan
 
+if TYPE_CHECKING:
+    from fabric.app.session import StoreAccess
+    from probes.driver import FabricDriver
 
-def lock_dir(db: str | Path | None) -> Path:
-    return store_path(db).parent / "hostlocks"
+
+def lock_dir(stored: StoreAccess) -> Path:
+    return stored.path.parent / "hostlocks"
 
 
-def host_locks(db: str | Path | None) -> HostLocks:
-    """Locks shared with every ibfab process using the store ``db`` names."""
-    return HostLocks(lock_dir(db))
+def host_locks(stored: StoreAccess) -> HostLocks:
+    """Locks shared with every ibfab process using that store."""
+    return HostLocks(lock_dir(stored))
 
 
 def plan_hosts(plan: SweepPlan) -> list[str]:
     return sorted({e.host for p in plan.probes for e in (p.client, p.server)})
 
 
-def lock_keys(hosts: Sequence[str], lab: str | None, node_map: NodeMap | None = None) -> list[str]:
-    """The lock names of ``hosts`` (fabric host names). Where a node map says a host is another
-    Slurm node, both names are held: ``probe nccl --launcher srun`` knows the node's name only, an
-    SSH sweep the host's, and one machine must not be probed under two names at once."""
-    if lab:
-        return [f"lab {lab}/{h}" for h in hosts]
+def lock_keys(hosts: Sequence[str], driver: FabricDriver, node_map: NodeMap | None = None) -> list[str]:
+    """The lock names of ``hosts`` (fabric host names) on the driver's fabric. Where a node map
+    says a host is another Slurm node, both names are held: ``probe nccl --launcher srun`` knows the
+    node's name only, an SSH sweep the host's, and one machine must not be probed under two names
+    at once. A simulation's hosts are its own (the driver's name space)."""
+    prefix = driver.host_lock_prefix()
+    if prefix is not None:
+        return [f"{prefix}/{h}" for h in hosts]
     names = set(hosts) | ({node_map.node(h) for h in hosts} if node_map is not None else set())
     return sorted(names)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, chosen_source, discover_in, source_options, source_session
 from topology.errors import SafetyError, UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,28 +97,30 @@ def _routing_check_options(fn: F) -> F:
     return _check_options(fn)
 
 
-def _routing_check(d: Any, ports: list[Any], lab: str | None, opts: dict[str, Any]) -> Any:
+def _routing_check(d: Any, ports: list[Any], session: Session, opts: dict[str, Any]) -> Any:
     """The twin's check of taking ``ports`` out, printed; a STOP verdict fails the command (exit 8)."""
     from fabric.app import twin
     from fabric.present.twin import routing_check_lines
 
     choice = twin.engine_for_check(
-        d, engine=opts.get("engine"), sm_log=opts.get("sm_log"), sm_conf=opts.get("sm_conf"), lab=lab
+        d,
+        engine=opts.get("engine"),
+        sm_log=opts.get("sm_log"),
+        sm_conf=opts.get("sm_conf"),
+        driver=session.driver,
     )
     check = twin.check_plan(d, ports, choice)
     names = {g: c.name for g, c in d.classification.nodes.items()}
     return check, routing_check_lines(check, names)
 
 
-def _jobs(d: Any, cables: Any, hosts: Any, lab: str | None, check: Any, opts: dict[str, Any]) -> Any:
+def _jobs(d: Any, cables: Any, hosts: Any, session: Session, check: Any, opts: dict[str, Any]) -> Any:
     """The running jobs the change touches (None unless asked for), printed unless JSON is."""
     if not (opts.get("list_jobs") or opts.get("avoid_running_jobs")):
         return None
     from fabric.app import twin
 
-    return twin.touched_jobs(
-        d, cables=cables, hosts=hosts, lab=lab, check=check, node_map=opts.get("node_map")
-    )
+    return twin.touched_jobs(d, session, cables=cables, hosts=hosts, check=check)
 
 
 def _routing_verdict(check: Any, do_apply: bool, accept: bool) -> None:
@@ -138,13 +143,11 @@ def _routing_verdict(check: Any, do_apply: bool, accept: bool) -> None:
             raise UsageError("not confirmed; nothing changed")
 
 
-def _discover(input_path: str | None, lab: str | None, ssh: str | None = None) -> Any:
-    """The same discovery sources as ``ibfab discover`` (file or ``-``, lab, SSH, this machine)."""
-    from fabric.app.discovery.discover import discover
-    from fabric.app.source import read_source
-
-    src, text = read_source(input_path, ssh, lab)
-    return discover(src, text)
+def _session(
+    input_path: str | None, lab: str | None, db: str | None = None, node_map: str | None = None
+) -> Session:
+    """The session on the fabric of ``--input`` (or ``-``), ``--lab``, else this machine."""
+    return build_session(db=db, source=chosen_source(db, input_path, None, lab), node_map=node_map)
 
 
 def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to_host: bool) -> Any:
@@ -203,15 +206,12 @@ def recommend_cmd(
     on a guess. The store (--db) gives the health findings and the open isolations, which count
     toward the cap; with no source its newest topology snapshot is the fabric.
     """
-    from fabric.app.advice.recommend import health_findings, live_source, recommend_fabric
-    from fabric.app.health.assess import load_thresholds
+    from fabric.app.advice.recommend import health_findings, live_driver, recommend_fabric
 
-    t = load_thresholds(thresholds) if thresholds else None
-    db = opts.get("db")
-    lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
-    saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
-    d = discover_from(opts)
-    findings = health_findings(health_file, db, t)
+    ibdiagnet_dir = opts.get("ibdiagnet_dir")
+    session = source_session(opts, thresholds=thresholds)
+    d = discover_in(session)
+    findings = health_findings(health_file, session)
     if findings is None:
         findings = []
         click.echo(
@@ -220,26 +220,26 @@ def recommend_cmd(
         )
     recs = recommend_fabric(
         d,
-        live_source(lab, ssh, d, saved),
+        live_driver(session),
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        db=db,
+        session.store,
         min_status=min_status,
         opensm_log=opensm_log,
         opensm_conf=opensm_conf,
         ibdiagnet=ibdiagnet_dir,
-        thresholds=t,
+        thresholds=session.thresholds,
     )
     check, lines = None, []
     ports = [a.port for a in recs.actions if a.kind.value == "isolate_port" and a.port is not None]
     if check_routing and ports:
         check_opts = {"engine": engine, "sm_log": opensm_log, "sm_conf": opensm_conf}
-        check, lines = _routing_check(d, ports, lab, check_opts)
+        check, lines = _routing_check(d, ports, session, check_opts)
     if as_json:
         out = recs.to_dict()
         if check is not None:
             out["routing_check"] = check.to_dict()
-        click.echo(json.dumps(out, indent=1))
+        write_json(out)
     else:
         from fabric.present.advice import render_recommendations
 
@@ -296,39 +296,40 @@ def isolate_cmd(
     In a lab, undo also unplugs and replugs the cable through the simulator console because ibsim
     never retrains a re-enabled port; a real fabric needs only 'ibportstate ... enable'.
     """
-    from fabric.app.isolation import isolate as isolation
-    from fabric.app.isolation.isolate import audit_store, unsafe_summary
+    from fabric.app.isolation import changes
+    from fabric.app.isolation.isolate import check_undo, unsafe_summary
 
+    # The fabric changes where the session's driver runs: the lab, else this machine; --input
+    # only gives a saved topology of it to plan on.
+    session = _session(None, lab, db, check_opts.get("node_map"))
     if undo_id is not None:
         if ports:
             raise UsageError("give either PORT... or --undo ID, not both")
-        with audit_store(db) as store:
-            plan = isolation.plan_undo(store, undo_id, lab=lab, window_seconds=retest_window * 60)
-            if as_json and not do_apply:
-                click.echo(json.dumps(plan.to_dict(), indent=1))
-            else:
-                from fabric.present.advice import undo_plan_text
+        plan = changes.undo_plan(session, undo_id, window_seconds=retest_window * 60)
+        if as_json and not do_apply:
+            write_json(plan.to_dict())
+        else:
+            from fabric.present.advice import undo_plan_text
 
-                click.echo(undo_plan_text(plan))
-            if not plan.window_passed and not force:
-                raise SafetyError(
-                    f"the re-test window of {retest_window:g} min has not passed; re-test the link "
-                    "or give --force"
-                )
-            if not do_apply:
-                click.echo("dry run: nothing changed (add --apply)")
-                return
-            _confirm(yes, f"return {plan.entry.target} to service?")
-            change = isolation.apply_undo(plan, store, lab=lab, force=force)
+            click.echo(undo_plan_text(plan))
+        if not force:
+            check_undo(plan)
+        if not do_apply:
+            click.echo("dry run: nothing changed (add --apply)")
+            return
+        _confirm(yes, f"return {plan.entry.target} to service?")
+        change = changes.undo(session, plan, force=force)
         click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")
         return
     if not ports:
         raise UsageError("give PORT... to isolate, or --undo ID")
+    from fabric.app.discovery.discover import discover
     from fabric.app.isolation.isolate import resolve_ports
     from fabric.app.isolation.limits import IsolationRun, isolate_ports
     from fabric.present.advice import isolation_plan_text
 
-    d = _discover(input_path, lab)
+    saved = chosen_source(db, input_path, None, lab) if input_path else None
+    d = discover(session.on(saved) if saved is not None else session)
     refs = resolve_ports(d, ports)
     run_d = [d]  # the fabric the check copies: as discovered (again, under the lock, on an apply)
 
@@ -337,17 +338,17 @@ def isolate_cmd(
 
         check, lines, touched = None, [], None
         if check_routing and run.plan.safe and run.plan.steps:
-            check, lines = _routing_check(run_d[0], [s.port for s in run.plan.steps], lab, check_opts)
+            check, lines = _routing_check(run_d[0], [s.port for s in run.plan.steps], session, check_opts)
         if run.plan.safe and run.plan.steps:
             cables = [v.candidate.link.key for v in run.plan.safety.accepted]
-            touched = _jobs(run_d[0], cables, (), lab, check, check_opts)
+            touched = _jobs(run_d[0], cables, (), session, check, check_opts)
         if as_json and not do_apply:
             out = {**run.plan.to_dict(), "limits": run.limits.to_dict()}
             if check is not None:
                 out["routing_check"] = check.to_dict()
             if touched is not None:
                 out["jobs"] = touched.to_dict()
-            click.echo(json.dumps(out, indent=1))
+            write_json(out)
         else:
             click.echo(isolation_plan_text(run.plan, run.limits))
             for line in [*lines, *(jobs_lines(touched) if touched is not None else [])]:
@@ -365,15 +366,15 @@ def isolate_cmd(
         if do_apply:
             _confirm(yes, f"disable {len(run.plan.steps)} port(s)?")
 
-    with audit_store(db) as store:
+    with session.store.write() as store:
         run = isolate_ports(
             store,
             d,
             refs,
             _policy(min_uplink_share, max_isolations, allow_switch_to_host),
             reason,
-            lab=lab,
-            rediscover=None if input_path else lambda: _rediscover(run_d, lab),
+            session,
+            rediscover=None if saved is not None else lambda: _rediscover(run_d, session),
             apply=do_apply,
             before_apply=show,
         )
@@ -387,8 +388,10 @@ def isolate_cmd(
         )
 
 
-def _rediscover(run_d: list[Any], lab: str | None) -> Any:
-    run_d[0] = _discover(None, lab)
+def _rediscover(run_d: list[Any], session: Session) -> Any:
+    from fabric.app.discovery.discover import discover
+
+    run_d[0] = discover(session)
     return run_d[0]
 
 
@@ -438,9 +441,10 @@ def _run_whatif(
     from fabric.app.advice.whatif import run_whatif
     from fabric.present.advice import render_whatif
 
-    result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
+    session = _session(input_path, lab)
+    result = run_whatif(discover_in(session), build, session.driver, hosts, lft)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=1))
+        write_json(result.to_dict())
         return
     click.echo(render_whatif(result))
 

@@ -5,12 +5,12 @@ Registered under the ``topology`` group by :mod:`fabric.cli.main`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import discover_in, source_options, source_session
 
 
 @click.command("cable")
@@ -28,8 +28,9 @@ def cable_cmd(port: str, as_json: bool, db: str | None, **opts: Any) -> None:
     from fabric.present.cables import render_cable
 
     run = opts.get("ibdiagnet_dir")
-    detail = cable_at(discover_from(opts, db), port, run, db)
+    session = source_session(opts, db)
+    detail = cable_at(discover_in(session), port, run, session.store)
     if as_json:
-        click.echo(json.dumps(detail.to_dict(), indent=1))
+        write_json(detail.to_dict())
         return
     click.echo(render_cable(detail))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.jsonout import write_json_line
+from fabric.cli.options import build_session, chosen_source, ssh_options
 
 
 def _every(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -68,25 +67,28 @@ def collect_cmd(
         _store_ibdiagnet(ibdiagnet_dir, lab, ssh, every, count, db, as_json)
         return
     from fabric.app.health.collect import SnapshotOutcome, collect_loop
-    from fabric.app.source import SshOptions, read_source
     from fabric.present.counters import snapshot_line
     from topology.errors import IbfabError
 
-    src, _ = read_source(None, ssh, lab)
+    session = build_session(
+        db=db,
+        source=chosen_source(db, None, ssh, lab),
+        inventory=inventory,
+        known_hosts=known_hosts,
+        accept_new_host_key=accept_new_host_key,
+        identity=identity,
+    )
     last_error: list[IbfabError] = []
 
     def stored(outcome: SnapshotOutcome) -> None:
-        click.echo(json.dumps(outcome.to_dict()) if as_json else snapshot_line(outcome))
+        write_json_line(outcome.to_dict()) if as_json else click.echo(snapshot_line(outcome))
 
     def failed(exc: IbfabError) -> None:
         last_error.append(exc)
         click.echo(f"ibfab: collection failed: {exc.one_line()}", err=True)
 
-    ssh_options = SshOptions(inventory, known_hosts, accept_new_host_key, identity)
     try:
-        done, n_failed = collect_loop(
-            db, src, ssh_options, every if every is not None else 60.0, count, stored, failed
-        )
+        done, n_failed = collect_loop(session, every if every is not None else 60.0, count, stored, failed)
     except KeyboardInterrupt:
         click.echo("ibfab: interrupted; every stored snapshot is complete", err=True)
         raise click.exceptions.Exit(130) from None
@@ -111,5 +113,5 @@ def _store_ibdiagnet(
         raise UsageError("choose one of --lab, --ssh, --ibdiagnet")
     if every is not None or count is not None:
         raise UsageError("--every and --count do not apply to --ibdiagnet (a run is stored once)")
-    run = import_ibdiagnet_run(db, path)
-    click.echo(json.dumps(run.to_dict()) if as_json else stored_run_line(run))
+    run = import_ibdiagnet_run(build_session(db=db).store, path)
+    write_json_line(run.to_dict()) if as_json else click.echo(stored_run_line(run))

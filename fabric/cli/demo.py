@@ -12,12 +12,14 @@ import click
 )
 def demo_cmd(db: str | None, keep: bool) -> None:
     """Bring up a lab fabric with planted faults and show what ibfab finds."""
-    from fabric.app.lab.demo import DEMO_LAB, run_demo, stop_demo_lab
+    from fabric.app.lab.demo import DEMO_LAB, demo_db_path, demo_source, run_demo, stop_demo_lab
+    from fabric.cli.options import build_session
     from fabric.present.demo import render_step
 
+    session = build_session(db=str(demo_db_path(db)), source=demo_source())
     failed = False
     try:
-        for step in run_demo(db):
+        for step in run_demo(session):
             click.echo(f"\n== {step.title}\n{render_step(step)}")
             failed |= not step.ok
     finally:

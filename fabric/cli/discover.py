@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from fabric.cli.jsonout import write_json
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import build_session, discover_in, source_options, source_session
 from topology.errors import UsageError
 
 
@@ -27,12 +26,13 @@ def discover_cmd(
     if save and opts.get("snapshot"):
         raise UsageError("--save with --snapshot would store that snapshot again")
     from_ibdiagnet = bool(opts.get("ibdiagnet_dir"))  # its cable inventory is kept with --save
-    d = discover_from(opts, db, stored_default=False)
+    session = source_session(opts, db, stored_default=False)
+    d = discover_in(session)
     snapshot_id = None
     if save:
         from fabric.app.discovery.snapshots import save_discovery
 
-        snapshot_id = save_discovery(d, db, label, from_ibdiagnet)
+        snapshot_id = save_discovery(d, session.store, label, from_ibdiagnet)
         click.echo(f"saved topology snapshot {snapshot_id}", err=True)
     if as_json:
         out = d.to_dict()
@@ -60,8 +60,8 @@ def diff_cmd(before: str, after: str, db: str | None, as_json: bool) -> None:
     from fabric.app.discovery.topology_diff import diff_topologies, topology_diff_to_dict
     from fabric.present.discovery import render_topology_diff
 
-    td = diff_topologies(before, after, db)
+    td = diff_topologies(before, after, build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps(topology_diff_to_dict(td), indent=1))
+        write_json(topology_diff_to_dict(td))
         return
     click.echo(render_topology_diff(td))

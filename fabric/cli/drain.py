@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from fabric.cli.advise import _check_options, _confirm, _policy, _policy_options, _routing_verdict
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, discover_in, source_options, source_session
 from topology.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,30 +52,29 @@ def _apply_options(fn: F) -> F:
 
 def _drain(
     requests: Any,
-    node_map: str | None,
+    session: Session,
     do_apply: bool,
     yes: bool,
-    db: str | None,
     as_json: bool,
     jobs: tuple[bool, bool] = (False, False),
     check: Any = None,
     names: Any = None,
 ) -> None:
+    from fabric.app.drains import changes
     from fabric.app.drains import drain as drains
-    from fabric.app.isolation.isolate import audit_store
-    from fabric.app.slurm import connect, read_node_map
+    from fabric.app.slurm import connect
     from fabric.present.slurm import render_drain_plan
 
     if not requests:
         click.echo("no drain to make", err=True)
         return
     slurm = connect()
-    plan = drains.plan_drains(requests, slurm, read_node_map(node_map))
+    plan = drains.plan_drains(requests, slurm, session.node_map)
     touched = None
     if any(jobs):
         from fabric.app import twin
 
-        touched = twin.touched_jobs(None, hosts=[r.host for r in requests], node_map=node_map)
+        touched = twin.touched_jobs(None, session, hosts=[r.host for r in requests])
     extra = _routing_and_jobs_lines(check, touched, names or {})
     if as_json and not do_apply:
         out = plan.to_dict()
@@ -80,7 +82,7 @@ def _drain(
             out["routing_check"] = check.to_dict()
         if touched is not None:
             out["jobs"] = touched.to_dict()
-        click.echo(json.dumps(out, indent=1))
+        write_json(out)
     else:
         click.echo(render_drain_plan(plan))
         for line in extra:
@@ -100,8 +102,7 @@ def _drain(
         click.echo("nothing to drain")
         return
     _confirm(yes, f"drain {len(plan.to_apply)} node(s) in Slurm?")
-    with audit_store(db) as store:
-        done = drains.apply_drains(plan, store, slurm)
+    done = changes.drain(session, plan, slurm)
     for d in done:
         click.echo(f"audit {d.audit_id}: {d.command}: {d.result} (undo: ibfab drain undo {d.audit_id})")
 
@@ -156,12 +157,10 @@ def recommended_cmd(
     topology snapshot is the fabric."""
     from fabric.app.advice.recommend import health_findings, recommend_fabric
     from fabric.app.drains.drain import requests_from_actions
-    from fabric.app.health.assess import load_thresholds
 
-    t = load_thresholds(thresholds) if thresholds else None
-    db = opts.get("db")
-    d = discover_from(opts)
-    findings = health_findings(health_file, db, t)
+    session = source_session(opts, thresholds=thresholds, node_map=node_map)
+    d = discover_in(session)
+    findings = health_findings(health_file, session)
     if findings is None:
         raise UsageError("no health data: run 'ibfab counters collect' or give --health FILE")
     # the same recommendations as 'ibfab recommend' (anomalies, limits, one action per target);
@@ -171,19 +170,21 @@ def recommended_cmd(
         None,
         findings,
         _policy(min_uplink_share, max_isolations, allow_switch_to_host),
-        db=db,
+        session.store,
         min_status=min_status,
-        thresholds=t,
+        thresholds=session.thresholds,
     )
     requests = requests_from_actions(recs.actions)
     check = None
     if check_routing and requests:
         from fabric.app import twin
 
-        choice = twin.engine_for_check(d, engine=engine, sm_log=sm_log, sm_conf=sm_conf, lab=opts.get("lab"))
+        choice = twin.engine_for_check(
+            d, engine=engine, sm_log=sm_log, sm_conf=sm_conf, driver=session.driver
+        )
         check = twin.check_drain(d, [r.host for r in requests], choice)
     names = {g: c.name for g, c in d.classification.nodes.items()}
-    _drain(requests, node_map, do_apply, yes, db, as_json, (list_jobs, avoid_running_jobs), check, names)
+    _drain(requests, session, do_apply, yes, as_json, (list_jobs, avoid_running_jobs), check, names)
 
 
 @drain_group.command("nodes")
@@ -207,10 +208,9 @@ def nodes_cmd(
 
     _drain(
         requests_for_hosts(hosts, reason),
-        node_map,
+        build_session(db=db, node_map=node_map),
         do_apply,
         yes,
-        db,
         as_json,
         (list_jobs, avoid_running_jobs),
     )
@@ -222,12 +222,12 @@ def nodes_cmd(
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Drains ibfab made that are not resumed yet, beside what Slurm reports (sinfo -R)."""
     from fabric.app.drains.drain import open_drains
-    from fabric.app.isolation.isolate import audit_store
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_drains
 
+    session = build_session(db=db)
     slurm = connect()
-    with audit_store(db) as store:
+    with session.store.write() as store:
         audited = open_drains(store)
     now = slurm.drains()
     if as_json:
@@ -241,7 +241,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
                 for d in now
             ],
         }
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     click.echo(render_drains(audited, now))
 
@@ -264,23 +264,23 @@ def undo_cmd(
     audit_id: int, do_apply: bool, yes: bool, force: bool, retest_window: float, db: str | None, as_json: bool
 ) -> None:
     """Resume the node drained by audit entry AUDIT_ID, after a clean re-test window."""
-    from fabric.app.drains import drain as drains
-    from fabric.app.isolation.isolate import audit_store
+    from fabric.app.drains import changes
+    from fabric.app.drains.drain import check_resume
     from fabric.app.slurm import connect
     from fabric.present.slurm import render_resume_plan
 
+    session = build_session(db=db)
     slurm = connect()
-    with audit_store(db) as store:
-        plan = drains.plan_resume(store, audit_id, slurm, window_seconds=retest_window * 60)
-        if as_json and not do_apply:
-            click.echo(json.dumps(plan.to_dict(), indent=1))
-            return
-        click.echo(render_resume_plan(plan))
-        if not do_apply:
-            click.echo("dry run: nothing changed (add --apply)")
-            return
-        if not force:
-            drains.check_resume(plan)
-        _confirm(yes, f"resume {plan.node} in Slurm?")
-        change = drains.apply_resume(plan, store, slurm, force=force)
+    plan = changes.resume_plan(session, audit_id, slurm, window_seconds=retest_window * 60)
+    if as_json and not do_apply:
+        write_json(plan.to_dict())
+        return
+    click.echo(render_resume_plan(plan))
+    if not do_apply:
+        click.echo("dry run: nothing changed (add --apply)")
+        return
+    if not force:
+        check_resume(plan)
+    _confirm(yes, f"resume {plan.node} in Slurm?")
+    change = changes.resume(session, plan, slurm, force=force)
     click.echo(f"audit {change.audit_id}: {change.command}: {change.result}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import build_session, discover_from, discover_in, source_options, source_session
 
 if TYPE_CHECKING:
     from fabric.exports import Export
@@ -80,12 +80,13 @@ def k8s_cmd(
     """kubectl label lines (or JSON) with topograph's tier keys."""
     from fabric.app.exports.export import k8s
 
+    session = source_session(opts, db)
     emit(
         k8s(
-            discover_from(opts, db),
+            discover_in(session),
             style,
             fmt,
-            db,
+            session.store,
             health_hours if with_health else None,
             include_service,
         )
@@ -127,9 +128,10 @@ def json_cmd(
     """One document for scheduler plugins: hosts with unit, leaf per rail, spines, health."""
     from fabric.app.exports.export import scheduler_document
 
+    session = source_session(opts, db)
     emit(
         scheduler_document(
-            discover_from(opts, db), db, health_hours if with_health else None, include_service
+            discover_in(session), session.store, health_hours if with_health else None, include_service
         )
     )
 
@@ -148,7 +150,7 @@ def prometheus_rules_cmd(thresholds: str | None, job: str, window: str) -> None:
     """Alerting and recording rules for `ibfab exporter` (load with rule_files: in prometheus.yml)."""
     from fabric.app.exports.export import prometheus_rules
 
-    emit(prometheus_rules(thresholds, job, window))
+    emit(prometheus_rules(build_session(thresholds=thresholds), job, window))
 
 
 @export_group.command("grafana-dashboard")

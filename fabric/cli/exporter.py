@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from pathlib import Path
 from types import FrameType
 
 import click
@@ -51,14 +50,14 @@ def exporter_cmd(
     The endpoint answers even when the store is missing or empty (ibfab_exporter_up 0).
     It answers GET and HEAD only, from one thread, with bounded connections and timeouts.
     """
-    from fabric.app.health.assess import load_thresholds
+    from fabric.cli.options import build_session
     from fabric.core.units import parse_duration
     from fabric.serve.exporter import Limits, parse_listen, serve
 
     parse_listen(listen)  # a bad address is a usage error before anything else happens
     refresh_s = parse_duration(refresh, "--refresh")
     window_s = parse_duration(window, "--window")
-    t = load_thresholds(thresholds) if thresholds else None
+    session = build_session(db=db, thresholds=thresholds)  # the exporter's one session
     stop = threading.Event()
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -68,12 +67,11 @@ def exporter_cmd(
     try:
         serve(
             listen,
-            Path(db) if db else None,
+            session,
             refresh_s=refresh_s,
             window_s=window_s,
             log=lambda line: click.echo(f"ibfab exporter: {line}", err=True),
             stop=stop,
-            thresholds=t,
             limits=Limits(max_connections=max_connections),
         )
     finally:

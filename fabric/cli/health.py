@@ -70,35 +70,32 @@ def health_cmd(
     step: float | None,
 ) -> None:
     """Score every link from the collected counters: BER with bounds, flaps, errors, congestion."""
-    from fabric.app.health.assess import assess_store, load_thresholds, open_store
+    from fabric.app.health.assess import assess_session
+    from fabric.cli.options import build_session
     from fabric.cli.progress import status
 
-    t = load_thresholds(thresholds) if thresholds else None
+    session = build_session(db=db, thresholds=thresholds)
     if prometheus:
         from fabric.app.health.prometheus import DEFAULT_STEP_S, assess_prometheus, topology_for
         from topology.errors import UsageError
 
         if since is None:
             raise UsageError("--prometheus needs a window: --since 1h, 7d, ...")
-        fabric, topology_id = topology_for(db, topology_file)
+        fabric, topology_id = topology_for(session.store, topology_file)
         with status("querying Prometheus and scoring every link"):
             view = assess_prometheus(
                 prometheus,
                 fabric,
                 since_s=since,
                 step_s=step or DEFAULT_STEP_S,
-                thresholds=t,
+                thresholds=session.thresholds,
                 topology_id=topology_id,
             )
     else:
-        with open_store(db) as store, status("scoring every link"):  # seconds at 50,000 ports
-            view = assess_store(store, since_s=since, thresholds=t, record=not no_record)
+        with status("scoring every link"):  # seconds at 50,000 ports
+            view = assess_session(session, since_s=since, record=not no_record)
     if as_json:
-        doc = view.report.to_dict()
-        doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
-        doc["cable_inventory"] = view.inventory
-        doc["one_reading"] = view.one_reading.to_dict() if view.one_reading is not None else None
-        write_json(doc)
+        write_json(view.to_dict())
         return
     from fabric.present.health import render_health
 

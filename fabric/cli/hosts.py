@@ -7,7 +7,6 @@ Exit codes of ``hosts``: 0 all hosts fine, 1 a command failed or a port is down 
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Callable
 from dataclasses import asdict
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import host_key_options
 from topology.errors import TransportError
 
@@ -35,7 +35,7 @@ def hca_cmd(as_json: bool, sysfs_root: str) -> None:
 
     ports = local_ports(socket.gethostname(), sysfs_root)
     if as_json:
-        click.echo(json.dumps([asdict(p) for p in ports], indent=2))
+        write_json([asdict(p) for p in ports])
         return
     click.echo(render_hca_ports(ports))
 
@@ -125,7 +125,7 @@ def check_cmd(**opts: Any) -> None:
             }
             for r in reports
         ]
-        click.echo(json.dumps(out, indent=2))
+        write_json(out)
     elif reports:
         click.echo(render_preflight(group_preflight(reports)))
     bad = [r for r in reports if r.problem is not None]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, lab_session
 from topology.errors import LabError
 
 _NAME = click.option(
@@ -15,7 +16,7 @@ _NAME = click.option(
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+    write_json(data, sort_keys=True)
 
 
 @click.group("lab")
@@ -108,7 +109,13 @@ def _twin_up(
     if spec or faults:
         raise click.UsageError("--from copies a real fabric: it takes no --fabric or --fault")
     t = twin.up_from(
-        from_ref, name=name, engine=engine, sm_log=sm_log, sm_conf=sm_conf, lfts_file=lfts, db=db
+        from_ref,
+        build_session(db=db),
+        name=name,
+        engine=engine,
+        sm_log=sm_log,
+        sm_conf=sm_conf,
+        lfts_file=lfts,
     )
     if as_json:
         _echo_json(t.to_dict())
@@ -197,7 +204,7 @@ def link_down_cmd(name: str, node_port: str) -> None:
     """Unplug the cable on NODE:PORT (OpenSM sees a trap and resweeps)."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.link_down(name, node_port), f"{node_port} unlinked")
+    _print_reply(labs.link_down(lab_session(name), node_port), f"{node_port} unlinked")
 
 
 @inject.command("link-up")
@@ -207,7 +214,7 @@ def link_up_cmd(name: str, node_port: str) -> None:
     """Plug back the cable of NODE:PORT that link-down removed."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.link_up(name, node_port), f"{node_port} relinked")
+    _print_reply(labs.link_up(lab_session(name), node_port), f"{node_port} relinked")
 
 
 @inject.command("counter")
@@ -218,7 +225,7 @@ def counter_cmd(name: str, node_port: str, assignment: str) -> None:
     """Set a port counter: NODE:PORT FIELD=VALUE (e.g. SymbolErrorCounter=120)."""
     from fabric.app.lab import labs
 
-    _print_reply(labs.set_counter(name, node_port, assignment), "")
+    _print_reply(labs.set_counter(lab_session(name), node_port, assignment), "")
 
 
 @inject.command("error-rate")
@@ -232,7 +239,7 @@ def error_rate_cmd(name: str, node: str, rate: int, attribute: int | None) -> No
     """Drop RATE % of the MADs arriving at NODE[:PORT] (all its ports without :PORT); 0 stops it."""
     from fabric.app.lab import labs
 
-    labs.set_error_rate(name, node, rate, attribute)
+    labs.set_error_rate(lab_session(name), node, rate, attribute)
     click.echo(f"error rate {rate}% on {node}")
 
 
@@ -243,7 +250,7 @@ def console_cmd(name: str, command: tuple[str, ...]) -> None:
     """Send one command to the simulator console and print its reply (e.g. Dump "leaf-su01-r0")."""
     from fabric.app.lab import labs
 
-    reply = labs.console(name, " ".join(command))
+    reply = labs.console(lab_session(name), " ".join(command))
     if reply:
         click.echo(reply)
 

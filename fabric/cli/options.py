@@ -1,14 +1,17 @@
-"""Option groups shared by several commands."""
+"""Option groups shared by several commands, and the one place a command builds its session."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from fabric.app.discovery.discover import Discovery
+    from fabric.app.session import Session
+    from fabric.app.source import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,32 +81,110 @@ def source_options(fn: F) -> F:
     return fn
 
 
-def discover_from(opts: dict[str, Any], db: str | None = None, *, stored_default: bool = True) -> Discovery:
-    """Discovery from the :func:`source_options` (popped from ``opts``; ``db`` when the command
-    took ``--db`` as a parameter of its own).
+def build_session(
+    *,
+    db: str | None = None,
+    source: Source | None = None,
+    thresholds: str | None = None,
+    node_map: str | None = None,
+    inventory: str | None = None,
+    known_hosts: str | None = None,
+    accept_new_host_key: bool = False,
+    identity: str | None = None,
+) -> Session:
+    """The command's session: where its fabric is (``source``; this machine when None), its store
+    (``--db``), the site's thresholds and node map files (read here: a bad file is a one-line error
+    before anything runs) and the SSH options. Every command builds its session here."""
+    from fabric.app.session import open_session
+    from fabric.app.source import SshOptions
+
+    return open_session(
+        source,
+        db=Path(db) if db else None,
+        thresholds_file=Path(thresholds) if thresholds else None,
+        node_map_file=Path(node_map) if node_map else None,
+        ssh=SshOptions(inventory, known_hosts, accept_new_host_key, identity),
+    )
+
+
+def lab_session(name: str, db: str | None = None) -> Session:
+    """The session on lab ``name`` (``ibfab lab`` and ``triage plant|clear`` name the lab only)."""
+    from fabric.app.source import Source
+
+    return build_session(db=db, source=Source.lab(name))
+
+
+def chosen_source(
+    db: str | None,
+    input_path: str | None = None,
+    ssh: str | None = None,
+    lab: str | None = None,
+    *,
+    ibdiagnet: str | None = None,
+    snapshot: str | None = None,
+    stored_default: bool = False,
+) -> Source:
+    """The source the command line chose (one of them; a saved file's text read here)."""
+    from fabric.app.session import StoreAccess, choose_source
+
+    return choose_source(
+        StoreAccess.at(Path(db) if db else None),
+        input_path,
+        ssh,
+        lab,
+        ibdiagnet=ibdiagnet,
+        snapshot=snapshot,
+        stored_default=stored_default,
+    )
+
+
+def source_session(
+    opts: dict[str, Any],
+    db: str | None = None,
+    *,
+    stored_default: bool = True,
+    thresholds: str | None = None,
+    node_map: str | None = None,
+) -> Session:
+    """The session of a command with the :func:`source_options` (popped from ``opts``; ``db`` when
+    the command took ``--db`` as a parameter of its own).
 
     With no source given, a command that only reads (``stored_default``) uses the newest stored
-    snapshot when the store has one, instead of running ibnetdiscover here; whenever a stored
-    snapshot is read, stderr says which."""
-    from fabric.app.discovery.discover import discover
-    from fabric.app.source import SshOptions, read_source
-    from fabric.present.discovery import stored_snapshot_line
-
+    snapshot when the store has one, instead of running ibnetdiscover here."""
     db = opts.pop("db", None) or db
-    src, text = read_source(
+    source = chosen_source(
+        db,
         opts.pop("input_path"),
         opts.pop("ssh"),
         opts.pop("lab"),
         ibdiagnet=opts.pop("ibdiagnet_dir"),
         snapshot=opts.pop("snapshot"),
-        db=db,
         stored_default=stored_default,
     )
-    ssh = SshOptions(
-        opts.pop("inventory"), opts.pop("known_hosts"), opts.pop("accept_new_host_key"), opts.pop("identity")
+    return build_session(
+        db=db,
+        source=source,
+        thresholds=thresholds,
+        node_map=node_map,
+        inventory=opts.pop("inventory"),
+        known_hosts=opts.pop("known_hosts"),
+        accept_new_host_key=opts.pop("accept_new_host_key"),
+        identity=opts.pop("identity"),
     )
-    d = discover(src, text, ssh)
+
+
+def discover_in(session: Session) -> Discovery:
+    """Discovery of the session's fabric; whenever a stored snapshot is read, stderr says which."""
+    from fabric.app.discovery.discover import discover
+    from fabric.present.discovery import stored_snapshot_line
+
+    d = discover(session)
     line = stored_snapshot_line(d)
     if line:
         click.echo(f"ibfab: {line}", err=True)
     return d
+
+
+def discover_from(opts: dict[str, Any], db: str | None = None, *, stored_default: bool = True) -> Discovery:
+    """Discovery from the :func:`source_options` (popped from ``opts``; see :func:`source_session`)."""
+    return discover_in(source_session(opts, db, stored_default=stored_default))

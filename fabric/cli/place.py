@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import discover_in, source_options, source_session
 from topology.errors import UsageError
 
 
@@ -73,13 +73,14 @@ def place_cmd(
     use_slurm = use_slurm or bool(partition or reservation or node_map)
     if free_file and use_slurm:
         raise UsageError("choose one of --free FILE and Slurm (--slurm, --partition, --free-slurm)")
+    session = source_session(opts, db, node_map=node_map)
     if free_file:
         free = free_from_file(free_file)
     elif use_slurm:
-        free = free_from_slurm(partition, reservation, node_map)
+        free = free_from_slurm(partition, reservation, session.node_map)
     else:
         free = FreeHosts()
-    d = discover_from(opts, db)
+    d = discover_in(session)
     p = place_hosts(
         d,
         n,
@@ -88,7 +89,7 @@ def place_cmd(
         excluded=excluded,
         exclude_unhealthy=exclude_unhealthy,
         health_hours=health_hours,
-        db=db,
+        stored=session.store,
         include_service=include_service,
     )
     click.echo(placement_hosts(p, fmt, slots), nl=False)

@@ -5,11 +5,11 @@ Registered under the ``topology`` and ``export`` groups by :mod:`fabric.cli.main
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import discover_from, source_options
 
 # Exit codes of `topology check` (errors keep theirs: 2 usage, 3 unreadable plan or capture, ...).
@@ -45,7 +45,7 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
     d = discover_from(opts)
     check = check_against_plans(d, plans)
     if as_json:
-        click.echo(json.dumps(plan_check_to_dict(check, d), indent=1))
+        write_json(plan_check_to_dict(check, d))
     else:
         from fabric.present.plan import render_check
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
 
+from fabric.cli.jsonout import write_json
 from fabric.cli.options import host_key_options
 from topology.errors import UsageError
 
@@ -123,8 +123,8 @@ def nccl_cmd(
 
     Exits 4 with the failure in one line when a run failed (the run is still stored); 9 when a
     host is busy with another ibfab probe or Slurm will not give the nodes."""
-    from fabric.app.source import SshOptions
     from fabric.app.sweeps import nccl as ncclsvc
+    from fabric.cli.options import build_session
 
     opts = ncclsvc.test_options(
         binary,
@@ -139,10 +139,10 @@ def nccl_cmd(
             raise UsageError(
                 "--launcher mpirun needs --inventory FILE (srun can run from here through Slurm)"
             )
-        from fabric.app.slurm import read_node_map
         from fabric.app.sweeps.nccl_slurm import run_probe_slurm
 
         report = run_probe_slurm(
+            build_session(db=db, node_map=node_map),
             hosts_pattern,
             opts,
             partition=partition,
@@ -155,12 +155,18 @@ def nccl_cmd(
             request_gpus=request_gpus,
             timeout=timeout,
             line_rate_gbps=line_rate,
-            db=db,
-            node_map=read_node_map(node_map),
         )
         _show(report, as_json)
         return
+    session = build_session(
+        db=db,
+        inventory=inventory,
+        known_hosts=known_hosts,
+        accept_new_host_key=accept_new_host_key,
+        identity=identity,
+    )
     report = ncclsvc.run_probe(
+        session,
         hosts_pattern,
         inventory,
         opts,
@@ -174,8 +180,6 @@ def nccl_cmd(
         allow_run_as_root=allow_run_as_root,
         timeout=timeout,
         line_rate_gbps=line_rate,
-        ssh=SshOptions(inventory, known_hosts, accept_new_host_key, identity),
-        db=db,
     )
     _show(report, as_json)
 
@@ -185,7 +189,7 @@ def _show(report: NcclReport, as_json: bool) -> None:
     from fabric.present.nccl import render_nccl
 
     if as_json:
-        click.echo(json.dumps(report_to_dict(report), indent=1))
+        write_json(report_to_dict(report))
     else:
         click.echo(render_nccl(report))
     failure = report_failure(report)

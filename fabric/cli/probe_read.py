@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from fabric.cli.jsonout import write_json
+
 
 @click.command("read")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
@@ -57,10 +59,16 @@ def read_cmd(
     from fabric.app.triage.hosts import expand_range
     from fabric.app.triage.read import read_probes
     from fabric.app.triage.records import read_report_to_dict
-    from fabric.cli.jsonout import write_json
+    from fabric.cli.options import build_session, chosen_source
     from fabric.present.triage import render_read
+    from topology.errors import UsageError
 
-    facts = read_facts(input_path=input_path, lab=lab, snapshot=snapshot, db=db, hcas=hcas, rate_gbps=rate)
+    if hcas is not None and rate is not None and any((input_path, lab, snapshot)):
+        raise UsageError("give either --hcas/--rate or a fabric (--input, --lab, --snapshot), not both")
+    # No fabric named: the newest stored topology; none there: this machine, which read_facts
+    # does not run anything on (the runs are judged without fabric facts).
+    source = chosen_source(db, input_path, None, lab, snapshot=snapshot, stored_default=hcas is None)
+    facts = read_facts(build_session(db=db, source=source), hcas=hcas, rate_gbps=rate)
     report = read_probes(
         files,
         facts,

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from fabric.cli.jsonout import write_json
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import discover_in, source_options, source_session
 
 EXIT_FINDINGS = 10  # routes check: an error-level finding
 
@@ -22,41 +22,14 @@ def _tables_option(fn: Any) -> Any:
     )(fn)
 
 
-def _source(opts: dict[str, Any]) -> Any:
-    from fabric.app.source import Source
-
-    if opts.get("snapshot"):
-        return Source("snapshot", opts["snapshot"], opts.get("db"))
-    if opts.get("ibdiagnet_dir"):
-        return Source("ibdiagnet", opts["ibdiagnet_dir"])
-    if opts.get("lab"):
-        return Source("lab", opts["lab"])
-    if opts.get("ssh"):
-        return Source("ssh", opts["ssh"])
-    if opts.get("input_path"):
-        return Source("stdin" if opts["input_path"] == "-" else "file", opts["input_path"])
-    return None
-
-
 def _read(opts: dict[str, Any], tables: str | None) -> tuple[Any, Any, Any]:
-    """(source, discovery, tables read) from the source options."""
+    """(session, discovery, tables read) from the source options: with none given, the store's
+    newest snapshot (its stored tables), else this machine."""
     from fabric.app.routes import read_tables
-    from fabric.app.source import Source, SshOptions
 
-    given = _source(opts)
-    ssh = SshOptions(
-        opts.get("inventory"),
-        opts.get("known_hosts"),
-        bool(opts.get("accept_new_host_key")),
-        opts.get("identity"),
-    )
-    d = discover_from(opts)
-    src = (
-        given
-        if given is not None
-        else (Source("snapshot", str(d.stored.id)) if d.stored else Source("local"))
-    )
-    return src, d, read_tables(src, d, tables=tables, ssh=ssh)
+    session = source_session(opts)
+    d = discover_in(session)
+    return session, d, read_tables(session, d, tables=tables)
 
 
 @click.group("routes", invoke_without_command=True)
@@ -91,11 +64,10 @@ def routes_group(
     from fabric.app.routes import save_routes, tables_summary
     from fabric.present.routes import render_tables
 
-    db = opts.get("db")
-    _, d, read = _read(opts, tables)
+    session, d, read = _read(opts, tables)
     summary = tables_summary(d, read.lfts)
     if save:
-        sid = save_routes(d, read, db, label)
+        sid = save_routes(d, read, session.store, label)
         summary["snapshot_id"] = sid
         click.echo(f"stored the tables with topology snapshot {sid}", err=True)
     if as_json:
@@ -134,9 +106,8 @@ def check_cmd(
     """
     from fabric.app.routes import check_routes_of
 
-    db = opts.get("db")
-    src, d, read = _read(opts, tables)
-    result = check_routes_of(src, d, read, db=db, sm_log=sm_log, sm_conf=sm_conf)
+    session, d, read = _read(opts, tables)
+    result = check_routes_of(session, d, read, sm_log=sm_log, sm_conf=sm_conf)
     if as_json:
         write_json(result.to_dict(with_links=not no_links))
     else:

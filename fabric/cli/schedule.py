@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from fabric.cli.options import ssh_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, ssh_options
 from fabric.cli.slurm import SLURM_OPTION_KEYS, slurm_choice, slurm_sweep_options
 from topology.errors import UsageError
 
@@ -116,7 +116,7 @@ def add_cmd(
         args.update(_sweep_args(extra))
     elif extra:
         raise UsageError(f"a counters schedule takes no job arguments, got {' '.join(extra)!r}")
-    added = add_schedule(db, name, kind, timing, args, enabled=not disabled)
+    added = add_schedule(build_session(db=db).store, name, kind, timing, args, enabled=not disabled)
     click.echo(schedule_added_line(added))
 
 
@@ -128,9 +128,9 @@ def list_cmd(db: str | None, as_json: bool) -> None:
     from fabric.app.daemon.schedules import schedule_statuses, schedule_to_dict
     from fabric.present.jobs import render_schedules
 
-    statuses = schedule_statuses(db)
+    statuses = schedule_statuses(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps([schedule_to_dict(st) for st in statuses], indent=1))
+        write_json([schedule_to_dict(st) for st in statuses])
         return
     click.echo(render_schedules(statuses))
 
@@ -142,7 +142,7 @@ def remove_cmd(name: str, db: str | None) -> None:
     """Remove schedule NAME (its past runs stay in the store)."""
     from fabric.app.daemon.schedules import remove_schedule
 
-    remove_schedule(db, name)
+    remove_schedule(build_session(db=db).store, name)
     click.echo(f"schedule {name} removed")
 
 
@@ -165,14 +165,13 @@ def daemon_cmd(db: str | None, once: bool, max_runs: int | None, workers: int, g
     """Run due schedules until SIGTERM/SIGINT; one line per finished run; every run recorded."""
     import signal
 
-    from fabric.app.daemon.schedules import schedules_store
     from fabric.serve.daemon import Daemon, RunReport
 
     def report(r: RunReport) -> None:
         click.echo(r.line())
 
     daemon = Daemon(
-        schedules_store(db),
+        build_session(db=db).store,  # each job builds its own session on this store
         workers=workers,
         grace_seconds=grace,
         on_report=report,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
+
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session
 
 
 @click.command("list")
@@ -18,9 +19,9 @@ def list_cmd(db: str | None, as_json: bool) -> None:
     from fabric.app.discovery.snapshots import list_snapshots, snapshot_to_dict
     from fabric.present.discovery import render_snapshot_list
 
-    rows = list_snapshots(db)
+    rows = list_snapshots(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps([snapshot_to_dict(s) for s in rows], indent=1))
+        write_json([snapshot_to_dict(s) for s in rows])
         return
     if not rows:
         click.echo("no topology snapshots (save one with 'ibfab discover --save')", err=True)

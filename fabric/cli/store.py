@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import click
+
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session
 
 _DB = click.option("--db", metavar="PATH", help="Store path (default: the user's data directory).")
 
@@ -38,18 +40,15 @@ def check_cmd(db: str | None, quick: bool, as_json: bool) -> None:
     from fabric.present.store import check_report
 
     with status("reading every page and blob"):
-        check = check_store(db, pages=not quick)
+        check = check_store(build_session(db=db).store, pages=not quick)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": str(check.path),
-                    "ok": check.ok,
-                    "damage": [dataclasses.asdict(d) for d in check.damage],
-                    "quarantine": [dataclasses.asdict(q) for q in check.quarantine],
-                },
-                indent=1,
-            )
+        write_json(
+            {
+                "path": str(check.path),
+                "ok": check.ok,
+                "damage": [dataclasses.asdict(d) for d in check.damage],
+                "quarantine": [dataclasses.asdict(q) for q in check.quarantine],
+            }
         )
     else:
         click.echo(check_report(check))
@@ -69,7 +68,7 @@ def repair_cmd(db: str | None, dry_run: bool) -> None:
     from fabric.present.store import repair_report
 
     with status("checking the store"):
-        repair = repair_store(db, dry_run=dry_run)
+        repair = repair_store(build_session(db=db).store, dry_run=dry_run)
     click.echo(repair_report(repair))
     if repair.left:
         raise SystemExit(1)
@@ -83,9 +82,9 @@ def info_cmd(db: str | None, as_json: bool) -> None:
     from fabric.app.storecare.retention import store_info
     from fabric.present.store import info_report
 
-    info = store_info(db)
+    info = store_info(build_session(db=db).store)
     if as_json:
-        click.echo(json.dumps(dataclasses.asdict(info), indent=1))
+        write_json(dataclasses.asdict(info))
     else:
         click.echo(info_report(info))
 
@@ -126,6 +125,11 @@ def compact_cmd(
 
     with status("compacting"):
         result, used = compact_store(
-            db, raw_s=raw, hourly_s=hourly, findings_s=findings, captures_s=captures, save=save
+            build_session(db=db).store,
+            raw_s=raw,
+            hourly_s=hourly,
+            findings_s=findings,
+            captures_s=captures,
+            save=save,
         )
     click.echo(compact_report(result, used))

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from fabric.cli.options import discover_from, source_options, ssh_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, discover_in, source_options, source_session, ssh_options
 from fabric.cli.slurm import slurm_sweep_options
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
     from fabric.app.discovery.discover import Discovery
+    from fabric.app.session import Session
     from fabric.app.sweeps.sweep import SweepContext
     from fabric.app.sweeps.sweep_slurm import SlurmChoice, SlurmSweepReport
     from probes.sweep import SweepOutcome, SweepStep
@@ -63,10 +64,9 @@ def _lab_and_input(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _context(
+    session: Session,
     pattern: str,
     pairs_path: str | None,
-    lab: str | None,
-    input_path: str | None,
     routes_path: str | None,
     per_host: bool,
     discovery: Discovery | None = None,
@@ -77,9 +77,8 @@ def _context(
     if pattern == "custom" and not pairs_path:
         raise UsageError("--pattern custom needs --pairs FILE")
     return sweeps.prepare(
+        session,
         pattern,
-        lab=lab,
-        input_path=input_path,
         routes_path=routes_path,
         pairs_path=pairs_path,
         per_host=per_host,
@@ -144,17 +143,16 @@ def plan_cmd(
 
     A lab's routes come from its OpenSM; elsewhere give --routes DUMP."""
     from fabric.app.sweeps.sweep import names_of
-
-    lab = opts.get("lab")
     from fabric.cli.progress import status
 
     with status(f"planning a {pattern} sweep"):  # a second or more on a large fabric
-        discovery = discover_from(opts)
-        ctx = _context(pattern, pairs_path, lab, None, routes_path, per_host, discovery, include_service)
+        session = source_session(opts)
+        discovery = discover_in(session)
+        ctx = _context(session, pattern, pairs_path, routes_path, per_host, discovery, include_service)
     _say_left_out(ctx)
     names = names_of(ctx.discovery)
     if as_json:
-        click.echo(json.dumps(ctx.plan.to_dict(names), indent=1))
+        write_json(ctx.plan.to_dict(names))
     else:
         from fabric.present.sweep import render_plan
 
@@ -211,32 +209,29 @@ def run_cmd(
         raise UsageError("--launcher slurm reaches the hosts through Slurm: drop --inventory")
     if slurm is None and inventory is None and lab is None:
         raise UsageError("give --lab NAME (simulated traffic) or --inventory FILE (ib_write_bw over SSH)")
-    ctx = _context(pattern, pairs_path, lab, input_path, routes_path, per_host, None, include_service)
+    session = build_session(
+        db=db,
+        source=sweeps.sweep_source(lab, input_path),
+        inventory=inventory,
+        known_hosts=known_hosts,
+        accept_new_host_key=accept_new_host_key,
+        identity=identity,
+    )
+    ctx = _context(session, pattern, pairs_path, routes_path, per_host, None, include_service)
     _say_left_out(ctx)
     names = sweeps.names_of(ctx.discovery)
     progress = ProgressLine(sys.stderr.isatty(), quiet=as_json)
 
-    keys = lock_keys(plan_hosts(ctx.plan), lab, slurm.node_map if slurm is not None else None)
-    with host_locks(db).hold(keys, host_wait, "sweep run"):
-        outcome, slurm_report = _run_sweep(
-            ctx,
-            lab,
-            inventory,
-            known_hosts,
-            accept_new_host_key,
-            identity,
-            no_retest,
-            timeout,
-            slurm,
-            progress,
-        )
+    keys = lock_keys(plan_hosts(ctx.plan), session.driver, slurm.node_map if slurm is not None else None)
+    with host_locks(session.store).hold(keys, host_wait, "sweep run"):
+        outcome, slurm_report = _run_sweep(ctx, session, no_retest, timeout, slurm, progress)
     progress.done()
     source = ctx.source
     if slurm_report is not None:
         from fabric.app.sweeps.sweep_slurm import stored_source
 
         source = stored_source(ctx.source, slurm_report)
-    sweep_id = sweeps.save(outcome, source, names, db)
+    sweep_id = sweeps.save(outcome, source, names, session.store)
     if as_json:
         doc = {
             "sweep_id": sweep_id,
@@ -254,7 +249,7 @@ def run_cmd(
             from fabric.app.sweeps.sweep_slurm import report_to_dict
 
             doc["slurm"] = report_to_dict(slurm_report)
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     from fabric.present.sweep import render_suspects, render_verdict
 
@@ -281,41 +276,38 @@ def run_cmd(
 
 def _run_sweep(
     ctx: SweepContext,
-    lab: str | None,
-    inventory: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    identity: str | None,
+    session: Session,
     no_retest: bool,
     timeout: float,
     slurm: SlurmChoice | None,
     progress: ProgressLine,
 ) -> tuple[SweepOutcome, SlurmSweepReport | None]:
-    """(the sweep's outcome, the Slurm report or None) by the launcher asked for."""
+    """(the sweep's outcome, the Slurm report or None) by the launcher asked for: Slurm, SSH
+    (``--inventory``), else the lab's simulated traffic."""
     from fabric.app.sweeps import sweep as sweeps
 
     slurm_report: SlurmSweepReport | None = None
+    ssh = session.ssh
     if slurm is not None:
         from fabric.app.sweeps.sweep_slurm import run_slurm
 
         slurm_report = run_slurm(
-            ctx, slurm, lab=lab, retest=not no_retest, timeout=timeout, progress=progress
+            ctx, slurm, session, retest=not no_retest, timeout=timeout, progress=progress
         )
         outcome = slurm_report.outcome
-    elif inventory is not None:
+    elif ssh.inventory is not None:
         outcome = sweeps.run_ssh(
             ctx,
-            inventory,
-            known_hosts=known_hosts,
-            accept_new=accept_new_host_key,
-            identity=identity,
+            ssh.inventory,
+            known_hosts=ssh.known_hosts,
+            accept_new=ssh.accept_new_host_key,
+            identity=ssh.identity,
             retest=not no_retest,
             timeout=timeout,
             progress=progress,
         )
     else:
-        assert lab is not None
-        outcome = sweeps.run_lab(ctx, lab, retest=not no_retest, progress=progress)
+        outcome = sweeps.run_lab(ctx, session, retest=not no_retest, progress=progress)
     return outcome, slurm_report
 
 
@@ -327,7 +319,7 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
     """A stored sweep (the newest by default) with its suspect links."""
     from fabric.app.sweeps import sweep as sweeps
 
-    shown = sweeps.show(sweep_id, db)
+    shown = sweeps.show(sweep_id, build_session(db=db).store)
     if as_json:
         doc = {
             "sweep_id": shown.id,
@@ -343,7 +335,7 @@ def show_cmd(sweep_id: int | None, db: str | None, as_json: bool) -> None:
             "results": sweeps.results_to_dict(shown.results),
             "suspects": sweeps.suspects_to_dict(shown.suspects, shown.names),
         }
-        click.echo(json.dumps(doc, indent=1))
+        write_json(doc)
         return
     from fabric.present.sweep import render_suspects, shown_verdict
 

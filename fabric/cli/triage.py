@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from fabric.cli.options import host_key_options
+from fabric.cli.jsonout import write_json
+from fabric.cli.options import build_session, chosen_source, host_key_options, lab_session
 from topology.errors import IbfabError, UsageError
 
 
@@ -83,31 +84,32 @@ def triage_group(
         raise UsageError("choose one of --lab NAME, --inventory FILE (SSH) or --slurm")
     from fabric.app.triage import run
     from fabric.app.triage.records import triage_to_dict
-    from fabric.cli.jsonout import write_json
     from fabric.present.triage_rounds import render_triage
 
     if lab:
-        report = run.triage_lab(hosts_range, lab, db=db, gpus_per_node=gpus_per_node)
+        report = run.triage_lab(hosts_range, lab_session(lab, db), gpus_per_node=gpus_per_node)
     else:
-        from fabric.app.source import SshOptions
         from fabric.app.sweeps.nccl import test_options
 
-        discovery = run.fabric_of(input_path, snapshot, db)
+        # The fabric the hosts are on: --input, else a stored snapshot (the newest by default).
+        source = chosen_source(db, input_path, snapshot=None if input_path else (snapshot or "latest"))
+        session = build_session(
+            db=db, source=source, node_map=node_map if not inventory else None, inventory=inventory,
+            known_hosts=known_hosts, accept_new_host_key=accept_new_host_key, identity=identity,
+        )  # fmt: skip
+        discovery = run.fabric_of(session)
         opts = test_options(
             binary, min_bytes="1M", max_bytes="8G", step_factor=2, binary_dir=binary_dir, env={}
         )
         if inventory:
-            ssh = SshOptions(inventory, known_hosts, accept_new_host_key, identity)
             report = run.triage_ssh(
-                hosts_range, discovery, opts, ssh, gpus_per_node=gpus_per_node, mpirun=mpirun,
-                allow_run_as_root=allow_run_as_root, timeout=timeout, db=db,
+                hosts_range, discovery, opts, session, gpus_per_node=gpus_per_node, mpirun=mpirun,
+                allow_run_as_root=allow_run_as_root, timeout=timeout,
             )  # fmt: skip
         else:
-            from fabric.app.slurm import read_node_map
-
             report = run.triage_slurm(
-                hosts_range, discovery, opts, partition=partition, reservation=reservation,
-                gpus_per_node=gpus_per_node, timeout=timeout, node_map=read_node_map(node_map), db=db,
+                hosts_range, discovery, opts, session, partition=partition, reservation=reservation,
+                gpus_per_node=gpus_per_node, timeout=timeout,
             )  # fmt: skip
     if as_json:
         write_json(triage_to_dict(report))
@@ -126,9 +128,7 @@ def triage_group(
 @click.option("--factor", default=0.5, show_default=True, type=float, help="The share of its healthy rate.")
 def plant_cmd(lab_name: str, host: str, kind: str, factor: float) -> None:
     """Plant a simulated slow node in a lab (its GPUs, or its GPU-to-HCA path)."""
-    from fabric.app.triage.labnodes import plant_node
-
-    node = plant_node(lab_name, host, kind, factor)
+    node = lab_session(lab_name).driver.plant_node(host, kind, factor)
     click.echo(
         f"lab {lab_name}: {node.host} planted slow ({node.kind}, {node.factor:g} of its rate; simulated)"
     )
@@ -138,6 +138,4 @@ def plant_cmd(lab_name: str, host: str, kind: str, factor: float) -> None:
 @click.option("--lab", "lab_name", required=True, metavar="NAME", help="The lab.")
 def clear_cmd(lab_name: str) -> None:
     """Remove the simulated slow nodes planted in a lab."""
-    from fabric.app.triage.labnodes import clear_nodes
-
-    click.echo(f"lab {lab_name}: {clear_nodes(lab_name)} planted slow node(s) removed")
+    click.echo(f"lab {lab_name}: {lab_session(lab_name).driver.clear_nodes()} planted slow node(s) removed")

@@ -10,6 +10,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from topology.errors import UsageError
 
@@ -109,3 +110,25 @@ _ORDERED = (
     ("ber_window_s", "ber_window_long_s", False),
     ("ber_target_long", "ber_target", False),
 )
+
+
+def load_thresholds(path: str | Path) -> HealthThresholds:
+    """Thresholds from a TOML file (keys at top level or under ``[health]``)."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_MAX_THRESHOLDS_BYTES + 1)  # bounded: a device or a wrong file is not read whole
+        if len(raw) > _MAX_THRESHOLDS_BYTES:
+            raise UsageError(f"{path}: larger than {_MAX_THRESHOLDS_BYTES >> 20} MiB: not a thresholds file")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    return thresholds_from_mapping(data, str(path))
+
+
+_MAX_THRESHOLDS_BYTES = 1 << 20

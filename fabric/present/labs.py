@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.labcheck import CLIENT_SLOTS, LabHealth, LabProblem, Trouble
+from fabric.lab.driver import CLIENT_SLOTS, LabHealth, LabProblem, Trouble
 
 
 def render_lab_health(health: LabHealth) -> list[str]:

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from fabric.app.daemon.jobs import HostActivity, JobContext, end_running_work, jobs_store
+from fabric.app.daemon.jobs import HostActivity, JobContext, end_running_work
 from fabric.app.hostlocks import host_locks
 from fabric.core.timing import timing_of
 from fabric.present.jobs import run_and_summarise
 from topology.errors import IbfabError, StoreError
 
 if TYPE_CHECKING:
+    from fabric.app.session import StoreAccess
     from fabric.store import Schedule, Store
     from probes.hostlocks import HostLocks
 
@@ -122,9 +123,10 @@ class _Running:
 
 @dataclass
 class Daemon:
-    """Runs the schedules of one store; see the module docstring."""
+    """Runs the schedules of one store; see the module docstring. Each job builds its own session
+    on that store (:func:`fabric.app.daemon.jobs.job_session`)."""
 
-    db: Path
+    store: StoreAccess
     workers: int = 4
     poll_seconds: float = 1.0
     grace_seconds: float = 60.0
@@ -143,7 +145,7 @@ class Daemon:
     _urgent: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
-        self.locks = host_locks(self.db)
+        self.locks = host_locks(self.store)
 
     def stop(self) -> None:
         """Start no new job; :meth:`run` returns once the running ones end (or the grace runs out).
@@ -161,7 +163,7 @@ class Daemon:
         ``max_runs``: return after starting that many runs (and waiting for them).
         Raises StoreError when another daemon holds this store (or it is not a store)."""
         started = 0
-        with jobs_store(self.db) as store, DaemonLock(self.db):
+        with self.store.write() as store, DaemonLock(self.store.path):
             self._close_dead_runs(store)
             while not self.stopping:
                 try:
@@ -236,7 +238,7 @@ class Daemon:
         thread.start()
 
     def _work(self, schedule: Schedule, run_id: int) -> None:
-        ctx = JobContext(self.db, self.locks, self.activity)
+        ctx = JobContext(self.store, self.locks, self.activity)
         try:
             timing_of(schedule.interval_seconds, schedule.cron)
             message, ok = self.runner(schedule, ctx), True

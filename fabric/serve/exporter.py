@@ -1,6 +1,6 @@
 """``ibfab exporter``: the store's latest port counters and link health, served to Prometheus.
 
->>> serve("127.0.0.1:9315", Path("ibfab.db"), refresh_s=30, window_s=7200)   # doctest: +SKIP
+>>> serve("127.0.0.1:9315", session, refresh_s=30, window_s=7200)   # doctest: +SKIP
 
 What is served, names and labels, is documented in :mod:`fabric.exports.prometheus`.
 
@@ -41,7 +41,6 @@ import gzip
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric.app.exports.metrics import (
@@ -50,14 +49,13 @@ from fabric.app.exports.metrics import (
     exporter_page,
     failed_view,
     read_view,
-    served_store,
     unread_view,
 )
 from fabric.serve.http import HttpServer, Limits, Request, Response
 from topology.errors import UsageError
 
 if TYPE_CHECKING:
-    from fabric.health import HealthThresholds
+    from fabric.app.session import Session
 
 DEFAULT_LISTEN = "127.0.0.1:9315"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -89,16 +87,12 @@ class Exporter:
     """The latest view, rebuilt by :meth:`refresh`, served by :meth:`respond`."""
 
     def __init__(
-        self,
-        db_path: Path,
-        window_s: float = DEFAULT_WINDOW_S,
-        log: Callable[[str], None] = print,
-        thresholds: HealthThresholds | None = None,
+        self, session: Session, window_s: float = DEFAULT_WINDOW_S, log: Callable[[str], None] = print
     ):
-        self.db_path = db_path
+        self.session = session  # the exporter's one session: its store and thresholds
+        self.db_path = session.store.path
         self.window_s = window_s
         self.log = log
-        self.thresholds = thresholds
         self.view = unread_view()
         self._refreshed = False
 
@@ -106,9 +100,7 @@ class Exporter:
         """Read the store again (never raises: any failure becomes a ``store_error`` view)."""
         before = self.view
         try:
-            view = read_view(
-                self.db_path, window_s=self.window_s, previous=before, thresholds=self.thresholds
-            )
+            view = read_view(self.session, window_s=self.window_s, previous=before)
         except Exception as exc:  # one bad refresh must not stop the exporter
             view = failed_view("store_error", f"{self.db_path}: {type(exc).__name__}: {exc}", before)
         if not self._refreshed or view.status.message != before.status.message or view.key != before.key:
@@ -156,14 +148,13 @@ def _describe(view: ExporterView) -> str:
 
 def serve(
     listen: str,
-    db_path: Path | None = None,
+    session: Session,
     *,
     refresh_s: float = DEFAULT_REFRESH_S,
     window_s: float = DEFAULT_WINDOW_S,
     log: Callable[[str], None] = print,
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
-    thresholds: HealthThresholds | None = None,
     limits: Limits | None = None,
 ) -> None:
     """Serve ``/metrics`` on ``listen`` until ``stop`` is set; the store is read every ``refresh_s``.
@@ -173,7 +164,7 @@ def serve(
     bound connections, time and request size (:class:`fabric.serve.http.Limits`).
     """
     host, port = parse_listen(listen)
-    exporter = Exporter(served_store(db_path), window_s, log, thresholds)
+    exporter = Exporter(session, window_s, log)
     server = HttpServer.bind(host, port, exporter.respond, limits, log)
     stop = stop if stop is not None else threading.Event()
     thread: threading.Thread | None = None

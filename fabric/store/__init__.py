@@ -14,7 +14,7 @@ from __future__ import annotations
 from fabric.core.fields import PORT_COUNTER_FIELDS
 from fabric.store.core import BUSY_TIMEOUT_SECONDS, HeaderDamaged, StoreDamaged, default_db_path, store_path
 from fabric.store.counters import CounterTables
-from fabric.store.history import HistoryTables, link_subject
+from fabric.store.history import HistoryTables
 from fabric.store.mending import MendingTables
 from fabric.store.operations import OperationTables
 from fabric.store.probes import ProbeTables
@@ -26,6 +26,7 @@ from fabric.store.records import (
     CounterSnapshotInfo,
     Damage,
     FindingRecord,
+    FindingSubject,
     HourlyCounters,
     PortCounterRow,
     ProbeResultRow,
@@ -37,6 +38,7 @@ from fabric.store.records import (
     StoredSweep,
     StoredTopology,
     TopologySummary,
+    link_subject,
 )
 from fabric.store.retention import Retention, RetentionTables
 from fabric.store.routes import RouteTables
@@ -68,6 +70,7 @@ __all__ = [
     "CounterSnapshotInfo",
     "Damage",
     "FindingRecord",
+    "FindingSubject",
     "HeaderDamaged",
     "HourlyCounters",
     "PortCounterRow",

@@ -6,19 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from fabric.store.core import StoreBase
-from fabric.store.records import FindingRecord
+from fabric.store.records import FindingRecord, FindingSubject
 from topology.diff import LinkEvent
 from topology.model import LinkKey
-
-
-def link_subject(link: LinkKey) -> str:
-    """The text that names a link in findings_history.
-
-    >>> link_subject((("0x0000000000000001", 3), ("0x0000000000000002", 1)))
-    '0x0000000000000001/3-0x0000000000000002/1'
-    """
-    (a_guid, a_port), (b_guid, b_port) = link
-    return f"{a_guid}/{a_port}-{b_guid}/{b_port}"
 
 
 class HistoryTables(StoreBase):
@@ -71,13 +61,14 @@ class HistoryTables(StoreBase):
             None if row is None else LinkEvent(row[0], ((row[1], row[2]), (row[3], row[4])), row[5], row[6])
         )
 
-    def record_findings(self, day: str, items: Iterable[tuple[str, str, str]]) -> int:
+    def record_findings(self, day: str, items: Iterable[tuple[FindingSubject, str, str]]) -> int:
         """Record the day's findings as (subject, kind, status); a second call for the same
         (day, subject, kind) replaces its status. ``day`` is YYYY-MM-DD."""
-        rows = [(day, subject, kind, status) for subject, kind, status in items]
+        rows = [(day, s.key, kind, status, *_subject_columns(s)) for s, kind, status in items]
         with self._write() as db:
             db.executemany(
-                "INSERT INTO findings_history (day, subject, kind, status) VALUES (?, ?, ?, ?)"
+                "INSERT INTO findings_history (day, subject, kind, status, a_guid, a_port, b_guid, b_port, node)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (day, subject, kind) DO UPDATE SET status = excluded.status",
                 rows,
             )
@@ -87,8 +78,23 @@ class HistoryTables(StoreBase):
         """Findings from day ``since`` (YYYY-MM-DD) on, by day then subject."""
         with self._read() as db:
             rows = db.execute(
-                "SELECT day, subject, kind, status FROM findings_history"
+                "SELECT day, subject, kind, status, a_guid, a_port, b_guid, b_port, node FROM findings_history"
                 " WHERE day >= ? ORDER BY day, subject, kind",
                 (since or "",),
             ).fetchall()
-        return [FindingRecord(*r) for r in rows]
+        return [FindingRecord(r[0], r[1], r[2], r[3], _subject_of(*r[4:])) for r in rows]
+
+
+def _subject_columns(s: FindingSubject) -> tuple[str | None, int | None, str | None, int | None, str | None]:
+    if s.link is not None:
+        (a_guid, a_port), (b_guid, b_port) = s.link
+        return a_guid, a_port, b_guid, b_port, None
+    return None, None, None, None, s.node
+
+
+def _subject_of(
+    a_guid: str | None, a_port: int | None, b_guid: str | None, b_port: int | None, node: str | None
+) -> FindingSubject | None:
+    if a_guid is not None and a_port is not None and b_guid is not None and b_port is not None:
+        return FindingSubject.of_link(((a_guid, a_port), (b_guid, b_port)))
+    return FindingSubject.of_node(node) if node is not None else None

@@ -6,13 +6,14 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabric.core.processes import process_alive, process_identity
 from fabric.store.core import StoreBase
 from fabric.store.records import AuditEntry, Run, Schedule
 from topology.errors import StoreError
+from topology.model import Guid, PortRef
 
 _SCHEDULE_COLUMNS = "id, name, kind, interval_seconds, cron, args, enabled, last_run, next_run"
 _RUN_COLUMNS = "id, schedule_id, started, finished, ok, error"
@@ -30,14 +31,39 @@ class OperationTables(StoreBase):
         result: str,
         undo_of: int | None = None,
         when: float | None = None,
+        *,
+        argv: Sequence[str] = (),
+        ports: Sequence[PortRef] = (),
+        nodes: Sequence[str] = (),
+        hosts: Sequence[str] = (),
+        source: tuple[str, str] = ("", ""),
     ) -> int:
-        """Append to the audit log (durable once this returns); returns the entry id."""
+        """Append to the audit log (durable once this returns); returns the entry id. Besides the
+        text, what ran (``argv``), on which ports or nodes, and where (``source``: its kind and
+        target) are kept as such, so an undo never reads the text back."""
+        typed = (
+            json.dumps(list(argv)),
+            json.dumps([[p.guid, p.port] for p in ports]),
+            json.dumps(list(nodes)),
+            json.dumps(list(hosts)),
+            *source,
+        )
         with self._write() as db:
             try:
                 cur = db.execute(
-                    "INSERT INTO audit_log (time, user, action, target, command, result, undo_of)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (time.time() if when is None else when, user, action, target, command, result, undo_of),
+                    "INSERT INTO audit_log (time, user, action, target, command, result, undo_of,"
+                    " argv, ports, nodes, hosts, source_kind, source_target)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        time.time() if when is None else when,
+                        user,
+                        action,
+                        target,
+                        command,
+                        result,
+                        undo_of,
+                        *typed,
+                    ),
                 )
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"{self.path}: audit entry undoes unknown entry {undo_of}") from exc
@@ -48,11 +74,12 @@ class OperationTables(StoreBase):
         """Audit entries from ``since`` on, oldest first."""
         with self._read() as db:
             rows = db.execute(
-                "SELECT id, time, user, action, target, command, result, undo_of FROM audit_log"
+                "SELECT id, time, user, action, target, command, result, undo_of,"
+                " argv, ports, nodes, hosts, source_kind, source_target FROM audit_log"
                 " WHERE time >= ? ORDER BY id",
                 (since if since is not None else float("-inf"),),
             ).fetchall()
-        return [AuditEntry(*r) for r in rows]
+        return [_entry(r) for r in rows]
 
     # -- schedules ----------------------------------------------------------------------------
     def add_schedule(
@@ -200,3 +227,24 @@ def _schedule(row: tuple[Any, ...]) -> Schedule:
 
 def _run(row: tuple[Any, ...]) -> Run:
     return Run(row[0], row[1], row[2], row[3], None if row[4] is None else bool(row[4]), row[5])
+
+
+def _entry(row: tuple[Any, ...]) -> AuditEntry:
+    argv, ports, nodes, hosts = (json.loads(v) for v in row[8:12])
+    entry_id, when, user, action, target, command, result, undo_of = row[:8]
+    return AuditEntry(
+        entry_id,
+        when,
+        user,
+        action,
+        target,
+        command,
+        result,
+        undo_of,
+        argv=tuple(argv),
+        ports=tuple(PortRef(Guid(g), int(p)) for g, p in ports),
+        nodes=tuple(nodes),
+        hosts=tuple(hosts),
+        source_kind=row[12],
+        source_target=row[13],
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from topology.errors import UsageError
-from topology.model import Fabric
+from topology.model import Fabric, LinkKey, PortRef
 
 DAY_S = 86400.0
 
@@ -147,29 +147,76 @@ class StoredSweep:
     results: tuple[ProbeResultRow, ...]
 
 
+def link_subject(link: LinkKey) -> str:
+    """The text that names a link in findings_history (its key there, beside the typed ends).
+
+    >>> link_subject((("0x0000000000000001", 3), ("0x0000000000000002", 1)))
+    '0x0000000000000001/3-0x0000000000000002/1'
+    """
+    (a_guid, a_port), (b_guid, b_port) = link
+    return f"{a_guid}/{a_port}-{b_guid}/{b_port}"
+
+
+@dataclass(frozen=True, slots=True)
+class FindingSubject:
+    """What a finding is about: one link (both ends) or one node (its GUID)."""
+
+    link: LinkKey | None = None
+    node: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.link is None) == (self.node is None):
+            raise ValueError("a finding is about one link or one node")
+
+    @classmethod
+    def of_link(cls, link: LinkKey) -> FindingSubject:
+        return cls(link=link)
+
+    @classmethod
+    def of_node(cls, guid: str) -> FindingSubject:
+        return cls(node=guid)
+
+    @property
+    def key(self) -> str:
+        """Its text in the store's key (``GUID/PORT-GUID/PORT`` or the node's GUID)."""
+        return link_subject(self.link) if self.link is not None else str(self.node)
+
+
 @dataclass(frozen=True, slots=True)
 class FindingRecord:
     """What health found about one link or node on one day (for repeat offenders across days).
 
-    ``subject`` is a link (see :func:`fabric.store.link_subject`) or a node GUID.
+    ``subject`` is its key text (see :func:`link_subject`); ``about`` is what it names, typed.
     """
 
     day: str  # YYYY-MM-DD
     subject: str
     kind: str  # "ber", "flapping", "congestion", ...
     status: str  # "warning", "error", "ok", ...
+    about: FindingSubject | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
+    """One change an operator or the daemon made (or tried), as the audit log keeps it: the
+    text for people (``target``, ``command``, ``result``) and, typed, what ran (``argv``), on
+    which switch ports or Slurm nodes (and their fabric hosts), and where (the source's kind and
+    target: ``lab``/``demo``, ``local``/``""``; empty when an old entry did not say)."""
+
     id: int
     time: float
     user: str
-    action: str  # "isolate", "deisolate", "dry-run", ...
+    action: str  # "isolate", "deisolate", "drain", "resume", ...
     target: str
     command: str
     result: str
     undo_of: int | None
+    argv: tuple[str, ...] = ()
+    ports: tuple[PortRef, ...] = ()
+    nodes: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    source_kind: str = ""
+    source_target: str = ""
 
 
 @dataclass(frozen=True, slots=True)

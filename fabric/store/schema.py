@@ -176,6 +176,12 @@ def _checksum_blobs(db: sqlite3.Connection) -> None:
         db.executemany(f"UPDATE {table} SET crc = ? WHERE id = ?", [(zlib.crc32(b), i) for i, b in rows])
 
 
+def _typed_records(db: sqlite3.Connection) -> None:
+    from fabric.store.legacy import typed_records
+
+    typed_records(db)
+
+
 # Append steps here; version 1 is BASE_SCHEMA.
 MIGRATIONS: tuple[Migration, ...] = (
     # 2: counter snapshots as columnar blocks (fabric.store.blocks), 1/7 of the rows' size; the
@@ -266,6 +272,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE runs ADD COLUMN pid INTEGER",
             "ALTER TABLE runs ADD COLUMN process TEXT",
         ),
+    ),
+    # 7: typed records beside the text: an audit entry's command line, its switch ports or Slurm
+    # nodes and where it ran; a finding's link ends or node. Older rows get them from their text,
+    # once, here (fabric.store.legacy); nothing reads the text back after.
+    Migration(
+        7,
+        (
+            "ALTER TABLE audit_log ADD COLUMN argv TEXT NOT NULL DEFAULT '[]'",  # JSON list
+            "ALTER TABLE audit_log ADD COLUMN ports TEXT NOT NULL DEFAULT '[]'",  # JSON [[guid, port]]
+            "ALTER TABLE audit_log ADD COLUMN nodes TEXT NOT NULL DEFAULT '[]'",  # Slurm nodes, JSON
+            "ALTER TABLE audit_log ADD COLUMN hosts TEXT NOT NULL DEFAULT '[]'",  # their fabric hosts
+            "ALTER TABLE audit_log ADD COLUMN source_kind TEXT NOT NULL DEFAULT ''",  # '': not recorded
+            "ALTER TABLE audit_log ADD COLUMN source_target TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE findings_history ADD COLUMN a_guid TEXT",  # a link's ends (NULL: a node)
+            "ALTER TABLE findings_history ADD COLUMN a_port INTEGER",
+            "ALTER TABLE findings_history ADD COLUMN b_guid TEXT",
+            "ALTER TABLE findings_history ADD COLUMN b_port INTEGER",
+            "ALTER TABLE findings_history ADD COLUMN node TEXT",  # a node's GUID (NULL: a link)
+        ),
+        _typed_records,
     ),
 )
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from fabric.app.discovery.cables import read_inventory
 from fabric.app.health.assess import assess_store
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.cli.main import main
 from fabric.health.cables import shared_cable_traits, tail_chance
 from fabric.present.cables import NO_INVENTORY
@@ -96,7 +97,7 @@ def test_kept_inventory_serves_a_stored_fabric_and_the_tui() -> None:
     code, out, err = run("topology", "cable", HCA_PORT, "--json")
     assert code == 0 and "using stored topology snapshot 1" in err
     assert json.loads(out) == json.loads(direct)
-    service = FabricService()
+    service = FabricService(open_session())
     view = service.load_view()
     assert view is not None
     d = json.loads(direct)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
 from fabric.core.units import parse_duration
+from fabric.lab import simulator as lab
 from fabric.store import Store
 from topology.errors import UsageError
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from fabric.store import Store
 
 SPEC = "leafspine:leaves=2,spines=2,hosts=2"

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.daemon.jobs import JobContext
+from fabric.app.session import StoreAccess
+from fabric.lab import simulator as lab
 from fabric.serve.daemon import Daemon
 from fabric.store import ProbeResultRow, ProbeSweep, Run, Schedule, Store, default_db_path
 from tests.sshd import Sshd, sshd_server
@@ -64,7 +65,7 @@ def test_a_running_job_is_not_started_twice_and_workers_are_bounded() -> None:
             active.remove(s.name)
         return f"{s.name} done"
 
-    d = Daemon(default_db_path(), workers=1, poll_seconds=0.05, runner=job)
+    d = Daemon(StoreAccess(default_db_path()), workers=1, poll_seconds=0.05, runner=job)
     t = threading.Thread(target=d.run, kwargs={"max_runs": 3})
     t.start()
     time.sleep(1.0)  # 'slow' and 'other' are due every pass, but one worker is busy
@@ -87,7 +88,7 @@ def test_a_job_that_raises_a_bug_is_recorded_and_the_daemon_goes_on() -> None:
     def job(s: Schedule, ctx: JobContext) -> str:
         raise KeyError("port 99")
 
-    reports = Daemon(default_db_path(), runner=job).run(once=True)
+    reports = Daemon(StoreAccess(default_db_path()), runner=job).run(once=True)
     assert [(r.ok, r.message) for r in reports] == [(False, "KeyError: 'port 99'")]
     (run,) = _runs("buggy")
     assert run.ok is False and run.error == "KeyError: 'port 99'"
@@ -101,7 +102,7 @@ def test_once_runs_only_what_is_due() -> None:
     with Store.open() as store:
         store.add_schedule("later", "counters", interval_seconds=60, args={}, next_run=time.time() + 600)
         store.add_schedule("off", "counters", interval_seconds=60, args={}, enabled=False, next_run=0)
-    reports = Daemon(default_db_path(), runner=lambda s, c: "fine").run(once=True)
+    reports = Daemon(StoreAccess(default_db_path()), runner=lambda s, c: "fine").run(once=True)
     assert [r.schedule for r in reports] == ["due"]
 
 
@@ -113,7 +114,7 @@ def test_stop_waits_for_the_grace_then_records_the_job_as_failed() -> None:
         running.set()
         return str(gate.wait(60))
 
-    d = Daemon(default_db_path(), grace_seconds=0.3, poll_seconds=0.05, runner=stuck)
+    d = Daemon(StoreAccess(default_db_path()), grace_seconds=0.3, poll_seconds=0.05, runner=stuck)
     t = threading.Thread(target=d.run)
     t.start()
     assert running.wait(60)  # the job runs (a deadline: a busy machine only starts it later)
@@ -144,7 +145,7 @@ def test_a_job_past_the_grace_starts_no_new_command(tmp_path: Path) -> None:
             seen.append(exc.one_line())
         return "done"
 
-    d = Daemon(default_db_path(), grace_seconds=0.3, poll_seconds=0.05, runner=job)
+    d = Daemon(StoreAccess(default_db_path()), grace_seconds=0.3, poll_seconds=0.05, runner=job)
     t = threading.Thread(target=d.run)
     t.start()
     deadline = time.monotonic() + 60  # deadlines, not speeds: a busy machine only waits longer
@@ -168,7 +169,7 @@ def test_a_job_past_the_grace_starts_no_new_command(tmp_path: Path) -> None:
 def test_counters_every_second_stores_one_snapshot_per_run(running_lab: str) -> None:
     _add("c1s", "counters", 1, lab=running_lab)
     t0 = time.time()
-    reports = Daemon(default_db_path(), poll_seconds=0.1).run(max_runs=3)
+    reports = Daemon(StoreAccess(default_db_path()), poll_seconds=0.1).run(max_runs=3)
     assert [r.ok for r in reports] == [True, True, True], [r.message for r in reports]
     with Store.open() as store:
         snaps = store.list_counter_snapshots()
@@ -187,7 +188,7 @@ def test_counters_every_second_stores_one_snapshot_per_run(running_lab: str) -> 
 def test_a_failing_schedule_records_failures_while_a_healthy_one_keeps_running(running_lab: str) -> None:
     _add("broken", "counters", 1, lab="no-such-lab")
     _add("healthy", "counters", 1, lab=running_lab)
-    reports = Daemon(default_db_path(), poll_seconds=0.1).run(max_runs=6)
+    reports = Daemon(StoreAccess(default_db_path()), poll_seconds=0.1).run(max_runs=6)
     broken, healthy = _runs("broken"), _runs("healthy")
     assert len(broken) >= 2 and len(healthy) >= 2 and len(broken) + len(healthy) == 6
     assert all(r.ok is False and "no-such-lab" in (r.error or "") for r in broken)
@@ -248,7 +249,7 @@ def test_sigterm_stops_a_real_daemon_cleanly_with_its_runs_recorded(running_lab:
 def test_two_lab_sweeps_sharing_hosts_take_turns_per_round(running_lab: str) -> None:
     _add("sw-a", "sweep", 3600, lab=running_lab, pattern="pairwise", retest=False)
     _add("sw-b", "sweep", 3600, lab=running_lab, pattern="pairwise", retest=False)
-    d = Daemon(default_db_path())
+    d = Daemon(StoreAccess(default_db_path()))
     reports = d.run(once=True)
     assert sorted((r.schedule, r.ok) for r in reports) == [("sw-a", True), ("sw-b", True)]
     holds = d.activity.holds
@@ -288,7 +289,7 @@ def test_two_ssh_sweeps_on_the_same_hosts_never_overlap(sshd_server: Sshd, tmp_p
     }
     _add("ssh-a", "sweep", 3600, **common, retest=False, timeout=20)
     _add("ssh-b", "sweep", 3600, **common, retest=False, timeout=20)
-    d = Daemon(default_db_path())
+    d = Daemon(StoreAccess(default_db_path()))
     t0 = time.time()
     reports = d.run(once=True)
     assert sorted(r.schedule for r in reports) == ["ssh-a", "ssh-b"]

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from fabric.app.discovery.discover import discover_text, discovery_to_dict
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.cli.main import main
 from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import build_tree
@@ -113,7 +114,7 @@ def test_scheduler_tree_has_a_pod_level_and_a_chassis_on_top() -> None:
 
 def test_tui_overview_and_node_detail(tmp_path: Path) -> None:
     path, _, _, _ = build_store(tmp_path / "s.db", snapshots=1, spec=PODS, faults=())
-    svc = FabricService(path)
+    svc = FabricService(open_session(db=path))
     view = svc.load_view()
     assert view is not None
     ov = svc.overview(view, None, svc.state())

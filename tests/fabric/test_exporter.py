@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.exports.metrics import DEFAULT_WINDOW_S, ExporterView, read_view
 from fabric.app.health.assess import node_names
 from fabric.app.health.collect import Collector
+from fabric.app.session import Session, open_session
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES
@@ -34,6 +34,7 @@ from fabric.exports.prometheus import (
     counter_metric_name,
     port_families,
 )
+from fabric.lab import simulator as lab
 from fabric.serve.exporter import parse_listen, serve
 from fabric.store import PortCounterRow, Store
 from tests.conftest import REALDATA
@@ -90,7 +91,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         lab.up(SPEC, name=LAB)
         try:
             with Store.open(db) as store:
-                collector = Collector(store, Source("lab", LAB))
+                collector = Collector(store, Session(Source.lab(LAB)))
                 collector.collect_once()
                 lab.set_counter(LAB, "leaf-01", 1, "SymbolErrorCounter", INJECTED)
                 lab.set_counter(LAB, "leaf-02", 3, "SymbolErrorCounter", 70000)  # ibsim clamps: 65535
@@ -358,13 +359,13 @@ def test_real_prometheus_scrapes_the_injected_value(served: Served, tmp_path: Pa
 
 @pytest.mark.lab
 def test_store_error_keeps_serving_the_previous_view(served: Served, tmp_path: Path) -> None:
-    good = read_view(served.db)
+    good = read_view(open_session(db=served.db))
     assert good.status.errors == frozenset() and good.key is not None and good.text
-    assert read_view(served.db, previous=good) is not good  # restamped ...
-    assert read_view(served.db, previous=good).text is good.text  # ... but not rebuilt
+    assert read_view(open_session(db=served.db), previous=good) is not good  # restamped ...
+    assert read_view(open_session(db=served.db), previous=good).text is good.text  # ... but not rebuilt
     garbage = tmp_path / "ibfab.db"
     garbage.write_bytes(b"this is not sqlite" * 100)
-    bad = read_view(garbage, previous=good)
+    bad = read_view(open_session(db=garbage), previous=good)
     assert bad.status.errors == frozenset({"store_error"}) and "not an SQLite database" in bad.status.message
     assert bad.text is good.text and bad.key is None  # the next good read rebuilds
     assert bad.status.last_snapshot_time == served.taken_at
@@ -377,7 +378,7 @@ def _serve_in_thread(db: Path) -> Iterator[str]:
     lines: list[str] = []
     thread = threading.Thread(
         target=serve,
-        args=("127.0.0.1:0", db),
+        args=("127.0.0.1:0", open_session(db=db)),
         kwargs={"refresh_s": 0.2, "log": lines.append, "stop": stop, "ready": ready.append},
         daemon=True,
     )
@@ -516,6 +517,6 @@ def test_bad_refresh_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_view_of_a_missing_store_is_not_an_exception(tmp_path: Path) -> None:
-    view: ExporterView = read_view(tmp_path / "absent.db")
+    view: ExporterView = read_view(open_session(db=tmp_path / "absent.db"))
     assert view.status.errors == frozenset({"store_missing"}) and view.text == b""
     assert os.listdir(tmp_path) == []

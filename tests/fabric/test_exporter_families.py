@@ -9,6 +9,7 @@ import pytest
 
 from fabric.app.exports.metrics import read_view
 from fabric.app.health.assess import node_names
+from fabric.app.session import open_session
 from fabric.exports.prometheus import (
     ScheduleRun,
     SweepSuspects,
@@ -141,16 +142,18 @@ def test_view_serves_failed_runs_and_interval_on_every_refresh(tmp_path: Path) -
                 [PortCounterRow(t, link.a.guid, link.a.port, counters={"symbol_errors": 0})],
             )
         sid = store.add_schedule("counters-5m", "counters", interval_seconds=300)
-    first = read_view(db)
+    first = read_view(open_session(db=db))
     assert first.status.collection_interval == 300.0 and first.status.schedules == ()
     with Store.open(db) as store:
         run = store.start_run(sid, 1700.0)
         store.finish_run(run, False, "ibqueryerrors: timed out", 1710.0)
-    second = read_view(db, previous=first)
+    second = read_view(open_session(db=db), previous=first)
     assert second.text is first.text  # the data were not rebuilt ...
     assert second.status.schedules == (
         ScheduleRun("counters-5m", "counters", 1710.0, False, "ibqueryerrors: timed out"),
     )
     with Store.open(db) as store:
         store.update_schedule(sid, enabled=False)
-    assert read_view(db, previous=second).status.schedules == ()  # a disabled schedule is not watched
+    assert (
+        read_view(open_session(db=db), previous=second).status.schedules == ()
+    )  # a disabled schedule is not watched

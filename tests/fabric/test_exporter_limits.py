@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.app.session import open_session
 from fabric.core.fields import COUNTER_NAMES
 from fabric.serve.exporter import Exporter
 from fabric.serve.http import HttpServer, Limits, Request, Response
@@ -261,7 +262,7 @@ def test_at_the_cap_busy_senders_are_kept_and_the_newcomer_refused(short: HttpSe
 
 
 def test_every_scrape_of_a_refresh_sends_the_same_page_object(tmp_path: Path) -> None:
-    exporter = Exporter(tmp_path / "ibfab.db", log=lambda _: None)
+    exporter = Exporter(open_session(db=tmp_path / "ibfab.db"), log=lambda _: None)
     store_with_every_port(
         exporter.db_path, REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt"
     )

@@ -20,7 +20,7 @@ from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES, ERROR_COUNTERS, max_value
 from fabric.counters.deltas import OutOfOrder
 from fabric.health import Status, assess, assess_columns
-from fabric.store import PortCounterRow, Store, link_subject
+from fabric.store import FindingSubject, PortCounterRow, Store
 from tests.conftest import REALDATA
 from tests.fabric.test_health import HCA0, HCA1, NOW, UP1, eventful_frame, fabric, frame_for, link_of
 from tests.healthpaths import assert_same_health
@@ -160,14 +160,14 @@ def test_random_histories_give_the_same_health_both_ways(
             link = others[at]
             for days_ago in range(1, int(rng.integers(2, 4))):
                 store.record_findings(
-                    utc_day(NOW - days_ago * 86400), [(link_subject(link.key), "ber", "warn")]
+                    utc_day(NOW - days_ago * 86400), [(FindingSubject.of_link(link.key), "ber", "warn")]
                 )
         # a finding on a port's earlier cable (to a node since gone) counts for its cable now
         for side in (0, 1):
             cable = others[int(rng.integers(0, len(others)))]
             moved = (cable.a, cable.b)[side]
             gone = ((moved.guid, moved.port), ("0x00000000000000ff", 1))
-            store.record_findings(utc_day(NOW - 86400), [(link_subject(gone), "ber", "critical")])
+            store.record_findings(utc_day(NOW - 86400), [(FindingSubject.of_link(gone), "ber", "critical")])
         # discovery saw one cable go down and come back
         bounced = fab.links[int(rng.integers(0, len(fab.links)))].key
         store.add_link_events([LinkEvent(NOW - 1200, bounced, "down"), LinkEvent(NOW - 1100, bounced, "up")])

@@ -12,6 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fabric.app.discovery.ibdiagnet import import_ibdiagnet_run
+from fabric.app.session import StoreAccess
 from fabric.cli.main import main
 from fabric.present.overview import when
 from fabric.store import Store
@@ -31,7 +32,7 @@ def health(db: Path, *args: str) -> tuple[int, str, str]:
 
 def test_one_ibdiagnet_run_says_rates_need_a_second_run(tmp_path: Path) -> None:
     db = tmp_path / "ibfab.db"
-    run = import_ibdiagnet_run(str(db), IBDIAG_DIR)
+    run = import_ibdiagnet_run(StoreAccess(db), IBDIAG_DIR)
     code, out, err = health(db, "--since", "all")
     assert code == 0, err
     lines = out.splitlines()

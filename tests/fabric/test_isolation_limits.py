@@ -11,8 +11,9 @@ import pytest
 from fabric.advise.candidates import Candidate, LinkFinding, isolation_port, link_at, resolve_port
 from fabric.advise.safety import SafetyPolicy, check_isolations, designed_uplinks, usual_uplinks
 from fabric.app.discovery.discover import Discovery, analyse
+from fabric.app.drivers import driver_for
 from fabric.app.isolation.limits import fabric_change_lock, fabric_key, isolation_limits
-from fabric.app.source import Source
+from fabric.app.source import Source, SourceKind
 from fabric.store import Store
 from tests.advise_fabrics import fabric_of, guid_of
 from topology.errors import SafetyError
@@ -89,8 +90,11 @@ def test_store_isolations_count_once_and_unknown_port_states_are_said(tmp_path: 
                 f"{PortRef(leaf, port)} leaf-01:{port} <-> spine-01:{port}",
                 "ibportstate",
                 "ok",
+                ports=(PortRef(leaf, port),),
             )
-        store.audit("root", "isolate", f"{PortRef(leaf, 9)} again", "ibportstate", "ok")  # the same port
+        store.audit(
+            "root", "isolate", f"{PortRef(leaf, 9)} again", "ibportstate", "ok", ports=(PortRef(leaf, 9),)
+        )  # the same port
         limits = isolation_limits(store, d.fabric, d.classification, None)
     assert limits.already == 2 and limits.disabled_now is None
     assert limits.notes == ("ports disabled now: not known (a saved topology shows no port states)",)
@@ -108,11 +112,11 @@ def test_the_fabric_lock_is_keyed_by_fabric_and_names_its_holder(
     d = fabric_of("fattree-small")
     lowest = min(n.guid for n in d.fabric.switches())
     assert (
-        fabric_key(Source("file", "a.topo"), d.fabric)
-        == fabric_key(Source("local"), d.fabric)
+        fabric_key(driver_for(Source(SourceKind.FILE, "a.topo")), d.fabric)
+        == fabric_key(driver_for(Source.local()), d.fabric)
         == f"fabric-{lowest}"
     )
-    assert fabric_key(Source("lab", "demo"), d.fabric) == "lab-demo"
+    assert fabric_key(driver_for(Source.lab("demo")), d.fabric) == "lab-demo"
     with fabric_change_lock("fabric-x") as path:
         assert path.parent == tmp_path / "locks"
         held = pytest.raises(SafetyError, match=f"held by pid {os.getpid()} on .*nothing was changed")

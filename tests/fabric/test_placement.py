@@ -20,11 +20,9 @@ from fabric.placement import (
     health_view_from_links,
     parse_host_list,
     place,
-    slurm_idle_hosts,
     unhealthy_hosts,
 )
 from probes.slurm import SlurmUnavailable
-from probes.transport import CommandResult
 from topology.classify import Classification, classify
 from topology.errors import UsageError
 from topology.generate import generate, to_ibnetdiscover
@@ -172,7 +170,7 @@ def test_health_view_excludes_and_names_the_worst_link() -> None:
     assert place(fabric, cls, 2, health=PlacementHealth()).cost.worst_link is None
 
 
-def test_free_lists_and_sinfo() -> None:
+def test_free_lists() -> None:
     assert parse_host_list("dgx-[0001-0003]\n# busy\n\ndgx-0007  # spare\n", "f") == [
         "dgx-0001",
         "dgx-0002",
@@ -181,13 +179,6 @@ def test_free_lists_and_sinfo() -> None:
     ]
     with pytest.raises(UsageError, match="f:2"):
         parse_host_list("dgx-0001\ndgx-[0002-\n", "f")
-
-    def fake_sinfo(argv: list[str], **_: object) -> CommandResult:
-        # the boundary: sinfo is not configured on this machine
-        assert argv == ["sinfo", "-h", "-N", "-p", "gpu", "-t", "idle", "-o", "%N"]
-        return CommandResult("local", tuple(argv), 0, "dgx-0001\ndgx-0002\ndgx-0002\n", "", 0.0)
-
-    assert slurm_idle_hosts("gpu", fake_sinfo) == ["dgx-0001", "dgx-0002"]
 
 
 def _topo_file(tmp_path: Path, spec: str) -> Path:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from fabric.app.exports.metrics import read_view
+from fabric.app.session import open_session
 from fabric.store import PortCounterRow, Store
 from tests.topology.test_route_checks import lid, port_to, route, tables
 from topology.lft import Lfts
@@ -26,7 +27,7 @@ def _serve(tmp_path: Path, t: Lfts | None) -> str:
         )
         if t is not None:
             store.save_routes(topology_id, t)
-    view = read_view(db)
+    view = read_view(open_session(db=db))
     assert not view.status.errors, view.status.message
     return view.text.decode()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 import samples
-from fabric.app.health.assess import load_thresholds
 from fabric.cli.main import main
+from fabric.health.thresholds import load_thresholds
 from probes.inventory import read_inventory
 from probes.plan import plan_sweep
 from tests.advise_fabrics import fabric_of

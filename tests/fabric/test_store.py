@@ -18,13 +18,13 @@ import pytest
 from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from fabric.store import (
     PORT_COUNTER_FIELDS,
+    FindingSubject,
     PortCounterRow,
     ProbeResultRow,
     RawCapture,
     Store,
     StoreError,
     default_db_path,
-    link_subject,
     schema,
 )
 from fabric.store.captures import CompressAhead
@@ -351,9 +351,10 @@ def test_link_events_round_trip(store: Store) -> None:
 
 
 def test_findings_history_keeps_one_status_per_day_subject_kind(store: Store) -> None:
-    link = link_subject((("0x0000000000000001", 3), ("0x0000000000000002", 1)))
+    link = FindingSubject.of_link((("0x0000000000000001", 3), ("0x0000000000000002", 1)))
     store.record_findings(
-        "2024-05-01", [(link, "ber", "warning"), ("0x0000000000000007", "flapping", "error")]
+        "2024-05-01",
+        [(link, "ber", "warning"), (FindingSubject.of_node("0x0000000000000007"), "flapping", "error")],
     )
     store.record_findings("2024-05-02", [(link, "ber", "warning")])
     store.record_findings("2024-05-02", [(link, "ber", "error")])

@@ -20,11 +20,12 @@ import pytest
 from click.testing import CliRunner
 
 from fabric.app.health.assess import assess_store
+from fabric.app.session import StoreAccess
 from fabric.app.storecare.retention import compact_after_collection, compact_store
 from fabric.cli import main
 from fabric.core.fields import COUNTER_NAMES
 from fabric.health import Status
-from fabric.store import CompactResult, RawCapture, Retention, Store, link_subject
+from fabric.store import CompactResult, FindingSubject, RawCapture, Retention, Store
 from tests.conftest import REALDATA, ROOT
 from topology.ibnetdiscover import read_ibnetdiscover
 from topology.model import Fabric
@@ -86,7 +87,7 @@ def raw_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 t, "test", topo, rows, [RawCapture("counters", "ibqueryerrors", "x" * 500, t)]
             )
         # findings on two earlier days: with today's, link 0 is a repeat offender (3 days in 30)
-        subject = link_subject(fabric.links[0].key)
+        subject = FindingSubject.of_link(fabric.links[0].key)
         for days_ago in (3, 5):
             day = time.strftime("%Y-%m-%d", time.gmtime(NOW - days_ago * 86400))
             store.record_findings(day, [(subject, "ber", "warn")])
@@ -132,7 +133,7 @@ def test_health_and_repeat_offenders_are_the_same_on_compacted_history(
     assert flagged == {keys[0], keys[1], keys[2]}, {k: raw[k] for k in flagged}
     assert raw[keys[0]][5] and raw[keys[1]][3] == 3
     # hours 0-7 become points (their last snapshot, and the very first one as the baseline)
-    result, _ = compact_store(compacted, raw_s=2 * HOUR, now=NOW - 5)
+    result, _ = compact_store(StoreAccess(compacted), raw_s=2 * HOUR, now=NOW - 5)
     assert result.done and result.hours == HOURS - 2 and result.points == HOURS - 2 + 1
     with Store.open(compacted, create=False) as store:
         snaps = store.list_counter_snapshots()
@@ -149,7 +150,7 @@ def test_health_and_repeat_offenders_are_the_same_on_compacted_history(
 
 def test_an_hourly_point_keeps_the_hours_sums_maxima_and_resets(raw_store: Path, tmp_path: Path) -> None:
     compacted = _copy(raw_store, tmp_path)
-    compact_store(compacted, raw_s=2 * HOUR, now=NOW - 5)
+    compact_store(StoreAccess(compacted), raw_s=2 * HOUR, now=NOW - 5)
     fabric = _fabric()
     rx = fabric.links[2].key[1]
     with Store.open(compacted, create=False) as store:
@@ -169,7 +170,12 @@ def test_spans_expire_and_the_store_gets_no_bigger(raw_store: Path, tmp_path: Pa
 
     def compact() -> CompactResult:
         return compact_store(
-            path, raw_s=2 * HOUR, hourly_s=6 * HOUR, captures_s=HOUR, findings_s=4 * 86400.0, now=NOW + 5
+            StoreAccess(path),
+            raw_s=2 * HOUR,
+            hourly_s=6 * HOUR,
+            captures_s=HOUR,
+            findings_s=4 * 86400.0,
+            now=NOW + 5,
         )[0]
 
     result = compact()
@@ -229,7 +235,7 @@ _COMPACTOR = textwrap.dedent(
 @pytest.mark.slow
 def test_sigkill_mid_compaction_loses_nothing(raw_store: Path, tmp_path: Path) -> None:
     reference = _copy(raw_store, tmp_path, "reference.db")
-    compact_store(reference, raw_s=2 * HOUR, now=NOW - 5)
+    compact_store(StoreAccess(reference), raw_s=2 * HOUR, now=NOW - 5)
     with Store.open(reference, create=False) as store:
         want = store.load_counters()
     raw_answers = _answers(raw_store, None)
@@ -300,7 +306,7 @@ def test_compaction_leaves_a_damaged_snapshot_for_repair(raw_store: Path, tmp_pa
         ]
     damaged = in_hour_3[5]
     flip_bit(path, "counter_blocks", "data", f"snapshot_id = {damaged}")
-    result, _ = compact_store(path, raw_s=2 * HOUR, now=NOW - 5)
+    result, _ = compact_store(StoreAccess(path), raw_s=2 * HOUR, now=NOW - 5)
     assert result.done
     with Store.open(path, create=False) as store:
         left = {s.id for s in store.list_counter_snapshots()}

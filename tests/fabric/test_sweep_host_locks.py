@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from fabric.app.drivers import LocalDriver, driver_for
+from fabric.app.source import Source
 from fabric.cli.main import main
 from tests.servers import free_port
 from topology.generate import generate, to_ibnetdiscover
@@ -23,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 HOLDER = """
 import sys, time
+from pathlib import Path
 from fabric.app.hostlocks import host_locks
-locks = host_locks(sys.argv[1])
+from fabric.app.session import StoreAccess
+locks = host_locks(StoreAccess(Path(sys.argv[1])))
 locks.acquire(["cn0002"], why="schedule nightly")
 print("held", flush=True)
 if sys.argv[2] == "until-told":
@@ -116,15 +120,17 @@ def test_lock_names_take_both_names_a_node_map_gives() -> None:
     from fabric.app.slurm import parse_node_map
 
     nodes = parse_node_map("cn[0001-0002] node[1-2]\n")
-    assert lock_keys(["cn0002", "cn0001", "cn0003"], None) == ["cn0001", "cn0002", "cn0003"]
-    assert lock_keys(["cn0002", "cn0001", "cn0003"], None, nodes) == [
+    assert lock_keys(["cn0002", "cn0001", "cn0003"], LocalDriver()) == ["cn0001", "cn0002", "cn0003"]
+    assert lock_keys(["cn0002", "cn0001", "cn0003"], LocalDriver(), nodes) == [
         "cn0001",
         "cn0002",
         "cn0003",
         "node1",
         "node2",
     ]
-    assert lock_keys(["cn0001"], "demo", nodes) == ["lab demo/cn0001"]  # a lab's hosts are its own
+    assert lock_keys(["cn0001"], driver_for(Source.lab("demo")), nodes) == [
+        "lab demo/cn0001"
+    ]  # a lab's hosts are its own
     # Slurm node names (probe nccl --launcher srun): the other direction of the same map
     assert node_lock_keys(["node2", "node9"], nodes) == ["cn0002", "node2", "node9"]
     assert node_lock_keys(["node2"], None) == ["node2"]

@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
-from fabric import lab
 from fabric.app.health.assess import node_names
 from fabric.app.health.collect import Collector
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.exports.alert_rules import RuleTiming, alert_rules
 from fabric.exports.grafana import dashboard_queries, grafana_dashboard, with_sample_variables
+from fabric.lab import simulator as lab
 from fabric.store import Store
 from tests.servers import free_port, get_json, stop_process
 
@@ -94,7 +95,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         lab.up(SPEC, name=LAB)
         try:
             with Store.open(db) as store:
-                collector = Collector(store, Source("lab", LAB))
+                collector = Collector(store, Session(Source.lab(LAB)))
                 collector.collect_once()
                 names = {name: guid for guid, name in node_names(store.load_topology().fabric).items()}
                 argv = [sys.executable, "-c", "from fabric.cli import main; main()", "exporter"]

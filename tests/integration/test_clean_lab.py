@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.health.collect import Collector
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from fabric.store import Store
 from probes.plan import PATTERNS
 from topology.generate import PRESETS
@@ -73,7 +74,7 @@ def clean(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         lab.up(SMALLEST[preset], (), name=name)
         try:
             with Store.open(db) as store:  # two readings of every port: a health window
-                collector = Collector(store, Source("lab", name))
+                collector = Collector(store, Session(Source.lab(name)))
                 collector.collect_once()
                 collector.collect_once()
             yield CleanLab(name, db, workdir)

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from topology.generate import Design
 
 pytestmark = pytest.mark.lab
@@ -84,7 +85,7 @@ def _matches(d: Discovery, design: Design) -> None:
 )
 def test_discovery_finds_exactly_the_planted_anomalies(lab_fabric: tuple[str, Design]) -> None:
     name, design = lab_fabric
-    d = discover(Source("lab", name))
+    d = discover(Session(Source.lab(name)))
     present = design.present_hcas()
     assert len(d.fabric.switches()) == len(design.switches)
     assert len(d.fabric.hcas()) == len(present)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from tests.sshd import Sshd, start_sshd
 
 pytestmark = [pytest.mark.lab, pytest.mark.sshd]

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.health.assess import assess_store
 from fabric.app.health.collect import Collector
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
 from fabric.health.score import finding_kind
+from fabric.lab import simulator as lab
 from fabric.present.counters import snapshot_line
 from fabric.store import Store
 from tests.healthpaths import assert_same_health
@@ -51,7 +52,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
 def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -> None:
     db = str(tmp_path / "h.db")
     with Store.open(db) as store:
-        collector = Collector(store, Source("lab", lab_up))
+        collector = Collector(store, Session(Source.lab(lab_up)))
         collector.collect_once()  # baseline
         fabric = store.load_topology().fabric
         sym = _key(fabric, "leaf-01", 3)
@@ -66,7 +67,9 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     lab.link_up(lab_up, "leaf-01", 4)
     lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 90)
     with Store.open(db) as store:
-        assert "0 links down, 1 up" in snapshot_line(Collector(store, Source("lab", lab_up)).collect_once())
+        assert "0 links down, 1 up" in snapshot_line(
+            Collector(store, Session(Source.lab(lab_up))).collect_once()
+        )
         view = assess_store(store, since_s=3600)
 
     links = {lk.key: lk for lk in view.report.links}
@@ -113,7 +116,7 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
 
 def test_saturated_symbol_errors_are_a_lower_bound(lab_up: str, tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.db") as store:
-        collector = Collector(store, Source("lab", lab_up))
+        collector = Collector(store, Session(Source.lab(lab_up)))
         collector.collect_once()
         assert "65535" in lab.set_counter(lab_up, "leaf-02", 3, "SymbolErrorCounter", 70000)
         collector.collect_once()
@@ -131,7 +134,7 @@ def test_saturated_symbol_errors_are_a_lower_bound(lab_up: str, tmp_path: Path) 
 
 def test_counter_going_down_is_a_new_baseline(lab_up: str, tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.db") as store:
-        collector = Collector(store, Source("lab", lab_up))
+        collector = Collector(store, Session(Source.lab(lab_up)))
         collector.collect_once()
         lab.set_counter(lab_up, "spine-01", 2, "SymbolErrorCounter", 500)
         collector.collect_once()
@@ -153,7 +156,7 @@ def test_the_fast_path_gives_the_counter_tables_health_on_the_lab(lab_up: str, t
     import time as _time
 
     with Store.open(tmp_path / "fast.db") as store:
-        collector = Collector(store, Source("lab", lab_up))
+        collector = Collector(store, Session(Source.lab(lab_up)))
         collector.collect_once()
         lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 40)
         lab.set_counter(lab_up, "leaf-02", 4, "LinkDownedCounter", 2)
@@ -191,7 +194,7 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
     from fabric.app.health.assess import utc_day
 
     with Store.open(tmp_path / "f.db") as store:
-        collector = Collector(store, Source("lab", lab_up))
+        collector = Collector(store, Session(Source.lab(lab_up)))
         collector.collect_once()
         lab.set_counter(lab_up, "leaf-01", 3, "SymbolErrorCounter", 50)
         collector.collect_once()
@@ -203,11 +206,13 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
         link = next(lk for lk in first.report.links if lk.key == key)
         assert not link.repeat_offender and link.repeat_days == 1
         # the same link was bad on two earlier days: today makes three, a repeat offender
-        from fabric.store import link_subject
+        from fabric.store import FindingSubject
 
         now = _time.time()
         for days_ago in (1, 2):
-            store.record_findings(utc_day(now - days_ago * 86400), [(link_subject(key), "ber", "critical")])
+            store.record_findings(
+                utc_day(now - days_ago * 86400), [(FindingSubject.of_link(key), "ber", "critical")]
+            )
         again = assess_store(store, since_s=3600)
     link = next(lk for lk in again.report.links if lk.key == key)
     assert link.repeat_offender and link.repeat_days == 3
@@ -217,7 +222,7 @@ def test_findings_history_is_idempotent_per_day_and_makes_repeat_offenders(
 # -- each fault alone, and the same fabric clean ---------------------------------------------------
 def _collect(name: str, db: str, between: Callable[[], object] | None = None) -> None:
     with Store.open(db) as store:
-        collector = Collector(store, Source("lab", name))
+        collector = Collector(store, Session(Source.lab(name)))
         collector.collect_once()
         if between is not None:
             between()
@@ -226,7 +231,7 @@ def _collect(name: str, db: str, between: Callable[[], object] | None = None) ->
 
 def _unplug_and_replug(name: str, db: str) -> None:
     with Store.open(db) as store:
-        collector = Collector(store, Source("lab", name))
+        collector = Collector(store, Session(Source.lab(name)))
         collector.collect_once()
         lab.link_down(name, "leaf-02", 3)
         collector.collect_once()

@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.health.assess import assess_store, node_names
 from fabric.app.health.collect import Collector
 from fabric.app.health.prometheus import assess_prometheus
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli import main
 from fabric.health import HealthReport, Status
+from fabric.lab import simulator as lab
 from fabric.store import Store
 from tests.conftest import REALDATA
 from tests.servers import free_port, get_json, stop_process
@@ -74,7 +75,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         lab.up(SPEC, name=LAB)
         try:
             with Store.open(db) as store:
-                collector = Collector(store, Source("lab", LAB))
+                collector = Collector(store, Session(Source.lab(LAB)))
                 collector.collect_once()
                 fabric = store.load_topology().fabric
                 argv = [sys.executable, "-c", "from fabric.cli import main; main()", "exporter"]

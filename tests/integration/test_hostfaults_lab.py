@@ -8,9 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from topology.generate import Design
 
 pytestmark = pytest.mark.lab
@@ -33,7 +34,7 @@ def lab_fabric(request: pytest.FixtureRequest) -> Iterator[tuple[str, Design]]:
 )
 def test_a_host_short_of_an_hca_is_reported_on_its_leaf_port(lab_fabric: tuple[str, Design]) -> None:
     name, design = lab_fabric
-    d = discover(Source("lab", name))
+    d = discover(Session(Source.lab(name)))
     assert len(d.fabric.hcas()) == len(design.present_hcas())
     assert not d.classification.rail_optimized
     # The lab's OpenSM gave every port a LID: nothing unconfigured, nothing shared.

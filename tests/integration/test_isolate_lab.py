@@ -16,10 +16,11 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from fabric.store import Store
 
 pytestmark = pytest.mark.lab
@@ -48,7 +49,7 @@ def _hosts_connected(d: Discovery) -> bool:
 
 
 def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_path: Path) -> None:
-    before = discover(Source("lab", rail_lab))
+    before = discover(Session(Source.lab(rail_lab)))
     hcas = len(before.fabric.hcas())
     key = _uplink(before, "leaf-su01-r0", 5)
     a, b = key
@@ -83,7 +84,7 @@ def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_pa
     # Without --yes and without a terminal: refused in one line, nothing changed.
     res = runner.invoke(main, ["isolate", "leaf-su01-r0:5", "--lab", rail_lab, "--apply", "--db", db])
     assert res.exit_code == 2 and "add --yes" in res.stderr
-    assert key in {lk.key for lk in discover(Source("lab", rail_lab)).fabric.links}
+    assert key in {lk.key for lk in discover(Session(Source.lab(rail_lab))).fabric.links}
 
     res = runner.invoke(
         main, ["isolate", "leaf-su01-r0:5", "--lab", rail_lab, "--apply", "--yes", "--db", db]
@@ -91,7 +92,7 @@ def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_pa
     assert res.exit_code == 0, res.output
     assert "audit 1: ibportstate" in res.stdout
 
-    after = discover(Source("lab", rail_lab))
+    after = discover(Session(Source.lab(rail_lab)))
     assert key not in {lk.key for lk in after.fabric.links}
     assert len(after.fabric.links) == len(before.fabric.links) - 1
     assert len(after.fabric.hcas()) == hcas and _hosts_connected(after)
@@ -122,7 +123,7 @@ def test_recommended_isolation_apply_rediscover_audit_undo(rail_lab: str, tmp_pa
     assert res.exit_code == 0, res.output
     assert 'Unlink "leaf-su01-r0"[5]' in res.stdout
 
-    back = discover(Source("lab", rail_lab))
+    back = discover(Session(Source.lab(rail_lab)))
     assert key in {lk.key for lk in back.fabric.links}
     assert len(back.fabric.links) == len(before.fabric.links)
     with Store.open(db) as store:
@@ -140,7 +141,7 @@ def test_unsafe_isolation_is_refused_and_changes_nothing(rail_lab: str, tmp_path
     )
     assert res.exit_code == 8
     assert "[uplink_floor]" in res.stdout
-    d = discover(Source("lab", rail_lab))
+    d = discover(Session(Source.lab(rail_lab)))
     assert len(d.fabric.links) == 64 + 16 * 4  # every HCA cable and every uplink still there
     with Store.open(db) as store:
         assert store.audit_log() == []

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.isolation.limits import fabric_disabled_ports
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,7 @@ def run(port: str, db: Path, *extra: str) -> tuple[int, str]:
 
 
 def uplinks(name: str) -> dict[str, int]:
-    d = discover(Source("lab", name))
+    d = discover(Session(Source.lab(name)))
     return {
         c.name: d.classification.uplinks[g]
         for g, c in d.classification.nodes.items()
@@ -73,7 +74,7 @@ def test_one_after_another_with_fresh_stores_stops_at_the_designed_floor(
         in results[2][1]
     )
     assert uplinks(fat_lab)["leaf-01"] == 6
-    assert {p.port for p in fabric_disabled_ports(Source("lab", fat_lab))} == {9, 10}
+    assert {p.port for p in fabric_disabled_ports(Session(Source.lab(fat_lab)).driver)} == {9, 10}
 
 
 def test_the_cap_counts_ports_disabled_on_the_fabric_not_one_store(fat_lab: str, tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ def test_the_cap_counts_ports_disabled_on_the_fabric_not_one_store(fat_lab: str,
         codes.append(code)
     assert codes == [0, 0, 0, 8]
     assert "[cap]" in out and "3 port(s) isolated now count toward the cap" in out
-    assert len(fabric_disabled_ports(Source("lab", fat_lab))) == 3
+    assert len(fabric_disabled_ports(Session(Source.lab(fat_lab)).driver)) == 3
 
 
 def test_concurrent_processes_with_their_own_stores_never_cross_either_limit(
@@ -102,5 +103,5 @@ def test_concurrent_processes_with_their_own_stores_never_cross_either_limit(
     ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert sorted(p.returncode for p in procs) == [0, 8, 8], outs
-    assert len(fabric_disabled_ports(Source("lab", fat_lab))) == 3
+    assert len(fabric_disabled_ports(Session(Source.lab(fat_lab)).driver)) == 3
     assert all(n >= 6 for n in uplinks(fat_lab).values())

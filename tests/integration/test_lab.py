@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.lab import lab as lab_group
+from fabric.lab import simulator as lab
 from topology.errors import LabError, UsageError
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric

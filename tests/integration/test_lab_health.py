@@ -14,9 +14,10 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab, labcheck
 from fabric.cli.lab import lab as lab_group
-from fabric.labcheck import Trouble
+from fabric.lab import check as labcheck
+from fabric.lab import simulator as lab
+from fabric.lab.check import Trouble
 
 pytestmark = pytest.mark.lab
 

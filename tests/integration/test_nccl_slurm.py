@@ -97,8 +97,9 @@ def test_a_node_another_ibfab_process_probes_stops_the_probe_before_it_allocates
     db = tmp_path / "ibfab.db"
     root = Path(__file__).resolve().parents[2]
     script = (
-        "import sys, time\nfrom fabric.app.hostlocks import host_locks\n"
-        "host_locks(sys.argv[1]).acquire(['node2'], why='sweep run')\nprint('held', flush=True)\ntime.sleep(60)\n"
+        "import sys, time\nfrom pathlib import Path\nfrom fabric.app.hostlocks import host_locks\n"
+        "from fabric.app.session import StoreAccess\n"
+        "host_locks(StoreAccess(Path(sys.argv[1]))).acquire(['node2'], why='sweep run')\nprint('held', flush=True)\ntime.sleep(60)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", script, str(db)], stdout=subprocess.PIPE, text=True,
                               cwd=root, env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
 from fabric.cli.plan import EXIT_DIFFERS
+from fabric.lab import simulator as lab
 from topology.generate import Design
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import PortRef

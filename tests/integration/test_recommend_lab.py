@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 
 pytestmark = pytest.mark.lab
 REPAIRS = {

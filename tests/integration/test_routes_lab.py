@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes import RoutesCheck, check_routes_of, read_tables
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from topology.anomaly import Severity
 from topology.model import Guid
 from topology.route_findings import (
@@ -49,7 +50,7 @@ def running(spec: str, name: str, **kw: str) -> Iterator[str]:
 
 
 def judge(name: str) -> RoutesCheck:
-    src = Source("lab", name)
+    src = Session(Source.lab(name))
     d = discover(src)
     return check_routes_of(src, d, read_tables(src, d))
 
@@ -120,7 +121,7 @@ class Clean:
 @lru_cache(maxsize=1)
 def clean() -> Clean:
     with running("fattree-small", "rt-src") as name:
-        return Clean(discover(Source("lab", name)), lab.run_tool(name, ["dump_fts"]).stdout)
+        return Clean(discover(Session(Source.lab(name))), lab.run_tool(name, ["dump_fts"]).stdout)
 
 
 def edited(c: Clean, changes: Mapping[tuple[str, int], int | None]) -> str:

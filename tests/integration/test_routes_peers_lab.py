@@ -25,10 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes import RoutesCheck, check_routes_of, read_tables
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from tests.integration.test_routes_lab import clean, credit_loop_changes, edited, running
 from topology.model import Guid, normalise_guid
 from topology.route_checks import tiers_of
@@ -57,7 +58,7 @@ def ibdmchk(dump_dir: Path) -> str:
 
 
 def ibfab_on(name: str, tables: Path) -> tuple[Discovery, RoutesCheck]:
-    src = Source("lab", name)
+    src = Session(Source.lab(name))
     d = discover(src)
     return d, check_routes_of(src, d, read_tables(src, d, tables=str(tables)))
 

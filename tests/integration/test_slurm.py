@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from fabric.app.drains.drain import DrainRequest, plan_drains
+from fabric.app.session import Session
+from fabric.app.source import Source
 from fabric.app.sweeps import sweep as sweeps
 from fabric.app.sweeps.sweep import SweepContext
 from probes.pairs import PairResult, Probe
@@ -121,7 +123,7 @@ def _plan(tmp_path: Path, pattern: str = "pairwise") -> SweepContext:
 
     topo = tmp_path / "fabric.topo"
     topo.write_text(to_ibnetdiscover(generate(FOUR_HOSTS)))
-    return sweeps.prepare(pattern, input_path=str(topo))
+    return sweeps.prepare(Session(sweeps.sweep_source(None, str(topo))), pattern)
 
 
 @pytest.mark.slurm
@@ -227,12 +229,12 @@ def test_sigterm_of_the_sweeping_process_releases_its_allocation(slurm: SlurmClu
 def _lab_sweep(
     cluster: SlurmCluster, lab_name: str, tmp_path: Path, **kw: Any
 ) -> tuple[SweepContext, SlurmSweep]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
     from probes.labtraffic import parse_error_rates
     from probes.plan import endpoints
     from probes.slurm_sweep import LabSteps
 
-    ctx = sweeps.prepare("pairwise", lab=lab_name)
+    ctx = sweeps.prepare(Session(Source.lab(lab_name)), "pairwise")
     d = ctx.discovery
     rates = parse_error_rates(lab.console(lab_name, "Dump"))
     done = run_slurm_sweep(
@@ -257,7 +259,7 @@ def _suspects(outcome: SweepOutcome, names: dict[Guid, str]) -> list[tuple[Any, 
 
 @pytest.fixture
 def cable_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     # cn0001's own cable trains at 1x: every pair it takes part in is slow.
     lab.up(FOUR_HOSTS, ["degraded-width:leaf-01:1"], name="slurmcable")
@@ -269,7 +271,7 @@ def cable_lab() -> Iterator[str]:
 
 @pytest.fixture
 def clean_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     lab.up(FOUR_HOSTS, (), name="slurmclean")
     try:
@@ -293,7 +295,8 @@ def test_a_lab_sweep_through_slurm_finds_the_planted_cable_as_the_lab_path_does(
 
     ctx, done = _lab_sweep(slurm, cable_lab, tmp_path, locks=locks, progress=watch)
     names = sweeps.names_of(ctx.discovery)
-    direct = sweeps.run_lab(sweeps.prepare("pairwise", lab=cable_lab), cable_lab)
+    on_lab = Session(Source.lab(cable_lab))
+    direct = sweeps.run_lab(sweeps.prepare(on_lab, "pairwise"), on_lab)
     # Same measurements, re-tests, follow-ups and suspects as the lab backend run in this process.
     assert [(r.key, r.attempt, r.gbps, r.ok) for r in done.outcome.results] == [
         (r.key, r.attempt, r.gbps, r.ok) for r in direct.results

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.app.session import StoreAccess
 from probes.slurm import REQUEST_PREFIX, Slurm
 from probes.slurm_parse import parse_granted
 from tests.slurm import SlurmCluster, slurm, slurm_cluster
@@ -112,7 +113,7 @@ def test_a_daemon_stopped_past_its_grace_cancels_the_allocation_its_job_holds(
     db = tmp_path / "store.db"
     with Store.open(db) as store:
         store.add_schedule("long", "sweep", interval_seconds=3600, args={}, next_run=time.time())
-    daemon = Daemon(db, runner=sweep_that_overruns, grace_seconds=0.5)
+    daemon = Daemon(StoreAccess(db), runner=sweep_that_overruns, grace_seconds=0.5)
     loop = threading.Thread(target=daemon.run)
     loop.start()
     try:

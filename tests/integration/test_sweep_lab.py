@@ -14,9 +14,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
+from fabric.app.session import Session, StoreAccess
+from fabric.app.source import Source
 from fabric.app.sweeps import sweep as sweeps
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from probes.inventory import HostEntry
 from probes.ssh import ssh_transport_factory
 from probes.sweep import LabTrafficBackend, run_pair, run_sweep
@@ -85,10 +87,10 @@ def test_planted_degraded_spine_link_is_the_one_suspect_through_the_cli(degraded
 
 @pytest.mark.lab
 def test_error_rate_on_a_spine_port_is_the_one_suspect_in_its_direction(healthy_lab: str) -> None:
-    ctx = sweeps.prepare("rail-pairs", lab=healthy_lab)  # discover before the drops start
+    ctx = sweeps.prepare(Session(Source.lab(healthy_lab)), "rail-pairs")  # discover before the drops start
     lab.set_error_rate(healthy_lab, "spine-01", 30, port=1)
     try:
-        outcome = sweeps.run_lab(ctx, healthy_lab)
+        outcome = sweeps.run_lab(ctx, Session(Source.lab(healthy_lab)))
     finally:
         lab.set_error_rate(healthy_lab, "spine-01", 0, port=1)
     names = sweeps.names_of(ctx.discovery)
@@ -107,11 +109,11 @@ def test_an_uplink_tied_with_a_host_cable_is_split_by_follow_ups(healthy_lab: st
     # every slow pair of the sweep also ends on one host's HCA, so the uplink and that host cable
     # tie on the sweep alone, and discovery sees nothing wrong with either. A follow-up between
     # two hosts of leaf-su02-r1 crosses the host cable without the uplink.
-    ctx = sweeps.prepare("rail-pairs", lab=healthy_lab)
+    ctx = sweeps.prepare(Session(Source.lab(healthy_lab)), "rail-pairs")
     lab.set_error_rate(healthy_lab, "leaf-su02-r1", 40, port=5)
     try:
         sweep_only = run_sweep(ctx.plan, _lab_backend(ctx, healthy_lab))
-        outcome = sweeps.run_lab(ctx, healthy_lab)
+        outcome = sweeps.run_lab(ctx, Session(Source.lab(healthy_lab)))
     finally:
         lab.set_error_rate(healthy_lab, "leaf-su02-r1", 0, port=5)
     names = sweeps.names_of(ctx.discovery)
@@ -136,7 +138,7 @@ def test_discovery_splits_a_tie_with_a_cable_below_its_peers() -> None:
     # peers and its 1x rate is exactly what the slow pairs measured, so no follow-up is needed.
     lab.up("rail-small", ["degraded-width:spine-01:10"], name="sweeptie")
     try:
-        ctx = sweeps.prepare("rail-pairs", lab="sweeptie")
+        ctx = sweeps.prepare(Session(Source.lab("sweeptie")), "rail-pairs")
         outcome = run_sweep(ctx.plan, _lab_backend(ctx, "sweeptie"))  # no routes: no follow-up
     finally:
         lab.down("sweeptie")
@@ -173,8 +175,8 @@ def test_a_degraded_cable_alone_is_the_only_suspect(
 ) -> None:
     lab.up(preset, [fault], name="sweepkind")
     try:
-        ctx = sweeps.prepare(pattern, lab="sweepkind")
-        outcome = sweeps.run_lab(ctx, "sweepkind")
+        ctx = sweeps.prepare(Session(Source.lab("sweepkind")), pattern)
+        outcome = sweeps.run_lab(ctx, Session(Source.lab("sweepkind")))
     finally:
         lab.down("sweepkind")
     names = sweeps.names_of(ctx.discovery)
@@ -195,9 +197,9 @@ def test_a_tie_no_probe_can_split_is_reported_as_one() -> None:
     # sees nothing wrong with either. The sweep says so instead of guessing.
     lab.up("rail-3tier", (), name="sweeptie3")
     try:
-        ctx = sweeps.prepare("pairwise", lab="sweeptie3")
+        ctx = sweeps.prepare(Session(Source.lab("sweeptie3")), "pairwise")
         lab.set_error_rate("sweeptie3", "core-01", 30, port=1)
-        outcome = sweeps.run_lab(ctx, "sweeptie3")
+        outcome = sweeps.run_lab(ctx, Session(Source.lab("sweeptie3")))
     finally:
         lab.down("sweeptie3")
     names = sweeps.names_of(ctx.discovery)
@@ -230,7 +232,8 @@ def test_faults_a_sweep_cannot_see_leave_it_quiet(fault: str) -> None:
     # gets what its route should give and no cable is suspected.
     lab.up("rail-small", [fault], name="sweepquiet")
     try:
-        outcomes = [sweeps.run_lab(sweeps.prepare(p, lab="sweepquiet"), "sweepquiet") for p in _PATTERNS]
+        quiet = Session(Source.lab("sweepquiet"))
+        outcomes = [sweeps.run_lab(sweeps.prepare(quiet, p), quiet) for p in _PATTERNS]
     finally:
         lab.down("sweepquiet")
     for o in outcomes:
@@ -247,12 +250,12 @@ def test_clean_fabrics_give_no_slow_pair_and_no_suspect_for_every_pattern(
 ) -> None:
     lab.up(preset, (), name="sweepclean")
     try:
-        contexts = [sweeps.prepare(p, lab="sweepclean") for p in _PATTERNS]
+        contexts = [sweeps.prepare(Session(Source.lab("sweepclean")), p) for p in _PATTERNS]
         hosts = sorted({e.host for p in contexts[0].plan.probes for e in (p.client, p.server)})
         pairs = tmp_path / "pairs.txt"
         pairs.write_text("".join(f"{a} {b}\n" for a, b in itertools.pairwise(hosts)))
-        contexts.append(sweeps.prepare("custom", lab="sweepclean", pairs_path=str(pairs)))
-        outcomes = [sweeps.run_lab(ctx, "sweepclean") for ctx in contexts]
+        contexts.append(sweeps.prepare(Session(Source.lab("sweepclean")), "custom", pairs_path=str(pairs)))
+        outcomes = [sweeps.run_lab(ctx, Session(Source.lab("sweepclean"))) for ctx in contexts]
     finally:
         lab.down("sweepclean")
     for ctx, o in zip(contexts, outcomes, strict=True):
@@ -324,7 +327,7 @@ def _leftovers(ports: range) -> list[str]:
 @pytest.mark.sshd
 def test_ssh_sweep_records_every_pair_failure_and_cleans_up(sshd_server: Sshd, tmp_path: Path) -> None:
     topo, inventory, known = _setup_ssh(sshd_server, tmp_path)
-    ctx = sweeps.prepare("pairwise", input_path=str(topo))
+    ctx = sweeps.prepare(Session(sweeps.sweep_source(None, str(topo))), "pairwise")
     assert len(ctx.plan.probes) == 6
     before = set(Path("/tmp").glob("ibfab-sweep-*.pid"))
     outcome = sweeps.run_ssh(
@@ -338,8 +341,8 @@ def test_ssh_sweep_records_every_pair_failure_and_cleans_up(sshd_server: Sshd, t
     assert all("Did not detect devices" in s for _, s in outcome.raw_outputs.values())
     assert set(Path("/tmp").glob("ibfab-sweep-*.pid")) == before
     assert _leftovers(range(18700, 18720)) == []
-    sweep_id = sweeps.save(outcome, ctx.source)
-    shown = sweeps.show(sweep_id)
+    sweep_id = sweeps.save(outcome, ctx.source, None, StoreAccess.at())
+    shown = sweeps.show(sweep_id, StoreAccess.at())
     assert len(shown.results) == len(outcome.results) and shown.suspects == ()
 
 

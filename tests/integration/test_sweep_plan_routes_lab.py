@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
+from fabric.app.session import Session
 from fabric.app.source import Source
-from fabric.app.sweeps.sweep import lab_tables
+from fabric.lab import simulator as lab
+from fabric.lab.driver import LabDriver
 from probes.plan import PATTERNS, plan_sweep
 from tests.probes.test_plan_fast import CUSTOM, assert_same_plan
 
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.lab
 def test_plans_with_the_labs_routes_are_the_same_both_ways(spec: str) -> None:
     lab.up(spec, (), name="routes")
     try:
-        found = discover(Source("lab", "routes"))
-        tables = lab_tables("routes")
+        found = discover(Session(Source.lab("routes")))
+        tables = LabDriver("routes").forwarding_tables()
     finally:
         lab.down("routes")
     for pattern in PATTERNS:

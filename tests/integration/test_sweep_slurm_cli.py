@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from fabric.app.session import Session
 from fabric.app.slurm import NodeMap, parse_node_map
+from fabric.app.source import Source
 from fabric.app.sweeps import sweep as sweeps
 from fabric.app.sweeps.sweep_slurm import SlurmChoice, run_slurm
 from fabric.cli.main import main
@@ -179,7 +181,7 @@ def test_nodes_and_idle_choose_the_hosts_and_say_which_were_left_out(
 
 @pytest.fixture
 def cable_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     # cn0001's own cable trains at 1x: every pair it takes part in is slow.
     lab.up(FOUR_HOSTS, ["degraded-width:leaf-01:1"], name="slurmcli")
@@ -230,7 +232,7 @@ def test_host_locks_hold_across_a_slurm_sweep_and_another_sweep(
     slurm: SlurmCluster, cable_lab: str, node_map: str
 ) -> None:
     locks = HostLocks()
-    ctx = sweeps.prepare("pairwise", lab=cable_lab)
+    ctx = sweeps.prepare(Session(Source.lab(cable_lab)), "pairwise")
     got: list[float] = []
 
     def other_sweep() -> None:
@@ -245,8 +247,8 @@ def test_host_locks_hold_across_a_slurm_sweep_and_another_sweep(
             other.start()
         seen.append(bool(got))
 
-    report = run_slurm(ctx, SlurmChoice(node_map=parse_node_map("cn[0001-0004] node[1-4]")), lab=cable_lab,
-                       timeout=30, locks=locks, progress=each_step, env=slurm.env)  # fmt: skip
+    report = run_slurm(ctx, SlurmChoice(node_map=parse_node_map("cn[0001-0004] node[1-4]")),
+                       Session(Source.lab(cable_lab)), timeout=30, locks=locks, progress=each_step, env=slurm.env)  # fmt: skip
     other.join(10)
     assert report.outcome.suspects and len(seen) >= 3
     # The other sweep waited for cn0002 through every step of the Slurm sweep, and got it after.

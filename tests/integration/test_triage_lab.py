@@ -10,9 +10,11 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.hostlocks import host_locks, lock_keys
+from fabric.app.session import Session, StoreAccess
+from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 
 pytestmark = pytest.mark.lab
 HOSTS = "dgx-[0001-0008]"
@@ -67,7 +69,9 @@ def test_clean_then_each_planted_node(clean_lab: str) -> None:
     assert code == 4 and report["culprit"]["hosts"] == ["dgx-0003"] and len(report["rounds"]) == 1
 
     # another ibfab probe holding a host: the triage does not start (exit 9)
-    with host_locks(None).hold(lock_keys(["dgx-0005"], clean_lab), 0, "a sweep"):
+    with host_locks(StoreAccess.at()).hold(
+        lock_keys(["dgx-0005"], Session(Source.lab(clean_lab)).driver), 0, "a sweep"
+    ):
         res = CliRunner().invoke(main, ["triage", "--hosts", HOSTS, "--lab", clean_lab])
     assert res.exit_code == 9 and "dgx-0005" in res.stderr
 

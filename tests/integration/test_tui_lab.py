@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
 from fabric.app.health.collect import Collector
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import Session, open_session
 from fabric.app.source import Source
+from fabric.lab import simulator as lab
 from fabric.present.probes import pair_counts
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
@@ -47,7 +48,7 @@ def plain_lab() -> Iterator[str]:
 
 
 def _save_topology(db: Path, name: str) -> None:
-    d = discover(Source("lab", name))
+    d = discover(Session(Source.lab(name)))
     with Store.open(db) as store:
         store.save_topology(d.fabric, d.raw_text, tool="ibnetdiscover", source=d.source)
 
@@ -56,7 +57,7 @@ def _save_topology(db: Path, name: str) -> None:
 async def test_sweep_from_probes_screen_puts_the_slow_cable_first(slow_lab: str, tmp_path: Path) -> None:
     db = tmp_path / "sweep.db"
     _save_topology(db, slow_lab)
-    app = build_app(FabricService(db, slow_lab), poll_seconds=None)
+    app = build_app(FabricService(open_session(Source.lab(slow_lab), db=db)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("p")
@@ -116,13 +117,13 @@ async def test_isolation_confirmed_by_typing_the_port_is_audited_and_the_cable_i
     # leaf-su01-r0:5 as in test_isolate_lab: `ibportstate 4 5 disable` (leaf-su01-r1) exits 255 in
     # ibsim 0.10 (its peer query by directed route is refused), whatever the TUI does
     with Store.open(db) as store:  # a link whose symbol errors keep rising: critical
-        collector = Collector(store, Source("lab", plain_lab))
+        collector = Collector(store, Session(Source.lab(plain_lab)))
         collector.collect_once()
         lab.set_counter(plain_lab, "leaf-su01-r0", 5, "SymbolErrorCounter", 40)
         collector.collect_once()
         lab.set_counter(plain_lab, "leaf-su01-r0", 5, "SymbolErrorCounter", 400)
         collector.collect_once()
-    app = build_app(FabricService(db, plain_lab), poll_seconds=None)
+    app = build_app(FabricService(open_session(Source.lab(plain_lab), db=db)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("r")
@@ -153,6 +154,6 @@ async def test_isolation_confirmed_by_typing_the_port_is_audited_and_the_cable_i
         audit = store.audit_log()
     assert [e.action for e in audit] == ["isolate"] and "leaf-su01-r0" in audit[0].target
     assert f"audit {audit[0].id}:" in applied[-1].result
-    d = discover(Source("lab", plain_lab))
+    d = discover(Session(Source.lab(plain_lab)))
     leaf = next(g for g, c in d.classification.nodes.items() if c.name == "leaf-su01-r0")
     assert 5 not in {port for port, _, _ in d.fabric.neighbours(leaf)}

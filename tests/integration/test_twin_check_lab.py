@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
-from fabric.app.source import Source, run_tool
+from fabric.app.session import Session
+from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from topology.generate import generate, to_ibnetdiscover
 
 pytestmark = pytest.mark.lab
@@ -43,7 +44,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
 
 
 def _links(name: str) -> set[object]:
-    return {lk.key for lk in discover(Source("lab", name)).fabric.links}
+    return {lk.key for lk in discover(Session(Source.lab(name))).fabric.links}
 
 
 def test_ftree_falls_back_a_warning_to_accept_with_the_sms_words(ftree_lab: str, tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_a_loss_that_leaves_destinations_unreachable_is_a_stop(tmp_path: Path) -
     name = json.loads(out)["name"]
     try:
         dump = tmp_path / "site.lfts"
-        dump.write_text(run_tool(Source("lab", name), ["dump_fts"], 60).stdout)
+        dump.write_text(lab.run_tool(name, ["dump_fts"], timeout=60).stdout)
         # the site routes with OpenSM's file engine, loading those tables
         code, out, err = _cli("lab", "up", "--from", str(capture), "--engine", "file", "--lfts", str(dump))
         assert code == 0, err
@@ -185,7 +186,7 @@ def test_a_drain_checked_on_the_twin_loses_only_the_drained_host(tmp_path: Path)
         assert check.changes == ("leaf-01:1 <-> cn0001 mlx5_0:1",) or len(check.changes) == 1
         assert check.delta.lost == () and check.restored
         # the twin is back as it was: cn0001 is discovered there again
-        back = discover(Source("lab", check.twin.name)).fabric
+        back = discover(Session(Source.lab(check.twin.name))).fabric
         assert len(back.hcas()) == len(d.fabric.hcas())
     finally:
         lab.down(twin_name(d.fabric))
@@ -196,16 +197,17 @@ def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twi
     when one is up: a STOP there refuses it and the fabric is left as it was."""
     from fabric.advise.candidates import resolve_port
     from fabric.advise.safety import SafetyPolicy
+    from fabric.app.isolation.changes import apply_isolation
     from fabric.app.isolation.isolate import plan_isolation
-    from fabric.app.readmodel.advice import apply_isolation
+    from fabric.app.session import StoreAccess
     from fabric.app.twin import build_twin, site_engine
     from topology.errors import SafetyError
 
     lab.up("fattree-small", (), name="gated")
     try:
-        d = discover(Source("lab", "gated"))
+        d = discover(Session(Source.lab("gated")))
         dump = tmp_path / "site.lfts"
-        dump.write_text(run_tool(Source("lab", "gated"), ["dump_fts"], 60).stdout)
+        dump.write_text(lab.run_tool("gated", ["dump_fts"], timeout=60).stdout)
         build_twin(d, site_engine("file"), lfts_file=str(dump))
         plan = plan_isolation(
             d.fabric,
@@ -215,7 +217,7 @@ def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twi
         )
         before = _links("gated")
         with pytest.raises(SafetyError, match="stops the change \\(unreachable\\)"):
-            apply_isolation(tmp_path / "a.db", "gated", plan)
+            apply_isolation(Session(Source.lab("gated"), StoreAccess(tmp_path / "a.db")), plan)
         assert _links("gated") == before
     finally:
         for s in lab.list_labs():

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.routes.tables import read_tables
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from tests.slurm import SlurmCluster, slurm, slurm_cluster
 from topology.lft import Lfts
 from topology.model import Guid
@@ -101,8 +102,8 @@ def _crosses(d: Discovery, t: Lfts, hosts: list[str], leaf: str, port: int) -> b
 
 def test_jobs_across_and_within_the_leaf(jobs_lab: dict[str, Any]) -> None:
     cluster = jobs_lab["slurm"]
-    d = discover(Source("lab", LAB))
-    t = read_tables(Source("lab", LAB), d).lfts
+    d = discover(Session(Source.lab(LAB)))
+    t = read_tables(Session(Source.lab(LAB)), d).lfts
     leaf = _guid(d, "leaf-01")
     uplinks = sorted(
         p for p, f, _ in d.fabric.neighbours(leaf) if d.fabric.nodes[f.guid].kind.value == "switch"
@@ -136,7 +137,7 @@ def test_jobs_across_and_within_the_leaf(jobs_lab: dict[str, Any]) -> None:
     assert held.exit_code == 9, held.output
     assert f"job {jobs_lab['across']} (root, 2 node(s): node[1,3])" in held.stderr
     assert "nothing was changed" in held.stderr
-    assert len(discover(Source("lab", LAB)).fabric.links) == len(d.fabric.links)
+    assert len(discover(Session(Source.lab(LAB))).fabric.links) == len(d.fabric.links)
 
     res = invoke(
         cluster, "drain", "nodes", "cn0002", "--reason", "x", "--node-map", jobs_lab["map"], "--jobs"

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
+from fabric.app.session import Session
 from fabric.app.source import Source
 from fabric.app.twin import up_from
 from fabric.app.twin.build import twin_name
 from fabric.cli.main import main
+from fabric.lab import simulator as lab
 from tests.conftest import REALDATA, realdata_files
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric, NodeKind
@@ -63,10 +64,10 @@ def _expect_read_back(source: Fabric, twin: Fabric) -> None:
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_twin_of_each_capture_reads_back_the_same_fabric(path: Path) -> None:
     source = _read(path)
-    twin = up_from(str(path), engine="updn")
+    twin = up_from(str(path), Session(), engine="updn")
     try:
         assert twin.comparison.equal, twin.comparison.to_dict()
-        back = discover(Source("lab", twin.name)).fabric
+        back = discover(Session(Source.lab(twin.name))).fabric
         _expect_read_back(source, back)
         assert twin.name == twin_name(source)
     finally:
@@ -90,8 +91,8 @@ def test_twin_of_an_ibdiagnet_run_and_of_a_stored_snapshot(tmp_path: Path) -> No
         # NDR runs as HDR in ibsim 0.10: said, and the only differences
         assert [c["kind"] for c in out["comparison"]["counts"]] == ["link_rate"]
         assert any("has no NDR" in n for n in out["notes"])
-        source = discover(Source("ibdiagnet", str(run))).fabric
-        _expect_read_back(source, discover(Source("lab", out["name"])).fabric)
+        source = discover(Session(Source.ibdiagnet(str(run)))).fabric
+        _expect_read_back(source, discover(Session(Source.lab(out["name"]))).fabric)
     finally:
         lab.down(out["name"])
 
@@ -104,7 +105,7 @@ def test_twin_of_an_ibdiagnet_run_and_of_a_stored_snapshot(tmp_path: Path) -> No
     assert "discovery of the twin equals the source: 15 nodes, 16 cables, 15 LIDs" in res.stdout
     name = twin_name(_read(capture))
     try:
-        _expect_read_back(_read(capture), discover(Source("lab", name)).fabric)
+        _expect_read_back(_read(capture), discover(Session(Source.lab(name))).fabric)
     finally:
         lab.down(name)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.app.session import Session
 from topology.classify import classify
 from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
@@ -138,7 +139,7 @@ def test_parse_rejects_garbage_with_line_number() -> None:
 # -- a real lab -------------------------------------------------------------------------------
 @pytest.fixture
 def rail_lab() -> Iterator[str]:
-    from fabric import lab
+    from fabric.lab import simulator as lab
 
     lab.up("rail-small", (), name="routes")
     try:
@@ -149,11 +150,11 @@ def rail_lab() -> Iterator[str]:
 
 @pytest.mark.lab
 def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
-    from fabric import lab
     from fabric.app.discovery.discover import discover
     from fabric.app.source import Source
+    from fabric.lab import simulator as lab
 
-    d = discover(Source("lab", rail_lab))
+    d = discover(Session(Source.lab(rail_lab)))
     dumps = Path(lab.opensm_dump_dir(rail_lab))
     lfts = parse_lft_dump((dumps / "opensm-lfts.dump").read_text(), "opensm-lfts.dump")
     fdbs = parse_lft_dump((dumps / "opensm.fdbs").read_text(), "opensm.fdbs")

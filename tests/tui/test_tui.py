@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.store import Store
 from probes.sweep import SweepStep
 from tests.tui_data import T0, build_store, counter_rows, save_sweep, topology_file, uplinks
@@ -87,7 +88,7 @@ def table_rows(app: IbfabApp, selector: str) -> list[str]:
 async def test_overview_loads_in_order_and_names_the_planted_problems(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         kinds = [type(m) for m in app.messages_seen]
@@ -107,7 +108,7 @@ async def test_overview_loads_in_order_and_names_the_planted_problems(
 @run_async
 async def test_links_filter_sort_and_open_detail(store: tuple[Path, Fabric, Link, Link]) -> None:
     _, _, ber_bad, flappy = store
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("l")
@@ -148,7 +149,7 @@ async def test_link_detail_shows_counters_history_and_findings(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
     _, _, ber_bad, _ = store
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         app.post_message(OpenDetail(link=ber_bad.key))
@@ -179,7 +180,7 @@ async def test_link_detail_shows_counters_history_and_findings(
 async def test_fabric_map_cursor_describes_the_cable_and_toggles_view(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("m")
@@ -209,7 +210,7 @@ async def test_probes_list_each_pair_once_with_retests_and_a_suspect_leads_to_it
     ups = uplinks(fabric)
     slow, fast = ups[0], ups[1]
     sid = save_sweep(path, fabric, slow, fast)  # 3 pairs, 4 results: one pair re-tested 380 -> 120
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("p")
@@ -266,7 +267,7 @@ def test_progress_coalesces_a_flood_from_a_thread() -> None:
 async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
     store: tuple[Path, Fabric, Link, Link], tmp_path: Path
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("r")
@@ -312,7 +313,7 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
 
 @run_async
 async def test_help_lists_every_key_of_the_current_screen(store: tuple[Path, Fabric, Link, Link]) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         for screen_key, screen_type in (
@@ -348,7 +349,7 @@ async def test_help_lists_every_key_of_the_current_screen(store: tuple[Path, Fab
 @run_async
 async def test_live_refresh_when_a_collector_writes(store: tuple[Path, Fabric, Link, Link]) -> None:
     path, fabric, _, _ = store
-    app = build_app(FabricService(path), poll_seconds=0.2)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.pause(0.5)
@@ -370,7 +371,7 @@ async def test_live_refresh_when_a_collector_writes(store: tuple[Path, Fabric, L
 async def test_empty_store_says_what_to_do(tmp_path: Path) -> None:
     """No store yet: the UI says what to run, every screen is empty, and looking creates no store
     (as the CLI's read-only commands: an operator's typo in --db leaves no stray file)."""
-    app = build_app(FabricService(tmp_path / "empty.db"), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=tmp_path / "empty.db")), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert "no topology stored yet (run: ibfab discover --save)" in text_of(app, "#ov-fabric")
@@ -383,7 +384,7 @@ async def test_empty_store_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_rows_read_without_colour(store: tuple[Path, Fabric, Link, Link]) -> None:
-    svc = FabricService(store[0])
+    svc = FabricService(open_session(db=store[0]))
     view = svc.load_view()
     assert view is not None
     rows = svc.rows_with_health(view, svc.health())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from tests.tui.test_tui import SIZE, run_async, settle, text_of
 from tests.tui_data import build_store, save_sweep, uplinks
 from topology.model import Fabric, Link
@@ -27,7 +28,7 @@ def swept(tmp_path: Path) -> tuple[Path, Fabric, Link, Link, int]:
 
 def test_per_cable_figures_take_each_pairs_last_attempt(swept: tuple[Path, Fabric, Link, Link, int]) -> None:
     path, _, slow, fast, sid = swept
-    bw = FabricService(path).sweep_bandwidth()
+    bw = FabricService(open_session(db=path)).sweep_bandwidth()
     assert bw is not None and bw.sweep_id == sid
     s = bw.cables[slow.key]
     assert (s.pairs, s.min_share, s.median_share) == (2, 0.3, 0.35)  # 40 % and the re-test's 30 %
@@ -44,7 +45,7 @@ def test_per_cable_figures_take_each_pairs_last_attempt(swept: tuple[Path, Fabri
 
 def test_no_sweep_gives_none(tmp_path: Path) -> None:
     path = build_store(tmp_path / "none.db")[0]
-    assert FabricService(path).sweep_bandwidth() is None
+    assert FabricService(open_session(db=path)).sweep_bandwidth() is None
 
 
 @run_async
@@ -52,7 +53,7 @@ async def test_map_bandwidth_mode_shades_by_share_and_names_the_cable(
     swept: tuple[Path, Fabric, Link, Link, int],
 ) -> None:
     path, _, _, _, sid = swept
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("m")

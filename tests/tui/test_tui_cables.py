@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 
 from fabric.app.discovery.ibdiagnet import import_ibdiagnet_run
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import StoreAccess, open_session
 from fabric.present.cables import NO_INVENTORY
 from tests.conftest import REALDATA
 from tests.tui.test_tui import SIZE, run_async, settle, text_of
@@ -34,7 +35,7 @@ HCA = "is-north-7-compute-1 mlx5_0"
 def imported_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(REALDATA.parent)
     db = tmp_path / "ibdiag.db"
-    run = import_ibdiagnet_run(str(db), RUN)
+    run = import_ibdiagnet_run(StoreAccess(db), RUN)
     assert run.modules > 0 and run.topology_saved
     return db
 
@@ -70,7 +71,7 @@ async def test_cable_detail_shows_both_modules_from_the_imported_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = imported_store(tmp_path, monkeypatch)
-    app = build_app(FabricService(db), poll_seconds=None, clock=lambda: T0)
+    app = build_app(FabricService(open_session(db=db)), poll_seconds=None, clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         screen = await open_hca_cable(pilot, app)
@@ -93,7 +94,7 @@ async def test_cable_detail_shows_both_modules_from_the_imported_run(
 @run_async
 async def test_no_inventory_kept_says_so(tmp_path: Path) -> None:
     path, _, ber_bad, _ = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None, clock=lambda: T0)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None, clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         app.post_message(OpenDetail(link=ber_bad.key))
@@ -108,7 +109,7 @@ async def test_no_inventory_kept_says_so(tmp_path: Path) -> None:
 
 def test_cable_inventory_at_80x24(snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = imported_store(tmp_path, monkeypatch)
-    app = build_app(FabricService(db), poll_seconds=None, clock=lambda: 1743464598.0 + 3600)
+    app = build_app(FabricService(open_session(db=db)), poll_seconds=None, clock=lambda: 1743464598.0 + 3600)
 
     async def run_before(pilot: Pilot[None]) -> None:
         for _ in range(1200):  # a 60 s deadline, not a speed check
@@ -132,6 +133,6 @@ def test_one_imported_run_the_overview_says_rates_need_two_readings(
     from tui.cli import overview_text
 
     db = imported_store(tmp_path, monkeypatch)
-    report = overview_text(str(db))
+    report = overview_text(open_session(db=db))
     assert "one counter reading only (snapshot 1): error and traffic rates need two" in report
     assert "health over" not in report

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of, top
 from tests.tui_data import T0, build_store, record_operations
@@ -22,7 +23,7 @@ from tui.screens.operations import OperationsScreen
 async def test_open_isolation_with_age_runs_and_errors(tmp_path: Path) -> None:
     path, fabric, ber_bad, _ = build_store(tmp_path / "tui.db")
     record_operations(path, fabric, ber_bad, at=T0 + 120)
-    app = build_app(FabricService(path), poll_seconds=None, clock=lambda: T0 + 120 + 45 * 60)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None, clock=lambda: T0 + 120 + 45 * 60)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("c")
@@ -53,7 +54,7 @@ async def test_open_isolation_with_age_runs_and_errors(tmp_path: Path) -> None:
 async def test_undo_after_the_window_needs_the_name_and_is_audited(tmp_path: Path) -> None:
     path, fabric, ber_bad, _ = build_store(tmp_path / "tui.db")
     opened = record_operations(path, fabric, ber_bad, at=time.time() - 3 * 3600)
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("c", "enter")

@@ -11,6 +11,7 @@ is to drain it.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from textual.widgets import DataTable, Input
 from fabric.advise.candidates import resolve_port
 from fabric.app.discovery.discover import discover_text
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import Session, StoreAccess
 from fabric.app.slurm import parse_node_map
 from fabric.store import Store
 from probes.slurm import SlurmUnavailable
@@ -76,7 +78,7 @@ async def applied(pilot: Pilot[None], app: IbfabApp, count: int = 1) -> list[Act
 
 
 def service(path: Path, cluster: SlurmCluster) -> FabricService:
-    return FabricService(path, node_map=NODE_MAP, slurm_env=cluster.env)
+    return FabricService(Session(store=StoreAccess(path), node_map=NODE_MAP), slurm_env=cluster.env)
 
 
 def shown(app: IbfabApp) -> object:
@@ -102,7 +104,7 @@ async def test_while_slurm_is_asked_the_ui_draws_and_typed_keys_go_nowhere(
     open nothing, escape gives up and the late answer shows nothing; an answer that is an error
     closes the window with the error."""
     path = four_host_store(tmp_path / "tui.db")
-    svc = FabricService(path, node_map=NODE_MAP)
+    svc = FabricService(Session(store=StoreAccess(path), node_map=NODE_MAP))
     release = threading.Event()
     asked: list[str] = []
 
@@ -231,8 +233,9 @@ async def test_resume_after_the_window_needs_the_name_and_is_audited_as_the_undo
     cmd = "scontrol update NodeName=node2 State=DRAIN 'Reason=ibfab: BER on leaf-01:2'"
     with Store.open(path) as store:
         drained = store.audit(
-            "operator", "drain", "node2 (fabric host cn0002)", cmd, "ok", when=time.time() - 3 * 3600
-        )
+            "operator", "drain", "node2 (fabric host cn0002)", cmd, "ok", when=time.time() - 3 * 3600,
+            argv=shlex.split(cmd), nodes=("node2",), hosts=("cn0002",),
+        )  # fmt: skip
     app = build_app(service(path, slurm), poll_seconds=None)
     try:
         async with app.run_test(size=SIZE) as pilot:

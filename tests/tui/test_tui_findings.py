@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fabric.app.readmodel.service import FabricService
 from fabric.app.readmodel.views import LINK_HEALTH
+from fabric.app.session import open_session
 from fabric.present.overview import note_lines
 from fabric.store import Store
 from tests.conftest import REALDATA
@@ -25,7 +26,7 @@ from tui.widgets.heatmap import HeatMap, column_numbers
 @run_async
 async def test_anomalies_list_every_finding_grouped_and_open_their_element(tmp_path: Path) -> None:
     path, _, ber_bad, flappy = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert app.view is not None
@@ -65,7 +66,7 @@ async def test_anomalies_list_every_finding_grouped_and_open_their_element(tmp_p
 
 def test_a_clean_fabric_has_no_finding(tmp_path: Path) -> None:
     path, *_ = build_store(tmp_path / "clean.db", spec="rail-small", faults=())
-    svc = FabricService(path)
+    svc = FabricService(open_session(db=path))
     view = svc.load_view()
     assert view is not None
     rows = svc.rows_with_health(view, svc.health())
@@ -76,7 +77,7 @@ def test_a_clean_fabric_has_no_finding(tmp_path: Path) -> None:
 @run_async
 async def test_map_has_every_tier_pair_and_marks_the_side_group(tmp_path: Path) -> None:
     path, *_ = build_store(tmp_path / "side.db", spec="rail-3tier:side=3", faults=())
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         fabric_text = text_of(app, "#ov-fabric")
@@ -129,7 +130,7 @@ def test_a_real_capture_shows_every_anomaly_and_the_parsers_notes(tmp_path: Path
         db = tmp_path / f"{capture.stem}.db"
         with Store.open(db) as store:
             store.save_topology(d.fabric, text, "ibnetdiscover", str(capture), label="capture", taken_at=T0)
-        report = overview_text(str(db))
+        report = overview_text(open_session(db=db))
         assert f"ALERTS ({len(d.anomalies)})" in report  # no counters: the anomalies are the alerts
         counts = {s: sum(a.severity is s for a in d.anomalies) for s in Severity}
         assert f"critical: {counts[Severity.CRITICAL]}  error: {counts[Severity.ERROR]}" in report
@@ -157,7 +158,7 @@ async def test_parser_notes_of_a_stored_topology_are_on_the_overview(tmp_path: P
         db = tmp_path / f"{path.stem}.db"
         with Store.open(db) as store:
             store.save_topology(fabric, path.read_text(), "ibnetdiscover", str(path), taken_at=T0)
-        app = build_app(FabricService(db), poll_seconds=None)
+        app = build_app(FabricService(open_session(db=db)), poll_seconds=None)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, app)
             shown = " ".join(text_of(app, "#ov-fabric").split())
@@ -168,7 +169,7 @@ async def test_parser_notes_of_a_stored_topology_are_on_the_overview(tmp_path: P
 @run_async
 async def test_a_capture_with_nothing_to_note_shows_no_note(tmp_path: Path) -> None:
     path, _, _, _ = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert "note:" not in text_of(app, "#ov-fabric")
@@ -188,7 +189,7 @@ def test_a_degraded_cable_is_one_element_that_opens_its_link(tmp_path: Path) -> 
         db = tmp_path / f"degraded-{expected}.db"
         with Store.open(db) as store:
             store.save_topology(d.fabric, text, "ibnetdiscover", "generated", label="gen", taken_at=T0)
-        svc = FabricService(db)
+        svc = FabricService(open_session(db=db))
         view = svc.load_view()
         assert view is not None
         degraded = [a for a in svc.alerts(view, view.links) if a.kind == "degraded_link"]

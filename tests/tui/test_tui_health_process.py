@@ -10,14 +10,15 @@ import pytest
 
 from fabric.app.health.window import HealthProcess, compute_health, dump_health, load_health
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from tests.tui_data import build_store
 from topology.errors import StoreError
 
 
 def test_child_process_gives_the_in_process_report(tmp_path: Path) -> None:
     path = build_store(tmp_path / "h.db")[0]
-    here = compute_health(path)
-    there = FabricService(path).start_health().result()
+    here = compute_health(open_session(db=path))
+    there = FabricService(open_session(db=path)).start_health().result()
     assert here is not None and there is not None
     assert there.report.to_dict() == here.report.to_dict()
     assert (there.snapshot_id, there.since, there.now) == (16, here.since, here.now)
@@ -27,7 +28,7 @@ def test_child_process_gives_the_in_process_report(tmp_path: Path) -> None:
 
 
 def test_round_trip_keeps_read_only_mappings(tmp_path: Path) -> None:
-    view = compute_health(build_store(tmp_path / "h.db", snapshots=3)[0])
+    view = compute_health(open_session(db=build_store(tmp_path / "h.db", snapshots=3)[0]))
     assert view is not None
     again = load_health(dump_health(view))
     assert again is not None and again.report == view.report
@@ -36,17 +37,17 @@ def test_round_trip_keeps_read_only_mappings(tmp_path: Path) -> None:
 
 
 def test_empty_store_gives_none_and_a_failure_is_one_line(tmp_path: Path) -> None:
-    assert HealthProcess(tmp_path / "empty.db").result() is None
+    assert HealthProcess(open_session(db=tmp_path / "empty.db")).result() is None
     (tmp_path / "not-a-db").write_text("this is not SQLite\n")
     with pytest.raises(StoreError) as err:
-        HealthProcess(tmp_path / "not-a-db").result()
+        HealthProcess(open_session(db=tmp_path / "not-a-db")).result()
     assert str(err.value).startswith("health: ") and "\n" not in str(err.value)
     assert "not-a-db" in str(err.value)
 
 
 def test_cancel_kills_the_child(tmp_path: Path) -> None:
     path = build_store(tmp_path / "h.db")[0]
-    job = HealthProcess(path)
+    job = HealthProcess(open_session(db=path))
     job.cancel()
     with pytest.raises(StoreError, match="cancelled"):
         job.result()

@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets._toast import Toast
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.store import Store
 from tests.tui.test_tui import run_async, settle
 from tests.tui_data import SNAPSHOT_EVERY_S, T0, counter_rows, record_operations, save_sweep, uplinks
@@ -93,7 +94,7 @@ async def _open(pilot: Pilot[None], *keys: str) -> None:
 @run_async
 async def test_every_screen_shows_markup_names_as_written(tmp_path: Path) -> None:
     path = evil_store(tmp_path / "evil.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         seen: dict[str, set[str]] = {}
@@ -128,7 +129,7 @@ async def test_every_screen_shows_markup_names_as_written(tmp_path: Path) -> Non
 @run_async
 async def test_detail_accusers_plan_and_help_show_markup_names_as_written(tmp_path: Path) -> None:
     path = evil_store(tmp_path / "evil.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await _open(pilot, "enter")  # the worst cable of the overview
@@ -160,7 +161,7 @@ async def test_detail_accusers_plan_and_help_show_markup_names_as_written(tmp_pa
 async def test_notifications_show_markup_names_as_written(tmp_path: Path) -> None:
     """Errors, store warnings and results of a change name the fabric's elements too."""
     path = evil_store(tmp_path / "evil.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, app)
         app.post_message(LoadFailed("health", "perfquery failed on leaf[/]x"))

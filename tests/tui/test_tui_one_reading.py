@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fabric.app.readmodel.service import FabricService
 from fabric.app.readmodel.views import NO_DATA
+from fabric.app.session import open_session
 from fabric.health.status import Status
 from tests.tui_data import build_store
 from tui.cli import overview_text
@@ -16,11 +17,11 @@ from tui.cli import overview_text
 def test_one_reading_is_no_data_with_its_reason_and_two_are_judged(tmp_path: Path) -> None:
     for snapshots in (1, 2):
         db, _, ber_bad, _flappy = build_store(tmp_path / f"r{snapshots}.db", snapshots=snapshots)
-        svc = FabricService(db)
+        svc = FabricService(open_session(db=db))
         view = svc.load_view()
         assert view is not None
         rows = svc.rows_with_health(view, svc.health())
-        report = overview_text(str(db))
+        report = overview_text(open_session(db=db))
         if snapshots == 1:
             assert {r.status for r in rows} == {NO_DATA} and all(r.score is None for r in rows)
             assert {r.reasons for r in rows} == {

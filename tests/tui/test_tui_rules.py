@@ -14,6 +14,7 @@ from textual import events
 from textual.widgets import Input, Static
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.store import Store
 from tests.tui.test_tui import SIZE, run_async, settle, text_of, top
 from tests.tui_data import build_store
@@ -61,7 +62,7 @@ async def opened(pilot: object, app: IbfabApp, kind: type) -> None:
 async def test_a_burst_typed_into_the_links_filter_is_text_not_hotkeys(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("l")
@@ -88,7 +89,7 @@ async def test_a_burst_typed_into_the_links_filter_is_text_not_hotkeys(
 async def test_a_screen_key_slash_and_text_in_one_burst_reach_the_new_screens_filter(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         burst(app, "l/dgx-0001 mlx5_0", "enter")  # from the overview, before links is even built
@@ -111,7 +112,7 @@ async def test_a_screen_key_slash_and_text_in_one_burst_reach_the_new_screens_fi
 async def test_a_burst_typed_into_the_anomalies_filter_is_text(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("e")
@@ -129,7 +130,7 @@ async def test_a_burst_typed_into_the_anomalies_filter_is_text(
 async def test_apply_needs_the_target_typed_after_the_plan_is_shown(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("r")
@@ -179,7 +180,7 @@ async def test_apply_needs_the_target_typed_after_the_plan_is_shown(
 
 @run_async
 async def test_escape_cancels_the_plan_and_nothing_changes(store: tuple[Path, Fabric, Link, Link]) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("r")
@@ -197,7 +198,7 @@ async def test_escape_cancels_the_plan_and_nothing_changes(store: tuple[Path, Fa
 async def test_a_and_b_open_the_ends_they_name_on_both_guid_orders(
     store: tuple[Path, Fabric, Link, Link],
 ) -> None:
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         view = app.view
@@ -227,7 +228,7 @@ async def test_a_and_b_open_the_ends_they_name_on_both_guid_orders(
 @run_async
 async def test_history_is_a_stack_and_screen_keys_open_fresh(store: tuple[Path, Fabric, Link, Link]) -> None:
     _, _, ber_bad, _ = store
-    app = build_app(FabricService(store[0]), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=store[0])), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         home = app.screen

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from tests.tui.test_tui import run_async, settle, table_rows, text_of
 from tests.tui_data import T0, build_store, record_operations, save_sweep, uplinks
 from tui.app import IbfabApp, build_app
@@ -29,7 +30,7 @@ async def test_every_table_takes_focus_with_tab_and_is_then_on_screen(tmp_path: 
     ups = uplinks(fabric)
     save_sweep(path, fabric, ups[0], ups[1])
     record_operations(path, fabric, ber_bad)
-    app = build_app(FabricService(path), poll_seconds=None, clock=lambda: T0 + 3600)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None, clock=lambda: T0 + 3600)
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app)
         for key, tables in (
@@ -70,7 +71,7 @@ async def test_every_table_takes_focus_with_tab_and_is_then_on_screen(tmp_path: 
 @run_async
 async def test_long_reasons_end_in_an_ellipsis_and_are_whole_in_the_panel(tmp_path: Path) -> None:
     path, *_ = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app)
         await pilot.press("e")
@@ -86,7 +87,7 @@ async def test_long_reasons_end_in_an_ellipsis_and_are_whole_in_the_panel(tmp_pa
 @run_async
 async def test_a_wider_terminal_shows_more_of_each_reason(tmp_path: Path) -> None:
     path, *_ = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app)
         await pilot.press("e")

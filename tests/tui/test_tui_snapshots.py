@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from tests.tui_data import T0, build_store, record_operations, save_sweep, uplinks
 from tui.app import IbfabApp, build_app
 from tui.screens import confirm
@@ -33,7 +34,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IbfabApp:
     record_operations(path, fabric, ber_bad)
     # the plan window's name box stays closed while the picture is taken (no blinking cursor)
     monkeypatch.setattr(confirm, "GRACE_S", 3600.0)
-    return build_app(FabricService(path), poll_seconds=None, clock=lambda: T0 + 3600)
+    return build_app(FabricService(open_session(db=path)), poll_seconds=None, clock=lambda: T0 + 3600)
 
 
 def keys(*pressed: str) -> Steps:

@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from tests.tui_data import build_store
 from tui.program import main
 
@@ -25,9 +26,9 @@ def test_the_sites_thresholds_decide_the_tuis_statuses_and_advice(tmp_path: Path
     lenient.write_text("[health]\nflap_warn = 100\nflap_critical = 200\n")
     keys: list[object] = [ber_bad.key, flappy.key]
 
-    default = FabricService(db)
+    default = FabricService(open_session(db=db))
     assert _statuses(default, keys) == ["critical", "critical"]
-    site = FabricService(db, thresholds=lenient)
+    site = FabricService(open_session(db=db, thresholds_file=lenient))
     assert _statuses(site, keys) == ["critical", "ok"]  # 15 link-downs are under the site's 100
     job = site.start_health()  # the UI's way: the same thresholds in the child process
     child = job.result()

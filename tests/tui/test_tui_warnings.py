@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import open_session
 from fabric.store import Store
 from tests.fabric.test_store_heal import flip_bit
 from tests.tui.test_tui import SIZE, run_async, settle
@@ -43,7 +44,7 @@ async def test_store_warnings_are_notifications_not_stderr(
 ) -> None:
     path, newest = damaged_store(tmp_path)
     capfd.readouterr()
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert app.view is not None and app.view.topology.id == newest - 1  # the older one, read
@@ -67,7 +68,7 @@ async def test_store_warnings_are_notifications_not_stderr(
 @run_async
 async def test_a_clean_store_warns_of_nothing(tmp_path: Path) -> None:
     path, _, _, _ = build_store(tmp_path / "tui.db")
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(open_session(db=path)), poll_seconds=None)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         assert app.warnings == [] and not [m for m in app.messages_seen if isinstance(m, StoreWarning)]

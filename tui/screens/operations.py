@@ -13,14 +13,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fabric.app.drains.drain import ResumePlan, check_resume, host_of_target
-from fabric.app.isolation.isolate import UndoPlan
+from fabric.app.drains.changes import resume, resume_plan
+from fabric.app.drains.drain import ResumePlan, check_resume
+from fabric.app.isolation.changes import undo, undo_plan
+from fabric.app.isolation.isolate import UndoPlan, check_undo
 from fabric.app.readmodel.operations import OpenChange, Operations
 from fabric.present.advice import undo_plan_text
 from fabric.present.operations import open_change_row, runs_text
 from fabric.present.overview import ellipsis, when
 from fabric.present.slurm import render_resume_plan
-from topology.errors import IbfabError
+from topology.errors import IbfabError, SafetyError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain
 from tui.screens.confirm import ConfirmChange, Waiting
@@ -117,15 +119,18 @@ class OperationsScreen(DataScreen):
         if change is None or view is None:
             return
         if change.is_drain:
-            host = host_of_target(change.entry.target)
+            if not change.entry.hosts:
+                self.notify("the drain's audit entry names no fabric host", severity="warning")
+                return
+            host = change.entry.hosts[0]
             guid = self.data.service.find_node(view, host)
             if guid is None:
                 self.notify(f"{host} is not in the latest topology", severity="warning", markup=False)
                 return
             self.post_message(OpenDetail(guid=guid))
             return
-        guid, _, port = change.entry.target.split(" ", 1)[0].rpartition("/")
-        row = view.port_row.get((guid, int(port))) if port.isdigit() else None
+        ports = change.entry.ports
+        row = view.port_row.get((ports[0].guid, ports[0].port)) if ports else None
         if row is None:
             self.notify("that port has no cable in the latest topology", severity="warning")
             return
@@ -139,15 +144,15 @@ class OperationsScreen(DataScreen):
             self.resume(change)
             return
         try:
-            plan = self.data.service.undo_plan(change.entry.id)
+            plan = undo_plan(self.data.service.session, change.entry.id)
         except IbfabError as exc:
             self.notify(exc.one_line(), severity="error", markup=False)
             return
-        blocked = (
-            None
-            if plan.window_passed
-            else f"the re-test window has not passed: re-test the link first (ibfab isolate --undo {plan.entry.id} --force overrides)"
-        )
+        try:
+            check_undo(plan)
+            blocked = None
+        except SafetyError as exc:
+            blocked = exc.one_line().replace("--force", f"ibfab isolate --undo {plan.entry.id} --force")
         target = plan.entry.target.split(" ", 2)[1] if " " in plan.entry.target else plan.entry.target
 
         def answered(yes: bool | None) -> None:
@@ -172,7 +177,8 @@ class OperationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def ask_resume_plan(self, change: OpenChange, waiting: Waiting) -> None:
         try:
-            plan = self.data.service.resume_plan(change.entry.id)
+            svc = self.data.service
+            plan = resume_plan(svc.session, change.entry.id, svc.slurm())
         except IbfabError as exc:
             self.app.call_from_thread(waiting.failed, exc.one_line())
             return
@@ -201,7 +207,8 @@ class OperationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
     def apply_resume(self, plan: ResumePlan) -> None:
         try:
-            change = self.data.service.apply_resume(plan)
+            svc = self.data.service
+            change = resume(svc.session, plan, svc.slurm())
         except IbfabError as exc:
             self.post_message(ActionApplied(plan.entry.target, exc.one_line(), False))
             return
@@ -215,7 +222,7 @@ class OperationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="undo", exit_on_error=False)
     def apply_undo(self, plan: UndoPlan) -> None:
         try:
-            change = self.data.service.apply_undo(plan)
+            change = undo(self.data.service.session, plan)
         except IbfabError as exc:
             self.post_message(ActionApplied(plan.entry.target, exc.one_line(), False))
             return

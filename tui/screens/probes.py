@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
 from fabric.app.readmodel.operations import PairHistory
+from fabric.app.sweeps.bandwidth import run_sweep
 from fabric.app.sweeps.sweep import ShownSweep
 from fabric.present.overview import ellipsis, when
 from fabric.present.probes import attempts_text, pair_counts, pair_verdict, suspect_row
@@ -67,7 +68,7 @@ class ProbesScreen(DataScreen):
     def draw(self) -> None:
         svc = self.data.service
         blocked = svc.sweep_unavailable()
-        where = f"lab {svc.lab}" if svc.lab else "no --lab given"
+        where = svc.sweep_backend()
         self.query_one("#sweep-backend", Static).update(
             plain(
                 str(blocked) if blocked is not None else f"sweep backend: {where}; press s to start a sweep"
@@ -180,7 +181,8 @@ class ProbesScreen(DataScreen):
     @work(thread=True, exclusive=True, group="sweep", exit_on_error=False)
     def run_sweep(self) -> None:
         try:
-            sweep_id = self.data.service.run_sweep(self.progress_callback)
+            # a change, not a read: the sweeps room's use case, with the UI's session
+            sweep_id = run_sweep(self.data.service.session, self.progress_callback)
             self.post_message(SweepFinished(sweep_id, f"sweep #{sweep_id} stored", True))
         except IbfabError as exc:
             self.post_message(SweepFinished(None, exc.one_line(), False))

@@ -13,7 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from fabric.app.drains.changes import drain
 from fabric.app.drains.drain import DrainPlan
+from fabric.app.isolation.changes import apply_isolation
 from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel.views import Advice, Unavailable
 from fabric.present.advice import change_title, isolation_plan_text, render_actions
@@ -176,7 +178,8 @@ class RecommendationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def apply_drain(self, chosen: Advice, plan: DrainPlan) -> None:
         try:
-            done = self.data.service.apply_drains(plan)
+            svc = self.data.service  # the drains room makes the change, with the UI's session
+            done = drain(svc.session, plan, svc.slurm())
         except IbfabError as exc:
             self.post_message(ActionApplied(chosen.target, exc.one_line(), False))
             return
@@ -189,7 +192,7 @@ class RecommendationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def apply(self, chosen: Advice, plan: IsolationPlan) -> None:
         try:
-            changes = self.data.service.apply_isolation(plan)
+            changes = apply_isolation(self.data.service.session, plan)  # the isolation room's
         except IbfabError as exc:
             self.post_message(ActionApplied(chosen.target, exc.one_line(), False))
             return

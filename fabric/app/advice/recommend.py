@@ -12,33 +12,32 @@ from fabric.app.advice.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.discovery.discover import Discovery
 from fabric.app.health.assess import assess_store
 from fabric.app.isolation.limits import isolation_limits
-from fabric.app.source import Source
+from fabric.app.session import Session, StoreAccess
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store
+from probes.driver import FabricDriver
 from topology.errors import StoreError
 from topology.model import Guid, PortRef
 
 
-def stored_findings(db: str | None, thresholds: HealthThresholds | None = None) -> list[LinkFinding] | None:
-    """Findings from the store's counters (the same assessment as 'ibfab health', with the same
-    ``thresholds``), or None when the store has no topology or counters yet."""
+def stored_findings(session: Session) -> list[LinkFinding] | None:
+    """Findings from the session's store (the same assessment as 'ibfab health', with the same
+    thresholds), or None when the store has no topology or counters yet."""
     try:
-        stored = Store.existing(db)
+        stored = session.store.read()
         if stored is None:
             return None
         with stored as store:
-            view = assess_store(store, thresholds=thresholds, record=False)
+            view = assess_store(store, thresholds=session.thresholds, record=False)
     except StoreError:
         return None
     return findings_from_report(view.report)
 
 
-def health_findings(
-    health_file: str | None, db: str | None, thresholds: HealthThresholds | None = None
-) -> list[LinkFinding] | None:
+def health_findings(health_file: str | None, session: Session) -> list[LinkFinding] | None:
     """The findings advice rests on: a saved ``ibfab health --json`` file when given, else the
-    store's newest assessment under the site's ``thresholds``; None when neither holds any."""
-    return read_health_file(health_file) if health_file else stored_findings(db, thresholds)
+    store's newest assessment under the site's thresholds; None when neither holds any."""
+    return read_health_file(health_file) if health_file else stored_findings(session)
 
 
 def safety_policy(
@@ -48,25 +47,19 @@ def safety_policy(
     return SafetyPolicy(min_uplink_share, max_isolations, allow_switch_to_host)
 
 
-def live_source(lab: str | None, ssh: str | None, d: Discovery, saved: bool) -> Source | None:
-    """Where tools reach the fabric ``d`` was read from: the lab, the SSH host, this machine; None
-    when it came from saved text, an ibdiagnet run or a stored snapshot (nothing runs for those)."""
-    if lab:
-        return Source("lab", lab)
-    if ssh:
-        return Source("ssh", ssh)
-    if saved or d.stored is not None:
-        return None
-    return Source("local")
+def live_driver(session: Session) -> FabricDriver | None:
+    """Where tools reach the session's fabric: the lab, the SSH host, this machine; None when it
+    came from saved text, an ibdiagnet run or a stored snapshot (nothing runs for those)."""
+    return session.driver if session.source.runs_tools else None
 
 
 def recommend_fabric(
     d: Discovery,
-    live: Source | None,
+    live: FabricDriver | None,
     findings: list[LinkFinding],
     policy: SafetyPolicy,
+    stored: StoreAccess,
     *,
-    db: str | None = None,
     min_status: str = "warn",
     opensm_log: str | None = None,
     opensm_conf: str | None = None,
@@ -76,20 +69,14 @@ def recommend_fabric(
     """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
     and the store, then :func:`fabric.advise.recommend.recommend`."""
-    if live is not None and live.kind == "lab":
-        sm = probe_subnet_manager(lab=live.target, log_path=opensm_log, conf_path=opensm_conf)
+    if live is not None:
+        sm = probe_subnet_manager(live, opensm_log, opensm_conf, ibdiagnet)
     else:
-        sm = learn_subnet_manager(
-            live,
-            log_path=opensm_log,
-            conf_path=opensm_conf,
-            look_locally=live is not None and live.kind == "local",
-            ibdiagnet=ibdiagnet,
-        )
+        sm = learn_subnet_manager(None, log_path=opensm_log, conf_path=opensm_conf, ibdiagnet=ibdiagnet)
     last_peers: dict[PortRef, LastPeer] = {}
-    stored = Store.existing(db)  # advice only reads: a store that is not there is not created
-    if stored is not None:
-        with stored as store:
+    found = stored.read()  # advice only reads: a store that is not there is not created
+    if found is not None:
+        with found as store:
             limits = isolation_limits(store, d.fabric, d.classification, live)
             last_peers = down_ports_last_peers(store, d)
     else:

@@ -6,6 +6,7 @@ machine), and an ibdiagnet run's AR_INFO and SM_INFO. Every field no source gave
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from fabric.advise.subnet_manager import (
     OPENSM_CONF,
@@ -15,10 +16,12 @@ from fabric.advise.subnet_manager import (
     SubnetManager,
     SwitchAr,
 )
-from fabric.app.source import Source, SshOptions, run_tool
 from probes.opensm import parse_opensm_conf, parse_opensm_log, parse_sminfo
 from topology.errors import IbfabError
 from topology.textfile import InputFileError, input_lines, read_input_text
+
+if TYPE_CHECKING:
+    from probes.driver import FabricDriver
 
 
 def _lines(path: str, tool: str, given: bool) -> Iterable[str] | None:
@@ -47,13 +50,12 @@ _MAX_CONF_BYTES = 16 << 20  # opensm.conf is ~40 KB
 
 
 def learn_subnet_manager(
-    sminfo_from: Source | None = None,
+    sminfo_from: FabricDriver | None = None,
     *,
     log_path: str | None = None,
     conf_path: str | None = None,
     look_locally: bool = False,
     ibdiagnet: str | None = None,
-    ssh: SshOptions | None = None,
 ) -> SubnetManager:
     """Ask ``sminfo`` where ``sminfo_from`` runs tools, read the given log/config (or, with
     ``look_locally``, OpenSM's and UFM's usual files on this machine) and the ibdiagnet run."""
@@ -62,13 +64,13 @@ def learn_subnet_manager(
     lid = guid = state = None
     if sminfo_from is not None:
         try:
-            found = parse_sminfo(run_tool(sminfo_from, ["sminfo"], 20, ssh).stdout)
+            found = parse_sminfo(sminfo_from.run_tool(["sminfo"], 20).stdout)
         except IbfabError as exc:
             notes.append(f"sminfo: {exc.one_line()}")
             found = None
         if found is not None:
             lid, guid, state = found
-            where = "" if sminfo_from.kind == "local" else f" ({sminfo_from.label})"
+            where = "" if sminfo_from.here else f" ({sminfo_from.label})"
             sources["master"] = f"sminfo{where}"
     version = engine = None
     logs: Sequence[str] = [log_path] if log_path else [OPENSM_LOG, UFM_OPENSM_LOG] if look_locally else []
@@ -108,14 +110,17 @@ def learn_subnet_manager(
 
 
 def probe_subnet_manager(
-    lab: str | None = None, log_path: str | None = None, conf_path: str | None = None
+    driver: FabricDriver,
+    log_path: str | None = None,
+    conf_path: str | None = None,
+    ibdiagnet: str | None = None,
 ) -> SubnetManager:
-    """This machine's or a lab's SM: ``sminfo`` on that fabric and the SM's log/config (the lab's
-    own OpenSM log; on this machine the given files or the usual places)."""
-    if lab is not None:
-        from fabric import lab as labmod
-
-        return learn_subnet_manager(
-            Source("lab", lab), log_path=log_path or labmod.opensm_log(lab), conf_path=conf_path
-        )
-    return learn_subnet_manager(Source("local"), log_path=log_path, conf_path=conf_path, look_locally=True)
+    """The SM of the fabric ``driver`` reaches: ``sminfo`` there and the SM's log/config (the one
+    the driver knows, a lab's own OpenSM log; on this machine the given files or the usual places)."""
+    return learn_subnet_manager(
+        driver,
+        log_path=log_path or driver.sm_log(),
+        conf_path=conf_path,
+        look_locally=driver.here,
+        ibdiagnet=ibdiagnet,
+    )

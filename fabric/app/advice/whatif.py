@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fabric.advise.candidates import resolve_port
 from fabric.advise.whatif import RouteFn, Scenario, WhatIf, parse_share, what_if
@@ -14,14 +14,16 @@ from probes.inventory import expand_hosts
 from topology.errors import UsageError
 from topology.routes import path, read_lft_dump
 
+if TYPE_CHECKING:
+    from probes.driver import FabricDriver
 
-def route_function(d: Discovery, lab: str | None, lft: str | None) -> RouteFn | None:
-    """Paths from forwarding tables (``lft``, else the lab's OpenSM dump); None: spread evenly."""
-    if lft is None and lab is not None:
-        from fabric import lab as labmod
 
-        dump = Path(labmod.opensm_dump_dir(lab)) / "opensm-lfts.dump"
-        lft = str(dump) if dump.is_file() else None
+def route_function(d: Discovery, driver: FabricDriver, lft: str | None) -> RouteFn | None:
+    """Paths from forwarding tables (``lft``, else the SM's dump the driver knows: a lab's
+    OpenSM's); None: spread evenly."""
+    if lft is None:
+        dump = driver.lft_dump()
+        lft = str(dump) if dump is not None else None
     if lft is None:
         return None
     return functools.partial(path, d.fabric, read_lft_dump(lft))
@@ -30,13 +32,14 @@ def route_function(d: Discovery, lab: str | None, lft: str | None) -> RouteFn | 
 def run_whatif(
     d: Discovery,
     scenario: Callable[[Discovery], Scenario],
+    driver: FabricDriver,
     hosts: str | None = None,
-    lab: str | None = None,
     lft: str | None = None,
 ) -> WhatIf:
-    """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None). Ports
-    isolated where the fabric's twin is up (``ibfab lab up --from``, its engine known): the twin
-    runs the isolation and its OpenSM's tables before and after route the pairs, not an estimate."""
+    """The scenario built on ``d`` for the job's ``hosts`` (a host range; all when None), routed
+    by the forwarding tables of ``lft`` or the ones ``driver`` knows. Ports isolated where the
+    fabric's twin is up (``ibfab lab up --from``, its engine known): the twin runs the isolation
+    and its OpenSM's tables before and after route the pairs, not an estimate."""
     host_list = expand_hosts(hosts, "--hosts") if hosts else None
     built = scenario(d)
     if built.isolate and lft is None:
@@ -46,7 +49,7 @@ def run_whatif(
         if routed is not None:
             before, after, where = routed
             return what_if(d.fabric, d.classification, built, host_list, before, after, where)
-    return what_if(d.fabric, d.classification, built, host_list, route_function(d, lab, lft))
+    return what_if(d.fabric, d.classification, built, host_list, route_function(d, driver, lft))
 
 
 ScenarioFor = Callable[[Discovery], Scenario]

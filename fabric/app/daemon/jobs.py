@@ -21,13 +21,15 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fabric.app.health.collect import SnapshotOutcome
 from fabric.app.hostlocks import lock_keys
-from fabric.store import Schedule, Store
+from fabric.app.session import Session, StoreAccess
+from fabric.app.source import Source, SshOptions
+from fabric.store import Schedule
 from probes import slurm, transport
+from probes.driver import FabricDriver
 from probes.fanout import HostLocks
 from probes.pairs import PairResult, Probe
 from probes.sweep import LabTrafficBackend
@@ -78,7 +80,7 @@ class HostActivity:
 class JobContext:
     """What every job of one daemon shares."""
 
-    db: Path
+    store: StoreAccess
     locks: HostLocks
     activity: HostActivity
     host_wait: float = 3600.0  # seconds a job waits for hosts another sweep holds, then fails naming it
@@ -93,19 +95,19 @@ class HostLockedLabBackend(LabTrafficBackend):
         locks: HostLocks,
         activity: HostActivity,
         job: str,
-        lab: str | None = None,
+        driver: FabricDriver,
         wait: float | None = None,
     ) -> None:
         super().__init__(inner.fabric, inner.paths, inner.error_rates)
         self.locks = locks
         self.activity = activity
         self.job = job
-        self.lab = lab
+        self.driver = driver
         self.wait = wait
 
     def run_round(self, probes: Sequence[Probe], attempt: int) -> list[PairResult]:
         hosts = sorted({e.host for p in probes for e in (p.client, p.server)})
-        with self.locks.hold(lock_keys(hosts, self.lab), self.wait, f"schedule {self.job}"):
+        with self.locks.hold(lock_keys(hosts, self.driver), self.wait, f"schedule {self.job}"):
             start = time.time()
             try:
                 return super().run_round(probes, attempt)
@@ -122,9 +124,7 @@ def _text(args: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def _ssh_options(args: Mapping[str, Any]) -> Any:
-    from fabric.app.source import SshOptions
-
+def _ssh_options(args: Mapping[str, Any]) -> SshOptions:
     return SshOptions(
         _text(args, "inventory"),
         _text(args, "known_hosts"),
@@ -133,34 +133,32 @@ def _ssh_options(args: Mapping[str, Any]) -> Any:
     )
 
 
+def job_session(schedule: Schedule, ctx: JobContext, source: Source) -> Session:
+    """The session of one run of ``schedule``: its fabric, the daemon's store, the schedule's SSH
+    options (each job has its own: the daemon builds one per job)."""
+    return Session(source, ctx.store, ssh=_ssh_options(schedule.args))
+
+
 def run_counters(schedule: Schedule, ctx: JobContext) -> SnapshotOutcome:
     """One counter collection from the schedule's source into the daemon's store."""
     from fabric.app.health.collect import Collector
-    from fabric.app.source import Source, require_running_lab
-    from fabric.store import Store
+    from fabric.app.storecare.retention import compact_after_collection
 
     args = schedule.args
     lab, ssh = _text(args, "lab"), _text(args, "ssh")
     if lab and ssh:
         raise UsageError(f"schedule {schedule.name}: give one of lab or ssh, not both")
-    if lab:
-        require_running_lab(lab)
-        src = Source("lab", lab)
-    elif ssh:
-        src = Source("ssh", ssh)
-    else:
-        src = Source("local")
-    from fabric.app.storecare.retention import compact_after_collection
-
-    with Store.open(ctx.db) as store:
-        outcome = Collector(store, src, _ssh_options(args)).collect_once()
+    src = Source.lab(lab) if lab else Source.ssh(ssh) if ssh else Source.local()
+    session = job_session(schedule, ctx, src)
+    session.driver.check_ready()
+    with ctx.store.write() as store:
+        outcome = Collector(store, session).collect_once()
         compact_after_collection(store)
         return outcome
 
 
 def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
     """Plan and run one sweep (lab-simulated or ib_write_bw over SSH) and store it."""
-    from fabric.app.source import require_running_lab
     from fabric.app.sweeps import sweep as sweeps
 
     args = schedule.args
@@ -176,12 +174,11 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         raise UsageError(
             f"schedule {schedule.name}: a sweep needs a lab, an inventory, or Slurm and an input"
         )
-    if lab is not None:
-        require_running_lab(lab)
+    session = job_session(schedule, ctx, sweeps.sweep_source(lab, input_path))
+    session.driver.check_ready()
     sweep_ctx = sweeps.prepare(
+        session,
         pattern,
-        lab=lab,
-        input_path=input_path,
         routes_path=_text(args, "routes"),
         pairs_path=_text(args, "pairs"),
         per_host=bool(args.get("per_host", False)),
@@ -196,18 +193,18 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
         # The plan's hosts are held here for the whole sweep, as for an SSH sweep (so run_slurm
         # is not given the locks: it would take them a second time).
         with ctx.locks.hold(
-            lock_keys(hosts, lab, slurm.node_map), ctx.host_wait, f"schedule {schedule.name}"
+            lock_keys(hosts, session.driver, slurm.node_map), ctx.host_wait, f"schedule {schedule.name}"
         ):
             start = time.time()
             try:
                 report = run_slurm(
-                    sweep_ctx, slurm, lab=lab, retest=retest, timeout=float(args.get("timeout", 120.0))
+                    sweep_ctx, slurm, session, retest=retest, timeout=float(args.get("timeout", 120.0))
                 )
             finally:
                 ctx.activity.add(hosts, schedule.name, start, time.time())
         outcome, source = report.outcome, stored_source(sweep_ctx.source, report)
-    elif lab is not None:
-        outcome = _lab_sweep(sweep_ctx, lab, retest, ctx, schedule.name)
+    elif session.driver.simulated:
+        outcome = _lab_sweep(sweep_ctx, session.driver, retest, ctx, schedule.name)
     else:
         assert inventory is not None
         with ctx.locks.hold(hosts, ctx.host_wait, f"schedule {schedule.name}"):
@@ -224,7 +221,7 @@ def run_sweep_job(schedule: Schedule, ctx: JobContext) -> SweepJobResult:
                 )
             finally:
                 ctx.activity.add(hosts, schedule.name, start, time.time())
-    sweep_id = sweeps.save(outcome, source, names, str(ctx.db))
+    sweep_id = sweeps.save(outcome, source, names, ctx.store)
     top = None
     if outcome.suspects:
         s = outcome.suspects[0].link
@@ -262,16 +259,14 @@ def slurm_choice_of(args: Mapping[str, Any]) -> Any:
     )
 
 
-def _lab_sweep(sweep_ctx: Any, lab_name: str, retest: bool, ctx: JobContext, job: str) -> Any:
+def _lab_sweep(sweep_ctx: Any, driver: FabricDriver, retest: bool, ctx: JobContext, job: str) -> Any:
     # sweeps.run_lab, with a backend that takes each round's hosts from the shared locks.
-    from fabric import lab
     from fabric.app.sweeps.sweep import names_of
-    from probes.labtraffic import parse_error_rates
     from probes.sweep import run_sweep
 
-    rates = parse_error_rates(lab.console(lab_name, "Dump"))
+    rates = driver.error_rates()
     plain = LabTrafficBackend(sweep_ctx.discovery.fabric, sweep_ctx.plan.paths, rates)
-    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job, lab_name, ctx.host_wait)
+    backend = HostLockedLabBackend(plain, ctx.locks, ctx.activity, job, driver, ctx.host_wait)
     d = sweep_ctx.discovery
     return run_sweep(
         sweep_ctx.plan,
@@ -317,16 +312,12 @@ __all__ = [
     "JobContext",
     "JobResult",
     "SweepJobResult",
+    "job_session",
     "run_counters",
     "run_job",
     "run_sweep_job",
     "slurm_choice_of",
 ]
-
-
-def jobs_store(db: Path) -> Store:
-    """The store whose schedules the daemon runs and where it records each run, for a with-block."""
-    return Store.open(db)
 
 
 def end_running_work(jobs: Sequence[threading.Thread] = ()) -> tuple[int, tuple[str, ...]]:

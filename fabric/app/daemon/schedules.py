@@ -6,19 +6,14 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from fabric.app.session import StoreAccess
 from fabric.core.timing import Timing
-from fabric.store import Run, Schedule, Store, store_path
+from fabric.store import Run, Schedule
 from topology.errors import UsageError
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def schedules_store(db: str | None) -> Path:
-    """The store whose schedules the daemon runs (``--db``, else the user's default store)."""
-    return store_path(db)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +40,7 @@ class ScheduleStatus:
 
 
 def add_schedule(
-    db: str | None, name: str, kind: str, timing: Timing, args: Mapping[str, Any], enabled: bool = True
+    stored: StoreAccess, name: str, kind: str, timing: Timing, args: Mapping[str, Any], enabled: bool = True
 ) -> Schedule:
     """Check the job's arguments against its kind and store it; its first run is the next due slot."""
     if not _NAME_RE.fullmatch(name):
@@ -69,7 +64,7 @@ def add_schedule(
             )
         if args.get("inventory") and "input" not in args:
             raise UsageError("an SSH sweep schedule needs the fabric: add -- --input TOPO")
-    with Store.open(db) as store:
+    with stored.write() as store:
         schedule_id = store.add_schedule(
             name,
             kind,
@@ -82,21 +77,21 @@ def add_schedule(
         return store.schedule(schedule_id)
 
 
-def schedule_statuses(db: str | None) -> list[ScheduleStatus]:
+def schedule_statuses(stored: StoreAccess) -> list[ScheduleStatus]:
     """Every schedule with its last run; none when there is no store yet (listing creates none)."""
-    path = store_path(db)
-    if not path.exists():
+    found = stored.read()
+    if found is None:
         return []
-    with Store.open(path, create=False) as store:
+    with found as store:
         return [
             ScheduleStatus(s, next(iter(store.list_runs(s.id, limit=1)), None))
             for s in store.list_schedules()
         ]
 
 
-def remove_schedule(db: str | None, name: str) -> None:
+def remove_schedule(stored: StoreAccess, name: str) -> None:
     """Remove a schedule by name (its past runs stay in the store)."""
-    with Store.open(db) as store:
+    with stored.write() as store:
         store.delete_schedule(name)
 
 

@@ -27,6 +27,7 @@ from topology.textfile import read_input_text
 
 if TYPE_CHECKING:
     from fabric.app.discovery.discover import Discovery
+    from fabric.app.session import StoreAccess
     from fabric.store import Store
 
 TOOL = "ibdiagnet"
@@ -201,11 +202,10 @@ def cable_detail(d: Discovery, ref: PortRef, inv: CableInventory | None) -> Cabl
 _NODE_PORT = re.compile(r"^(?P<node>.+)[/:](?P<port>\d+)$")
 
 
-def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | None = None) -> CableDetail:
+def cable_at(d: Discovery, port: str, ibdiagnet: str | None, stored: StoreAccess) -> CableDetail:
     """``ibfab topology cable NODE/PORT``: the cable there, with the modules of the ``ibdiagnet``
     run when given, else of the newest inventory kept in the store (none: the ends only)."""
     from fabric.advise.candidates import resolve_port
-    from fabric.store import Store
 
     m = _NODE_PORT.match(port.strip())
     if m is None:
@@ -215,8 +215,8 @@ def cable_at(d: Discovery, port: str, ibdiagnet: str | None = None, db: str | No
     if ibdiagnet:
         inv = read_inventory(ibdiagnet)
     else:
-        stored = Store.existing(db)
-        if stored is not None:
-            with stored as store:
+        found = stored.read()
+        if found is not None:
+            with found as store:
                 inv = stored_inventory(store)
     return cable_detail(d, ref, inv)

@@ -1,9 +1,9 @@
 """Discovery use case: get ibnetdiscover text from a source, parse, classify, find anomalies.
 
-Sources: a saved file or stdin (text handed in by the caller), an ibdiagnet output directory, a
-stored topology snapshot, this machine (runs the real ``ibnetdiscover``), a management host over
-SSH, or a lab fabric (``ibfab lab``). The CLI and the TUI both call :func:`discover`; neither
-parses nor connects.
+Sources: a saved file or stdin (its text read when the session was built), an ibdiagnet output
+directory, a stored topology snapshot (in the session's store), this machine (runs the real
+``ibnetdiscover``), a management host over SSH, or a lab fabric (``ibfab lab``): the session's
+driver runs the tool. The CLI and the TUI both call :func:`discover`; neither parses nor connects.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric.app.discovery.ibdiag_files import ibdiagnet_files
-from fabric.app.source import Source, SshOptions, run_tool
+from fabric.app.source import SourceKind
 from topology.anomaly import Anomaly
 from topology.chassis import Chassis, board_chassis, find_chassis
 from topology.classify import Classification, classify
@@ -25,6 +25,7 @@ from topology.model import Fabric
 from topology.wiring import find_anomalies
 
 if TYPE_CHECKING:
+    from fabric.app.session import Session, StoreAccess
     from fabric.store import TopologySummary
 
 IBNETDISCOVER_TIMEOUT = 300.0
@@ -67,38 +68,36 @@ def discover_text(text: str, source: str) -> Discovery:
     return analyse(parse_ibnetdiscover_text(text, source), text, source)
 
 
-def fetch_ibnetdiscover(
-    src: Source, text: str | None = None, ssh: SshOptions | None = None
-) -> tuple[str, tuple[str, ...]]:
-    """Raw ibnetdiscover text and the tool's warning lines for ``src``."""
+def fetch_ibnetdiscover(session: Session) -> tuple[str, tuple[str, ...]]:
+    """Raw ibnetdiscover text and the tool's warning lines for the session's source."""
+    src = session.source
     if not src.runs_tools:
-        if text is None:
+        if src.text is None:
             raise UsageError(f"no text given for {src.label}")
-        return text, ()
-    res = run_tool(src, ["ibnetdiscover"], IBNETDISCOVER_TIMEOUT, ssh)
+        return src.text, ()
+    res = session.driver.run_tool(["ibnetdiscover"], IBNETDISCOVER_TIMEOUT)
     return res.stdout, _warnings(res.stderr)
 
 
-def discover(src: Source, text: str | None = None, ssh: SshOptions | None = None) -> Discovery:
-    """The fabric of ``src``, classified, with its anomalies (see :func:`fabric.app.source.read_source`)."""
-    if src.kind == "snapshot":
-        return discover_stored(src.target, src.db)
-    if src.kind == "ibdiagnet":
+def discover(session: Session) -> Discovery:
+    """The fabric of the session's source, classified, with its anomalies."""
+    src = session.source
+    if src.kind is SourceKind.SNAPSHOT:
+        return discover_stored(src.target, session.store)
+    if src.kind is SourceKind.IBDIAGNET:
         return discover_ibdiagnet(src.target)
-    raw, warnings = fetch_ibnetdiscover(src, text, ssh)
+    raw, warnings = fetch_ibnetdiscover(session)
     if src.runs_tools and not raw.strip():
         raise CommandFailed(["ibnetdiscover"], 0, "\n".join(warnings) or "no output", src.label)
     fabric = parse_ibnetdiscover_text(raw, src.label)
     return analyse(fabric, raw, src.label, warnings)
 
 
-def discover_stored(ref: str, db: str | None = None) -> Discovery:
+def discover_stored(ref: str, stored: StoreAccess) -> Discovery:
     """A stored topology snapshot (an id, ``latest`` or a label) as a Discovery: nothing runs.
 
     The fabric is the one stored with the snapshot; the raw text is the capture it was read from."""
-    from fabric.store import Store
-
-    with Store.open(db, create=False) as store:
+    with stored.require() as store:
         st = store.load_topology(ref)
         raw = store.load_capture(st.summary.capture_id).text if st.summary.capture_id is not None else ""
     return replace(analyse(st.fabric, raw, f"snapshot {st.id}"), stored=st.summary)

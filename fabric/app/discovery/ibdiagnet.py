@@ -20,6 +20,7 @@ from topology.model import Guid, PortRef
 from topology.textfile import read_input_text
 
 if TYPE_CHECKING:
+    from fabric.app.session import StoreAccess
     from fabric.store import Store
 
 # Names the parser that read a stored ibdiagnet counter capture (a parser fix can find them).
@@ -144,9 +145,7 @@ def store_ibdiagnet_run(store: Store, path: str | Path) -> StoredRun:
     )
 
 
-def import_ibdiagnet_run(db: str | None, path: str | Path) -> StoredRun:
-    """``ibfab counters collect --ibdiagnet DIR``: :func:`store_ibdiagnet_run` into the store at ``db``."""
-    from fabric.store import Store
-
-    with Store.open(db) as store:
+def import_ibdiagnet_run(stored: StoreAccess, path: str | Path) -> StoredRun:
+    """``ibfab counters collect --ibdiagnet DIR``: :func:`store_ibdiagnet_run` into the store."""
+    with stored.write() as store:
         return store_ibdiagnet_run(store, path)

@@ -6,12 +6,13 @@ from typing import Any
 
 from fabric.app.discovery.cables import keep_inventory
 from fabric.app.discovery.discover import Discovery
-from fabric.store import Store, TopologySummary
+from fabric.app.session import StoreAccess
+from fabric.store import TopologySummary
 
 
-def list_snapshots(db: str | None) -> list[TopologySummary]:
+def list_snapshots(stored: StoreAccess) -> list[TopologySummary]:
     """Oldest first; a store that does not exist is an error (nothing is created by listing)."""
-    with Store.open(db, create=False) as store:
+    with stored.require() as store:
         return store.list_topologies()
 
 
@@ -29,11 +30,11 @@ def snapshot_to_dict(s: TopologySummary) -> dict[str, Any]:
 
 
 def save_discovery(
-    d: Discovery, db: str | None, label: str | None = None, from_ibdiagnet: bool = False
+    d: Discovery, stored: StoreAccess, label: str | None = None, from_ibdiagnet: bool = False
 ) -> int:
     """``ibfab discover --save``: the fabric and its raw text as a topology snapshot (an ibdiagnet
     run's cable inventory kept beside it, in the same store); returns the snapshot id."""
-    with Store.open(db) as store:
+    with stored.write() as store:
         snapshot_id = store.save_topology(
             d.fabric,
             d.raw_text,

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topology.classify import classify
 from topology.diff import FabricDiff, diff_fabrics
 from topology.ibnetdiscover import read_ibnetdiscover
 from topology.model import Fabric, Guid, Link, PortRef
+
+if TYPE_CHECKING:
+    from fabric.app.session import StoreAccess
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,21 +27,19 @@ class TopologyDiff:
         return self.names.get(guid, guid)
 
 
-def load_fabric(ref: str, db: str | None) -> tuple[str, Fabric]:
+def load_fabric(ref: str, stored: StoreAccess) -> tuple[str, Fabric]:
     """A saved ibnetdiscover file, else a store reference (snapshot id, ``latest`` or a label)."""
     path = Path(ref)
     if path.exists():
         return str(path), read_ibnetdiscover(path)
-    from fabric.store import Store
-
-    with Store.open(db, create=False) as store:
-        stored = store.load_topology(ref)
-    return f"snapshot {stored.id}", stored.fabric
+    with stored.require() as store:
+        topology = store.load_topology(ref)
+    return f"snapshot {topology.id}", topology.fabric
 
 
-def diff_topologies(before: str, after: str, db: str | None = None) -> TopologyDiff:
-    name_a, fabric_a = load_fabric(before, db)
-    name_b, fabric_b = load_fabric(after, db)
+def diff_topologies(before: str, after: str, stored: StoreAccess) -> TopologyDiff:
+    name_a, fabric_a = load_fabric(before, stored)
+    name_b, fabric_b = load_fabric(after, stored)
     names = {
         **{g: c.name for g, c in classify(fabric_a).nodes.items()},
         **{g: c.name for g, c in classify(fabric_b).nodes.items()},

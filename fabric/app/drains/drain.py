@@ -150,8 +150,20 @@ def _target(d: PlannedDrain) -> str:
     return d.node if d.node == d.host else f"{d.node} (fabric host {d.host})"
 
 
-def node_of_target(target: str) -> str:
-    return target.split(" ", 1)[0]
+def _audit(
+    store: Store,
+    who: str,
+    action: str,
+    target: str,
+    command: str,
+    result: str,
+    argv: Sequence[str],
+    node: str,
+    host: str,
+    undo_of: int | None = None,
+) -> int:
+    """One audit entry: the text, and typed the command line, the Slurm node and its fabric host."""
+    return store.audit(who, action, target, command, result, undo_of, argv=argv, nodes=(node,), hosts=(host,))
 
 
 def apply_drains(
@@ -164,9 +176,11 @@ def apply_drains(
         try:
             slurm.command(d.argv)
         except IbfabError as exc:
-            store.audit(who, DRAIN, _target(d), d.command, f"failed: {exc.one_line()}")
+            _audit(
+                store, who, DRAIN, _target(d), d.command, f"failed: {exc.one_line()}", d.argv, d.node, d.host
+            )
             raise
-        audit_id = store.audit(who, DRAIN, _target(d), d.command, "ok")
+        audit_id = _audit(store, who, DRAIN, _target(d), d.command, "ok", d.argv, d.node, d.host)
         done.append(AppliedDrain(audit_id, d.node, d.command, "ok"))
     return done
 
@@ -229,12 +243,6 @@ class ResumePlan:
         }
 
 
-def host_of_target(target: str) -> str:
-    """The fabric host of a drain's audit target (``node1 (fabric host cn0001)`` or ``cn0001``)."""
-    head, _, rest = target.partition(" (fabric host ")
-    return rest.rstrip(")") if rest else head
-
-
 def retests_since(store: Store, host: str, since: float) -> list[Retest]:
     """Every stored sweep started after ``since`` that measured ``host``, with its failed pairs."""
     out = []
@@ -262,7 +270,9 @@ def plan_resume(
         raise UsageError(f"audit entry {audit_id} is not a successful drain ({entry.action}: {entry.result})")
     if entry.id not in {e.id for e in open_drains(store)}:
         raise UsageError(f"audit entry {audit_id} was already resumed")
-    node, host = node_of_target(entry.target), host_of_target(entry.target)
+    if len(entry.nodes) != 1 or len(entry.hosts) != 1:
+        raise UsageError(f"audit entry {audit_id} names no Slurm node ({entry.target!r})")
+    node, host = entry.nodes[0], entry.hosts[0]
     current = {n.name: n for n in slurm.nodes([node])}.get(node)
     if current is None:
         raise UsageError(f"{node} is not a Slurm node any more")
@@ -311,14 +321,16 @@ def apply_resume(
     command = plan.command + (
         " [forced]" if force and not (plan.window_passed and plan.retests_clean) else ""
     )
+    entry = plan.entry
     try:
         slurm.command(plan.argv)
     except IbfabError as exc:
-        store.audit(
-            who, RESUME, plan.entry.target, command, f"failed: {exc.one_line()}", undo_of=plan.entry.id
-        )
+        failed = f"failed: {exc.one_line()}"
+        _audit(store, who, RESUME, entry.target, command, failed, plan.argv, plan.node, plan.host, entry.id)
         raise
-    audit_id = store.audit(who, RESUME, plan.entry.target, command, "ok", undo_of=plan.entry.id)
+    audit_id = _audit(
+        store, who, RESUME, entry.target, command, "ok", plan.argv, plan.node, plan.host, entry.id
+    )
     return AppliedDrain(audit_id, plan.node, command, "ok")
 
 
@@ -334,8 +346,6 @@ __all__ = [
     "apply_drains",
     "apply_resume",
     "check_resume",
-    "host_of_target",
-    "node_of_target",
     "open_drains",
     "plan_drains",
     "plan_resume",

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from fabric.app.discovery.discover import Discovery
-from fabric.app.health.assess import load_thresholds
 from fabric.app.placement.place import placement_health
+from fabric.app.session import Session, StoreAccess
 from fabric.core.units import parse_duration
 from fabric.exports import Export
 from fabric.exports.alert_rules import alert_rules, rules_header
@@ -27,9 +27,9 @@ def _tree(d: Discovery, include_service: bool = False) -> SchedulerTree:
     return build_tree(d.fabric, d.classification, host_sites(d.fabric, d.classification, include_service))
 
 
-def _health(d: Discovery, db: str | None, hours: float | None) -> PlacementHealth | None:
+def _health(d: Discovery, stored: StoreAccess | None, hours: float | None) -> PlacementHealth | None:
     """Each host's health from the store over the last ``hours`` (None: no health asked for)."""
-    return None if hours is None else placement_health(d, db, hours)
+    return None if hours is None else placement_health(d, stored or StoreAccess.at(), hours)
 
 
 def slurm_topology(d: Discovery, plugin: str = "tree", include_service: bool = False) -> Export:
@@ -40,11 +40,11 @@ def k8s(
     d: Discovery,
     style: str,
     fmt: str,
-    db: str | None = None,
+    stored: StoreAccess | None = None,
     health_hours: float | None = None,
     include_service: bool = False,
 ) -> Export:
-    return k8s_labels(_tree(d, include_service), style, fmt, _health(d, db, health_hours))
+    return k8s_labels(_tree(d, include_service), style, fmt, _health(d, stored, health_hours))
 
 
 def kueue(d: Discovery, name: str, legacy: bool, include_service: bool = False) -> Export:
@@ -62,18 +62,23 @@ def mpi_hostfile(d: Discovery, style: str, slots: int, include_service: bool = F
 
 
 def scheduler_document(
-    d: Discovery, db: str | None = None, health_hours: float | None = None, include_service: bool = False
+    d: Discovery,
+    stored: StoreAccess | None = None,
+    health_hours: float | None = None,
+    include_service: bool = False,
 ) -> Export:
-    return scheduler_json(d.fabric, d.classification, _tree(d, include_service), _health(d, db, health_hours))
-
-
-def prometheus_rules(thresholds: str | None, job: str, window: str) -> Export:
-    """Alerting and recording rules for the exporter, from the thresholds ``ibfab health`` uses."""
-    t = load_thresholds(thresholds) if thresholds else HealthThresholds()
-    window_s = parse_duration(window, "--window")
-    return Export(
-        alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(thresholds, job, window_s)), ()
+    return scheduler_json(
+        d.fabric, d.classification, _tree(d, include_service), _health(d, stored, health_hours)
     )
+
+
+def prometheus_rules(session: Session, job: str, window: str) -> Export:
+    """Alerting and recording rules for the exporter, from the thresholds ``ibfab health`` uses
+    (the session's, read from ``--thresholds``)."""
+    t = session.thresholds or HealthThresholds()
+    source = str(session.thresholds_file) if session.thresholds_file is not None else None
+    window_s = parse_duration(window, "--window")
+    return Export(alert_rules(t, job=job, window_s=window_s).to_yaml(rules_header(source, job, window_s)), ())
 
 
 def grafana_dashboard(datasource_uid: str) -> Export:

@@ -10,10 +10,10 @@ import gzip
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from fabric.app.health.assess import assess_store
+from fabric.app.session import Session, StoreAccess
 from fabric.app.sweeps.sweep import show
 from fabric.exports.prometheus import (
     ExporterStatus,
@@ -27,7 +27,7 @@ from fabric.exports.prometheus import (
     sweep_families,
     switch_families,
 )
-from fabric.store import Store, store_path
+from fabric.store import Store
 from fabric.store.records import CounterSnapshotInfo
 from topology.errors import StoreError
 
@@ -60,11 +60,6 @@ class ExporterView:
         return cls(text, status, key, gzip.compress(text, 6) if text else b"")
 
 
-def served_store(db_path: str | Path | None) -> Path:
-    """The store an exporter serves: the given path, else the user's default store."""
-    return store_path(db_path)
-
-
 def unread_view() -> ExporterView:
     """What scrapes get before the store was first read: no data, a ``store_error`` saying so."""
     return ExporterView(b"", ExporterStatus(errors=frozenset({"store_error"}), message="store not read yet"))
@@ -76,14 +71,14 @@ def exporter_page(status: ExporterStatus, seconds: float) -> bytes:
 
 
 def read_view(
-    db_path: Path,
+    session: Session,
     *,
     window_s: float = DEFAULT_WINDOW_S,
     previous: ExporterView | None = None,
     clock: Callable[[], float] = time.time,
-    thresholds: HealthThresholds | None = None,
 ) -> ExporterView:
-    """Read the store at ``db_path`` into a view (never raises for a missing, empty or broken store)."""
+    """Read the session's store into a view, judged by its thresholds (never raises for a
+    missing, empty or broken store)."""
     started = time.monotonic()
 
     def stamp(view: ExporterView) -> ExporterView:
@@ -92,11 +87,11 @@ def read_view(
         )
         return dataclasses.replace(view, status=status)
 
-    if not db_path.exists():
-        return stamp(failed_view("store_missing", f"{db_path}: no ibfab store there (yet)"))
+    if not session.store.exists():
+        return stamp(failed_view("store_missing", f"{session.store.path}: no ibfab store there (yet)"))
     try:
-        with Store.open(db_path, create=False) as store:
-            return stamp(_read(store, window_s, previous, thresholds))
+        with session.store.require() as store:
+            return stamp(_read(store, window_s, previous, session.thresholds))
     except StoreError as exc:
         return stamp(failed_view("store_error", exc.one_line(), previous))
 
@@ -231,5 +226,5 @@ def _routes(store: Store, topology_id: int, fabric: Fabric, names: dict[str, str
 
 def _sweep(store: Store, sweep_id: int) -> SweepSuspects:
     """The suspects of a stored sweep, ranked again from its records as ``ibfab sweep show`` does."""
-    shown = show(sweep_id, str(store.path))
+    shown = show(sweep_id, StoreAccess(store.path))
     return SweepSuspects(shown.id, shown.finished or shown.started, shown.suspects)

@@ -12,12 +12,11 @@ keep failing become repeat offenders across days.
 from __future__ import annotations
 
 import calendar
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fabric.core.units import duration_spec, utc_time
 from fabric.counters.deltas import OutOfOrder
@@ -34,13 +33,15 @@ from fabric.health import (
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
-from fabric.health.thresholds import thresholds_from_mapping
-from fabric.store import CounterSnapshotInfo, FindingRecord, Store, link_subject, store_path
+from fabric.store import CounterSnapshotInfo, FindingRecord, FindingSubject, Store
 from topology.bulk import gc_paused
 from topology.classify import classify, switch_name
-from topology.errors import StoreError, UsageError
+from topology.errors import StoreError
 from topology.model import Fabric, Guid, LinkKey, NodeKind
 from topology.wiring import BelowPeers, links_below_peers
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session, StoreAccess
 
 DAY_S = 86400.0
 # Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
@@ -48,7 +49,6 @@ DAY_S = 86400.0
 # near 0.5 GB whether the window holds 60 snapshots or 240 (bench/bench_health.py).
 PIECE_ROWS = 200_000
 COLLECT_FIRST = "run `ibfab counters collect` first"
-_LINK_SUBJECT = re.compile(r"^(?P<ag>0x[0-9a-f]+)/(?P<ap>\d+)-(?P<bg>0x[0-9a-f]+)/(?P<bp>\d+)$")
 _OLD_STATUS = {"warning": Status.WARN, "error": Status.CRITICAL}
 
 
@@ -87,6 +87,15 @@ class AssessedHealth:
     inventory: str | None = None
     one_reading: OneReading | None = None  # set when the window holds a single counter reading
 
+    def to_dict(self) -> dict[str, Any]:
+        """``ibfab health --json``: the report (links, nodes, summary), the cable notes, the cable
+        inventory they rest on and the one reading, when the window holds only one."""
+        doc = self.report.to_dict()
+        doc["cable_notes"] = [n.to_dict() for n in self.cable_notes]
+        doc["cable_inventory"] = self.inventory
+        doc["one_reading"] = self.one_reading.to_dict() if self.one_reading is not None else None
+        return doc
+
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
 
@@ -113,28 +122,6 @@ def node_names(fabric: Fabric) -> dict[str, str]:
     return out
 
 
-def load_thresholds(path: str | Path) -> HealthThresholds:
-    """Thresholds from a TOML file (keys at top level or under ``[health]``)."""
-    import tomllib
-
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_MAX_THRESHOLDS_BYTES + 1)  # bounded: a device or a wrong file is not read whole
-        if len(raw) > _MAX_THRESHOLDS_BYTES:
-            raise UsageError(f"{path}: larger than {_MAX_THRESHOLDS_BYTES >> 20} MiB: not a thresholds file")
-        data = tomllib.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read thresholds: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
-    return thresholds_from_mapping(data, str(path))
-
-
-_MAX_THRESHOLDS_BYTES = 1 << 20
-
-
 def utc_day(epoch: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch))
 
@@ -155,12 +142,13 @@ def past_findings(records: Iterable[FindingRecord]) -> list[PastFinding]:
     out: list[PastFinding] = []
     for r in records:
         when, status = _day_start(r.day), _status(r.status)
-        m = _LINK_SUBJECT.match(r.subject)
-        if m:
-            out.append(PastFinding(when, m["ag"], int(m["ap"]), status))
-            out.append(PastFinding(when, m["bg"], int(m["bp"]), status))
-        else:
-            out.append(PastFinding(when, r.subject, None, status))
+        about = r.about
+        if about is not None and about.link is not None:
+            out.extend(PastFinding(when, guid, port, status) for guid, port in about.link)
+        else:  # a node's finding
+            out.append(
+                PastFinding(when, about.node if about is not None and about.node else r.subject, None, status)
+            )
     return out
 
 
@@ -170,25 +158,30 @@ def record_today(store: Store, report: HealthReport, now: float) -> int:
     earlier = {
         (r.subject, r.kind): _status(r.status) for r in store.load_findings_history(day) if r.day == day
     }
-    items: list[tuple[str, str, str]] = []
+    items: list[tuple[FindingSubject, str, str]] = []
     for link in report.links:
         if link.status is Status.OK or not link.reasons:
             continue
-        subject, kind = link_subject(link.key), finding_kind(link.reasons[0])
+        subject, kind = FindingSubject.of_link(link.key), finding_kind(link.reasons[0])
         status: Status = link.status
-        before = earlier.get((subject, kind))
+        before = earlier.get((subject.key, kind))
         if before is not None and before.rank > status.rank:
             status = before
         items.append((subject, kind, status.value))
     return store.record_findings(day, items) if items else 0
 
 
-def open_store(db: str | None) -> Store:
-    """The store, which must exist and hold counters (a one-line error saying what to do otherwise)."""
-    path = store_path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no ibfab store there; {COLLECT_FIRST}")
-    return Store.open(path, create=False)
+def counters_store(stored: StoreAccess) -> Store:
+    """The store to assess, which must exist (a one-line error saying what to do otherwise)."""
+    return stored.require(COLLECT_FIRST)
+
+
+def assess_session(
+    session: Session, *, since_s: float | None = 86400.0, record: bool = True
+) -> AssessedHealth:
+    """``ibfab health``: :func:`assess_store` over the session's store, by its thresholds."""
+    with counters_store(session.store) as store:
+        return assess_store(store, since_s=since_s, thresholds=session.thresholds, record=record)
 
 
 def assess_store(
@@ -329,12 +322,12 @@ def _groups(snapshots: list[CounterSnapshotInfo]) -> list[list[int]]:
 
 __all__ = [
     "AssessedHealth",
+    "assess_session",
     "assess_store",
     "below_peers",
     "cable_notes",
-    "load_thresholds",
+    "counters_store",
     "node_names",
-    "open_store",
     "past_findings",
     "record_today",
     "utc_day",

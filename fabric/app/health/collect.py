@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabric.app.discovery.discover import discover
-from fabric.app.source import Source, SshOptions, require_running_lab, run_tool
 from fabric.counters.merge import sound_row, unreachable_row
 from fabric.counters.reading import CollectionResult, RunTool, collect_fabric
 from fabric.counters.samples import Unreachable
@@ -32,19 +31,21 @@ from topology.diff import LinkEvent, diff_fabrics
 from topology.errors import IbfabError, UsageError
 
 if TYPE_CHECKING:
+    from fabric.app.session import Session
     from topology.model import Fabric
 
 COUNTERS_PARSER_VERSION = "ibqueryerrors/1"
 TOOL_TIMEOUT = 300.0
 
 
-def tool_runner(src: Source, ssh: SshOptions | None = None) -> RunTool:
-    """How the counter tools run for ``src``: a CommandResult for any exit code (ibqueryerrors exits
+def tool_runner(session: Session) -> RunTool:
+    """How the counter tools run for the session's source: a CommandResult for any exit code (ibqueryerrors exits
     1 when it finds errors, perfquery 255 when a node does not answer); CommandFailed or HostError
     only when the tool could not run to the end (not found, timed out, connection lost)."""
+    src, driver = session.source, session.driver
     if not src.runs_tools:
         raise UsageError(f"counters cannot be collected from {src.label} (use --lab, --ssh or this machine)")
-    return lambda argv: run_tool(src, argv, TOOL_TIMEOUT, ssh, ok_codes=ANY_EXIT_CODE)
+    return lambda argv: driver.run_tool(argv, TOOL_TIMEOUT, ok_codes=ANY_EXIT_CODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +196,11 @@ def link_events_between(before: Fabric, after: Fabric, when: float, source: str)
 
 @dataclass
 class Collector:
-    """Collects snapshots from one source into one store, remembering the latest topology."""
+    """Collects snapshots from the session's source into one open store, remembering the latest
+    topology."""
 
     store: Store
-    source: Source
-    ssh: SshOptions | None = None
+    session: Session
     clock: Callable[[], float] = time.time
     _topology: tuple[int, Fabric] | None = field(default=None, init=False)
 
@@ -220,8 +221,8 @@ class Collector:
         self.store.close_dead_runs(self.clock())  # runs a killed collector or daemon left open
         start = time.monotonic()
         discovered_at = self.clock()
-        d = discover(self.source, ssh=self.ssh)
-        label = self.source.label
+        d = discover(self.session)
+        label = self.session.source.label
         latest = self._latest_topology()
         events: list[LinkEvent] = []
         saved = False
@@ -241,7 +242,7 @@ class Collector:
             topology_id = latest[0]
         stored = store_counters(
             self.store,
-            tool_runner(self.source, self.ssh),
+            tool_runner(self.session),
             d.fabric,
             self.clock,
             label,
@@ -300,20 +301,18 @@ class Collector:
 
 
 def collect_loop(
-    db: str | None,
-    src: Source,
-    ssh: SshOptions | None,
+    session: Session,
     every: float,
     count: int | None,
     on_snapshot: Callable[[SnapshotOutcome], None],
     on_failure: Callable[[IbfabError], None],
 ) -> tuple[int, int]:
-    """``ibfab counters collect``: :meth:`Collector.run` into the store at ``db`` (a lab source must
-    be running). Returns (stored, failed); Ctrl-C leaves every stored snapshot complete."""
-    if src.kind == "lab":
-        require_running_lab(src.target)
-    with Store.open(db) as store:
-        return Collector(store, src, ssh).run(every, count, on_snapshot, on_failure)
+    """``ibfab counters collect``: :meth:`Collector.run` into the session's store (its fabric must
+    be reachable: a lab must be running). Returns (stored, failed); Ctrl-C leaves every stored
+    snapshot complete."""
+    session.driver.check_ready()
+    with session.store.write() as store:
+        return Collector(store, session).run(every, count, on_snapshot, on_failure)
 
 
 __all__ = [

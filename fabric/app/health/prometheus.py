@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric.app.health.assess import AssessedHealth, node_names
 from fabric.core.fields import COUNTER_NAMES
@@ -24,6 +24,9 @@ from fabric.exports.prometheus_query import counter_query, counter_table, matrix
 from fabric.health import HealthThresholds, assess
 from topology.errors import StoreError, TransportError, UsageError
 from topology.model import Fabric
+
+if TYPE_CHECKING:
+    from fabric.app.session import StoreAccess
 
 DEFAULT_STEP_S = 60.0
 TIMEOUT_S = 60.0
@@ -88,24 +91,23 @@ def assess_prometheus(
     return AssessedHealth(report, fabric, topology_id, node_names(fabric), 0)
 
 
-def topology_for(db: str | None, topology_file: str | None) -> tuple[Fabric, int]:
+def topology_for(stored: StoreAccess, topology_file: str | None) -> tuple[Fabric, int]:
     """The cables to score: a saved ibnetdiscover file, else the store's newest topology."""
     if topology_file:
-        from fabric.app.source import read_source
         from topology.ibnetdiscover import parse_ibnetdiscover_text
+        from topology.textfile import read_input_text
 
-        _, text = read_source(topology_file, None, None)
-        assert text is not None
+        text = read_input_text(topology_file, "ibnetdiscover")
         return parse_ibnetdiscover_text(text, topology_file), 0
-    from fabric.app.health.assess import open_store
+    from fabric.app.health.assess import counters_store
 
-    with open_store(db) as store:
+    with counters_store(stored) as store:
         if not store.list_topologies():
             raise StoreError(
                 f"{store.path}: no topology stored; give --topology FILE (saved ibnetdiscover output)"
             )
-        stored = store.load_topology("latest")
-    return stored.fabric, stored.id
+        topology = store.load_topology("latest")
+    return topology.fabric, topology.id
 
 
 __all__ = ["DEFAULT_STEP_S", "assess_prometheus", "query_range", "topology_for"]

@@ -31,7 +31,8 @@ from topology.errors import IbfabError, StoreError
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
-    from fabric.health import HealthReport, HealthThresholds, LinkHealth
+    from fabric.app.session import Session
+    from fabric.health import HealthReport, LinkHealth
 
 # How far back health looks from the newest counter snapshot.
 HEALTH_WINDOW_S = 3600.0
@@ -50,16 +51,13 @@ class HealthWindow:
     by_key: Mapping[LinkKey, LinkHealth]
 
 
-def compute_health(
-    db: str | Path | None, window_s: float = HEALTH_WINDOW_S, thresholds: HealthThresholds | None = None
-) -> HealthWindow | None:
+def compute_health(session: Session, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
     """Health (fabric.app.health.assess, nothing recorded) over the window ending at the newest counter
-    snapshot, by the site's ``thresholds`` (``ibfab health --thresholds``; None: the defaults);
-    None when there are no snapshots or no topology."""
+    snapshot of the session's store, by the site's thresholds (``ibfab health --thresholds``; None:
+    the defaults); None when there are no snapshots or no topology."""
     from fabric.app.health.assess import assess_store
-    from fabric.store import Store
 
-    stored = Store.existing(db)
+    stored = session.store.read()
     if stored is None:  # no store yet: nothing to judge, and looking creates none
         return None
     with stored as store:
@@ -67,7 +65,7 @@ def compute_health(
         if not snaps or not store.list_topologies():
             return None
         now = snaps[-1].taken_at + SNAPSHOT_SPREAD_S
-        hv = assess_store(store, since_s=window_s, now=now, thresholds=thresholds, record=False)
+        hv = assess_store(store, since_s=window_s, now=now, thresholds=session.thresholds, record=False)
     return view_of(hv.report, snaps[-1].id, now - window_s, now)
 
 
@@ -155,17 +153,17 @@ _CHILD = "import sys; from fabric.app.health.window import _child_main; sys.exit
 
 
 def _child_main(argv: list[str]) -> int:
-    """``python -c _CHILD DB|- WINDOW_S THRESHOLDS|-``: the pickled view (or the error in one line)
+    """``python -c _CHILD DB WINDOW_S THRESHOLDS|-``: the pickled view (or the error in one line)
     on stdout, nothing else there (stray prints go to stderr)."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
-    from fabric.app.health.assess import load_thresholds
+    from fabric.app.session import open_session
 
     try:
-        db, window_s = (None if argv[0] == "-" else argv[0]), float(argv[1])
-        thresholds = None if argv[2] == "-" else load_thresholds(argv[2])
-        data = dump_health(compute_health(db, window_s, thresholds))
+        window_s = float(argv[1])
+        session = open_session(db=Path(argv[0]), thresholds_file=None if argv[2] == "-" else Path(argv[2]))
+        data = dump_health(compute_health(session, window_s))
     except IbfabError as exc:
         data = pickle.dumps(("error", exc.one_line()))
     except Exception as exc:  # to the parent as one line, never a traceback
@@ -182,18 +180,14 @@ class HealthProcess:
     multiprocessing's spawn start (its resource tracker) fails on that; a subprocess has its own
     pipes and a pid to kill.
 
-    >>> job = HealthProcess(None)  # doctest: +SKIP
+    >>> job = HealthProcess(session)  # doctest: +SKIP
     >>> view = job.result()        # doctest: +SKIP  (waits; raises StoreError if it failed)
     """
 
-    def __init__(
-        self,
-        db: str | Path | None,
-        window_s: float = HEALTH_WINDOW_S,
-        thresholds_file: str | Path | None = None,
-    ) -> None:
-        """``thresholds_file``: the site's thresholds, read again by the child (a path crosses
-        the process boundary; the file was checked when it was given)."""
+    def __init__(self, session: Session, window_s: float = HEALTH_WINDOW_S) -> None:
+        """The child builds its own session from the store's path and the thresholds file (a path
+        crosses the process boundary; the file was checked when the session was built)."""
+        thresholds_file = session.thresholds_file
         root = str(Path(__file__).resolve().parents[2])  # the directory holding the fabric package
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -204,7 +198,7 @@ class HealthProcess:
                 sys.executable,
                 "-c",
                 _CHILD,
-                str(db) if db is not None else "-",
+                str(session.store.path),
                 repr(window_s),
                 str(thresholds_file) if thresholds_file is not None else "-",
             ],

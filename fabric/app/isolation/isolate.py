@@ -2,16 +2,15 @@
 
 ``plan_isolation`` resolves the ports, runs the safety rules and builds the exact commands; it
 changes nothing. ``apply_plan`` runs ``ibportstate <lid> <port> disable`` for each accepted port
-(on this machine through :mod:`probes.runner`, or against a lab through :func:`fabric.lab.run_tool`)
-and writes one audit entry per port (who, when, what, command, result) whose id is what
+through the session's fabric driver (this machine, or a lab) and writes one audit entry per port (who, when, what, command, result) whose id is what
 ``ibfab isolate --undo ID`` takes.
 
 Undo runs ``ibportstate ... enable``. On a real fabric that is all: the port trains again and
 the subnet manager hears the trap and sweeps. **ibsim does not retrain** a port after
 ``enable`` (it stays Disabled/Polling, see ibsim.md §6.6), so in a lab undo also unplugs and
-replugs the cable through the simulator console (``Unlink`` + ``ReLink``). Likewise ibsim sends no
-trap on ``disable``, so after isolating in a lab OpenSM is told to resweep (SIGHUP); a real switch
-sends the link-state trap itself.
+replugs the cable through the simulator console (the driver's ``relink_commands``: ``Unlink`` +
+``ReLink``). Likewise ibsim sends no trap on ``disable``, so after isolating the driver is asked to
+resweep (a lab's OpenSM gets SIGHUP); a real switch sends the link-state trap itself.
 
 Returning a port to service is advised only after a clean re-test window (default 126 min, as in
 NVIDIA's PDR isolator); an undo inside the window needs ``force``.
@@ -30,11 +29,12 @@ from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_cu
 from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label, resolve_port
 from fabric.advise.safety import DesignedUplinks, SafetyPolicy, SafetyReport, check_isolations
 from fabric.app.discovery.discover import Discovery
-from fabric.app.source import Source, run_tool
+from fabric.app.session import Session
 from fabric.store import AuditEntry, Store
+from probes.driver import FabricDriver
 from topology.classify import Classification
 from topology.errors import CommandFailed, IbfabError, SafetyError, UsageError
-from topology.model import Fabric, Guid, NodeKind, PortRef, normalise_guid
+from topology.model import Fabric, Guid, NodeKind, PortRef
 from topology.routes import dr_path
 
 RETEST_WINDOW_SECONDS = 126 * 60
@@ -144,24 +144,14 @@ def plan_isolation(
     return IsolationPlan(tuple(steps), report)
 
 
-def _run(argv: Sequence[str], lab: str | None) -> str:
-    """Run a port change on the fabric: the lab's when ``lab`` is given, else from this machine."""
-    res = run_tool(Source("lab", lab) if lab is not None else Source("local"), argv, timeout=30)
+def _run(argv: Sequence[str], driver: FabricDriver) -> str:
+    """Run a port change on the driver's fabric."""
+    res = driver.change_port(argv, timeout=30)
     return f"ok (exit {res.exit_code})"
 
 
 def _target(ref: PortRef, name: str, far: str) -> str:
     return f"{ref} {name} <-> {far}"
-
-
-def parse_target(text: str) -> PortRef:
-    """The port of an audit entry's target (``0x.../5 leaf:5 <-> spine:1``)."""
-    head = text.split(" ", 1)[0]
-    guid, _, port = head.rpartition("/")
-    try:
-        return PortRef(normalise_guid(guid), int(port))
-    except ValueError as exc:
-        raise UsageError(f"audit target {text!r} names no port") from exc
 
 
 def unsafe_summary(plan: IsolationPlan) -> str:
@@ -171,29 +161,71 @@ def unsafe_summary(plan: IsolationPlan) -> str:
     return f"{len(rejected)} of {len(plan.safety.verdicts)} port(s) break safety rules ({rules})"
 
 
+def _audit(
+    store: Store,
+    session: Session,
+    who: str,
+    action: str,
+    target: str,
+    command: str,
+    result: str,
+    argv: Sequence[str],
+    port: PortRef,
+    undo_of: int | None = None,
+) -> int:
+    """One audit entry: the text, and typed what ran, on which port and where (the session's source)."""
+    src = session.source
+    return store.audit(
+        who,
+        action,
+        target,
+        command,
+        result,
+        undo_of,
+        argv=argv,
+        ports=(port,),
+        source=(src.kind.value, src.target),
+    )
+
+
+def _where(session: Session) -> str:
+    """The note a change's command text carries when it ran on a simulation (`` [lab NAME]``)."""
+    return f" [{session.source.label}]" if session.driver.simulated else ""
+
+
 def apply_plan(
-    plan: IsolationPlan, store: Store, *, lab: str | None = None, user: str | None = None
+    plan: IsolationPlan, store: Store, session: Session, *, user: str | None = None
 ) -> list[AppliedChange]:
-    """Disable every planned port, auditing each; stops at the first failure (audited, then raised)."""
+    """Disable every planned port through the session's driver, auditing each (its command line,
+    its port and the session's source, typed, beside the text); stops at the first failure
+    (audited, then raised)."""
     if not plan.safe:
         raise SafetyError(f"{unsafe_summary(plan)}; nothing was changed")
+    driver = session.driver
     who = user or current_user()
-    where = f" [lab {lab}]" if lab else ""
     done = []
     for step in plan.steps:
-        command = shlex.join(step.argv) + where
+        command = shlex.join(step.argv) + _where(session)
         target = _target(step.port, step.name, step.far)
         try:
-            result = _run(step.argv, lab)
+            result = _run(step.argv, driver)
         except IbfabError as exc:
-            store.audit(who, ISOLATE, target, command, f"failed: {exc.one_line()}")
+            _audit(
+                store,
+                session,
+                who,
+                ISOLATE,
+                target,
+                command,
+                f"failed: {exc.one_line()}",
+                step.argv,
+                step.port,
+            )
             raise
-        audit_id = store.audit(who, ISOLATE, target, command, result)
+        audit_id = _audit(store, session, who, ISOLATE, target, command, result, step.argv, step.port)
         done.append(AppliedChange(audit_id, step.port, command, result))
-    if lab is not None and done:
-        from fabric import lab as labmod
-
-        labmod.resweep(lab)  # ibsim sends no trap on disable; a real switch does
+    if done:
+        driver.resweep()  # ibsim sends no trap on disable; a real switch does
     return done
 
 
@@ -233,7 +265,7 @@ class UndoPlan:
 
 
 def plan_undo(
-    store: Store, audit_id: int, *, lab: str | None = None, window_seconds: float = RETEST_WINDOW_SECONDS
+    store: Store, audit_id: int, driver: FabricDriver, *, window_seconds: float = RETEST_WINDOW_SECONDS
 ) -> UndoPlan:
     entry = next((e for e in store.audit_log() if e.id == audit_id), None)
     if entry is None:
@@ -244,55 +276,50 @@ def plan_undo(
         )
     if entry.id not in {e.id for e in open_isolations(store)}:
         raise UsageError(f"audit entry {audit_id} was already undone")
-    ref = parse_target(entry.target)
-    argv = shlex.split(entry.command.split(" [lab ", 1)[0])
+    if len(entry.ports) != 1:
+        raise UsageError(f"audit entry {audit_id} names no port ({entry.target!r})")
+    ref = entry.ports[0]
+    argv = list(entry.argv)
     if not argv or argv[0] != "ibportstate" or argv[-1] != "disable":
         raise UsageError(f"audit entry {audit_id}: cannot undo command {entry.command!r}")
     argv[-1] = "enable"
-    console: tuple[str, ...] = ()
-    if lab is not None:
-        node = _lab_node_name(lab, ref.guid)
-        console = (f'Unlink "{node}"[{ref.port}]', f'ReLink "{node}"[{ref.port}]')
+    console = driver.relink_commands(ref.guid, ref.port)
     return UndoPlan(
         entry, ref, tuple(argv), console, time.time() - entry.time, window_seconds, ufm_curl([ref], True)
     )
 
 
-def _lab_node_name(lab: str, guid: Guid) -> str:
-    from fabric import lab as labmod
-
-    return labmod.console_node(lab, guid)
+def check_undo(plan: UndoPlan) -> None:
+    """SafetyError unless the port's re-test window has passed: the one rule every front end asks
+    (the CLI before it asks to confirm, the TUI to block its confirmation, :func:`apply_undo`)."""
+    if not plan.window_passed:
+        raise SafetyError(
+            f"port isolated {plan.age_seconds / 60:.0f} min ago: the re-test window of "
+            f"{plan.window_seconds / 60:g} min has not passed; re-test it clean before returning it to "
+            "service (or force it with --force)"
+        )
 
 
 def apply_undo(
-    plan: UndoPlan, store: Store, *, lab: str | None = None, user: str | None = None, force: bool = False
+    plan: UndoPlan, store: Store, session: Session, *, user: str | None = None, force: bool = False
 ) -> AppliedChange:
-    if not plan.window_passed and not force:
-        mins = plan.age_seconds / 60
-        raise SafetyError(
-            f"port isolated {mins:.0f} min ago; re-test it clean for {plan.window_seconds / 60:.0f} min "
-            "before returning it to service (or force it with --force)"
-        )
+    if not force:
+        check_undo(plan)
+    driver = session.driver
     who = user or current_user()
     command = shlex.join(plan.argv)
-    if lab is not None:
-        command += f" [lab {lab}] + console: " + "; ".join(plan.lab_console)
+    if plan.lab_console:
+        command += f"{_where(session)} + console: " + "; ".join(plan.lab_console)
+    entry = plan.entry
     try:
-        result = _run(plan.argv, lab)
-        if lab is not None:
-            from fabric import lab as labmod
-
-            for line in plan.lab_console:
-                labmod.console(lab, line)
+        result = _run(plan.argv, driver)
+        for line in plan.lab_console:
+            driver.console(line)
     except (IbfabError, CommandFailed) as exc:
-        store.audit(
-            who, DEISOLATE, plan.entry.target, command, f"failed: {exc.one_line()}", undo_of=plan.entry.id
-        )
+        failed = f"failed: {exc.one_line()}"
+        _audit(store, session, who, DEISOLATE, entry.target, command, failed, plan.argv, plan.port, entry.id)
         raise
-    audit_id = store.audit(who, DEISOLATE, plan.entry.target, command, result, undo_of=plan.entry.id)
+    audit_id = _audit(
+        store, session, who, DEISOLATE, entry.target, command, result, plan.argv, plan.port, entry.id
+    )
     return AppliedChange(audit_id, plan.port, command, result)
-
-
-def audit_store(db: str | None) -> Store:
-    """The store that keeps the audit log of changes (created when missing), for a with-block."""
-    return Store.open(db)

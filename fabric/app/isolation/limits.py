@@ -32,12 +32,12 @@ from fabric.app.isolation.isolate import (
     IsolationPlan,
     apply_plan,
     open_isolations,
-    parse_target,
     plan_isolation,
     unsafe_summary,
 )
-from fabric.app.source import Source, SshOptions, run_tool
+from fabric.app.session import Session
 from fabric.store import Store, default_db_path
+from probes.driver import FabricDriver
 from probes.iblinkinfo import disabled_ports
 from topology.classify import Classification, classify
 from topology.errors import IbfabError, SafetyError, StoreError
@@ -75,10 +75,10 @@ class IsolationLimits:
         )
 
 
-def fabric_disabled_ports(src: Source, ssh: SshOptions | None = None) -> frozenset[PortRef]:
-    """The switch ports ``iblinkinfo`` shows Disabled on the fabric ``src`` reaches."""
-    res = run_tool(src, ["iblinkinfo"], IBLINKINFO_TIMEOUT, ssh)
-    return disabled_ports(res.stdout, f"iblinkinfo ({src.label})")
+def fabric_disabled_ports(driver: FabricDriver) -> frozenset[PortRef]:
+    """The switch ports ``iblinkinfo`` shows Disabled on the fabric ``driver`` reaches."""
+    res = driver.run_tool(["iblinkinfo"], IBLINKINFO_TIMEOUT)
+    return disabled_ports(res.stdout, f"iblinkinfo ({driver.label})")
 
 
 def _first_snapshot_uplinks(store: Store) -> tuple[dict[Guid, int], str] | None:
@@ -97,8 +97,7 @@ def isolation_limits(
     store: Store | None,
     fabric: Fabric,
     cls: Classification,
-    state_from: Source | None,
-    ssh: SshOptions | None = None,
+    state_from: FabricDriver | None,
 ) -> IsolationLimits:
     """The limits' inputs: designed uplinks, and the isolations in place (fabric + store).
 
@@ -107,12 +106,12 @@ def isolation_limits(
     notes: list[str] = []
     first = _first_snapshot_uplinks(store) if store is not None else None
     designed = designed_uplinks(cls, *(first or (None, "")))
-    stored = frozenset(parse_target(e.target) for e in open_isolations(store)) if store else frozenset()
+    stored = frozenset(p for e in open_isolations(store) for p in e.ports) if store else frozenset()
     disabled: frozenset[PortRef] | None = None
     if state_from is not None:
         try:
             switches = {g for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
-            disabled = frozenset(p for p in fabric_disabled_ports(state_from, ssh) if p.guid in switches)
+            disabled = frozenset(p for p in fabric_disabled_ports(state_from) if p.guid in switches)
         except IbfabError as exc:
             notes.append(f"ports disabled now: not known ({exc.one_line()})")
     else:
@@ -127,13 +126,14 @@ def lock_dir() -> Path:
     return Path(env) if env else default_db_path().parent / "locks"
 
 
-def fabric_key(src: Source, fabric: Fabric) -> str:
-    """The fabric's name for its lock: a lab's name, else its lowest switch GUID (the same fabric
-    from any host, store or source gives the same key)."""
-    if src.kind == "lab":
-        return f"lab-{src.target}"
+def fabric_key(driver: FabricDriver, fabric: Fabric) -> str:
+    """The fabric's name for its lock: the driver's (a lab's name), else its lowest switch GUID
+    (the same fabric from any host, store or source gives the same key)."""
+    named = driver.fabric_lock_name()
+    if named is not None:
+        return named
     switches = sorted(g for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH)
-    return f"fabric-{switches[0]}" if switches else f"fabric-{src.label}"
+    return f"fabric-{switches[0]}" if switches else f"fabric-{driver.label}"
 
 
 @contextmanager
@@ -187,8 +187,8 @@ def isolate_ports(
     ports: Sequence[PortRef],
     policy: SafetyPolicy,
     reason: str,
+    session: Session,
     *,
-    lab: str | None = None,
     rediscover: Callable[[], Discovery] | None = None,
     apply: bool = False,
     before_apply: Callable[[IsolationRun], None] | None = None,
@@ -197,15 +197,15 @@ def isolate_ports(
     discover again (``rediscover``, for live sources), re-read the limits from the fabric and the
     store, plan, call ``before_apply`` (which may refuse by raising) and change the fabric.
 
-    The fabric's port states come from the lab, else from this machine, where the change runs; an
-    apply that cannot read them changes nothing."""
-    live = Source("lab", lab) if lab is not None else Source("local")
+    The fabric's port states come from the session's driver, where the change runs; an apply that
+    cannot read them changes nothing."""
+    driver = session.driver
     if not apply:
-        state_from = live if rediscover is not None else None
+        state_from = driver if rediscover is not None else None
         return _plan(store, discovery, ports, policy, reason, state_from)
-    with fabric_change_lock(fabric_key(live, discovery.fabric)):
+    with fabric_change_lock(fabric_key(driver, discovery.fabric)):
         d = rediscover() if rediscover is not None else discovery
-        run = _plan(store, d, ports, policy, reason, live)
+        run = _plan(store, d, ports, policy, reason, driver)
         if run.limits.disabled_now is None:
             raise SafetyError(
                 "cannot see which ports are disabled on the fabric now ("
@@ -216,7 +216,7 @@ def isolate_ports(
             before_apply(run)
         if not run.plan.safe:
             raise SafetyError(f"{unsafe_summary(run.plan)}; nothing was changed")
-        changes = apply_plan(run.plan, store, lab=lab)
+        changes = apply_plan(run.plan, store, session)
     return IsolationRun(run.plan, run.limits, tuple(changes))
 
 
@@ -226,7 +226,7 @@ def _plan(
     ports: Sequence[PortRef],
     policy: SafetyPolicy,
     reason: str,
-    state_from: Source | None,
+    state_from: FabricDriver | None,
 ) -> IsolationRun:
     limits = isolation_limits(store, d.fabric, d.classification, state_from)
     plan = plan_isolation(

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric import lab
 from fabric.app.discovery.discover import discover
+from fabric.app.session import Session
 from fabric.app.source import Source
+from fabric.lab import driver as lab
 from topology.generate_text import simulator_notes
 
 if TYPE_CHECKING:
@@ -111,11 +112,14 @@ def demo_db_path(db: str | None) -> Path:
     return path
 
 
-def run_demo(db: str | None = None) -> Iterator[DemoStep]:
-    from fabric.store import Store
+def demo_source() -> Source:
+    """The demo's fabric: its own lab."""
+    return Source.lab(DEMO_LAB)
 
-    db = str(demo_db_path(db))
 
+def run_demo(session: Session) -> Iterator[DemoStep]:
+    """The demo's steps on the session's lab (:func:`demo_source`) and into its store (the demo's
+    own, :func:`demo_db_path`); the cable-plan and triage steps bring up labs of their own."""
     if any(s.name == DEMO_LAB for s in lab.list_labs()):
         lab.down(DEMO_LAB)
     state = lab.up(DEMO_SPEC, DEMO_FAULTS, name=DEMO_LAB)
@@ -132,8 +136,8 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         None,
         "",
     )
-    d = discover(Source("lab", DEMO_LAB))
-    with Store.open(db) as store:
+    d = discover(session)
+    with session.store.write() as store:
         snap = store.save_topology(d.fabric, d.raw_text, tool="ibnetdiscover", source=d.source, label="demo")
     found = {a.kind for a in d.anomalies}
     missed = [
@@ -152,12 +156,12 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         f"saved as topology snapshot {snap}; kinds found: {', '.join(sorted(found))}; {verdict}; {roles}",
         ok=not missed and roles_ok,
     )
-    with Store.open(db) as store:
-        yield health_step(store, d.fabric)
-    yield sweep_step(db, design)
-    yield recommend_step(db, d)
-    yield plan_step(Path(db).with_name("demo-plan.csv"))
-    yield triage_step(db)
+    with session.store.write() as store:
+        yield health_step(store, session, d.fabric)
+    yield sweep_step(session, design)
+    yield recommend_step(session, d)
+    yield plan_step(session, session.store.path.with_name("demo-plan.csv"))
+    yield triage_step(session)
 
 
 def roles_as_planted(design: Design, d: Discovery) -> tuple[bool, str]:
@@ -201,7 +205,7 @@ def _switch_links(fabric: Fabric, avoid: set[str]) -> list[tuple[str, int, str, 
     return out
 
 
-def health_step(store: Store, fabric: Fabric) -> DemoStep:
+def health_step(store: Store, session: Session, fabric: Fabric) -> DemoStep:
     """Three collections with a link whose symbol errors rise and a link that flaps, then health."""
     from fabric.app.health.assess import assess_store
     from fabric.app.health.collect import Collector
@@ -213,20 +217,21 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
         candidates[0],
         candidates[len(candidates) // 2],
     )
-    collector = Collector(store, Source("lab", DEMO_LAB))
+    collector = Collector(store, session)
+    driver = session.driver
     lines = [(collector.collect_once(), "baseline")]
-    lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 40)
+    driver.set_counter(sym_leaf, sym_port, "symbol_errors", 40)
     for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
-        lab.set_counter(DEMO_LAB, node, port, "link_downed", 1)
+        driver.set_counter(node, port, "link_downed", 1)
     # link_down/link_up return once the ports are in their new state and OpenSM's sweep after
     # their traps is done: a collection during that sweep could miss the link's counters (the
     # SA does not answer ibqueryerrors) and read the flap from discovery alone, as one down.
-    lab.link_down(DEMO_LAB, flap_leaf, flap_port)
+    driver.unplug(flap_leaf, flap_port)
     lines.append((collector.collect_once(), f"{flap_leaf}:{flap_port} unplugged"))
-    lab.link_up(DEMO_LAB, flap_leaf, flap_port)
-    lab.set_counter(DEMO_LAB, sym_leaf, sym_port, "symbol_errors", 400)
+    driver.replug(flap_leaf, flap_port)
+    driver.set_counter(sym_leaf, sym_port, "symbol_errors", 400)
     for node, port in ((flap_leaf, flap_port), (flap_spine, flap_spine_port)):
-        lab.set_counter(DEMO_LAB, node, port, "link_downed", 3)
+        driver.set_counter(node, port, "link_downed", 3)
     lines.append((collector.collect_once(), f"{flap_leaf}:{flap_port} back"))
     view = assess_store(store, since_s=time.time() - start + 1.0)
     top = {lk.key for lk in view.report.links[:2]}
@@ -251,16 +256,16 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
     )
 
 
-def sweep_step(db: str, design: object) -> DemoStep:
+def sweep_step(session: Session, design: object) -> DemoStep:
     """A rail-pairs sweep on the lab's simulated traffic, localized back to the cables at fault."""
     from fabric.app.sweeps import sweep as sweeps
     from topology.generate import Design
 
     assert isinstance(design, Design)
-    ctx = sweeps.prepare("rail-pairs", lab=DEMO_LAB)
-    outcome = sweeps.run_lab(ctx, DEMO_LAB)
+    ctx = sweeps.prepare(session, "rail-pairs")
+    outcome = sweeps.run_lab(ctx, session)
     names = sweeps.names_of(ctx.discovery)
-    sweep_id = sweeps.save(outcome, ctx.source, names, db)
+    sweep_id = sweeps.save(outcome, ctx.source, names, session.store)
     slow_cables = {
         frozenset(p.ports) for p in design.planted if p.kind == "degraded_link" and len(p.ports) == 2
     }
@@ -284,23 +289,22 @@ def sweep_step(db: str, design: object) -> DemoStep:
     )
 
 
-def recommend_step(db: str, d: object) -> DemoStep:
+def recommend_step(session: Session, d: object) -> DemoStep:
     """What to do about it: safety-checked isolations, drains, AR and NCCL settings."""
     from fabric.advise.candidates import findings_from_report
     from fabric.advise.recommend import recommend
     from fabric.app.advice.subnet import probe_subnet_manager
     from fabric.app.discovery.discover import Discovery
     from fabric.app.health.assess import assess_store
-    from fabric.store import Store
 
     assert isinstance(d, Discovery)
-    with Store.open(db) as store:
+    with session.store.write() as store:
         view = assess_store(store, since_s=3600, record=False)
     recs = recommend(
         d.fabric,
         d.classification,
         findings_from_report(view.report),
-        sm=probe_subnet_manager(lab=DEMO_LAB),
+        sm=probe_subnet_manager(session.driver),
         anomalies=d.anomalies,
     )
     kinds = [a.kind.value for a in recs.actions]
@@ -323,18 +327,19 @@ def recommend_step(db: str, d: object) -> DemoStep:
     )
 
 
-def plan_step(plan_path: Path) -> DemoStep:
+def plan_step(session: Session, plan_path: Path) -> DemoStep:
     """Export the clean lab's cabling as a cable plan, plant a miswire, check the fabric against
     the plan: the clean fabric matches it, the rewired one differs by exactly the swap."""
     from topology.cableplan import format_cable_plan, read_cable_plan
     from topology.model import PortRef
     from topology.plancheck import Verdict, check_plan, plan_rows
 
+    on_plan_lab = session.on(Source.lab(PLAN_LAB))
     if any(s.name == PLAN_LAB for s in lab.list_labs()):
         lab.down(PLAN_LAB)
     lab.up(DEMO_SPEC, (), name=PLAN_LAB)
     try:
-        clean = discover(Source("lab", PLAN_LAB))
+        clean = discover(on_plan_lab)
         rows = plan_rows(clean.fabric)
         plan_path.write_text(format_cable_plan(rows, with_speed=True), encoding="utf-8")
         plan = read_cable_plan(plan_path)
@@ -344,7 +349,7 @@ def plan_step(plan_path: Path) -> DemoStep:
     lab.up(DEMO_SPEC, (PLAN_FAULT,), name=PLAN_LAB)
     try:
         planted = lab.design_of(PLAN_LAB).planted
-        rewired = discover(Source("lab", PLAN_LAB))
+        rewired = discover(on_plan_lab)
         check = check_plan(plan, rewired.fabric)
     finally:
         lab.down(PLAN_LAB)
@@ -377,19 +382,19 @@ def plan_step(plan_path: Path) -> DemoStep:
     )
 
 
-def triage_step(db: str | None = None) -> DemoStep:
+def triage_step(session: Session) -> DemoStep:
     """Plant a PCIe-bound node (its GPUs fine alone, its HCAs fine in pairs), triage the eight hosts
     and check the culprit is that node, found within ceil(log2 8) + 2 rounds."""
     from fabric.app.triage.bisect import round_budget
-    from fabric.app.triage.labnodes import plant_node
     from fabric.app.triage.run import triage_lab
 
     if any(s.name == TRIAGE_LAB for s in lab.list_labs()):
         lab.down(TRIAGE_LAB)
     lab.up(DEMO_SPEC, (), name=TRIAGE_LAB)
     try:
-        planted = plant_node(TRIAGE_LAB, SLOW_NODE, "pcie", 0.5)
-        report = triage_lab(TRIAGE_HOSTS, TRIAGE_LAB, db=db)
+        on_triage_lab = session.on(Source.lab(TRIAGE_LAB))
+        planted = on_triage_lab.driver.plant_node(SLOW_NODE, "pcie", 0.5)
+        report = triage_lab(TRIAGE_HOSTS, on_triage_lab)
     finally:
         lab.down(TRIAGE_LAB)
     c = report.culprit

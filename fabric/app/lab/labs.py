@@ -2,15 +2,16 @@
 they run: unplug and replug cables, set counters, drop MADs, talk to the simulator console.
 
 Parses the operator's ``NODE:PORT`` and ``FIELD=VALUE`` here, so that every front end gets the
-same one-line errors; the lab itself lives in :mod:`fabric.lab`."""
+same one-line errors; a running lab is changed through the session's driver (a real fabric's
+refuses), its lifecycle through the lab's door (:mod:`fabric.lab.driver`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fabric import lab, labcheck
-from fabric.lab import LabState
-from fabric.labcheck import LabHealth
+from fabric.app.session import Session
+from fabric.lab import driver as lab
+from fabric.lab.driver import LabHealth, LabState
 from topology import generate_text
 from topology.errors import UsageError
 from topology.generate import DEFAULT_PRESET
@@ -38,11 +39,6 @@ def up(
     return lab.up(spec or DEFAULT_PRESET, faults, name, routing=routing, lfts_file=lfts_file)
 
 
-def opensm_log(name: str) -> str:
-    """The path of the lab's OpenSM log (what the SM says it routes with)."""
-    return lab.opensm_log(name)
-
-
 def simulator_notes(name: str) -> tuple[str, ...]:
     """What the running lab's simulator does otherwise than its design (ibsim 0.10 has no NDR)."""
     return generate_text.simulator_notes(lab.design_of(name))
@@ -58,16 +54,16 @@ def list_labs() -> list[LabState]:
 
 def check(name: str) -> LabHealth:
     """Lab ``name`` asked now: its processes, a client attach and an SM query."""
-    return labcheck.check(name)
+    return lab.check(name)
 
 
 def check_all() -> list[LabHealth]:
-    return [labcheck.check(s.name) for s in lab.list_labs()]
+    return [lab.check(s.name) for s in lab.list_labs()]
 
 
 def restart(name: str) -> LabState:
     """Stop the lab's OpenSM and ibsim by PID and bring the same fabric up again."""
-    return labcheck.restart(name)
+    return lab.restart(name)
 
 
 def down(name: str) -> LabState:
@@ -83,31 +79,31 @@ def down_all() -> list[str]:
     return names
 
 
-def link_down(name: str, port: str) -> str:
+def link_down(session: Session, port: str) -> str:
     """Unplug the cable on ``NODE:PORT``; the simulator's reply."""
-    return lab.link_down(name, *node_port(port))
+    return session.driver.unplug(*node_port(port))
 
 
-def link_up(name: str, port: str) -> str:
+def link_up(session: Session, port: str) -> str:
     """Plug back the cable of ``NODE:PORT`` that :func:`link_down` removed; the simulator's reply."""
-    return lab.link_up(name, *node_port(port))
+    return session.driver.replug(*node_port(port))
 
 
-def set_counter(name: str, port: str, assignment: str) -> str:
+def set_counter(session: Session, port: str, assignment: str) -> str:
     """Set a port counter: ``NODE:PORT`` and ``FIELD=VALUE`` (e.g. ``SymbolErrorCounter=120``)."""
     node, number = node_port(port)
     field, sep, value = assignment.partition("=")
     if not sep or not value.isdigit():
         raise UsageError(f"{assignment!r}: expected FIELD=VALUE, e.g. SymbolErrorCounter=120")
-    return lab.set_counter(name, node, number, field, int(value))
+    return session.driver.set_counter(node, number, field, int(value))
 
 
-def set_error_rate(name: str, node: str, rate: int, attribute: int | None = None) -> None:
+def set_error_rate(session: Session, node: str, rate: int, attribute: int | None = None) -> None:
     """Drop ``rate`` % of the MADs arriving at ``NODE[:PORT]`` (every port without ``:PORT``)."""
     node_id, port = node_port(node) if node.rpartition(":")[2].isdigit() else (node, None)
-    lab.set_error_rate(name, node_id, rate, port, attribute)
+    session.driver.set_error_rate(node_id, rate, port, attribute)
 
 
-def console(name: str, command: str) -> str:
+def console(session: Session, command: str) -> str:
     """One command to the simulator console; its reply."""
-    return lab.console(name, command)
+    return session.driver.console(command)

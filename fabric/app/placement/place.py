@@ -7,7 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fabric.app.discovery.discover import Discovery
-from fabric.app.health.assess import assess_store, open_store
+from fabric.app.health.assess import assess_store, counters_store
+from fabric.app.session import StoreAccess
+from fabric.app.slurm import NodeMap
 from fabric.placement import (
     Placement,
     PlacementHealth,
@@ -20,10 +22,10 @@ from probes.inventory import expand_hosts
 from topology.textfile import read_input_text
 
 
-def placement_health(d: Discovery, db: str | None, hours: float) -> PlacementHealth:
+def placement_health(d: Discovery, stored: StoreAccess, hours: float) -> PlacementHealth:
     """Health over the last ``hours`` from the store (one-line errors when it holds no samples),
     as placement and the exports weigh it: per host its worst cable, per link its status."""
-    with open_store(db) as store:
+    with counters_store(stored) as store:
         view = assess_store(store, since_s=hours * 3600.0, record=False)
     return health_view_from_links(
         d.fabric,
@@ -47,11 +49,11 @@ def free_from_file(path: str) -> FreeHosts:
     return FreeHosts(tuple(parse_host_list(text, path)))
 
 
-def free_from_slurm(partition: str | None, reservation: str | None, node_map: str | None) -> FreeHosts:
+def free_from_slurm(partition: str | None, reservation: str | None, node_map: NodeMap | None) -> FreeHosts:
     """What Slurm could give now in ``partition``/``reservation``; its busy nodes with Slurm's reason."""
-    from fabric.app.slurm import connect, hosts_for_jobs, read_node_map
+    from fabric.app.slurm import connect, hosts_for_jobs
 
-    found = hosts_for_jobs(connect(), partition, reservation, read_node_map(node_map))
+    found = hosts_for_jobs(connect(), partition, reservation, node_map or NodeMap())
     return FreeHosts((*found.free, *found.busy), dict(found.busy))
 
 
@@ -64,7 +66,7 @@ def place_hosts(
     excluded: Sequence[str] = (),
     exclude_unhealthy: bool = False,
     health_hours: float = 24.0,
-    db: str | None = None,
+    stored: StoreAccess | None = None,
     include_service: bool = False,
 ) -> Placement:
     """``n`` hosts of ``free`` in ring order, packed or spread, leaving out the scheduler's busy
@@ -75,7 +77,7 @@ def place_hosts(
         exclude.update({h: "on the command line" for h in expand_hosts(pattern, "--exclude")})
     health = None
     if exclude_unhealthy:
-        health = placement_health(d, db, health_hours)
+        health = placement_health(d, stored or StoreAccess.at(), health_hours)
         exclude = {**unhealthy_hosts(health), **exclude}
     return place(
         d.fabric,

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fabric.app.discovery.cables import CableDetail, CableInventory, cable_detail, stored_inventory
 from fabric.app.discovery.discover import analyse, summary
 from fabric.app.drains import drain as drains
-from fabric.app.drains.drain import AppliedDrain, DrainPlan, ResumePlan
+from fabric.app.drains.drain import DrainPlan
 from fabric.app.health.window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
-from fabric.app.isolation import isolate as isolation
-from fabric.app.isolation.isolate import AppliedChange, IsolationPlan, UndoPlan
+from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel import advice as tui_advice
 from fabric.app.readmodel.operations import Operations, PairHistory, operations, pair_histories
 from fabric.app.readmodel.views import (
@@ -50,15 +48,14 @@ from fabric.app.readmodel.views import (
     with_health,
     worst_first,
 )
+from fabric.app.session import Session
 from fabric.app.slurm import NodeMap, connect
 from fabric.app.sweeps import bandwidth
 from fabric.app.sweeps.bandwidth import SweepBandwidth
 from fabric.app.sweeps.sweep import ShownSweep, show
 from fabric.health.status import Status
-from fabric.health.thresholds import HealthThresholds
-from fabric.store import Store, StoredSweep, store_path
+from fabric.store import Store, StoredSweep
 from probes.slurm import Slurm
-from probes.sweep import SweepStep
 from topology.anomaly import Anomaly
 from topology.chassis import board_chassis
 from topology.errors import UsageError
@@ -66,41 +63,21 @@ from topology.model import Guid, PortRef
 
 
 class FabricService:
-    """Read-side use cases over one store. ``lab`` names the lab fabric sweeps run against;
-    ``node_map`` says which Slurm node each fabric host is (``--node-map``), ``slurm_env`` is
-    added to the environment of the Slurm commands a drain runs (``SLURM_CONF``) and
-    ``thresholds`` is the site's health thresholds file (``--thresholds``, as ``ibfab health`` and
-    ``ibfab recommend`` take it: the TUI's statuses and advice are theirs), read here once (a bad
-    file is a UsageError before anything is shown)."""
+    """Read-side use cases over the session's store. The session's source is the fabric sweeps
+    run against (a lab) and changes are made on; its node map says which Slurm node each fabric
+    host is (``--node-map``); its thresholds are the site's (``--thresholds``, as ``ibfab health``
+    and ``ibfab recommend`` take them: the TUI's statuses and advice are theirs). ``slurm_env`` is
+    added to the environment of the Slurm commands a drain runs (``SLURM_CONF``)."""
 
-    def __init__(
-        self,
-        db: str | Path | None = None,
-        lab: str | None = None,
-        *,
-        node_map: NodeMap | None = None,
-        slurm_env: Mapping[str, str] | None = None,
-        thresholds: str | Path | None = None,
-    ) -> None:
-        self.db = Path(db) if db is not None else None
-        self.thresholds_file = thresholds  # for the child process that computes health
-        self.thresholds: HealthThresholds | None = None
-        if thresholds is not None:
-            from fabric.app.health.assess import load_thresholds
-
-            self.thresholds = load_thresholds(thresholds)
-        self.lab = lab
-        self.node_map = node_map or NodeMap()
+    def __init__(self, session: Session, *, slurm_env: Mapping[str, str] | None = None) -> None:
+        self.session = session
+        self.node_map = session.node_map or NodeMap()
         self.slurm_env = dict(slurm_env or {})
-
-    def open(self) -> Store:
-        """The store, created if it is not there yet: for what writes (an audited change)."""
-        return Store.open(self.db)
 
     def stored(self) -> Store | None:
         """The store to read, None when there is none yet: looking never creates one (as
         ``ibfab recommend`` and the other commands that only read)."""
-        return Store.existing(self.db)
+        return self.session.store.read()
 
     # -- cheap --------------------------------------------------------------------------------
     def latest_snapshot_id(self) -> tuple[int | None, int | None]:
@@ -116,7 +93,7 @@ class FabricService:
     def state(self) -> StoreState:
         stored = self.stored()
         if stored is None:
-            return StoreState(str(store_path(self.db)), None, 0, None, 0, None, 0)
+            return StoreState(str(self.session.store.path), None, 0, None, 0, None, 0)
         with stored as store:
             tops = store.list_topologies()
             snaps = store.list_counter_snapshots()
@@ -156,12 +133,12 @@ class FabricService:
     def health(self, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
         """Health (fabric.app.health.assess, nothing recorded) over the window ending at the newest counter
         snapshot, computed in this process; None when there are no snapshots or no topology."""
-        return compute_health(self.db, window_s, self.thresholds)
+        return compute_health(self.session, window_s)
 
     def start_health(self, window_s: float = HEALTH_WINDOW_S) -> HealthProcess:
         """The same computation in a child process (``.result()`` waits, ``.cancel()`` stops it):
         what a UI calls, so its own threads keep the GIL."""
-        return HealthProcess(self.db, window_s, self.thresholds_file)
+        return HealthProcess(self.session, window_s)
 
     def rows_with_health(self, view: FabricView, health: HealthWindow | None) -> tuple[LinkRow, ...]:
         return with_health(view.links, health)
@@ -330,39 +307,42 @@ class FabricService:
     # -- sweeps (fabric.app.sweeps.sweep, fabric.app.sweeps.bandwidth) ---------------------------------------
     def sweeps_of(self, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
         """The newest ``limit`` sweeps (only their pairs involving ``host`` if given)."""
-        return bandwidth.sweeps_of(self.db, host, limit)
+        return bandwidth.sweeps_of(self.session.store, host, limit)
+
+    def store_name(self) -> str:
+        """What the UI calls its store: the file's name, "default store" for the user's default."""
+        from fabric.app.session import StoreAccess
+
+        path = self.session.store.path
+        return "default store" if path == StoreAccess.at().path else path.name
+
+    def sweep_backend(self) -> str:
+        """Where a sweep started here runs: the lab's simulated traffic, else nowhere."""
+        return self.session.source.label if self.session.driver.simulated else "no --lab given"
 
     def sweep_unavailable(self) -> Unavailable | None:
         """Why a sweep cannot start from here (None: it can)."""
-        if self.lab is None:
+        if not self.session.driver.simulated:
             return Unavailable(
                 "starting a sweep", "open the TUI with --lab NAME (ssh sweeps: ibfab sweep run)"
             )
         return None
 
-    def run_sweep(self, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs") -> int:
-        """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
-        return bandwidth.run_sweep(self.db, self.lab, progress, pattern)
-
     def show_sweep(self, sweep_id: int) -> ShownSweep:
         """A stored sweep with its suspects ranked (what ``ibfab sweep show`` reports)."""
-        return show(sweep_id, str(self.db) if self.db is not None else None)
+        return show(sweep_id, self.session.store)
 
     def sweep_bandwidth(self, sweep_id: int | None = None) -> SweepBandwidth | None:
         """Measured share of line rate per cable in a sweep (the newest by default)."""
-        return bandwidth.sweep_bandwidth(self.db, sweep_id)
+        return bandwidth.sweep_bandwidth(self.session.store, sweep_id)
 
     # -- advice and isolation (fabric.app.readmodel.advice) --------------------------------------
     def recommendations(self, view: FabricView, health: HealthWindow | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
-        return tui_advice.recommendations(self.db, self.lab, view, health, self.thresholds)
+        return tui_advice.recommendations(self.session, view, health)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
-        return tui_advice.isolation_plan(self.db, view, advice, self.lab)
-
-    def apply_isolation(self, plan: IsolationPlan) -> list[AppliedChange]:
-        """What ``ibfab isolate --apply --yes`` does after its plan (every port audited)."""
-        return tui_advice.apply_isolation(self.db, self.lab, plan)
+        return tui_advice.isolation_plan(self.session, view, advice)
 
     # -- operations: open changes, the audit log, runs (fabric.app.readmodel.operations, fabric.app.isolation.isolate) --
     def operations(self, audit_limit: int = 200, now: float | None = None) -> Operations:
@@ -372,17 +352,6 @@ class FabricService:
             return Operations((), (), (), ())
         with stored as store:
             return operations(store, time.time() if now is None else now, audit_limit)
-
-    def undo_plan(self, audit_id: int) -> UndoPlan:
-        """What ``ibfab isolate --undo ID`` shows (it refuses an entry already undone)."""
-        with self.open() as store:
-            return isolation.plan_undo(store, audit_id, lab=self.lab)
-
-    def apply_undo(self, plan: UndoPlan) -> AppliedChange:
-        """What ``ibfab isolate --undo ID --apply`` does: refused inside the re-test window (the TUI
-        never forces), audited either way."""
-        with self.open() as store:
-            return isolation.apply_undo(plan, store, lab=self.lab)
 
     # -- drains in Slurm (fabric.app.drains.drain, what ``ibfab drain`` runs) --------------------------
     def slurm(self) -> Slurm:
@@ -396,26 +365,6 @@ class FabricService:
         if not requests:
             raise UsageError(f"{advice.kind} {advice.target}: not a drain")
         return drains.plan_drains(requests, self.slurm(), self.node_map)
-
-    def apply_drains(self, plan: DrainPlan) -> list[AppliedDrain]:
-        """What ``ibfab drain ... --apply --yes`` does after its plan (every node audited)."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.apply_drains(plan, store, slurm)
-
-    def resume_plan(self, audit_id: int) -> ResumePlan:
-        """What ``ibfab drain undo ID`` shows (it refuses an entry already resumed, or a node
-        someone else has resumed or drained again)."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.plan_resume(store, audit_id, slurm)
-
-    def apply_resume(self, plan: ResumePlan) -> AppliedDrain:
-        """What ``ibfab drain undo ID --apply`` does: refused inside the re-test window or after a
-        failed re-test (the TUI never forces), audited either way."""
-        slurm = self.slurm()
-        with self.open() as store:
-            return drains.apply_resume(plan, store, slurm)
 
     def sweep_pairs(self, shown: ShownSweep) -> list[PairHistory]:
         """Each pair of a sweep once, with every attempt (re-tests) and the final verdict."""

@@ -18,9 +18,9 @@ from typing import Any
 
 from fabric.app.discovery.discover import Discovery
 from fabric.app.routes.tables import TablesRead
-from fabric.app.source import Source
+from fabric.app.session import Session, StoreAccess
+from probes.driver import FabricDriver
 from probes.opensm import parse_opensm_conf, parse_routing_log
-from topology.errors import IbfabError
 from topology.lft import Lfts
 from topology.model import LinkKey
 from topology.route_checks import RouteReport, check_routes
@@ -51,12 +51,13 @@ class RoutesCheck:
         return out
 
 
-def sm_routing(src: Source, log_path: str | None = None, conf_path: str | None = None) -> SmRouting | None:
-    """What the SM says about its routing: the given log (else a lab's own) and opensm.conf."""
-    if log_path is None and src.kind == "lab":
-        from fabric.app.lab.labs import opensm_log
-
-        log_path = opensm_log(src.target)
+def sm_routing(
+    driver: FabricDriver, log_path: str | None = None, conf_path: str | None = None
+) -> SmRouting | None:
+    """What the SM says about its routing: the given log (else the one the driver knows: a
+    lab's own OpenSM's) and opensm.conf."""
+    if log_path is None:
+        log_path = driver.sm_log()
     if log_path is None and conf_path is None:
         return None
     engine = None
@@ -69,16 +70,14 @@ def sm_routing(src: Source, log_path: str | None = None, conf_path: str | None =
     return SmRouting(engine, failed, configured, log_path or "", conf_path or "")
 
 
-def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[LinkKey], str, int]:
+def health_flags(session: Session, d: Discovery) -> tuple[dict[LinkKey, str], set[LinkKey], str, int]:
     """(flagged cables with their status, isolated cables, where the flags came from, isolations)."""
-    from fabric.store import Store, store_path
-
-    if not store_path(db).exists():
-        return {}, set(), f"no store at {store_path(db)}: no health assessment, no isolations", 0
+    if not session.store.exists():
+        return {}, set(), f"no store at {session.store.path}: no health assessment, no isolations", 0
     from fabric.app.advice.recommend import stored_findings
-    from fabric.app.isolation.isolate import open_isolations, parse_target
+    from fabric.app.isolation.isolate import open_isolations
 
-    found = stored_findings(db)
+    found = stored_findings(session)
     if found is None:
         where = "no health assessment stored (run 'ibfab counters collect' and 'ibfab health')"
         flagged: dict[LinkKey, str] = {}
@@ -89,15 +88,14 @@ def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[
         )
     isolated: set[LinkKey] = set()
     count = 0
-    store = Store.existing(db)
+    store = session.store.read()
     if store is not None:
         with store:
             entries = open_isolations(store)
         for e in entries:
-            try:
-                ref = parse_target(e.target)
-            except IbfabError:
+            if len(e.ports) != 1:  # an entry that names no port (its typed field, never its text)
                 continue
+            ref = e.ports[0]
             count += 1
             for port, _, lk in d.fabric.neighbours(ref.guid):
                 if port == ref.port:
@@ -106,27 +104,26 @@ def health_flags(db: str | None, d: Discovery) -> tuple[dict[LinkKey, str], set[
 
 
 def check_routes_of(
-    src: Source,
+    session: Session,
     d: Discovery,
     tables: TablesRead,
     *,
-    db: str | None = None,
     sm_log: str | None = None,
     sm_conf: str | None = None,
     flagged: Mapping[LinkKey, str] | None = None,
 ) -> RoutesCheck:
-    """Judge ``tables`` over the fabric ``d`` with the store's health flags and isolations
-    (``flagged`` given: those instead of the store's) and what the SM says."""
+    """Judge ``tables`` over the fabric ``d`` with the session's store's health flags and
+    isolations (``flagged`` given: those instead of the store's) and what the SM says."""
     if flagged is None:
-        flags, isolated, where, count = health_flags(db, d)
+        flags, isolated, where, count = health_flags(session, d)
     else:
         flags, isolated, where, count = dict(flagged), set(), "given", 0
-    sm = sm_routing(src, sm_log, sm_conf)
+    sm = sm_routing(session.driver, sm_log, sm_conf)
     report = check_routes(d.fabric, d.classification, tables.lfts, flagged=flags, isolated=isolated, sm=sm)
     return RoutesCheck(d, tables, replace(report, tables=tables.source), where, count)
 
 
-def save_routes(d: Discovery, tables: TablesRead, db: str | None, label: str | None = None) -> int:
+def save_routes(d: Discovery, tables: TablesRead, stored: StoreAccess, label: str | None = None) -> int:
     """Store the tables beside the topology they were read with: the stored snapshot itself when
     ``d`` came from one, else a new topology snapshot of ``d`` (same id for both); the id."""
     if d.stored is not None:
@@ -134,10 +131,8 @@ def save_routes(d: Discovery, tables: TablesRead, db: str | None, label: str | N
     else:
         from fabric.app.discovery.snapshots import save_discovery
 
-        sid = save_discovery(d, db, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
-    from fabric.store import Store
-
-    with Store.open(db) as store:
+        sid = save_discovery(d, stored, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
+    with stored.write() as store:
         store.save_routes(sid, tables.lfts, tables.raw_text, source=tables.source)
     return sid
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from fabric.app.discovery.discover import Discovery
 from fabric.app.discovery.ibdiag_files import ibdiagnet_files
-from fabric.app.source import Source, SshOptions, run_tool
+from fabric.app.session import Session
+from fabric.app.source import TEXT_KINDS, SourceKind
 from topology.errors import UsageError
 from topology.lft import Lfts, parse_lfts, read_lfts
 from topology.model import Guid
@@ -35,31 +36,30 @@ def port_counts(d: Discovery) -> dict[Guid, int]:
     return {n.guid: n.nports for n in d.fabric.switches()}
 
 
-def read_tables(
-    src: Source, d: Discovery, *, tables: str | None = None, ssh: SshOptions | None = None
-) -> TablesRead:
-    """The forwarding tables for the fabric ``d`` read from ``src``."""
+def read_tables(session: Session, d: Discovery, *, tables: str | None = None) -> TablesRead:
+    """The forwarding tables for the fabric ``d`` read from the session's source: ``tables``
+    when given, what an ibdiagnet run or a stored snapshot kept, else ``dump_fts`` run by the
+    session's driver."""
     counts = port_counts(d)
+    src = session.source
     if tables:
         return TablesRead(read_lfts(tables, port_counts=counts), None, tables)
-    if src.kind in ("file", "stdin"):
+    if src.kind in TEXT_KINDS:
         raise UsageError(
             "give the forwarding tables with --tables FILE (dump_lfts, dump_fts, opensm-lfts.dump, ...)"
         )
-    if src.kind == "ibdiagnet":
+    if src.kind is SourceKind.IBDIAGNET:
         fdbs = ibdiagnet_files(src.target).fdbs
         if fdbs is None:
             raise UsageError(
                 f"{src.target}: no ibdiagnet2.fdbs (run ibdiagnet with -r, or give --tables FILE)"
             )
         return TablesRead(read_lfts(fdbs, port_counts=counts), None, str(fdbs))
-    if src.kind == "snapshot":
+    if src.kind is SourceKind.SNAPSHOT:
         if d.stored is None:
             raise UsageError(f"{src.label}: no stored snapshot")
-        from fabric.store import Store
-
         sid = d.stored.id
-        stored = Store.existing(src.db)
+        stored = session.store.read()
         lfts = None
         if stored is not None:
             with stored as store:
@@ -70,6 +70,6 @@ def read_tables(
                 "(store them with 'ibfab routes --save', or give --tables FILE)"
             )
         return TablesRead(lfts, None, f"snapshot {sid}")
-    res = run_tool(src, ["dump_fts"], DUMP_TIMEOUT, ssh)
+    res = session.driver.run_tool(["dump_fts"], DUMP_TIMEOUT)
     where = f"dump_fts on {src.label}"
     return TablesRead(parse_lfts(res.stdout, where, port_counts=counts), res.stdout, where)

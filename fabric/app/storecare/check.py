@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.store import Damage, HeaderDamaged, QuarantineEntry, Store, store_path
+from fabric.app.session import StoreAccess
+from fabric.store import Damage, HeaderDamaged, QuarantineEntry
 from fabric.store.salvage import expected_schema
 from fabric.store.walcheck import wal_damage
 from topology.errors import StoreError
@@ -59,11 +60,10 @@ class StoreRepair:
         return tuple(d for d in self.damage if d.kind in ("file", "schema", "header"))
 
 
-def _existing(db: str | Path | None) -> Path:
-    path = store_path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no ibfab store there")
-    return path
+def _existing(stored: StoreAccess) -> Path:
+    if not stored.exists():
+        raise StoreError(f"{stored.path}: no ibfab store there")
+    return stored.path
 
 
 def _stamp() -> str:
@@ -86,12 +86,12 @@ def _wal(path: Path, keep: bool) -> list[Damage]:
     return [Damage("wal", None, None, why)]
 
 
-def check_store(db: str | Path | None, *, pages: bool = True) -> StoreCheck:
+def check_store(stored: StoreAccess, *, pages: bool = True) -> StoreCheck:
     """Read everything in the store once and say what is damaged."""
-    path = _existing(db)
+    path = _existing(stored)
     found = _wal(path, keep=True)
     try:
-        store = Store.open(path, create=False)
+        store = stored.require()
     except HeaderDamaged as exc:  # nothing reads until it is rewritten
         return StoreCheck(path, (*found, Damage("header", None, None, ", ".join(exc.problems))), ())
     with store:
@@ -104,17 +104,17 @@ def check_store(db: str | Path | None, *, pages: bool = True) -> StoreCheck:
         return StoreCheck(store.path, tuple(found), quarantine, closed)
 
 
-def repair_store(db: str | Path | None, *, dry_run: bool = False) -> StoreRepair:
+def repair_store(stored: StoreAccess, *, dry_run: bool = False) -> StoreRepair:
     """Check the store, mend what can be mended in place and set the rest aside."""
-    path = _existing(db)
+    path = _existing(stored)
     if dry_run:
-        check = check_store(path)
+        check = check_store(stored)
         return StoreRepair(path, check.damage, 0, True)
     found = _wal(path, keep=True)
     mended: list[str] = []
     lost: list[str] = []
     kept: Path | None = None
-    store = Store.open(path, create=False, mend=True)
+    store = stored.mend()
     try:
         if store.header_note is not None:
             found.append(Damage("header", None, None, store.header_note))
@@ -131,7 +131,7 @@ def repair_store(db: str | Path | None, *, dry_run: bool = False) -> StoreRepair
                 schema_left = True
             else:
                 store.close()
-                store = Store.open(path, create=False, mend=True)
+                store = stored.mend()
                 schema_left = store.damage_note is not None
         pages = store.page_damage()
         found += pages
@@ -156,7 +156,7 @@ def repair_store(db: str | Path | None, *, dry_run: bool = False) -> StoreRepair
                 mended.append(
                     f"every row that reads copied into a new file; the damaged one kept as {kept.name}"
                 )
-                store = Store.open(path, create=False, mend=True)
+                store = stored.mend()
         rest = store.check(pages=False)
         found += rest
         moved = store.set_aside(rest)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from pathlib import Path
 
-from fabric.store import CompactResult, Retention, Store, store_path
+from fabric.app.session import StoreAccess
+from fabric.store import CompactResult, Retention, Store
 from fabric.store.records import StoreInfo
 from topology.errors import StoreError
 
@@ -16,15 +16,8 @@ AFTER_COLLECTION_BUDGET_S = 5.0
 log = logging.getLogger("fabric.store")
 
 
-def _open(db: str | Path | None) -> Store:
-    path = store_path(db)
-    if not path.exists():
-        raise StoreError(f"{path}: no ibfab store there")
-    return Store.open(path, create=False)
-
-
 def compact_store(
-    db: str | Path | None,
+    stored: StoreAccess,
     *,
     raw_s: float | None = None,
     hourly_s: float | None = None,
@@ -37,7 +30,7 @@ def compact_store(
     """Apply the store's policy (saved, else the defaults) with the spans given instead; ``save``
     keeps the result as the store's policy, which the daemon applies after each collection."""
     given = {"raw_s": raw_s, "hourly_s": hourly_s, "findings_s": findings_s, "captures_s": captures_s}
-    with _open(db) as store:
+    with stored.require() as store:
         base = store.retention()
         policy = dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
         if save:
@@ -55,8 +48,8 @@ def compact_after_collection(store: Store) -> CompactResult | None:
         return None
 
 
-def store_info(db: str | Path | None, *, now: float | None = None) -> StoreInfo:
-    with _open(db) as store:
+def store_info(stored: StoreAccess, *, now: float | None = None) -> StoreInfo:
+    with stored.require() as store:
         return store.info(now=now)
 
 

@@ -12,11 +12,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from fabric.store import Store, StoredSweep
+from fabric.app.session import Session, StoreAccess
+from fabric.store import StoredSweep
 from probes.sweep import SweepStep
 from topology.errors import StoreError, UsageError
 from topology.model import Guid, Link, LinkKey, PortRef
@@ -43,13 +43,13 @@ class SweepBandwidth:
     cables: Mapping[LinkKey, CableBandwidth]
 
 
-def sweeps_of(db: Path | None, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
+def sweeps_of(stored: StoreAccess, host: str | None = None, limit: int = 20) -> list[StoredSweep]:
     """The newest ``limit`` sweeps, newest first (only their pairs involving ``host`` if given);
     none without a store (looking creates none)."""
-    stored = Store.existing(db)
-    if stored is None:
+    found = stored.read()
+    if found is None:
         return []
-    with stored as store:
+    with found as store:
         heads = store.list_sweeps()[-limit:]
         loaded = [store.load_sweep(s.id) for s in reversed(heads)]
     if host is None:
@@ -60,35 +60,33 @@ def sweeps_of(db: Path | None, host: str | None = None, limit: int = 20) -> list
     ]
 
 
-def run_sweep(
-    db: Path | None, lab: str | None, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs"
-) -> int:
-    """Plan and run a sweep on the lab (what ``ibfab sweep run --lab`` does); returns its id."""
+def run_sweep(session: Session, progress: Callable[[SweepStep], None], pattern: str = "rail-pairs") -> int:
+    """Plan and run a sweep on the session's lab (what ``ibfab sweep run --lab`` does); returns its id."""
     from fabric.app.sweeps import sweep as sweeps
 
-    if lab is None:
+    if not session.driver.simulated:
         raise UsageError("a sweep from the TUI needs --lab NAME")
-    ctx = sweeps.prepare(pattern, lab=lab)
-    outcome = sweeps.run_lab(ctx, lab, progress=progress)
-    return sweeps.save(outcome, ctx.source, sweeps.names_of(ctx.discovery), _db_arg(db))
+    ctx = sweeps.prepare(session, pattern)
+    outcome = sweeps.run_lab(ctx, session, progress=progress)
+    return sweeps.save(outcome, ctx.source, sweeps.names_of(ctx.discovery), session.store)
 
 
-def sweep_bandwidth(db: Path | None, sweep_id: int | None = None) -> SweepBandwidth | None:
+def sweep_bandwidth(stored: StoreAccess, sweep_id: int | None = None) -> SweepBandwidth | None:
     """Per cable, the pairs of a sweep (the newest when no id) whose route crossed it: median and
     minimum share of line rate (a failed pair counts 0). None when no sweep is stored.
 
     Routes come from the sweep's stored records (``fabric.app.sweeps.sweep.save`` keeps each pair's path);
     a sweep stored without them (nccl runs) gives no cables.
     """
-    with Store.open(db) as store:
+    with stored.write() as store:
         heads = store.list_sweeps()
         if not heads:
             return None
         head = heads[-1] if sweep_id is None else next((h for h in heads if h.id == sweep_id), None)
         if head is None:
             raise StoreError(f"{store.path}: no probe sweep {sweep_id}")
-        stored = store.load_sweep(head.id)
-        caps = sorted({r.capture_id for r in stored.results if r.capture_id is not None})
+        loaded = store.load_sweep(head.id)
+        caps = sorted({r.capture_id for r in loaded.results if r.capture_id is not None})
         docs = [store.load_capture(c).text for c in caps]
     latest: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
     for text in docs:
@@ -130,7 +128,3 @@ def _records(text: str, sweep_id: int) -> list[dict[str, Any]]:
     except (ValueError, KeyError) as exc:
         raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
     return [r for r in records if isinstance(r, dict) and "client" in r and "server" in r]
-
-
-def _db_arg(db: Path | None) -> str | None:
-    return str(db) if db is not None else None

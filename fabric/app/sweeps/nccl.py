@@ -1,6 +1,6 @@
 """``ibfab probe nccl``: run nccl-tests on a set of hosts through a head host, store it, judge it.
 
-The runs go through :func:`fabric.app.source.run_on_host` on the head host (host keys verified, the
+The runs go through :func:`fabric.app.drivers.run_on_host` on the head host (host keys verified, the
 inventory's user/port/key/jump applied). Every launch is kept in the store as a sweep of pattern
 ``nccl``: one capture (kind ``probe``, tool ``nccl-tests``) with the launcher's whole output and
 argv, and one result row per launch (hosts as a host range, ``client_device`` the rail's HCA or
@@ -15,15 +15,17 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from fabric.app.source import SshOptions, run_on_host
+from fabric.app.drivers import run_on_host
 from probes.inventory import fold_names, read_inventory
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import UNPARSABLE, NcclPlan, NcclRun, expectation, plan_nccl, run_nccl
 from topology.errors import CommandFailed, IbfabError, ParseError, UsageError
+
+if TYPE_CHECKING:
+    from fabric.app.session import Session, StoreAccess
 
 PARSER_VERSION = "nccl-tests/1"
 
@@ -87,31 +89,32 @@ def select_hosts(pattern: str, inventory: str) -> list[str]:
     return read_inventory(inventory).select(pattern).names()
 
 
-def line_rate_from_store(hosts: Sequence[str], db: str | Path | None) -> tuple[float | None, str]:
+def line_rate_from_store(hosts: Sequence[str], stored: StoreAccess) -> tuple[float | None, str]:
     """The most common rate of these hosts' HCA cables in the latest stored topology."""
-    from fabric.store import Store
     from topology.classify import classify
 
-    path = Path(db) if db else None
     try:
-        store = Store.open(path, create=False)
-    except Exception:  # no store yet: nothing to compare with
+        store = stored.read()
+    except Exception:  # an unreadable store: nothing to compare with
+        return None, ""
+    if store is None:  # no store yet: nothing to compare with
         return None, ""
     with store:
         if not store.list_topologies():
             return None, ""
-        stored = store.load_topology("latest")
-    classes = classify(stored.fabric).nodes
+        topology = store.load_topology("latest")
+    classes = classify(topology.fabric).nodes
     wanted = set(hosts)
     rates = Counter(
-        lk.gbps for guid, c in classes.items() if c.host in wanted for lk in stored.fabric.links_of(guid)
+        lk.gbps for guid, c in classes.items() if c.host in wanted for lk in topology.fabric.links_of(guid)
     )
     if not rates:
         return None, ""
-    return float(rates.most_common(1)[0][0]), f"topology {stored.id}"
+    return float(rates.most_common(1)[0][0]), f"topology {topology.id}"
 
 
 def run_probe(
+    session: Session,
     hosts_pattern: str,
     inventory: str,
     opts: NcclTestOptions,
@@ -126,15 +129,14 @@ def run_probe(
     allow_run_as_root: bool = False,
     timeout: float = 1800.0,
     line_rate_gbps: float | None = None,
-    ssh: SshOptions | None = None,
-    db: str | None = None,
 ) -> NcclReport:
-    """Plan, run on the head host, store and return the report (see the module docstring)."""
+    """Plan, run on the head host, store and return the report (see the module docstring). The
+    head host is reached with the session's SSH options (the inventory's hosts by default)."""
     hosts = select_hosts(hosts_pattern, inventory)
     if not hosts:
         raise UsageError(f"--hosts {hosts_pattern!r} names no host of {inventory}")
     head_host = head or hosts[0]
-    ssh = ssh or SshOptions(inventory=inventory)
+    ssh = session.ssh if session.ssh.inventory else replace(session.ssh, inventory=inventory)
     plan = plan_nccl(
         hosts,
         opts,
@@ -153,9 +155,9 @@ def run_probe(
 
     from fabric.app.hostlocks import host_locks
 
-    with host_locks(db).hold(hosts, 0, "probe nccl"):  # no sweep probes these hosts meanwhile
+    with host_locks(session.store).hold(hosts, 0, "probe nccl"):  # no sweep probes these hosts meanwhile
         runs = run_nccl(on_head, plan, timeout)
-    return store_report(plan, runs, head_host, started, line_rate_gbps, db)
+    return store_report(plan, runs, head_host, started, line_rate_gbps, session.store)
 
 
 def store_report(
@@ -163,18 +165,18 @@ def store_report(
     runs: Sequence[NcclRun],
     head: str,
     started: float,
-    line_rate_gbps: float | None = None,
-    db: str | None = None,
+    line_rate_gbps: float | None,
+    stored: StoreAccess,
 ) -> NcclReport:
     """Keep every launch in the store as a sweep of pattern ``nccl`` (see the module docstring)."""
-    from fabric.store import ProbeResultRow, RawCapture, Store
+    from fabric.store import ProbeResultRow, RawCapture
 
     hosts = plan.hosts
     rate_from = "--line-rate" if line_rate_gbps is not None else ""
     if line_rate_gbps is None:
-        line_rate_gbps, rate_from = line_rate_from_store(hosts, db)
+        line_rate_gbps, rate_from = line_rate_from_store(hosts, stored)
     host_range = fold_names(hosts)
-    with Store.open(db) as store:
+    with stored.write() as store:
         sweep_id = store.save_sweep(
             started, "nccl", f"nccl {plan.binary} {plan.launcher} via {head}: {host_range}"
         )

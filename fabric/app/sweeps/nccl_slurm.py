@@ -17,7 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 
 from fabric.app.hostlocks import host_locks, node_lock_keys
-from fabric.app.slurm import NodeMap, connect
+from fabric.app.session import Session
+from fabric.app.slurm import connect
 from fabric.app.sweeps.nccl import NcclReport, store_report
 from probes.inventory import expand_hosts
 from probes.nccl import NcclTestOptions
@@ -58,6 +59,7 @@ def run_in_allocation(
 
 
 def run_probe_slurm(
+    session: Session,
     nodes: str,
     opts: NcclTestOptions,
     *,
@@ -72,12 +74,10 @@ def run_probe_slurm(
     timeout: float = 1800.0,
     immediate: int = 30,
     line_rate_gbps: float | None = None,
-    db: str | None = None,
     env: Mapping[str, str] | None = None,
-    node_map: NodeMap | None = None,
 ) -> NcclReport:
     """Plan, allocate ``nodes`` (a Slurm host range), run each launch as a step, release, store.
-    The nodes are held by name, and by their fabric host names where ``node_map`` differs."""
+    The nodes are held by name, and by their fabric host names where the session's node map differs."""
     slurm = connect(env)
     hosts = expand_hosts(nodes, "--hosts")
     plan = plan_nccl(
@@ -109,7 +109,7 @@ def run_probe_slurm(
     started = time.time()
     # No sweep probes these nodes meanwhile (locks by Slurm node name and fabric host, next to the store).
     with (
-        host_locks(db).hold(node_lock_keys(hosts, node_map), 0, "probe nccl"),
+        host_locks(session.store).hold(node_lock_keys(hosts, session.node_map), 0, "probe nccl"),
         slurm.allocation(request) as alloc,
     ):
         if alloc.unavailable:  # taken between the check and the grant
@@ -125,7 +125,7 @@ def run_probe_slurm(
 
         runs = run_nccl(on_slurm, plan, timeout)
         head = f"slurm job {alloc.job_id}"
-    return store_report(plan, runs, head, started, line_rate_gbps, db)
+    return store_report(plan, runs, head, started, line_rate_gbps, session.store)
 
 
 __all__ = ["JOB_NAME", "run_in_allocation", "run_probe_slurm", "step_argv"]

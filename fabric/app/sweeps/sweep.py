@@ -13,10 +13,10 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from fabric.app.discovery.discover import Discovery, discover, discover_text
+from fabric.app.discovery.discover import Discovery, discover
+from fabric.app.session import Session, StoreAccess
 from fabric.app.source import Source
 from fabric.placement import LeftOut, host_sites
 from probes.localize import Suspect, rank, tied, unexplained
@@ -25,7 +25,7 @@ from probes.plan import SweepPlan, endpoints, plan_sweep
 from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
 from topology.model import Guid, Link, LinkKey, PortRef
-from topology.routes import ForwardingTables, parse_lft_dump, read_lft_dump
+from topology.routes import ForwardingTables, read_lft_dump
 from topology.textfile import read_input_text
 
 FORMAT = "ibfab-sweep/2"
@@ -47,42 +47,35 @@ class SweepContext:
         return endpoints(d.fabric, d.classification, self.include_service)
 
 
-def lab_tables(name: str) -> ForwardingTables:
-    """The lab's LFTs: OpenSM's opensm-lfts.dump, else dump_fts run against the lab."""
-    from fabric import lab
-
-    dump = Path(lab.opensm_dump_dir(name)) / "opensm-lfts.dump"
-    if dump.is_file() and dump.stat().st_size:
-        return read_lft_dump(dump)
-    return parse_lft_dump(lab.run_tool(name, ["dump_fts"], timeout=300).stdout, f"lab {name} dump_fts")
+def sweep_source(lab: str | None, input_path: str | None) -> Source:
+    """Where a sweep's fabric comes from: a lab (its routes are OpenSM's) or a saved
+    ibnetdiscover file; exactly one of them."""
+    if (lab is None) == (input_path is None):
+        raise UsageError("give one of --lab NAME or --input TOPO")
+    if lab is not None:
+        return Source.lab(lab)
+    assert input_path is not None
+    return Source.file(input_path, _read(input_path, "ibnetdiscover"))
 
 
 def prepare(
+    session: Session,
     pattern: str,
     *,
-    lab: str | None = None,
-    input_path: str | None = None,
     routes_path: str | None = None,
     pairs_path: str | None = None,
     per_host: bool = False,
     discovery: Discovery | None = None,
     include_service: bool = False,
 ) -> SweepContext:
-    """Discover (lab or saved file), read routes when there are any, and plan (compute hosts,
-    and service hosts with ``include_service``)."""
-    if (lab is None) == (input_path is None) and discovery is None:
-        raise UsageError("give one of --lab NAME or --input TOPO")
-    tables: ForwardingTables | None = None
+    """Discover the session's fabric (unless ``discovery`` is given), read routes when there are
+    any (``routes_path``, else what the session's driver reads unasked: a lab's OpenSM tables), and
+    plan (compute hosts, and service hosts with ``include_service``)."""
     if discovery is None:
-        if lab is not None:
-            discovery = discover(Source("lab", lab))
-        else:
-            assert input_path is not None
-            discovery = discover_text(_read(input_path, "ibnetdiscover"), input_path)
-    if routes_path is not None:
-        tables = read_lft_dump(routes_path)
-    elif lab is not None:
-        tables = lab_tables(lab)
+        discovery = discover(session)
+    tables: ForwardingTables | None = (
+        read_lft_dump(routes_path) if routes_path is not None else session.driver.forwarding_tables()
+    )
     pairs_text = _read(pairs_path, "pair file", strict=True) if pairs_path else None
     plan = plan_sweep(
         discovery.fabric,
@@ -94,7 +87,7 @@ def prepare(
         pairs_source=pairs_path or "<pairs>",
         include_service=include_service,
     )
-    source = f"lab {lab}" if lab else (str(input_path) if input_path else discovery.source)
+    source = discovery.source
     if pattern == "custom":
         left: tuple[LeftOut, ...] = ()  # the pair file names its hosts
     else:
@@ -111,13 +104,11 @@ def names_of(d: Discovery) -> dict[Guid, str]:
 
 
 def run_lab(
-    ctx: SweepContext, lab_name: str, *, retest: bool = True, progress: Progress | None = None
+    ctx: SweepContext, session: Session, *, retest: bool = True, progress: Progress | None = None
 ) -> SweepOutcome:
-    """Run the plan on the lab's simulated traffic (error rates read from the ibsim console)."""
-    from fabric import lab
-    from probes.labtraffic import parse_error_rates
-
-    rates = parse_error_rates(lab.console(lab_name, "Dump"))
+    """Run the plan on the lab's simulated traffic (error rates read from the simulator; a real
+    fabric's driver refuses)."""
+    rates = session.driver.error_rates()
     backend = LabTrafficBackend(ctx.discovery.fabric, ctx.plan.paths, rates)
     return _run(ctx, backend, retest, progress)
 
@@ -229,10 +220,8 @@ def outcome_records(outcome: SweepOutcome) -> list[dict[str, Any]]:
     return out
 
 
-def save(
-    outcome: SweepOutcome, source: str, names: dict[Guid, str] | None = None, db: str | None = None
-) -> int:
-    from fabric.store import ProbeResultRow, RawCapture, Store
+def save(outcome: SweepOutcome, source: str, names: dict[Guid, str] | None, stored: StoreAccess) -> int:
+    from fabric.store import ProbeResultRow, RawCapture
 
     records = outcome_records(outcome)
     seen = {g for rec in records for lk in rec["path"] for g in (lk[0], lk[2])}
@@ -251,7 +240,7 @@ def save(
         "results": records,
     }
     now = time.time()
-    with Store.open(db) as store:
+    with stored.write() as store:
         sweep_id = store.save_sweep(
             now - outcome.seconds, outcome.plan.pattern, f"{outcome.backend}: {source}"
         )
@@ -294,18 +283,16 @@ class ShownSweep:
     unexplained: tuple[PairResult, ...] = ()  # slow or failed pairs that cross no suspect
 
 
-def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
+def show(sweep_id: int | None, stored: StoreAccess) -> ShownSweep:
     """A stored sweep (the newest when no id) with its suspects ranked again from the stored routes."""
-    from fabric.store import Store
-
-    with Store.open(db, create=False) as store:
+    with stored.require() as store:
         if sweep_id is None:
             sweeps = store.list_sweeps()
             if not sweeps:
                 raise StoreError("no sweeps stored yet (run 'ibfab sweep run')")
             sweep_id = sweeps[-1].id
-        stored = store.load_sweep(sweep_id)
-        cap_ids = {r.capture_id for r in stored.results if r.capture_id is not None}
+        loaded = store.load_sweep(sweep_id)
+        cap_ids = {r.capture_id for r in loaded.results if r.capture_id is not None}
         docs = [json.loads(store.load_capture(c).text) for c in sorted(cap_ids)]
     results: list[PairResult] = []
     paths: dict[tuple[Guid, Guid], list[Link]] = {}
@@ -347,7 +334,7 @@ def show(sweep_id: int | None = None, db: str | None = None) -> ShownSweep:
                     ]
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"sweep {sweep_id}: unreadable stored records ({exc})") from exc
-    head = stored.sweep
+    head = loaded.sweep
     suspects = rank(results, paths, names=names, design=design, efficiency=eff)
     return ShownSweep(
         head.id,
@@ -408,4 +395,4 @@ def results_to_dict(results: Sequence[PairResult]) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["IbfabError", "SweepContext", "prepare", "run_lab", "run_ssh", "save", "show"]
+__all__ = ["IbfabError", "SweepContext", "prepare", "run_lab", "run_ssh", "save", "show", "sweep_source"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabric.app.session import Session
 from fabric.app.slurm import NodeMap, connect
 from fabric.app.sweeps.sweep import SweepContext, names_of
 from probes.fanout import HostLocks
@@ -107,8 +108,8 @@ def choose_nodes(
 def run_slurm(
     ctx: SweepContext,
     choice: SlurmChoice,
+    session: Session,
     *,
-    lab: str | None = None,
     retest: bool = True,
     timeout: float = 120.0,
     size: int = 8388608,
@@ -143,11 +144,8 @@ def run_slurm(
             line_rates[p.client.guid] = links[0].gbps
     workdir: Path | None = None
     steps: StepKind
-    if lab is not None:
-        from fabric import lab as labmod
-        from probes.labtraffic import parse_error_rates
-
-        rates = parse_error_rates(labmod.console(lab, "Dump"))
+    if session.driver.simulated:  # the simulator's traffic, launched as job steps
+        rates = session.driver.error_rates()
         workdir = Path(tempfile.mkdtemp(prefix="ibfab-slurm-lab-", dir=choice.shared_dir))
         steps = LabSteps(ctx.plan.paths, rates, workdir)
     else:

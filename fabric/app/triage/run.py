@@ -17,8 +17,7 @@ from topology.model import Guid, Link
 
 if TYPE_CHECKING:
     from fabric.app.discovery.discover import Discovery
-    from fabric.app.slurm import NodeMap
-    from fabric.app.source import SshOptions
+    from fabric.app.session import Session, StoreAccess
 
 PAIR_SIZE = 8388608
 PAIR_ITERATIONS = 5000
@@ -49,55 +48,45 @@ def _design(d: Discovery, facts: FabricFacts) -> dict[Guid, float]:
     return out
 
 
-def fabric_of(input_path: str | None, snapshot: str | None, db: str | None) -> Discovery:
-    """The fabric the hosts are on: a saved ibnetdiscover output, else a stored snapshot (the newest
-    by default); a triage never runs discovery on its own."""
+def fabric_of(session: Session) -> Discovery:
+    """The fabric the hosts are on: the session's source, a saved ibnetdiscover output or a stored
+    snapshot (the newest by default: a triage never runs discovery on its own)."""
     from fabric.app.discovery.discover import discover
-    from fabric.app.source import read_source
 
-    src, text = read_source(
-        input_path, None, None, snapshot=None if input_path else (snapshot or "latest"), db=db
-    )
-    return discover(src, text)
+    return discover(session)
 
 
-def triage_lab(
-    hosts_range: str, lab_name: str, *, db: str | None = None, gpus_per_node: int = 8
-) -> TriageReport:
-    """Triage on a lab: its fabric discovered for real, OpenSM's routes, its injected error rates
-    and planted slow nodes; the runs simulated (``lab-simulated``)."""
-    from fabric import lab
+def triage_lab(hosts_range: str, session: Session, *, gpus_per_node: int = 8) -> TriageReport:
+    """Triage on the session's lab: its fabric discovered for real, OpenSM's routes, its injected
+    error rates and planted slow nodes; the runs simulated (``lab-simulated``)."""
     from fabric.app.discovery.discover import discover
-    from fabric.app.source import Source, require_running_lab
-    from fabric.app.sweeps.sweep import lab_tables
-    from fabric.app.triage.labnodes import planted_nodes
     from fabric.app.triage.simulated import SimulatedBackend
-    from probes.labtraffic import parse_error_rates
     from topology.routes import RouteError, path
 
-    require_running_lab(lab_name)
-    d = discover(Source("lab", lab_name))
-    facts = fabric_facts(d.fabric, d.classification, f"lab {lab_name}")
+    driver = session.driver
+    driver.check_ready()
+    d = discover(session)
+    facts = fabric_facts(d.fabric, d.classification, session.source.label)
     hosts = _hosts(hosts_range, facts)
-    tables = lab_tables(lab_name)
+    tables = driver.forwarding_tables()
 
     def route(a: Guid, b: Guid) -> list[Link]:
         try:
-            return path(d.fabric, tables, a, b)
+            return path(d.fabric, tables, a, b) if tables is not None else []
         except RouteError:
             return []
 
     backend = SimulatedBackend(
-        d.fabric, d.classification, facts, planted_nodes(lab_name), route_of=route,
-        error_rates=parse_error_rates(lab.console(lab_name, "Dump")), gpus_per_node=gpus_per_node,
+        d.fabric, d.classification, facts, driver.planted_nodes(), route_of=route,
+        error_rates=driver.error_rates(), gpus_per_node=gpus_per_node,
     )  # fmt: skip
-    return _held(hosts, facts, backend, lock_keys(hosts, lab_name), db)
+    return _held(hosts, facts, backend, lock_keys(hosts, driver), session.store)
 
 
 def _held(
-    hosts: Sequence[str], facts: FabricFacts, backend: TriageBackend, keys: Sequence[str], db: str | None
+    hosts: Sequence[str], facts: FabricFacts, backend: TriageBackend, keys: Sequence[str], stored: StoreAccess
 ) -> TriageReport:
-    with host_locks(db).hold(keys, 0, "triage"):
+    with host_locks(stored).hold(keys, 0, "triage"):
         return triage(hosts, facts, backend)
 
 
@@ -105,23 +94,24 @@ def triage_ssh(
     hosts_range: str,
     discovery: Discovery,
     opts: NcclTestOptions,
-    ssh: SshOptions,
+    session: Session,
     *,
     gpus_per_node: int = 8,
     mpirun: str = "mpirun",
     allow_run_as_root: bool = False,
     timeout: float = 1800.0,
-    db: str | None = None,
 ) -> TriageReport:
     """Triage over SSH: nccl-tests by mpirun on each test's first host, ib_write_bw pairs between
-    the inventory's hosts (``ssh.inventory``)."""
-    from fabric.app.source import run_on_host, with_identity
+    the inventory's hosts (the session's ``ssh.inventory``)."""
+    from fabric.app.drivers import run_on_host
+    from fabric.app.source import with_identity
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
     from probes.inventory import read_inventory
     from probes.perftest import PerftestOptions
     from probes.ssh import ssh_transport_factory
     from probes.sweep import SshPerftestBackend
 
+    ssh = session.ssh
     if not ssh.inventory:
         raise UsageError("triage over SSH needs --inventory FILE (the hosts, how to reach them)")
     facts = fabric_facts(discovery.fabric, discovery.classification, discovery.source)
@@ -147,13 +137,14 @@ def triage_ssh(
         gpus_per_node=gpus_per_node, timeout=timeout,
         plan_extra={"mpirun": mpirun, "allow_run_as_root": allow_run_as_root},
     )  # fmt: skip
-    return _held(hosts, facts, backend, lock_keys(hosts, None), db)
+    return _held(hosts, facts, backend, lock_keys(hosts, session.driver), session.store)
 
 
 def triage_slurm(
     nodes_range: str,
     discovery: Discovery,
     opts: NcclTestOptions,
+    session: Session,
     *,
     partition: str | None = None,
     reservation: str | None = None,
@@ -161,9 +152,7 @@ def triage_slurm(
     mpi: str | None = "pmix",
     request_gpus: bool = True,
     timeout: float = 1800.0,
-    node_map: NodeMap | None = None,
     env: Mapping[str, str] | None = None,
-    db: str | None = None,
 ) -> TriageReport:
     """Triage through Slurm: one allocation of every node, each test a job step in it (nccl-tests
     by srun, ib_write_bw pairs as a sweep's steps); released on every way out."""
@@ -177,6 +166,7 @@ def triage_slurm(
     facts = fabric_facts(discovery.fabric, discovery.classification, discovery.source)
     hosts = _hosts(nodes_range, facts)
     slurm = connect(env)
+    node_map = session.node_map
     node_of = {h: (node_map.node(h) if node_map is not None else h) for h in hosts}
     request = AllocationRequest(
         hosts=tuple(node_of[h] for h in hosts), partition=partition, reservation=reservation,
@@ -185,7 +175,7 @@ def triage_slurm(
     )  # fmt: skip
     design = _design(discovery, facts)
     keys = node_lock_keys(list(node_of.values()), node_map)
-    with host_locks(db).hold(keys, 0, "triage"), slurm.allocation(request) as alloc:
+    with host_locks(session.store).hold(keys, 0, "triage"), slurm.allocation(request) as alloc:
         if alloc.unavailable:
             raise SlurmUnavailable(
                 f"triage needs every node; Slurm did not give {describe(alloc.unavailable)}",

@@ -5,8 +5,9 @@
   checks (one per fabric, rebuilt when the topology or the engine changes);
 * :mod:`fabric.app.twin.engine`: the site's routing engine from evidence (the SM's log,
   opensm.conf, ibdiagnet's AR state) or the operator's ``--engine``; unknown is said;
-* :mod:`fabric.app.twin.check`: a plan run on the twin through the lab transport, routes before
-  and after, and the verdict (:mod:`fabric.advise.routing_check`);
+* :mod:`fabric.app.twin.check`: a plan run on the twin through its lab driver, as a plan runs on
+  the fabric through the fabric's, routes before and after, and the verdict
+  (:mod:`fabric.advise.routing_check`);
 * :mod:`fabric.app.twin.jobs`: the running Slurm jobs whose traffic crosses what a change takes
   out.
 """
@@ -14,9 +15,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from fabric.advise.twin_engine import EngineChoice
 from fabric.app.discovery.discover import Discovery
+from fabric.app.session import Session
 from fabric.app.twin.build import (
     Twin,
     build_twin,
@@ -32,6 +35,9 @@ from fabric.app.twin.jobs import JobsTouched, hold_for_jobs, jobs_touched, route
 from topology.errors import UsageError
 from topology.model import LinkKey, PortRef
 from topology.route_walk import Walk
+
+if TYPE_CHECKING:
+    from probes.driver import FabricDriver
 
 __all__ = [
     "Twin",
@@ -54,19 +60,20 @@ __all__ = [
 
 def up_from(
     ref: str,
+    session: Session,
     *,
     name: str | None = None,
     engine: str | None = None,
     sm_log: str | None = None,
     sm_conf: str | None = None,
     lfts_file: str | None = None,
-    db: str | None = None,
 ) -> Twin:
-    """``ibfab lab up --from REF``: the twin of the fabric ``REF`` names, with the site's engine
-    (an ibdiagnet run given as ``REF`` adds its switches' AR state to the evidence)."""
+    """``ibfab lab up --from REF``: the twin of the fabric ``REF`` names (a stored snapshot in the
+    session's store), with the site's engine (an ibdiagnet run given as ``REF`` adds its
+    switches' AR state to the evidence)."""
     from pathlib import Path
 
-    d = read_from(ref, db)
+    d = read_from(ref, session)
     choice = site_engine(
         engine, sm_log=sm_log, sm_conf=sm_conf, ibdiagnet=ref if Path(ref).is_dir() else None
     )
@@ -82,15 +89,14 @@ def engine_for_check(
     sm_log: str | None = None,
     sm_conf: str | None = None,
     ibdiagnet: str | None = None,
-    lab: str | None = None,
+    driver: FabricDriver | None = None,
 ) -> EngineChoice:
     """The engine a routing check of a change to ``d`` runs: what the operator or the evidence
-    given says; a lab's own OpenSM log for a lab; else what the fabric's running twin was built
-    with (its evidence recorded then); else unknown, and the check says why it cannot be done."""
-    if lab is not None and sm_log is None:
-        from fabric.app.lab.labs import opensm_log
-
-        sm_log = opensm_log(lab)
+    given says; the SM's log the fabric's driver knows (a lab's own OpenSM's); else what the
+    fabric's running twin was built with (its evidence recorded then); else unknown, and the
+    check says why it cannot be done."""
+    if driver is not None and sm_log is None:
+        sm_log = driver.sm_log()
     if engine or sm_log or sm_conf or ibdiagnet:
         return site_engine(engine, sm_log=sm_log, sm_conf=sm_conf, ibdiagnet=ibdiagnet)
     have = running_twin(twin_name(d.fabric))
@@ -114,19 +120,18 @@ def check_drain(d: Discovery, hosts: Sequence[str], choice: EngineChoice) -> Twi
 
 def touched_jobs(
     d: Discovery | None,
+    session: Session,
     *,
     cables: Collection[LinkKey] = (),
     hosts: Collection[str] = (),
-    lab: str | None = None,
     check: TwinCheck | None = None,
-    node_map: str | None = None,
 ) -> JobsTouched:
     """The running Slurm jobs taking ``cables`` out of ``d`` (or ``hosts`` away) touches: Slurm as
-    this machine reaches it, routes from the twin's check, the lab, or the fabric's running twin."""
-    from fabric.app.slurm import connect, read_node_map
-    from fabric.app.source import Source
+    this machine reaches it, the session's node map, routes from the twin's check, the session's
+    fabric where its driver reads them unasked (a lab), or the fabric's running twin."""
+    from fabric.app.slurm import NodeMap, connect
 
-    nodes = read_node_map(node_map)
+    nodes = session.node_map or NodeMap()
     slurm = connect()
     isl, _ = taken_away(d, cables) if d is not None else (set(), set())
     routes: tuple[Walk | None, str] = (None, "no switch-to-switch cable taken out")
@@ -134,7 +139,7 @@ def touched_jobs(
         twin_walk = (
             check.routes_before.walk if check is not None and check.routes_before is not None else None
         )
-        routes = routes_for_jobs(d, Source("lab", lab) if lab else None, twin_walk)
+        routes = routes_for_jobs(d, session, twin_walk)
     return jobs_touched(d, slurm, nodes, cables=cables, hosts=hosts, routes=routes)
 
 

@@ -3,13 +3,13 @@ equal to it, and kept up between checks.
 
 :func:`build_twin` writes the fabric as an ibsim net file (:func:`topology.twin_net.twin_net`,
 with OpenSM's LID cache so the twin keeps the source's LIDs), brings it up as a lab
-(:func:`fabric.lab.up_sim`: ibsim and the real OpenSM running the site's engine), runs the real
-``ibnetdiscover`` on it and compares what it reads with the source
+(:func:`fabric.lab.driver.up_sim`: ibsim and the real OpenSM running the site's engine), runs the
+real ``ibnetdiscover`` on it through its lab driver and compares what it reads with the source
 (:func:`topology.twin_compare.compare_twin`). A twin whose discovery differs from the source in a
 way the simulator does not explain is not used for any check.
 
 One twin per fabric: its lab is named after the fabric's lowest switch GUID (as the fabric's
-change lock is, :func:`fabric.app.isolation_limits.fabric_key`), and ``twin.json`` in its
+change lock is, :func:`fabric.app.isolation.limits.fabric_key`), and ``twin.json`` in its
 directory records what it copies: the topology's content key (:func:`topology.twin_net.topology_key`),
 the engine and the evidence for it. :func:`ensure_twin` reuses a running twin whose key and
 engine match and rebuilds it otherwise (the topology changed, or the engine).
@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabric import lab
 from fabric.advise.twin_engine import EngineChoice
 from fabric.app.discovery.discover import Discovery, analyse, discover
-from fabric.app.source import Source, run_tool
-from fabric.lab import TWIN_FILE, LabState, SimFabric
+from fabric.app.session import Session, StoreAccess, choose_source
+from fabric.app.source import Source
+from fabric.lab import driver as lab
+from fabric.lab.driver import TWIN_FILE, LabState, SimFabric
 from topology.errors import IbfabError, LabError, UsageError
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric, NodeKind
@@ -41,6 +42,7 @@ PREFIX = "twin-"
 DISCOVERED = "twin-discovery.txt"  # the twin's own ibnetdiscover output, read at build
 DEFAULT_ROUTING = "minhop"  # OpenSM's own default: what a twin runs when the site's is unknown
 DISCOVER_TIMEOUT = 600.0
+AUDIT = "twin-audit.db"  # the twin's own audit log: what checks did to it and undid
 
 
 @dataclass(frozen=True)
@@ -84,20 +86,23 @@ def twin_name(fabric: Fabric) -> str:
     return PREFIX + first[2:]
 
 
-def read_from(ref: str, db: str | None = None) -> Discovery:
+def twin_session(name: str) -> Session:
+    """The session on twin ``name``: its lab's driver, as any lab is reached, and its own audit
+    log in its directory (what a check does to the twin is never in the operator's store)."""
+    return Session(Source.lab(name), StoreAccess(lab.lab_dir(name) / AUDIT))
+
+
+def read_from(ref: str, session: Session) -> Discovery:
     """The fabric ``--from`` names: an ibdiagnet run's directory, a saved capture (ibnetdiscover
-    output), else a stored snapshot (an id, ``latest`` or a label in the store ``db``)."""
+    output), else a stored snapshot (an id, ``latest`` or a label in the session's store)."""
     path = Path(ref)
     if path.is_dir():
-        return discover(Source("ibdiagnet", ref))
+        return discover(session.on(Source.ibdiagnet(ref)))
     if path.is_file() or ref == "-":
-        from fabric.app.source import read_source
-
-        src, text = read_source(ref, None, None)
-        return discover(src, text)
+        return discover(session.on(choose_source(session.store, ref)))
     if "/" in ref or ref.endswith((".txt", ".topo", ".out")):
         raise UsageError(f"{ref}: no such file or directory (give a capture, an ibdiagnet run or a snapshot)")
-    return discover(Source("snapshot", ref, db))
+    return discover(session.on(Source.snapshot(ref)))
 
 
 @contextlib.contextmanager
@@ -207,7 +212,7 @@ def build_twin(
 
 
 def _discover_and_compare(name: str, source: Fabric, net: TwinNet) -> TwinComparison:
-    res = run_tool(Source("lab", name), ["ibnetdiscover"], DISCOVER_TIMEOUT)
+    res = twin_session(name).driver.run_tool(["ibnetdiscover"], DISCOVER_TIMEOUT)
     (lab.lab_dir(name) / DISCOVERED).write_text(res.stdout)
     twin_fabric = parse_ibnetdiscover_text(res.stdout, f"lab {name}")
     return compare_twin(source, twin_fabric, net)

@@ -2,13 +2,14 @@
 
 :func:`check_isolation` takes the ports a plan would disable, finds (or builds) the fabric's twin
 with the site's engine, reads its forwarding tables (the real ``dump_fts``), then runs the plan on
-the twin the way ``--lab`` runs it on a lab: :func:`fabric.app.isolate.plan_isolation` over the
-twin's own discovery and :func:`fabric.app.isolate.apply_plan` through the lab transport (the real
-``ibportstate ... disable``, then OpenSM told to re-sweep), audited in the twin's own log, never
-the operator's. Once OpenSM has routed again, the tables are read again and judged over the fabric
-without those cables; the SM's log says which engine routed. The twin is then put back
-(:func:`fabric.app.isolate.apply_undo`: ``enable``, and the console's Unlink/ReLink ibsim needs)
-and kept up for the next check.
+the twin exactly as a plan runs on the fabric: :func:`fabric.app.isolation.isolate.plan_isolation`
+over the twin's own discovery and :func:`fabric.app.isolation.isolate.apply_plan` with the twin's
+session (:func:`fabric.app.twin.build.twin_session`), whose lab driver runs the real ``ibportstate
+... disable`` and asks OpenSM to re-sweep, audited in the twin's own log, never the operator's.
+Once OpenSM has routed again, the tables are read again and judged over the fabric without those
+cables; the SM's log says which engine routed. The twin is then put back
+(:func:`fabric.app.isolation.isolate.apply_undo`: ``enable``, and the console's Unlink/ReLink ibsim
+needs, through the same driver) and kept up for the next check.
 
 The verdict is :func:`fabric.advise.routing_check.judge_change`'s.
 """
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabric import lab
 from fabric.advise.routing_check import RoutingIssue, RoutingVerdict, SmRouted, judge_change, worst
 from fabric.advise.safety import SafetyPolicy
 from fabric.advise.twin_engine import EngineChoice
 from fabric.app.discovery.discover import Discovery
 from fabric.app.isolation.isolate import apply_plan, apply_undo, plan_isolation, plan_undo
+from fabric.app.session import Session
 from fabric.app.twin.build import (
     Twin,
     ensure_twin,
@@ -35,9 +36,11 @@ from fabric.app.twin.build import (
     twin_discovery,
     twin_lock,
     twin_name,
+    twin_session,
 )
 from fabric.app.twin.tables import check_size, twin_tables
 from fabric.store import Store
+from probes.driver import FabricDriver
 from probes.opensm import parse_routing_log
 from topology.errors import LabError, UsageError
 from topology.lft import Lfts
@@ -46,7 +49,6 @@ from topology.route_checks import RouteReport, check_routes
 from topology.route_delta import RouteDelta, route_delta
 
 _USER = "ibfab twin check"
-AUDIT = "twin-audit.db"  # the twin's own audit log: what checks did to it and undid
 _LOG_LINES = 12  # the SM's log lines kept as evidence
 # Lines of the SM's log that say why an engine gave up (ftree's "ERR AB0B: Different number of
 # ports in an upward port group on switches:" and the switches on the lines after it, "Fabric
@@ -98,23 +100,31 @@ class TwinCheck:
         }
 
 
-def log_size(name: str) -> int:
+def sm_log(driver: FabricDriver) -> str:
+    """The twin's OpenSM log, as its lab driver knows it."""
+    path = driver.sm_log()
+    if path is None:
+        raise LabError(f"{driver.label}: no subnet manager log to follow (a twin is a lab)")
+    return path
+
+
+def log_size(driver: FabricDriver) -> int:
     try:
-        return Path(lab.opensm_log(name)).stat().st_size
+        return Path(sm_log(driver)).stat().st_size
     except OSError:
         return 0
 
 
-def _log_text(name: str, start: int = 0, end: int | None = None) -> str:
-    with Path(lab.opensm_log(name)).open("rb") as fh:
+def _log_text(driver: FabricDriver, start: int = 0, end: int | None = None) -> str:
+    with Path(sm_log(driver)).open("rb") as fh:
         fh.seek(start)
         data = fh.read() if end is None else fh.read(max(0, end - start))
     return data.decode(errors="replace")
 
 
-def routed(name: str, start: int = 0, end: int | None = None) -> SmRouted:
+def routed(driver: FabricDriver, start: int = 0, end: int | None = None) -> SmRouted:
     """What the twin's SM logged of its routing between two offsets of its log (the last routing)."""
-    text = _log_text(name, start, end)
+    text = _log_text(driver, start, end)
     _, engine, failed = parse_routing_log(text)
     lines: list[str] = []
     keeping = False
@@ -131,14 +141,14 @@ def routed(name: str, start: int = 0, end: int | None = None) -> SmRouted:
     last = done[-1] if done else len(lines) - 1
     first = done[-2] + 1 if len(done) > 1 else 0
     keep = lines[max(first, last + 1 - _LOG_LINES) : last + 1]
-    return SmRouted(engine, failed, tuple(keep), lab.opensm_log(name))
+    return SmRouted(engine, failed, tuple(keep), sm_log(driver))
 
 
 QUIET = 1.0  # seconds the SM's log must show no new sweep or trap for the routing to count as done
 _BUSY = ("Received Generic Notice", "tables configured", "SUBNET UP", "fabric_dump_general_info")
 
 
-def wait_routed(name: str, mark: int, timeout: float) -> None:
+def wait_routed(name: str, driver: FabricDriver, mark: int, timeout: float) -> None:
     """Until the twin's OpenSM has finished a sweep after ``mark`` (an offset of its log), logged
     no trap since, and started no other sweep for :data:`QUIET` seconds: a sweep that began before
     the change's trap ends with SUBNET UP too, and the one the trap asked for follows it."""
@@ -146,7 +156,7 @@ def wait_routed(name: str, mark: int, timeout: float) -> None:
     quiet_since: float | None = None
     seen = -1
     while True:
-        text = _log_text(name, mark)
+        text = _log_text(driver, mark)
         last = text.rfind("SUBNET UP")
         done = last >= 0 and text.rfind("Received Generic Notice") < last
         if done:
@@ -159,7 +169,7 @@ def wait_routed(name: str, mark: int, timeout: float) -> None:
             quiet_since = None
         if time.monotonic() > deadline:
             raise LabError(
-                f"twin {name}: OpenSM did not finish re-routing within {timeout:g} s (see {lab.opensm_log(name)})"
+                f"twin {name}: OpenSM did not finish re-routing within {timeout:g} s (see {sm_log(driver)})"
             )
         time.sleep(0.05)
 
@@ -184,7 +194,10 @@ def check_isolation(
     if not ports:
         raise UsageError("no port to check: the plan takes nothing out")
     return _checked(
-        d, engine, lfts_file, lambda name, td, store, timeout: _isolation(name, td, store, ports, timeout)
+        d,
+        engine,
+        lfts_file,
+        lambda name, twin, td, store, timeout: _isolation(name, twin, td, store, ports, timeout),
     )
 
 
@@ -199,7 +212,7 @@ def check_unplug(
         d,
         engine,
         lfts_file,
-        lambda name, td, store, timeout: _unplug(name, td, hcas, timeout),
+        lambda name, twin, td, store, timeout: _unplug(name, twin.driver, td, hcas, timeout),
         frozenset(hcas),
     )
 
@@ -213,7 +226,7 @@ class _Change:
     undo: Callable[[], bool]
 
 
-_Maker = Callable[[str, Discovery, Store, float], _Change]
+_Maker = Callable[[str, Session, Discovery, Store, float], _Change]
 
 
 def _checked(
@@ -234,33 +247,35 @@ def _checked(
         td = twin_discovery(twin)
         seconds["twin"] = time.monotonic() - t0
         name = twin.name
+        session = twin_session(name)  # the twin reached as a plan reaches the fabric: its driver
+        driver = session.driver
         timeout = 30.0 + (twin.state.switches + twin.state.hcas) / 50.0
 
         t0 = time.monotonic()
-        wait_routed(name, 0, timeout)  # the twin's own sweeps since it came up (or was put back) done
-        sm_before = routed(name, 0, log_size(name))
-        lfts_before = twin_tables(name, td)
+        wait_routed(name, driver, 0, timeout)  # the twin's own sweeps since it came up (or was put back) done
+        sm_before = routed(driver, 0, log_size(driver))
+        lfts_before = twin_tables(session, td)
         before = check_routes(td.fabric, td.classification, lfts_before)
         seconds["before"] = time.monotonic() - t0
 
         t0 = time.monotonic()
-        with Store.open(lab.lab_dir(name) / AUDIT) as store:
-            mark = log_size(name)
-            change = make(name, td, store, timeout)
+        with session.store.write() as store:
+            mark = log_size(driver)
+            change = make(name, session, td, store, timeout)
             try:
-                wait_routed(name, mark, timeout)
+                wait_routed(name, driver, mark, timeout)
                 seconds["apply"] = time.monotonic() - t0
                 t0 = time.monotonic()
-                sm_after = routed(name, mark)
+                sm_after = routed(driver, mark)
                 after_fabric = without(td.fabric, change.gone)
-                lfts_after = twin_tables(name, td)
+                lfts_after = twin_tables(session, td)
                 after = check_routes(after_fabric, td.classification, lfts_after)
                 seconds["after"] = time.monotonic() - t0
             finally:
                 t0 = time.monotonic()
-                mark = log_size(name)
+                mark = log_size(driver)
                 restored = change.undo()
-                wait_routed(name, mark, timeout)
+                wait_routed(name, driver, mark, timeout)
                 if not restored:
                     mark_stale(name)
                 seconds["restore"] = time.monotonic() - t0
@@ -283,9 +298,11 @@ def _checked(
     )
 
 
-def _isolation(name: str, td: Discovery, store: Store, ports: Sequence[PortRef], timeout: float) -> _Change:
-    """The plan run on the twin as ``--lab`` runs it: planned over the twin's discovery, applied
-    through the lab transport and audited in the twin's own log."""
+def _isolation(
+    name: str, twin: Session, td: Discovery, store: Store, ports: Sequence[PortRef], timeout: float
+) -> _Change:
+    """The plan run on the twin as it runs on the fabric: planned over the twin's discovery,
+    applied with the twin's session (its lab driver) and audited in the twin's own log."""
     missing = [p for p in ports if p.guid not in td.fabric.nodes]
     if missing:
         raise LabError(f"twin {name}: no node {missing[0].guid}: it does not copy this fabric")
@@ -294,22 +311,23 @@ def _isolation(name: str, td: Discovery, store: Store, ports: Sequence[PortRef],
         raise LabError(
             f"twin {name}: the twin would take out none of the ports ({plan.safety.rejected[0].reason})"
         )
-    mark = log_size(name)
-    changes = apply_plan(plan, store, lab=name, user=_USER)
-    wait_routed(name, mark, timeout)  # the re-sweep apply_plan asked for, before the cable goes
+    driver = twin.driver
+    mark = log_size(driver)
+    changes = apply_plan(plan, store, twin, user=_USER)
+    wait_routed(name, driver, mark, timeout)  # the re-sweep apply_plan asked for, before the cable goes
     # ibsim leaves a disabled port's LinkState Active and sends no trap, so OpenSM would route on
     # over the cable (ibsim.md 6.6); a real port goes down and its switch traps. The cable is
     # unplugged on the console, as the port going down does.
     for step in plan.steps:
-        lab.link_down(name, lab.console_node(name, step.port.guid), step.port.port, timeout=timeout)
+        driver.unplug(driver.node_id(step.port.guid), step.port.port, timeout=timeout)
     return _Change(
         tuple(f"{s.name} <-> {s.far}" for s in plan.steps),
         {v.candidate.link.key for v in plan.safety.accepted},
-        lambda: _restore(name, store, [c.audit_id for c in changes], timeout),
+        lambda: _restore(twin, store, [c.audit_id for c in changes], timeout),
     )
 
 
-def _unplug(name: str, td: Discovery, hcas: Sequence[Guid], timeout: float) -> _Change:
+def _unplug(name: str, driver: FabricDriver, td: Discovery, hcas: Sequence[Guid], timeout: float) -> _Change:
     cables = [lk for g in hcas for lk in td.fabric.links_of(g)]
     if not cables:
         raise LabError(f"twin {name}: the HCAs to take out have no cable there")
@@ -317,13 +335,13 @@ def _unplug(name: str, td: Discovery, hcas: Sequence[Guid], timeout: float) -> _
     done: list[tuple[str, int]] = []
     for lk in cables:
         end = lk.a if lk.a.guid in hcas else lk.b
-        node = lab.console_node(name, end.guid)
-        lab.link_down(name, node, end.port, timeout=timeout)
+        node = driver.node_id(end.guid)
+        driver.unplug(node, end.port, timeout=timeout)
         done.append((node, end.port))
 
     def undo() -> bool:
         for node, port in done:
-            lab.link_up(name, node, port, timeout=timeout)
+            driver.replug(node, port, timeout=timeout)
         return True
 
     return _Change(
@@ -336,18 +354,19 @@ def _unplug(name: str, td: Discovery, hcas: Sequence[Guid], timeout: float) -> _
     )
 
 
-def _restore(name: str, store: Store, audit_ids: Sequence[int], timeout: float) -> bool:
+def _restore(twin: Session, store: Store, audit_ids: Sequence[int], timeout: float) -> bool:
     """Put the twin back as it was: each isolation undone as the lab undoes one (``enable``, and
     the console's Unlink/ReLink), once the cable is plugged back. False when a port stays down."""
+    driver = twin.driver
     ok = True
     for audit_id in audit_ids:
-        undo = plan_undo(store, audit_id, lab=name, window_seconds=0)
-        node = lab.console_node(name, undo.port.guid)
-        if lab.port_line(name, node, undo.port.port).far is None:
-            lab.console(name, f'ReLink "{node}"[{undo.port.port}]')
-        apply_undo(undo, store, lab=name, user=_USER, force=True)
+        undo = plan_undo(store, audit_id, driver, window_seconds=0)
+        node = driver.node_id(undo.port.guid)
+        if not driver.port_state(node, undo.port.port).linked:
+            driver.console(f'ReLink "{node}"[{undo.port.port}]')
+        apply_undo(undo, store, twin, user=_USER, force=True)
         deadline = time.monotonic() + timeout
-        while lab.port_line(name, node, undo.port.port).state != "Active":
+        while driver.port_state(node, undo.port.port).state != "Active":
             if time.monotonic() > deadline:
                 ok = False
                 break

@@ -4,9 +4,10 @@ A job is touched when it runs on a host the change takes away (a drained node, a
 is isolated) or when routes between its own nodes cross a switch-to-switch cable the change takes
 out: each of its HCAs to each other (within a rail on a rail-optimized fabric), followed through
 the forwarding tables (:mod:`topology.route_cross`) over ``squeue``'s allocation of the job. The
-tables are the twin's when the change was checked there, else the fabric's own (``dump_fts`` where
-tools run: a lab, this machine), else a running twin's of the same topology; without any, which
-jobs cross a cable is unknown and said so, never guessed.
+tables are the twin's when the change was checked there, else the fabric's own where its driver
+reads them unasked (``dump_fts`` on a lab; a real fabric's takes minutes by directed route and is
+read when asked for: ``--check-routing``), else a running twin's of the same topology; without
+any, which jobs cross a cable is unknown and said so, never guessed.
 
 ``--avoid-running-jobs`` holds the change while any touched job runs: :class:`ChangeHeld` (exit 9)
 names them.
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabric.app.discovery.discover import Discovery
+from fabric.app.session import Session
 from fabric.app.slurm import NodeMap
-from fabric.app.source import Source
 from probes.inventory import expand_hosts
 from probes.slurm import Slurm
 from topology.errors import UnavailableError
@@ -83,18 +84,19 @@ def walk_of(d: Discovery, lfts: Any) -> Walk:
 
 
 def routes_for_jobs(
-    d: Discovery, src: Source | None, twin_walk: Walk | None = None
+    d: Discovery, session: Session | None, twin_walk: Walk | None = None
 ) -> tuple[Walk | None, str]:
-    """The routes to follow: the twin's (a check just read them), the fabric's own where tools
-    run, else a running twin's of this very topology; (None, why) when there are none."""
+    """The routes to follow: the twin's (a check just read them), the session's fabric's own
+    where its driver reads them unasked, else a running twin's of this very topology; (None,
+    why) when there are none."""
     if twin_walk is not None:
         return twin_walk, "the twin's forwarding tables, read for the routing check"
     from fabric.app.routes.tables import read_tables
 
-    if src is not None and src.runs_tools:
-        tables = read_tables(src, d)
+    if session is not None and session.driver.reads_tables_unasked:
+        tables = read_tables(session, d)
         return walk_of(d, tables.lfts), tables.source
-    from fabric.app.twin.build import running_twin, twin_discovery, twin_name
+    from fabric.app.twin.build import running_twin, twin_discovery, twin_name, twin_session
     from topology.twin_net import topology_key
 
     twin = running_twin(twin_name(d.fabric))
@@ -102,7 +104,7 @@ def routes_for_jobs(
         from fabric.app.twin.tables import twin_tables
 
         td = twin_discovery(twin)
-        lfts = twin_tables(twin.name, td)
+        lfts = twin_tables(twin_session(twin.name), td)
         return walk_of(td, lfts), f"{lfts.source} (the fabric's twin)"
     return None, (
         "no forwarding tables: which jobs' routes cross the cable is not known "

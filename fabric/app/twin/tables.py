@@ -1,4 +1,4 @@
-"""The twin's forwarding tables, read with the real ``dump_fts -n`` through the lab transport.
+"""The twin's forwarding tables, read with the real ``dump_fts -n`` through its lab driver.
 
 ``-n`` leaves the destinations unresolved: one short line an entry (``0x0001 009``) and no
 NodeDescription query per LID, so a twin of 4,096 HCAs (320 switches x 4,417 LIDs) dumps in about
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fabric.app.discovery.discover import Discovery
 from fabric.app.routes.tables import port_counts
-from fabric.app.source import Source, run_tool
+from fabric.app.session import Session
 from probes.transport import MAX_OUTPUT_BYTES
 from topology.errors import LabError
 from topology.lft import Lfts, parse_lfts
@@ -40,8 +40,9 @@ def check_size(name: str, d: Discovery) -> None:
         )
 
 
-def twin_tables(name: str, d: Discovery) -> Lfts:
-    """The twin ``name``'s tables as its switches hold them, over its own discovery ``d``."""
+def twin_tables(twin: Session, d: Discovery) -> Lfts:
+    """The tables of the twin ``twin`` reaches as its switches hold them, over its own discovery ``d``."""
+    name = twin.source.target
     check_size(name, d)
-    res = run_tool(Source("lab", name), ["dump_fts", "-n"], DUMP_TIMEOUT)
+    res = twin.driver.run_tool(["dump_fts", "-n"], DUMP_TIMEOUT)
     return parse_lfts(res.stdout, f"dump_fts -n on twin {name}", port_counts=port_counts(d))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from fabric import lab
+from fabric.lab import simulator as lab
 from topology.errors import CommandFailed, LabError
 
 # The probes are quick on a working lab (measured: ~0.1 s each); these are deadlines for a
@@ -149,7 +149,7 @@ def _runs(pid: int) -> bool:
 def restart(name: str = "default") -> lab.LabState:
     """Stop lab ``name``'s OpenSM and ibsim (by their recorded PIDs, whatever state they are in)
     and bring its design up again; LabError when there is no such lab or it does not come up."""
-    # lab.py's own steps (its lock, teardown and bring-up), so a restart is exactly a down and an
+    # the simulator's own steps (its lock, teardown and bring-up), so a restart is exactly a down and an
     # up of the same design, never a second lab beside the first
     paths = lab._paths(name)
     with lab._locked(paths.root / "lab.lock"):
