@@ -67,10 +67,11 @@ def main() -> int:
                 best[label] = min(best.get(label, got), got)
 
         from fabric.app.discovery.discover import discover
-        from fabric.app.source import read_source
+        from fabric.app.session import Session, StoreAccess, choose_source
 
-        src, text = read_source(str(capture), None, None)
-        doc = discover(src, text, None).to_dict()
+        src = choose_source(StoreAccess.at(), str(capture))
+        text = src.text
+        doc = discover(Session(src)).to_dict()
     import orjson
 
     encode: dict[str, float] = {}

@@ -35,6 +35,7 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 
 from fabric.app.readmodel.service import FabricService
+from fabric.app.session import Session, StoreAccess
 from fabric.core.fields import COUNTER_NAMES
 from fabric.store import Store
 from topology.generate import generate, to_ibnetdiscover
@@ -130,7 +131,7 @@ links_screen_module.LinkTable = _TimedTable  # type: ignore[attr-defined]  # the
 
 async def measure(path: Path) -> tuple[float, float, float, list[float], float]:
     start = time.perf_counter()
-    app = build_app(FabricService(path), poll_seconds=None)
+    app = build_app(FabricService(Session(store=StoreAccess(path))), poll_seconds=None)
     first_paint = topo = health = 0.0
     async with app.run_test(size=(120, 40)) as pilot:
         while not (isinstance(app.screen, OverviewScreen) and app.state is not None):
