@@ -197,10 +197,9 @@ def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twi
     when one is up: a STOP there refuses it and the fabric is left as it was."""
     from fabric.advise.candidates import resolve_port
     from fabric.advise.safety import SafetyPolicy
-    from fabric.app.isolation.changes import apply_isolation
     from fabric.app.isolation.isolate import plan_isolation
     from fabric.app.session import StoreAccess
-    from fabric.app.twin import build_twin, site_engine
+    from fabric.app.twin import apply_isolation_checked, build_twin, site_engine
     from topology.errors import SafetyError
 
     lab.up("fattree-small", (), name="gated")
@@ -217,7 +216,7 @@ def test_an_isolation_applied_without_the_command_line_is_gated_by_a_running_twi
         )
         before = _links("gated")
         with pytest.raises(SafetyError, match="stops the change \\(unreachable\\)"):
-            apply_isolation(Session(Source.lab("gated"), StoreAccess(tmp_path / "a.db")), plan)
+            apply_isolation_checked(Session(Source.lab("gated"), StoreAccess(tmp_path / "a.db")), plan)
         assert _links("gated") == before
     finally:
         for s in lab.list_labs():

@@ -15,9 +15,9 @@ from textual.widgets import DataTable, Static
 
 from fabric.app.drains.changes import drain
 from fabric.app.drains.drain import DrainPlan
-from fabric.app.isolation.changes import apply_isolation
 from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel.views import Advice, Unavailable
+from fabric.app.twin import apply_isolation_checked
 from fabric.present.advice import change_title, isolation_plan_text, render_actions
 from fabric.present.overview import ellipsis
 from fabric.present.slurm import render_drain_plan
@@ -192,7 +192,7 @@ class RecommendationsScreen(DataScreen):
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def apply(self, chosen: Advice, plan: IsolationPlan) -> None:
         try:
-            changes = apply_isolation(self.data.service.session, plan)  # the isolation room's
+            changes = apply_isolation_checked(self.data.service.session, plan)  # the twin's gate first
         except IbfabError as exc:
             self.post_message(ActionApplied(chosen.target, exc.one_line(), False))
             return

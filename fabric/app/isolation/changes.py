@@ -3,7 +3,9 @@ each opens the session's store to audit in and changes the fabric through the se
 
 from __future__ import annotations
 
-from fabric.app.discovery.discover import discover
+from collections.abc import Callable, Sequence
+
+from fabric.app.discovery.discover import Discovery, discover
 from fabric.app.isolation.isolate import (
     RETEST_WINDOW_SECONDS,
     AppliedChange,
@@ -15,23 +17,29 @@ from fabric.app.isolation.isolate import (
 from fabric.app.isolation.limits import IsolationRun, isolate_ports
 from fabric.app.session import Session
 from topology.errors import SafetyError
+from topology.model import PortRef
 
 
-def apply_isolation(session: Session, plan: IsolationPlan) -> list[AppliedChange]:
+def apply_isolation(
+    session: Session,
+    plan: IsolationPlan,
+    *,
+    gate: Callable[[Discovery, Sequence[PortRef]], object] | None = None,
+) -> list[AppliedChange]:
     """What ``ibfab isolate --apply --yes`` does after its plan: under the fabric's change lock,
     the same ports planned again on the session's fabric as it is now, then changed (every port
-    audited in the session's store)."""
+    audited in the session's store). ``gate`` is asked first, with the fabric and the ports the
+    plan takes out, and refuses by raising (the twin's routing check:
+    :func:`fabric.app.twin.apply_isolation_checked`)."""
     if not plan.safe:
         raise SafetyError("the plan breaks safety rules; nothing was changed")
     ports = [s.port for s in plan.steps]
     reason = plan.steps[0].action.reason if plan.steps else "requested by the operator"
-    from fabric.app.twin import routing_gate
-
     d = discover(session)
 
-    def gate(r: IsolationRun) -> None:
-        # where the fabric's twin is up, the change runs there first: a STOP refuses it
-        routing_gate(d, [s.port for s in r.plan.steps])
+    def check(r: IsolationRun) -> None:
+        if gate is not None:
+            gate(d, [s.port for s in r.plan.steps])
 
     with session.store.write() as store:
         run = isolate_ports(
@@ -43,7 +51,7 @@ def apply_isolation(session: Session, plan: IsolationPlan) -> list[AppliedChange
             session,
             rediscover=lambda: discover(session),
             apply=True,
-            before_apply=gate,
+            before_apply=check,
         )
     return list(run.changes)
 

@@ -37,11 +37,13 @@ from topology.model import LinkKey, PortRef
 from topology.route_walk import Walk
 
 if TYPE_CHECKING:
+    from fabric.app.isolation.isolate import AppliedChange, IsolationPlan
     from probes.driver import FabricDriver
 
 __all__ = [
     "Twin",
     "TwinCheck",
+    "apply_isolation_checked",
     "build_twin",
     "check_drain",
     "check_plan",
@@ -161,3 +163,12 @@ def routing_gate(d: Discovery, ports: Sequence[PortRef]) -> TwinCheck | None:
             f"the routing check on twin {twin.name} stops the change ({kinds}); nothing was changed"
         )
     return check
+
+
+def apply_isolation_checked(session: Session, plan: IsolationPlan) -> list[AppliedChange]:
+    """An isolation applied without an operator at a command line to read a check (the TUI's):
+    applied as ``ibfab isolate --apply`` applies it, with :func:`routing_gate` under the change
+    lock first (where the fabric's twin is up, a STOP refuses the change)."""
+    from fabric.app.isolation.changes import apply_isolation
+
+    return apply_isolation(session, plan, gate=routing_gate)
