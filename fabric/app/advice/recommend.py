@@ -5,12 +5,12 @@ limits, then the safety-checked recommendations (the TUI's advice goes through t
 from __future__ import annotations
 
 from fabric.advise.cabling import LastPeer
-from fabric.advise.candidates import LinkFinding, findings_from_report, node_label, read_health_file
+from fabric.advise.candidates import LinkFinding, node_label, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
 from fabric.app.advice.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.discovery.discover import Discovery
-from fabric.app.health.assess import assess_store
+from fabric.app.health.findings import stored_findings
 from fabric.app.isolation.limits import isolation_limits
 from fabric.app.session import Session, StoreAccess
 from fabric.health.thresholds import HealthThresholds
@@ -18,20 +18,6 @@ from fabric.store import Store
 from probes.driver import FabricDriver
 from topology.errors import StoreError
 from topology.model import Guid, PortRef
-
-
-def stored_findings(session: Session) -> list[LinkFinding] | None:
-    """Findings from the session's store (the same assessment as 'ibfab health', with the same
-    thresholds), or None when the store has no topology or counters yet."""
-    try:
-        stored = session.store.read()
-        if stored is None:
-            return None
-        with stored as store:
-            view = assess_store(store, thresholds=session.thresholds, record=False)
-    except StoreError:
-        return None
-    return findings_from_report(view.report)
 
 
 def health_findings(health_file: str | None, session: Session) -> list[LinkFinding] | None:

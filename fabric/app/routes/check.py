@@ -74,7 +74,7 @@ def health_flags(session: Session, d: Discovery) -> tuple[dict[LinkKey, str], se
     """(flagged cables with their status, isolated cables, where the flags came from, isolations)."""
     if not session.store.exists():
         return {}, set(), f"no store at {session.store.path}: no health assessment, no isolations", 0
-    from fabric.app.advice.recommend import stored_findings
+    from fabric.app.health.findings import stored_findings
     from fabric.app.isolation.isolate import open_isolations
 
     found = stored_findings(session)
