@@ -71,11 +71,42 @@ def _sqlite_message(exc: BaseException) -> str:
     return str(exc)
 
 
+def _read_header(path: Path) -> bytes:
+    """The file's header, read through a descriptor this process already holds on it when there
+    is one (another thread's connection, the daemon's own store). Closing any descriptor of a
+    file drops every POSIX lock this process holds on it, SQLite's included (fcntl locks belong
+    to the process and the file, not to the descriptor), so a header read with open()/close()
+    while a connection here holds the store let another process take it for its own: it
+    checkpointed and removed the WAL under that connection, whose writes then failed with "disk
+    I/O error" (a daemon's every job, while a reader polled its store). A held descriptor is read
+    with pread (its offset untouched) and never closed here; only when none is held is the file
+    opened and closed (then there is no lock to lose)."""
+    try:
+        st = path.stat()
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return read_header(path)
+    for name in fds:
+        fd = int(name)
+        try:
+            if _same_file(os.fstat(fd), st):
+                data = os.pread(fd, HEADER_BYTES, 0)
+                if _same_file(os.fstat(fd), st):  # not closed and reused meanwhile by another thread
+                    return data
+        except OSError:  # closed meanwhile, or not readable: another one, or the file itself
+            continue
+    return read_header(path)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def _header_check(path: Path, mend: bool) -> str | None:
     """Damage in the header of a file that is an ibfab store: rewritten when mending (returns
     what was), else a :class:`HeaderDamaged`. Another file's header is left for SQLite to judge;
     a damaged application id alone is judged once the tables can be read."""
-    header = read_header(path)
+    header = _read_header(path)
     if len(header) < HEADER_BYTES or not looks_like_ours(header):
         return None
     problems = [p for p in header_problems(header) if not p.startswith("application id")]
