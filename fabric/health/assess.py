@@ -1,9 +1,13 @@
-"""assess(): counter table + fabric (+ discovery events, + past findings) -> HealthReport.
+"""assess(): the store's decoded counter snapshots + fabric (+ discovery events, + past
+findings) -> HealthReport.
 
-Heavy lifting is vectorised (deltas, per-port sums, per-link arrays); the per-link Python loop
-only turns numbers into records and reasons. :func:`assess_pieces` takes the table a few
-snapshots at a time (deltas carried across pieces, sums per port), so a day of snapshots of a
-16,384-HCA fabric needs the memory of one piece, not of the day.
+The snapshots are summed column-wise per port (:mod:`fabric.health.columns`: no counter table is
+built), then the per-link Python loop only turns numbers into records and reasons; quiet links
+(most of a healthy fabric) take a short cut there. This is the program's one way to health: a
+counter table from elsewhere (Prometheus) is cut into the same snapshots first
+(:func:`fabric.health.snapshots.frame_snapshots`). The plain reading of the same rules, delta row
+by delta row and every link the long way, is the oracle the tests hold it against
+(tests/oracles/health.py).
 """
 
 from __future__ import annotations
@@ -11,19 +15,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
 from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
 from fabric.health.columns import ColumnSums
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
-from fabric.health.ports import PortSums, PortTable, port_table
+from fabric.health.ports import PortTable
 from fabric.health.rates import observed_seconds, per_hour
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.score import WATCH, LinkFacts, judge, pending
@@ -37,7 +40,7 @@ from topology.wiring import BelowPeers
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from fabric.store.blocks import PortSet, Values
+    from fabric.health.snapshots import Snapshot
 
 _T = TypeVar("_T", bound=np.generic)
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -45,101 +48,7 @@ _RX = ("rcv_errors", "local_link_integrity_errors", "excessive_buffer_overrun_er
 
 
 def assess(
-    frame: pd.DataFrame,
-    fabric: Fabric,
-    *,
-    since: float | None,
-    now: float,
-    events: Sequence[LinkEvent] = (),
-    history: Sequence[PastFinding] = (),
-    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
-    deltas: pd.DataFrame | None = None,
-    piece_rows: int | None = None,
-    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
-) -> HealthReport:
-    """Score every link of ``fabric`` over the samples of ``frame`` taken in [since, now].
-
-    ``below_peers`` (from :func:`topology.wiring.links_below_peers`): cables trained narrower or
-    slower than their peers, a finding of their own. ``since=None`` starts the window at the first
-    sample. ``deltas``, if given, is
-    ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice. ``piece_rows``:
-    compute deltas and sums a few snapshots at a time (about that many rows), as
-    :func:`assess_pieces` does, instead of over the whole table at once; the report is the same.
-    ``quick=False`` builds every link's record the long way (the reference for the short cuts).
-    """
-    t = thresholds
-    times = frame["time"]
-    start = float(times.min()) if since is None and len(frame) else (now if since is None else since)
-    if start > now:
-        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    inside = ((times >= start) & (times <= now)).to_numpy(dtype=bool)
-    window = frame if inside.all() else frame[inside]
-    short_s, long_s = t.ber_window_s, t.ber_window_long_s
-    if deltas is not None:
-        keep = ((deltas["prev_time"] >= start) & (deltas["time"] <= now)).to_numpy(dtype=bool)
-        pt = port_table(deltas if keep.all() else deltas[keep], now=now, short_s=short_s, long_s=long_s)
-    elif piece_rows is None:
-        pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
-    else:
-        try:
-            pt = _sum_pieces(_pieces(window, piece_rows), now, t).table()
-        except OutOfOrder:  # some port's samples interleave across snapshots: all at once
-            pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
-    snapshots = int(window["snapshot"].nunique())
-    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t, below_peers, quick)
-
-
-def assess_pieces(
-    pieces: Iterable[pd.DataFrame],
-    fabric: Fabric,
-    *,
-    since: float | None,
-    now: float,
-    events: Sequence[LinkEvent] = (),
-    history: Sequence[PastFinding] = (),
-    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
-    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
-) -> HealthReport:
-    """:func:`assess` of the counter table that ``pieces`` make together, one piece in memory at a time.
-
-    Pieces are groups of whole snapshots in snapshot id order (as :meth:`Store.load_counters`
-    gives them with ``snapshots=``); between them only one row per port is kept, so memory does
-    not grow with the number of snapshots in the window. The report is ``assess`` of the
-    concatenated table. Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples
-    interleave across pieces (the caller then assesses the whole table at once).
-    """
-    t = thresholds
-    if since is not None and since > now:
-        raise UsageError(f"health window starts after it ends (since {since} > now {now})")
-    first = math.inf
-    snapshots: set[object] = set()
-    samples = 0
-
-    def windows() -> Iterator[pd.DataFrame]:
-        nonlocal first, samples
-        for piece in pieces:
-            times = piece["time"]
-            if len(piece):
-                first = min(first, float(times.min()))
-            inside = times <= now
-            if since is not None:
-                inside &= times >= since
-            window = piece if inside.all() else piece[inside.to_numpy(dtype=bool)]
-            snapshots.update(window["snapshot"].unique().tolist())
-            samples += len(window)
-            yield window
-
-    pt = _sum_pieces(windows(), now, t).table()
-    start = since if since is not None else (first if math.isfinite(first) else now)
-    if start > now:
-        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers, quick)
-
-
-def assess_columns(
-    pieces: Iterable[Iterable[tuple[int, PortSet, Values]]],
+    snapshots: Iterable[Snapshot],
     fabric: Fabric,
     *,
     since: float | None,
@@ -149,45 +58,31 @@ def assess_columns(
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
-    """:func:`assess_pieces` of the store's decoded blocks (pieces of (snapshot id, port set,
-    values), snapshots in id order, as :meth:`Store.load_counter_block_pieces` gives them), summed
-    column-wise without building the counter table (:mod:`fabric.health.columns`); the same report.
-    Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples are not in time order
-    across snapshots (the caller then takes the counter table's path).
+    """Score every link of ``fabric`` over the samples of ``snapshots`` taken in [since, now].
+
+    ``snapshots``: (snapshot id, port set, values), in id order, as
+    :meth:`Store.load_counter_blocks` gives them (or :func:`~fabric.health.snapshots.frame_snapshots`
+    of a counter table); only one is held at a time. ``since=None`` starts the window at the first
+    sample. ``below_peers`` (from :func:`topology.wiring.links_below_peers`): cables trained
+    narrower or slower than their peers, a finding of their own. Raises
+    :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples are not in time order across
+    snapshots; :func:`~fabric.health.snapshots.in_time_order` puts such a window in order.
     """
     t = thresholds
     if since is not None and since > now:
         raise UsageError(f"health window starts after it ends (since {since} > now {now})")
     sums = ColumnSums(since=since, now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
-    for piece in pieces:
-        for snapshot_id, ports, values in piece:
-            sums.add(snapshot_id, ports, values)
+    for snapshot_id, ports, values in snapshots:
+        sums.add(snapshot_id, ports, values)
     pt = sums.table()
     first = sums.first
     start = since if since is not None else (first if math.isfinite(first) else now)
     if start > now:
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(sums.snapshots), sums.samples, events, history, t, below_peers)
+    return report(pt, fabric, start, now, len(sums.snapshots), sums.samples, events, history, t, below_peers)
 
 
-def _pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:
-    """``frame`` cut into groups of whole snapshots of about ``rows`` rows, in snapshot id order."""
-    snapshot = frame["snapshot"].to_numpy()
-    ids, counts = np.unique(snapshot, return_counts=True)
-    group = np.cumsum(counts) // max(1, rows)
-    for g in np.unique(group):
-        yield frame[np.isin(snapshot, ids[group == g])]
-
-
-def _sum_pieces(pieces: Iterable[pd.DataFrame], now: float, t: HealthThresholds) -> PortSums:
-    stream = DeltaStream()
-    sums = PortSums(now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
-    for piece in pieces:
-        sums.add(stream.feed(piece))
-    return sums
-
-
-def _report(
+def report(
     pt: PortTable,
     fabric: Fabric,
     start: float,
@@ -198,13 +93,12 @@ def _report(
     history: Sequence[PastFinding],
     t: HealthThresholds,
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
 ) -> HealthReport:
     """Per-port sums over [start, now] -> links, nodes and summary.
 
-    ``quick``: build the records of quiet links (nothing moved, certified, no history: most
-    links of a healthy fabric) on a short cut and sort without a key function per link; the
-    same report as without (tested: tests/healthpaths.py)."""
+    The records of quiet links (nothing moved, certified, no history: most links of a healthy
+    fabric) are built on a short cut, and links and nodes sorted without a key function each;
+    the same report as every link the long way (tests/oracles/health.py)."""
     seconds = now - start
     below = below_peers or {}
 
@@ -239,10 +133,10 @@ def _report(
 
     results: list[LinkHealth] = []
     keys = [lk.key for lk in links]
-    # Quiet-link candidates (quick): no symbol error, no lower bound, both ends read and unmoved,
-    # bits seen. The loop still checks flaps, events, history, degradation, BER and congestion.
+    # Quiet-link candidates: no symbol error, no lower bound, both ends read and unmoved, bits
+    # seen. The loop still checks flaps, events, history, degradation, BER and congestion.
     candidate = [False] * len(links)
-    if quick and t.repeat_days > 0:
+    if t.repeat_days > 0:
         moved = np.array(ends_of.moved, dtype=bool)
         candidate = (
             (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
@@ -383,19 +277,14 @@ def _report(
             )
         )
     results_by_link = list(results)
-    if quick:
-        # a status is a function of the score, so (score, -rank, key) orders as (score, key): by
-        # key, then stably by score, each sort keyed by a C-level lookup
-        order = sorted(range(len(results)), key=keys.__getitem__)
-        scores = [h.score for h in results]
-        order.sort(key=scores.__getitem__)
-    else:
-        order = sorted(
-            range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i])
-        )
+    # a status is a function of the score, so (score, -rank, key) orders as (score, key): by key,
+    # then stably by score, each sort keyed by a C-level lookup
+    order = sorted(range(len(results)), key=keys.__getitem__)
+    scores = [h.score for h in results]
+    order.sort(key=scores.__getitem__)
     results = [results[i] for i in order]
     by_key = dict(zip(keys, results_by_link, strict=True))
-    nodes = _quick_nodes(fabric, by_key, past, today, t) if quick else _nodes(fabric, by_key, past, today, t)
+    nodes = _nodes(fabric, by_key, past, today, t)
     summary = HealthSummary(
         since=start,
         now=now,
@@ -552,31 +441,8 @@ def _add(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
 def _nodes(
     fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
 ) -> list[NodeHealth]:
-    out: list[NodeHealth] = []
-    for guid, node in fabric.nodes.items():
-        mine = [by_key[lk.key] for lk in fabric.links_of(guid)]
-        worst = max(mine, key=lambda h: (h.status.rank, -h.score), default=None)
-        bad = sum(1 for h in mine if h.status.rank >= Status.WARN.rank)
-        days = past.node_days.get(guid, set()) | ({today} if bad else set())
-        offender = len(days) >= t.repeat_days
-        score = min((h.score for h in mine), default=100)
-        status = worst.status if worst is not None else Status.OK
-        if offender and status is Status.OK:
-            status, score = Status.WATCH, min(score, 89)
-        out.append(
-            NodeHealth(
-                guid, node.description, node.kind.value, score, status, len(mine), bad, offender, len(days)
-            )
-        )
-    out.sort(key=lambda n: (n.score, -n.status.rank, n.guid))
-    return out
-
-
-def _quick_nodes(
-    fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
-) -> list[NodeHealth]:
-    """:func:`_nodes` on short cuts: a status is a function of a score, so a node's worst link is
-    the one with its lowest score, and a node whose links all score 100 has none at warn."""
+    """Each node's health from its links': a status is a function of a score, so a node's worst
+    link is the one with its lowest score, and a node whose links all score 100 has none at warn."""
     out: list[NodeHealth] = []
     score_of = {key: h.score for key, h in by_key.items()}
     no_days: set[int] = set()
