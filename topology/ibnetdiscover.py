@@ -24,12 +24,19 @@ from pathlib import Path
 
 from topology._speed import gc_paused
 from topology.errors import ParseError
-from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
+from topology.ibnetdiscover_common import (
+    LID,
+    ORIGIN_LINE,
+    header_int,
+    narrower_view,
+    node_lid,
+    origin_of,
+    with_origin,
+)
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.ibnetdiscover_ports import PORTS_REPORT, ports_report_line
 from topology.ibnetdiscover_seconds import SecondInProgress, Side, settle
 from topology.model import (
-    SPEED_RANK,
     Fabric,
     Guid,
     Lid,
@@ -190,7 +197,6 @@ class _Builder:
         # First listings in order: (lower end, higher end, listing of the lower end).
         firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], _Listing]] = []
         ends_get = ends.get
-        rank_get = SPEED_RANK.get
         duplicates, sides, note = settle(self.seconds, self.sides, self.nodes)  # GUIDs two records have
         self.warnings += [note] if note else []
         for lg, lp, rg, rp, width, speed, lineno in sides:
@@ -204,15 +210,9 @@ class _Builder:
                         mirror = seen.mirror
                         assert mirror is not None
                         mirror.waiting = False
-                        # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
-                        if width and (not seen.width or width < seen.width):
-                            seen.width = mirror.width = width
-                        if (
-                            speed != seen.speed
-                            and speed in SPEED_RANK
-                            and SPEED_RANK[speed] < rank_get(seen.speed, 99)
-                        ):
-                            seen.speed = mirror.speed = speed
+                        if width != seen.width or speed != seen.speed:
+                            view = narrower_view(seen.width, seen.speed, width, speed)
+                            seen.width, seen.speed = mirror.width, mirror.speed = view
                     # else: the same listing twice (e.g. a loopback cable seen from both ports)
                     continue
                 if self._conflict(here, seen, (rg, rp), lineno):
@@ -447,10 +447,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 broke = None
                 continue
         if first == "#":
-            if stripped.startswith("# Initiated from node"):
-                words = stripped.split()
-                if len(words) >= 7 and words[5] == "port":
-                    b.origin = (words[4], words[6])
+            if stripped.startswith(ORIGIN_LINE):
+                b.origin = origin_of(stripped) or b.origin
             continue
         if first in "vdsc" and fmt == "topology" and "=" in stripped and '"' not in stripped:
             # vendid=/devid=/sysimgguid=/switchguid=/caguid= header lines (fast path)

@@ -1,5 +1,8 @@
-"""Field readings both ibnetdiscover readers share: the line parser (topology.ibnetdiscover) and
-its whole-text fast path (topology.ibnetdiscover_fast) must read these the same way."""
+"""The rules both ibnetdiscover readers apply, written once: the line parser
+(topology.ibnetdiscover), which reads every variant, and its whole-text fast path
+(topology.ibnetdiscover_fast), which reads the canonical spelling in bulk and hands anything
+else to the line parser. What a field means, what a cable's two listings make, where the tool
+ran from: here."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import dataclasses
 import functools
 import re
 
-from topology.model import Fabric, Lid, NodeKind, PortRef, normalise_guid
+from topology.model import SPEED_RANK, Fabric, Lid, NodeKind, PortRef, normalise_guid
 
 LID = re.compile(r"\blid\s+(\d+)")
 
@@ -26,6 +29,31 @@ def node_lid(text: str) -> Lid | None:
     """The LID on a node line's tail (``... enhanced port 0 lid 1 lmc 0``), if any."""
     m = LID.search(text)
     return Lid(int(m.group(1))) if m else None
+
+
+ORIGIN_LINE = "# Initiated from node"
+
+
+def origin_of(line: str) -> tuple[str, str] | None:
+    """(node GUID, port GUID) of a ``# Initiated from node N port P`` line, else None."""
+    words = line.split()
+    if len(words) >= 7 and words[5] == "port":
+        return words[4], words[6]
+    return None
+
+
+def narrower_view(width: int, speed: str, other_width: int, other_speed: str) -> tuple[int, str]:
+    """A cable's width and speed from its two ends' listings: the narrower width and the slower
+    speed; a width of 0 and a speed that is no known rate (``???``) are unknown, never narrower."""
+    if other_width and (not width or other_width < width):
+        width = other_width
+    if (
+        other_speed != speed
+        and other_speed in SPEED_RANK
+        and SPEED_RANK[other_speed] < SPEED_RANK.get(speed, 99)
+    ):
+        speed = other_speed
+    return width, speed
 
 
 def with_origin(fabric: Fabric, origin: tuple[str, str] | None) -> Fabric:

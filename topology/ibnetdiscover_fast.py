@@ -21,9 +21,15 @@ import re
 from itertools import compress
 from typing import cast
 
-from topology.ibnetdiscover_common import header_int, node_lid, with_origin
+from topology.ibnetdiscover_common import (
+    ORIGIN_LINE,
+    header_int,
+    narrower_view,
+    node_lid,
+    origin_of,
+    with_origin,
+)
 from topology.model import (
-    SPEED_RANK,
     Fabric,
     Guid,
     Lid,
@@ -52,7 +58,6 @@ _RECORD = re.compile(
 )
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
-_ORIGIN_LINE = "# Initiated from node"
 # One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every
 # line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
 # so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
@@ -148,12 +153,12 @@ def _origin(text: str) -> tuple[str, str] | None:
     """(node GUID, port GUID) of the last "# Initiated from node N port P" line, read the way
     the general parser reads it (words 5 and 7 of a line starting with that phrase)."""
     end = len(text)
-    while (i := text.rfind(_ORIGIN_LINE, 0, end)) >= 0:
+    while (i := text.rfind(ORIGIN_LINE, 0, end)) >= 0:
         if i == 0 or text[i - 1] == "\n":
             stop = text.find("\n", i)
-            words = text[i : stop if stop >= 0 else len(text)].split()
-            if len(words) >= 7 and words[5] == "port":
-                return words[4], words[6]
+            origin = origin_of(text[i : stop if stop >= 0 else len(text)])
+            if origin is not None:
+                return origin
         end = i  # not a line of its own, or not in that form: the general parser skips it too
     return None
 
@@ -236,6 +241,5 @@ def _narrower(a: str, b: str | None) -> str:
     """The narrower width and slower speed of the two ends' views (``4xHDR``, ``2xNDR``)."""
     if b is None:  # pragma: no cover - every far end was checked to list the cable back
         return a
-    (wa, sa), (wb, sb) = _view(a), _view(b)
-    speed = sa if SPEED_RANK.get(sa, 99) <= SPEED_RANK.get(sb, 99) else sb
-    return f"{min(wa, wb)}x{speed}"
+    width, speed = narrower_view(*_view(a), *_view(b))
+    return f"{width}x{speed}"
