@@ -1,16 +1,18 @@
-"""The fast path for ``ibnetdiscover`` topology files in the tool's own canonical spelling.
+"""The line parser's inner loop for ``ibnetdiscover`` files in the tool's own canonical spelling.
 
 ``parse_canonical(text, source)`` reads a whole file with a few C-level regex calls per record
-(one for the record, one ``findall`` for its port lines) and matches the two listings of each
-cable in bulk at the end. It accepts only what it can read completely: header lines, ``Switch``/``Ca``
-records, port lines ending in width x speed, blank and comment lines, every cable listed from
-both ends. On anything else (CRLF, ``-p`` reports, ibwarn lines, ``???``, partial files,
-conflicts, a truncated record) it returns None and the caller runs the general line-by-line
-parser, which either accepts the variant or reports the exact line at fault. So this module
-never raises a parse error: it only decides whether the quick reading is complete.
+(one for the record, one ``findall`` for its port lines) and fills the parser's one builder
+(:class:`topology.ibnetdiscover_build.Builder`) in bulk: the same nodes, port lines and LIDs the
+line parser would give it, so the Fabric is made by the same code (cables paired by
+:func:`~topology.ibnetdiscover_build.cables`). It reads only what it can read completely: header
+lines, ``Switch``/``Ca`` records, port lines ending in width x speed, blank and comment lines,
+far ends that have records of their own. On anything else (CRLF, ``-p`` reports, ibwarn lines,
+``???``, partial files, a port listed twice, a fault the builder finds) it returns None and the
+caller runs the line parser, which either reads the variant or names the line at fault. So this
+module never raises a parse error: it only decides whether the quick reading is complete.
 
-The result is the same Fabric the general parser builds (``tests/test_ibnetdiscover_fast.py``
-checks that on every real capture and on generated fabrics).
+The result is the line parser's Fabric (``tests/topology/test_ibnetdiscover_fast.py`` checks that
+on every real capture, on generated fabrics and on perturbations of them).
 """
 
 from __future__ import annotations
@@ -18,26 +20,24 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from itertools import compress
+from collections.abc import Mapping
+from itertools import repeat
+from operator import itemgetter
 from typing import cast
 
+from topology.ibnetdiscover_build import Builder, Listings, Unnumbered
 from topology.ibnetdiscover_common import (
     ORIGIN_LINE,
     header_int,
-    narrower_view,
     node_lid,
     origin_of,
-    with_origin,
 )
 from topology.model import (
     Fabric,
     Guid,
     Lid,
-    Link,
     Node,
     NodeKind,
-    PortRef,
-    links_from_columns,
     normalise_guid,
 )
 
@@ -69,7 +69,6 @@ _PORT_LINE = re.compile(
     re.M | re.A,
 )
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
-_new_ref = functools.partial(tuple.__new__, PortRef)  # PortRef((guid, port)) without its __new__
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,7 +82,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
-    lids: dict[PortRef, Lid] = {}  # every LID the records state: a switch's port 0, each HCA port
+    lids: dict[tuple[Guid, int], int] = {}  # every LID the records state: a switch's port 0, each HCA port
     hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
     ports = _Ports()
     record_match, ports_of = _RECORD.match, _PORT_LINE.findall
@@ -114,12 +113,12 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             else:
                 for p in found_ports:
                     if p[2]:
-                        lids.setdefault(PortRef(guid, int(p[0])), Lid(int(p[2])))
+                        lids.setdefault((guid, int(p[0])), int(p[2]))
             if lid is None:
                 own = found_ports[0][2] if found_ports else ""
                 lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
         elif lid is not None:
-            lids[PortRef(guid, 0)] = Lid(lid)
+            lids[(guid, 0)] = lid
         if plain_sysimg:
             sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
         else:
@@ -137,16 +136,20 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             header_int(vendid) if vendid else None,
             header_int(devid) if devid else None,
         )
-        ports.add(guid, gtext, nports, found_ports)
-    links = ports.cables()
-    if not nodes or links is None:
+        ports.add(guid, nports, found_ports)
+    listings = ports.listings(nodes)
+    if not nodes or listings is None:
         return None
     if hca_lids:
         guids, numbers, values = zip(*hca_lids, strict=True)
-        refs = map(_new_ref, zip(guids, map(int, numbers), strict=True))
-        lids.update(zip(refs, cast("map[Lid]", map(int, values)), strict=True))
-    fabric = Fabric.build(nodes.values(), links, (), source, unique=True, lids=lids)
-    return with_origin(fabric, _origin(text))
+        lids.update(zip(zip(guids, map(int, numbers), strict=True), map(int, values), strict=True))
+    builder = Builder(
+        source, nodes=nodes, own_lids=lids, origin=_origin(text), numbered=False, listings=listings
+    )
+    try:
+        return builder.fabric()
+    except Unnumbered:
+        return None  # the line parser names the line
 
 
 def _origin(text: str) -> tuple[str, str] | None:
@@ -165,66 +168,39 @@ def _origin(text: str) -> tuple[str, str] | None:
 
 class _Ports:
     """Every port line of the file in flat, parallel lists: built with C-level list operations
-    per record, matched in bulk at the end (this runs for every port of a 16k-HCA fabric)."""
+    per record, handed to the builder as columns at the end (this runs for every port of a
+    16k-HCA fabric)."""
 
     def __init__(self) -> None:
         self.lines: list[tuple[str, ...]] = []  # the port-line matches
         self.owner: list[Guid] = []  # the record each line is in
-        self.prefix: list[str] = []  # its GUID text + '"[': the key prefix of its own ports
         self.limit: list[int] = []  # its port count (unknown: no limit)
 
-    def add(self, guid: Guid, gtext: str, nports: int, lines: list[tuple[str, ...]]) -> None:
+    def add(self, guid: Guid, nports: int, lines: list[tuple[str, ...]]) -> None:
         n = len(lines)
         self.lines += lines
         self.owner += [guid] * n
-        self.prefix += [gtext + '"['] * n
         self.limit += [nports or _NO_LIMIT] * n
 
-    def cables(self) -> list[Link] | None:
-        """One Link per cable when every port line has its mirror (the far end lists it back, on
-        the port it names), else None. Keys are spelled as a port line names its far end:
-        ``guid"[port``."""
+    def listings(self, nodes: Mapping[Guid, Node]) -> Listings | None:
+        """Every port line as the builder's columns (no line numbers), or None when a far end
+        has no record of its own (the line parser keeps what its port lines say of it), or a port
+        is beyond its record's port count or any (one byte)."""
         lines = self.lines
         numbers = [p[0] for p in lines]
-        near = list(map(operator.add, self.prefix, numbers))
         far = [p[1] for p in lines]
-        views = [p[3] for p in lines]
-        index = dict(zip(near, range(len(near)), strict=True))
-        if len(index) != len(near):
-            return None  # a port listed twice
-        found = list(map(index.get, far))  # the line of each line's far end
-        if None in found:
-            return None  # a far end that does not list this cable
-        mirror = cast(list[int], found)
-        if list(map(far.__getitem__, mirror)) != near:
-            return None  # a port with two peers
-        mirrored = list(map(views.__getitem__, mirror))
-        if mirrored != views:
-            # The two ends disagree on some cable's view: keep the narrower/slower.
-            views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
-            return None  # a port beyond its record's port count, or beyond any (one byte)
-        # Each cable once, from the end whose key sorts first: the lower end when the GUIDs
-        # differ (GUID texts have one length), so the Link needs no reordering.
-        first = list(map(operator.lt, near, far))
-        if 2 * sum(first) != len(near):
-            return None  # a port cabled to itself
-        owner = self.owner
-        owners = list(compress(owner, first))
-        own_ports = list(compress(ints, first))
-        far_lines = list(compress(mirror, first))
-        far_guids = list(map(owner.__getitem__, far_lines))
-        far_ports = list(map(ints.__getitem__, far_lines))
-        widths, speeds = zip(*map(_view, compress(views, first)), strict=True) if owners else ((), ())
-        if any(map(operator.eq, owners, far_guids)):
-            # A cable between two ports of one switch: keys compare port numbers as text.
-            cables = zip(owners, own_ports, far_guids, far_ports, strict=True)
-            return [
-                Link(PortRef(g, p), PortRef(fg, fp), w, sp)
-                for (g, p, fg, fp), w, sp in zip(cables, widths, speeds, strict=True)
-            ]
-        return links_from_columns(owners, own_ports, far_guids, far_ports, widths, speeds)
+            return None
+        far_guids = list(map(operator.add, repeat("0x"), map(itemgetter(slice(0, 16)), far)))
+        if not nodes.keys() >= set(far_guids):
+            return None  # a partial file: the line parser reads the far ends' lines
+        far_ports = list(map(int, map(itemgetter(slice(18, None)), far)))
+        views = list(map(_view, [p[3] for p in lines]))
+        widths, speeds = list(map(itemgetter(0), views)), list(map(itemgetter(1), views))
+        return Listings(
+            self.owner, ints, cast(list[Guid], far_guids), far_ports, widths, speeds, [0] * len(ints)
+        )
 
 
 _NO_LIMIT = 1 << 30
@@ -235,11 +211,3 @@ def _view(text: str) -> tuple[int, str]:
     """``4xNDR`` -> (4, "NDR")."""
     width, _, speed = text.partition("x")
     return int(width), speed
-
-
-def _narrower(a: str, b: str | None) -> str:
-    """The narrower width and slower speed of the two ends' views (``4xHDR``, ``2xNDR``)."""
-    if b is None:  # pragma: no cover - every far end was checked to list the cable back
-        return a
-    width, speed = narrower_view(*_view(a), *_view(b))
-    return f"{width}x{speed}"

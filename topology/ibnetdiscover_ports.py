@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from topology.model import NodeKind, PortRef, UnconnectedPort, normalise_guid
 
 if TYPE_CHECKING:
-    from topology.ibnetdiscover import _Builder
+    from topology.ibnetdiscover_build import Builder
 
 _KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUTER}
 PORTS_REPORT = re.compile(
@@ -24,7 +24,7 @@ PORTS_REPORT = re.compile(
 )
 
 
-def ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
+def ports_report_line(b: Builder, m: re.Match[str], lineno: int, line: str) -> None:
     (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
     try:
         guid = normalise_guid(gid)
