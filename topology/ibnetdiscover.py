@@ -31,10 +31,10 @@ from topology._speed import gc_paused
 from topology.ibnetdiscover_build import TOOL, Builder, FarNode
 from topology.ibnetdiscover_common import (
     LID,
+    MAX_PORT,
     ORIGIN_LINE,
-    header_int,
-    node_lid,
     origin_of,
+    record_node,
 )
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.ibnetdiscover_ports import PORTS_REPORT, ports_report_line
@@ -93,7 +93,6 @@ _TOOL_LIKE = re.compile(
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # One line break: CRLF, a doubled CR before LF (terminal logs), or LF.
 _LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear in a run of CRs
-MAX_PORT = 255  # port numbers are one byte in InfiniBand
 _PORT_RANGE = f"a port number above {MAX_PORT} (port numbers are one byte)"
 
 
@@ -299,21 +298,17 @@ def _node_record(
 ) -> tuple[Node, SecondInProgress | None]:
     """The record's node, and where its port lines go when an earlier record has its GUID."""
     record, nports, gid, desc, rest = m.groups()
-    if len(nports) > 3 or int(nports) > MAX_PORT:
-        raise b.error(lineno, line, f"{nports[:8]} ports: a node has at most {MAX_PORT}")
     try:
-        guid = b.guid(gid)
         sysimg = header.get("sysimgguid")
-        vendid, devid = header.get("vendid"), header.get("devid")
-        node = Node(
-            guid,
+        node = record_node(
             _KIND_BY_RECORD[record],
-            desc.strip(),
-            int(nports),
-            node_lid(rest) if "lid" in rest else None,
+            nports,
+            b.guid(gid),
+            desc,
+            rest,
             b.guid(sysimg) if sysimg else None,
-            header_int(vendid) if vendid else None,
-            header_int(devid) if devid else None,
+            header.get("vendid"),
+            header.get("devid"),
         )
     except ValueError as exc:
         raise b.error(lineno, line, str(exc)) from exc

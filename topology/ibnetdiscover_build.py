@@ -14,9 +14,10 @@ is kept and the later one named in a warning.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter
@@ -42,6 +43,7 @@ TOOL = "ibnetdiscover"
 _HEX_LOWER = "0123456789abcdef"
 _SKIPPED_SHOWN = 5
 PortKey = tuple[Guid, int]
+_new_ref = functools.partial(tuple.__new__, PortRef)  # PortRef((guid, port)) without its __new__
 
 
 class Unnumbered(ParseError):
@@ -151,7 +153,9 @@ class Builder:
     def lids(self) -> dict[PortRef, Lid]:
         """Every LID stated, by port: a record's of its own, else (no record) the far end's."""
         out = {PortRef(g, p): Lid(lid) for (g, p), lid in self.far_lids.items() if g not in self.nodes}
-        out.update((PortRef(g, p), Lid(lid)) for (g, p), lid in self.own_lids.items())
+        out.update(
+            zip(map(_new_ref, self.own_lids), cast("Iterable[Lid]", self.own_lids.values()), strict=True)
+        )
         return out
 
     def notes(self) -> tuple[str, ...]:

@@ -10,9 +10,10 @@ import dataclasses
 import functools
 import re
 
-from topology.model import SPEED_RANK, Fabric, Lid, NodeKind, PortRef, normalise_guid
+from topology.model import SPEED_RANK, Fabric, Guid, Lid, Node, NodeKind, PortRef, normalise_guid
 
 LID = re.compile(r"\blid\s+(\d+)")
+MAX_PORT = 255  # port numbers are one byte in InfiniBand
 
 
 @functools.lru_cache(maxsize=1024)
@@ -29,6 +30,36 @@ def node_lid(text: str) -> Lid | None:
     """The LID on a node line's tail (``... enhanced port 0 lid 1 lmc 0``), if any."""
     m = LID.search(text)
     return Lid(int(m.group(1))) if m else None
+
+
+def record_node(
+    kind: NodeKind,
+    nports: str,
+    guid: Guid,
+    description: str,
+    tail: str,
+    sysimg: Guid | None,
+    vendid: str | None,
+    devid: str | None,
+    port_lid: int | None = None,
+) -> Node:
+    """A record's node from its node line (``Switch 36 "S-..." # "desc" ... lid 1 lmc 0``: the
+    port count, the GUID, the description and the tail after it) and its header's values; its
+    LID is the one the node line states, else ``port_lid`` (an HCA's, from its port lines). A
+    ValueError says why when a number is out of range."""
+    if len(nports) > 3 or int(nports) > MAX_PORT:
+        raise ValueError(f"{nports[:8]} ports: a node has at most {MAX_PORT}")
+    lid = node_lid(tail) if "lid" in tail else None
+    return Node(
+        guid,
+        kind,
+        description.strip(),
+        int(nports),
+        lid if lid is not None else (Lid(port_lid) if port_lid is not None else None),
+        sysimg,
+        header_int(vendid) if vendid else None,
+        header_int(devid) if devid else None,
+    )
 
 
 ORIGIN_LINE = "# Initiated from node"

@@ -21,21 +21,18 @@ import functools
 import operator
 import re
 from collections.abc import Mapping
-from itertools import repeat
 from operator import itemgetter
 from typing import cast
 
 from topology.ibnetdiscover_build import Builder, Listings, Unnumbered
 from topology.ibnetdiscover_common import (
     ORIGIN_LINE,
-    header_int,
-    node_lid,
     origin_of,
+    record_node,
 )
 from topology.model import (
     Fabric,
     Guid,
-    Lid,
     Node,
     NodeKind,
     normalise_guid,
@@ -82,6 +79,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
+    guid_of: dict[str, Guid] = {}  # each record's GUID by its 16 hex digits
     lids: dict[tuple[Guid, int], int] = {}  # every LID the records state: a switch's port 0, each HCA port
     hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
     ports = _Ports()
@@ -99,13 +97,11 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         guid = Guid("0x" + gtext)
         if guid in nodes:
             return None
+        guid_of[gtext] = guid
         found_ports = ports_of(block)
         if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
-        nports = int(nports_text)
-        if nports > 255:
-            return None  # not a port count: the general parser says so, with the line
-        lid: int | None = node_lid(rest) if "lid" in rest else None
+        port_lid: int | None = None
         if record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
             if len(found_ports) == 1 and found_ports[0][2]:
@@ -114,30 +110,20 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
                 for p in found_ports:
                     if p[2]:
                         lids.setdefault((guid, int(p[0])), int(p[2]))
-            if lid is None:
-                own = found_ports[0][2] if found_ports else ""
-                lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
-        elif lid is not None:
-            lids[(guid, 0)] = lid
-        if plain_sysimg:
-            sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
-        else:
-            try:
-                sysimg_guid = _sysimg(sysimg) if sysimg else None
-            except ValueError:
-                return None  # the general parser reports it
-        nodes[guid] = Node(
-            guid,
-            _KIND[record],
-            desc.strip(),
-            nports,
-            Lid(lid) if lid is not None else None,
-            sysimg_guid,
-            header_int(vendid) if vendid else None,
-            header_int(devid) if devid else None,
-        )
+            own = found_ports[0][2] if found_ports else ""
+            port_lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
+        try:
+            sysimg_guid = Guid("0x" + plain_sysimg) if plain_sysimg else (_sysimg(sysimg) if sysimg else None)
+            node = nodes[guid] = record_node(
+                _KIND[record], nports_text, guid, desc, rest, sysimg_guid, vendid, devid, port_lid
+            )
+        except ValueError:
+            return None  # a number out of range: the line parser says so, with the line
+        nports = node.nports
+        if record != "Ca" and node.lid is not None:
+            lids[(guid, 0)] = node.lid
         ports.add(guid, nports, found_ports)
-    listings = ports.listings(nodes)
+    listings = ports.listings(guid_of)
     if not nodes or listings is None:
         return None
     if hca_lids:
@@ -182,9 +168,9 @@ class _Ports:
         self.owner += [guid] * n
         self.limit += [nports or _NO_LIMIT] * n
 
-    def listings(self, nodes: Mapping[Guid, Node]) -> Listings | None:
-        """Every port line as the builder's columns (no line numbers), or None when a far end
-        has no record of its own (the line parser keeps what its port lines say of it), or a port
+    def listings(self, guid_of: Mapping[str, Guid]) -> Listings | None:
+        """Every port line as the builder's columns (no line numbers; ``guid_of``: each record's
+        GUID by its 16 hex digits), or None when a far end has no record of its own (the line parser keeps what its port lines say of it), or a port
         is beyond its record's port count or any (one byte)."""
         lines = self.lines
         numbers = [p[0] for p in lines]
@@ -192,8 +178,9 @@ class _Ports:
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
             return None
-        far_guids = list(map(operator.add, repeat("0x"), map(itemgetter(slice(0, 16)), far)))
-        if not nodes.keys() >= set(far_guids):
+        # the records' own GUID strings (one object each: hashed once, compared by identity first)
+        far_guids = list(map(guid_of.get, map(itemgetter(slice(0, 16)), far)))
+        if None in far_guids:
             return None  # a partial file: the line parser reads the far ends' lines
         far_ports = list(map(int, map(itemgetter(slice(18, None)), far)))
         views = list(map(_view, [p[3] for p in lines]))
