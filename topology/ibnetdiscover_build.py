@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter
-from typing import cast
+from typing import Any, cast
 
 from topology.errors import ParseError
 from topology.ibnetdiscover_common import narrower_view, with_origin
@@ -217,23 +217,30 @@ class Builder:
 
 @dataclass(frozen=True, slots=True)
 class Listings:
-    """The port lines of a capture as columns, in line order: near end (GUID, port), far end,
-    width, speed and line number (0: read in bulk, without line numbers)."""
+    """The port lines of a capture as columns, in line order: each line's own port and far port
+    as keys (anything hashable that is equal for the same port and orders as (GUID, port) does,
+    but for two ports of one GUID), its own GUID and port number, width, speed and line number
+    (0: read in bulk, without line numbers). The far end's GUID and port number are given by the
+    line parser; the bulk reader leaves them out (None): every line it gives is listed back by
+    its far end, whose own columns say them."""
 
+    near: list[Any]
+    far: list[Any]
     guids: list[Guid]
     ports: list[int]
-    far_guids: list[Guid]
-    far_ports: list[int]
     widths: list[int]
     speeds: list[str]
     lines: list[int]
+    far_guids: list[Guid] | None = None
+    far_ports: list[int] | None = None
 
     @classmethod
     def of(cls, sides: Sequence[Side]) -> Listings:
         if not sides:
-            return cls([], [], [], [], [], [], [])
+            return cls([], [], [], [], [], [], [], [], [])
         lg, lp, rg, rp, width, speed, line = (list(c) for c in zip(*sides, strict=True))
-        return cls(lg, lp, rg, rp, width, speed, line)
+        near, far = list(zip(lg, lp, strict=True)), list(zip(rg, rp, strict=True))
+        return cls(near, far, lg, lp, width, speed, line, rg, rp)
 
 
 def cables(
@@ -248,15 +255,16 @@ def cables(
     ``unmirrored(low end, high end, line)`` for a cable listed once (it raises when both ends'
     records should have listed it). Built from whole columns: this runs for every port line of a
     16k-HCA fabric."""
-    if not listed.guids:
+    if not listed.near:
         return []
-    here = list(zip(listed.guids, listed.ports, strict=True))
-    there = list(zip(listed.far_guids, listed.far_ports, strict=True))
-    width, speed, line = listed.widths, listed.speeds, listed.lines
-    lower = list(map(operator.le, here, there))  # (GUID, port) order: the Link's a end
-    quick = _listed_twice(here, there, lower, width, speed)
+    quick = _listed_twice(listed)
     if quick is not None:
         return quick
+    if listed.far_guids is None or listed.far_ports is None:
+        raise Unnumbered(TOOL, "", 0, "", "port lines not all listed back by their far ends")
+    here = listed.near
+    there = list(zip(listed.far_guids, listed.far_ports, strict=True))
+    width, speed, line = listed.widths, listed.speeds, listed.lines
     # ports numbered once: the dicts below then hash integers, not (GUID, port) tuples
     keys = list(dict.fromkeys(here + there))
     number = dict(zip(keys, range(len(keys)), strict=True))
@@ -309,12 +317,11 @@ def cables(
     )
 
 
-def _listed_twice(
-    here: list[PortKey], there: list[PortKey], lower: list[bool], width: list[int], speed: list[str]
-) -> list[Link] | None:
+def _listed_twice(listed: Listings) -> list[Link] | None:
     """The cables when every port line has its mirror (the far end lists it back, on the port it
-    names) and no port is listed twice: what the general reading above makes of such lines, by a
+    names) and no port is listed twice: what the general reading in cables() makes of them, by a
     few passes over whole columns; None otherwise."""
+    here, there, width, speed = listed.near, listed.far, listed.widths, listed.speeds
     index = dict(zip(here, range(len(here)), strict=True))
     if len(index) != len(here):
         return None  # a port listed twice
@@ -325,7 +332,7 @@ def _listed_twice(
     if list(map(there.__getitem__, mirrors)) != here:
         return None  # a port with two peers
     # each cable once, from its lower end's listing (a port cabled to itself: its one listing)
-    first = list(compress(range(len(here)), lower))
+    first = list(compress(range(len(here)), map(operator.le, here, there)))
     mirror_of = list(map(mirrors.__getitem__, first))
     widths = list(map(width.__getitem__, first))
     speeds = list(map(speed.__getitem__, first))
@@ -334,16 +341,18 @@ def _listed_twice(
             if width[j] != widths[k] or speed[j] != speeds[k]:  # the first listing's view, then
                 a, b = (i, j) if i < j else (j, i)  # the second's, as the general reading has them
                 widths[k], speeds[k] = narrower_view(width[a], speed[a], width[b], speed[b])
-    low = list(compress(here, lower))
-    high = list(compress(there, lower))
-    return links_from_columns(
-        map(itemgetter(0), low),
-        map(itemgetter(1), low),
-        map(itemgetter(0), high),
-        map(itemgetter(1), high),
-        widths,
-        speeds,
-    )
+    guids, ports = listed.guids, listed.ports
+    a_guids = list(map(guids.__getitem__, first))
+    a_ports = list(map(ports.__getitem__, first))
+    b_guids = list(map(guids.__getitem__, mirror_of))  # the far end's own columns
+    b_ports = list(map(ports.__getitem__, mirror_of))
+    if any(map(operator.eq, a_guids, b_guids)):
+        # two ports of one GUID: keys that are text order its port numbers as text, so each such
+        # cable is put in (GUID, port) order here
+        for k in (k for k, (g, h) in enumerate(zip(a_guids, b_guids, strict=True)) if g == h):
+            if a_ports[k] > b_ports[k]:
+                a_ports[k], b_ports[k] = b_ports[k], a_ports[k]
+    return links_from_columns(a_guids, a_ports, b_guids, b_ports, widths, speeds)
 
 
 def _unconflicted(

@@ -20,9 +20,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from collections.abc import Mapping
 from operator import itemgetter
-from typing import cast
 
 from topology.ibnetdiscover_build import Builder, Listings, Unnumbered
 from topology.ibnetdiscover_common import (
@@ -79,7 +77,6 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
-    guid_of: dict[str, Guid] = {}  # each record's GUID by its 16 hex digits
     lids: dict[tuple[Guid, int], int] = {}  # every LID the records state: a switch's port 0, each HCA port
     hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
     ports = _Ports()
@@ -97,7 +94,6 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         guid = Guid("0x" + gtext)
         if guid in nodes:
             return None
-        guid_of[gtext] = guid
         found_ports = ports_of(block)
         if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
@@ -122,8 +118,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         nports = node.nports
         if record != "Ca" and node.lid is not None:
             lids[(guid, 0)] = node.lid
-        ports.add(guid, nports, found_ports)
-    listings = ports.listings(guid_of)
+        ports.add(guid, gtext, nports, found_ports)
+    listings = ports.listings()
     if not nodes or listings is None:
         return None
     if hca_lids:
@@ -160,33 +156,36 @@ class _Ports:
     def __init__(self) -> None:
         self.lines: list[tuple[str, ...]] = []  # the port-line matches
         self.owner: list[Guid] = []  # the record each line is in
+        self.prefix: list[str] = []  # its GUID text + '"[': the key prefix of its own ports
         self.limit: list[int] = []  # its port count (unknown: no limit)
 
-    def add(self, guid: Guid, nports: int, lines: list[tuple[str, ...]]) -> None:
+    def add(self, guid: Guid, gtext: str, nports: int, lines: list[tuple[str, ...]]) -> None:
         n = len(lines)
         self.lines += lines
         self.owner += [guid] * n
+        self.prefix += [gtext + '"['] * n
         self.limit += [nports or _NO_LIMIT] * n
 
-    def listings(self, guid_of: Mapping[str, Guid]) -> Listings | None:
-        """Every port line as the builder's columns (no line numbers; ``guid_of``: each record's
-        GUID by its 16 hex digits), or None when a far end has no record of its own (the line parser keeps what its port lines say of it), or a port
-        is beyond its record's port count or any (one byte)."""
+    def listings(self) -> Listings | None:
+        """Every port line as the builder's columns (no line numbers), its ends keyed as the
+        port lines name a far end (``guid"[port``: no text made for the far ends), or None when a
+        port is beyond its record's port count or any (one byte). A far end with no record of
+        its own, or one that does not list the cable back, leaves the builder's short cut, which
+        then steps aside (Unnumbered) for the line parser."""
         lines = self.lines
         numbers = [p[0] for p in lines]
-        far = [p[1] for p in lines]
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
             return None
-        # the records' own GUID strings (one object each: hashed once, compared by identity first)
-        far_guids = list(map(guid_of.get, map(itemgetter(slice(0, 16)), far)))
-        if None in far_guids:
-            return None  # a partial file: the line parser reads the far ends' lines
-        far_ports = list(map(int, map(itemgetter(slice(18, None)), far)))
         views = list(map(_view, [p[3] for p in lines]))
-        widths, speeds = list(map(itemgetter(0), views)), list(map(itemgetter(1), views))
         return Listings(
-            self.owner, ints, cast(list[Guid], far_guids), far_ports, widths, speeds, [0] * len(ints)
+            near=list(map(operator.add, self.prefix, numbers)),
+            far=[p[1] for p in lines],
+            guids=self.owner,
+            ports=ints,
+            widths=list(map(itemgetter(0), views)),
+            speeds=list(map(itemgetter(1), views)),
+            lines=[0] * len(ints),
         )
 
 
