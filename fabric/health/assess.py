@@ -98,103 +98,151 @@ def report(
 
     The records of quiet links (nothing moved, certified, no history: most links of a healthy
     fabric) are built on a short cut, and links and nodes sorted without a key function each;
-    the same report as every link the long way (tests/oracles/health.py)."""
-    seconds = now - start
-    below = below_peers or {}
+    the same report as every link by :meth:`LinkScores.record` (tests/oracles/health.py)."""
+    scores = LinkScores(pt, fabric, start, now, events, history, t, below_peers)
+    results = scores.records()
+    keys = scores.keys
+    # a status is a function of the score, so (score, -rank, key) orders as (score, key): by key,
+    # then stably by score, each sort keyed by a C-level lookup
+    order = sorted(range(len(results)), key=keys.__getitem__)
+    values = [h.score for h in results]
+    order.sort(key=values.__getitem__)
+    by_key = dict(zip(keys, results, strict=True))
+    nodes = _nodes(fabric, by_key, scores.past, scores.today, t)
+    ranked = [results[i] for i in order]
+    return HealthReport(tuple(ranked), tuple(nodes), scores.summary(ranked, nodes, snapshots, samples))
 
-    row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
-    links = fabric.links
-    ia = np.array([row_of.get((lk.a.guid, lk.a.port), -1) for lk in links], dtype=np.int64)
-    ib = np.array([row_of.get((lk.b.guid, lk.b.port), -1) for lk in links], dtype=np.int64)
-    rate = np.array([lk.gbps for lk in links], dtype=np.float64) * 1e9
 
-    sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
-    seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
-    covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
-    sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
-    sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
-    sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
-    sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
-    lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
-    ends_of = _Ends(pt, t)
-    # Python lists: indexing them in the loop is far cheaper than numpy scalars
-    seen_l = (seen_a & seen_b).tolist()
-    bits_l = (rate * covered).tolist()
-    rate_l, covered_l, sym_l = rate.tolist(), covered.tolist(), sym.tolist()
-    sym_short_l, sym_long_l, lower_bound_l = sym_short.tolist(), sym_long.tolist(), lower_bound.tolist()
-    ia_l, ib_l = ia.tolist(), ib.tolist()
+class LinkScores:
+    """Every link's figures over the window as Python lists (indexing them is far cheaper than
+    numpy scalars), and how a link's record is made: :meth:`record`, the rules in full, and
+    :meth:`records`, every link's, quiet ones on a short cut that gives what record() gives."""
 
-    downs, recoveries = _increments(pt.flap_rows)
-    events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
-    for ev in events:
-        events_of[ev.link].append(ev)
-    past = History.build(history, now=now, lookback_days=t.repeat_lookback_days)
-    today = day_of(now)
+    def __init__(
+        self,
+        pt: PortTable,
+        fabric: Fabric,
+        start: float,
+        now: float,
+        events: Sequence[LinkEvent],
+        history: Sequence[PastFinding],
+        t: HealthThresholds,
+        below_peers: Mapping[LinkKey, BelowPeers] | None,
+    ) -> None:
+        self.fabric, self.start, self.now, self.t = fabric, start, now, t
+        self.below = below_peers or {}
+        self.row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
+        links = self.links = fabric.links
+        row_of = self.row_of
+        ia = np.array([row_of.get((lk.a.guid, lk.a.port), -1) for lk in links], dtype=np.int64)
+        ib = np.array([row_of.get((lk.b.guid, lk.b.port), -1) for lk in links], dtype=np.int64)
+        rate = np.array([lk.gbps for lk in links], dtype=np.float64) * 1e9
+        sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
+        seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
+        covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
+        sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
+        sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
+        sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
+        sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
+        lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
+        self.ends_of = _Ends(pt, t)
+        self.without_samples = int(np.count_nonzero(~seen_a & ~seen_b))
+        self.seen = (seen_a & seen_b).tolist()
+        self.bits = (rate * covered).tolist()
+        self.rate, self.covered, self.sym = rate.tolist(), covered.tolist(), sym.tolist()
+        self.sym_short, self.sym_long, self.lower_bound = (
+            sym_short.tolist(),
+            sym_long.tolist(),
+            lower_bound.tolist(),
+        )
+        self.ia, self.ib = ia.tolist(), ib.tolist()
+        self.downs, self.recoveries = _increments(pt.flap_rows)
+        self.events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
+        for ev in events:
+            self.events_of[ev.link].append(ev)
+        self.past = History.build(history, now=now, lookback_days=t.repeat_lookback_days)
+        self.today = day_of(now)
+        self.keys = [lk.key for lk in links]
+        # Quiet-link candidates: no symbol error, no lower bound, both ends read and unmoved, bits
+        # seen. The short cut still checks flaps, events, history, degradation, BER and congestion.
+        self.candidate = [False] * len(links)
+        if t.repeat_days > 0:
+            moved = np.array(self.ends_of.moved, dtype=bool)
+            self.candidate = (
+                (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
+            ).tolist()
 
-    results: list[LinkHealth] = []
-    keys = [lk.key for lk in links]
-    # Quiet-link candidates: no symbol error, no lower bound, both ends read and unmoved, bits
-    # seen. The loop still checks flaps, events, history, degradation, BER and congestion.
-    candidate = [False] * len(links)
-    if t.repeat_days > 0:
-        moved = np.array(ends_of.moved, dtype=bool)
-        candidate = (
-            (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
-        ).tolist()
-    flapping = downs.keys() | recoveries.keys()
-    port_days = past.port_days
-    ok = Status.of_score(100)
-    no_error_upper = poisson_upper(0, t.ber_confidence)
-    for i, lk in enumerate(links):
-        a_key, b_key = keys[i]
-        if (
-            candidate[i]
-            and a_key not in flapping
-            and b_key not in flapping
-            and keys[i] not in events_of
-            and keys[i] not in below
-            and a_key not in port_days
-            and b_key not in port_days
-        ):
-            bits = bits_l[i]  # > 0: estimate_ber(0, bits, ...) without the call
-            upper = no_error_upper / bits
-            ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
-            ca, cb = ends[0].congestion, ends[1].congestion
-            if upper < t.ber_target and max(ca or 0.0, cb or 0.0) < t.congestion_watch:
-                lower = poisson_lower(0, t.ber_confidence) / bits
-                ber = BerEstimate(
-                    0, bits, 0 / bits, lower, upper, t.ber_confidence, t.ber_target, True, False
-                )
-                # what the general path below makes of a quiet link, field for field
-                results.append(
-                    LinkHealth(
-                        a=lk.a,
-                        b=lk.b,
-                        width=lk.width,
-                        speed=lk.speed,
-                        score=100,
-                        status=ok,
-                        ber=ber,
-                        flaps_per_hour=0.0,
-                        downs=0,
-                        recoveries=0,
-                        congestion=cb if ca is None else (ca if cb is None else max(ca, cb)),
-                        reasons=(),
-                        first_seen=None,
-                        last_seen=None,
-                        counters=_EMPTY,
-                        ends=ends,
-                        repeat_offender=False,
-                        repeat_days=0,
-                        observed_s=covered_l[i],
-                        pending=None,
+    def records(self) -> list[LinkHealth]:
+        """Every link's record, in link order; quiet links on the short cut."""
+        t, keys, links, below = self.t, self.keys, self.links, self.below
+        candidate, bits_l, rate_l, covered_l = self.candidate, self.bits, self.rate, self.covered
+        ia_l, ib_l, ends_of, events_of = self.ia, self.ib, self.ends_of, self.events_of
+        flapping = self.downs.keys() | self.recoveries.keys()
+        port_days = self.past.port_days
+        ok = Status.of_score(100)
+        no_error_upper = poisson_upper(0, t.ber_confidence)
+        results: list[LinkHealth] = []
+        for i, lk in enumerate(links):
+            a_key, b_key = keys[i]
+            if (
+                candidate[i]
+                and a_key not in flapping
+                and b_key not in flapping
+                and keys[i] not in events_of
+                and keys[i] not in below
+                and a_key not in port_days
+                and b_key not in port_days
+            ):
+                bits = bits_l[i]  # > 0: estimate_ber(0, bits, ...) without the call
+                upper = no_error_upper / bits
+                ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
+                ca, cb = ends[0].congestion, ends[1].congestion
+                if upper < t.ber_target and max(ca or 0.0, cb or 0.0) < t.congestion_watch:
+                    lower = poisson_lower(0, t.ber_confidence) / bits
+                    ber = BerEstimate(
+                        0, bits, 0 / bits, lower, upper, t.ber_confidence, t.ber_target, True, False
                     )
-                )
-                continue
-        ber = estimate_ber(sym_l[i], bits_l[i], t.ber_target, t.ber_confidence, at_least=lower_bound_l[i])
-        if not seen_l[i] and ber.certified:
+                    # what record() makes of a quiet link, field for field
+                    results.append(
+                        LinkHealth(
+                            a=lk.a,
+                            b=lk.b,
+                            width=lk.width,
+                            speed=lk.speed,
+                            score=100,
+                            status=ok,
+                            ber=ber,
+                            flaps_per_hour=0.0,
+                            downs=0,
+                            recoveries=0,
+                            congestion=cb if ca is None else (ca if cb is None else max(ca, cb)),
+                            reasons=(),
+                            first_seen=None,
+                            last_seen=None,
+                            counters=_EMPTY,
+                            ends=ends,
+                            repeat_offender=False,
+                            repeat_days=0,
+                            observed_s=covered_l[i],
+                            pending=None,
+                        )
+                    )
+                    continue
+            results.append(self.record(i))
+        return results
+
+    def record(self, i: int) -> LinkHealth:
+        """Link ``i``'s record by the rules in full."""
+        t, lk = self.t, self.links[i]
+        a_key, b_key = self.keys[i]
+        downs, recoveries, ends_of, past = self.downs, self.recoveries, self.ends_of, self.past
+        ia, ib, rate, covered = self.ia[i], self.ib[i], self.rate[i], self.covered[i]
+        ber = estimate_ber(
+            self.sym[i], self.bits[i], t.ber_target, t.ber_confidence, at_least=self.lower_bound[i]
+        )
+        if not self.seen[i] and ber.certified:
             ber = dataclasses.replace(ber, certified=False)
-        link_events = events_of.get(keys[i], [])
+        link_events = self.events_of.get(self.keys[i], [])
         flaps = NO_FLAPS
         if a_key in downs or b_key in downs or a_key in recoveries or b_key in recoveries or link_events:
             flaps = count_flaps(
@@ -202,41 +250,33 @@ def report(
                 (recoveries.get(a_key, []), recoveries.get(b_key, [])),
                 link_events,
                 merge_s=t.flap_merge_s,
-                since=start,
-                now=now,
+                since=self.start,
+                now=self.now,
             )
-        ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
-        degraded = below.get(keys[i])
+        ends = (ends_of.end(lk.a, ia, rate), ends_of.end(lk.b, ib, rate))
+        degraded = self.below.get(self.keys[i])
         quiet = (
             ber.certified
             and degraded is None
             and not ber.errors
             and flaps is NO_FLAPS
-            and not ends_of.moved[ia_l[i]]
-            and not ends_of.moved[ib_l[i]]
+            and not ends_of.moved[ia]
+            and not ends_of.moved[ib]
             and max(ends[0].congestion or 0.0, ends[1].congestion or 0.0) < t.congestion_watch
         )
         # judge() has nothing to say about a quiet link; skipping it is what keeps 25k links fast
         findings: list[tuple[int, str]] = []
         waiting: str | None = None
         if not quiet:
+            seconds = self.now - self.start
             facts = _facts(
-                lk,
-                ends,
-                ber,
-                flaps,
-                sym_short_l[i],
-                sym_long_l[i],
-                rate_l[i],
-                seconds,
-                covered_l[i],
-                degraded,
+                lk, ends, ber, flaps, self.sym_short[i], self.sym_long[i], rate, seconds, covered, degraded
             )
             findings, waiting = judge(facts, t), pending(facts, t)
         penalty = sum(p for p, _ in findings)
         days = past.link_days(a_key, b_key)
         if Status.of_score(max(0, 100 - penalty)).rank >= Status.WARN.rank:
-            days = days | {today}
+            days = days | {self.today}
         offender = len(days) >= t.repeat_days
         if offender:
             findings.append(
@@ -252,52 +292,44 @@ def report(
         for end in ends:
             if end.first_finding is not None and end.last_finding is not None:
                 seen_times += [end.first_finding, end.last_finding]
-        results.append(
-            LinkHealth(
-                a=lk.a,
-                b=lk.b,
-                width=lk.width,
-                speed=lk.speed,
-                score=score,
-                status=Status.of_score(score),
-                ber=ber,
-                flaps_per_hour=per_hour(flaps.total, covered_l[i]),
-                downs=flaps.downs,
-                recoveries=flaps.recoveries,
-                congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
-                reasons=tuple(r for _, r in sorted(findings, key=lambda f: -f[0])),
-                first_seen=min(seen_times, default=None),
-                last_seen=max(seen_times, default=None),
-                counters=_add(ends[0].counters, ends[1].counters),
-                ends=ends,
-                repeat_offender=offender,
-                repeat_days=len(days),
-                observed_s=covered_l[i],
-                pending=waiting,
-            )
+        return LinkHealth(
+            a=lk.a,
+            b=lk.b,
+            width=lk.width,
+            speed=lk.speed,
+            score=score,
+            status=Status.of_score(score),
+            ber=ber,
+            flaps_per_hour=per_hour(flaps.total, covered),
+            downs=flaps.downs,
+            recoveries=flaps.recoveries,
+            congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
+            reasons=tuple(r for _, r in sorted(findings, key=lambda f: -f[0])),
+            first_seen=min(seen_times, default=None),
+            last_seen=max(seen_times, default=None),
+            counters=_add(ends[0].counters, ends[1].counters),
+            ends=ends,
+            repeat_offender=offender,
+            repeat_days=len(days),
+            observed_s=covered,
+            pending=waiting,
         )
-    results_by_link = list(results)
-    # a status is a function of the score, so (score, -rank, key) orders as (score, key): by key,
-    # then stably by score, each sort keyed by a C-level lookup
-    order = sorted(range(len(results)), key=keys.__getitem__)
-    scores = [h.score for h in results]
-    order.sort(key=scores.__getitem__)
-    results = [results[i] for i in order]
-    by_key = dict(zip(keys, results_by_link, strict=True))
-    nodes = _nodes(fabric, by_key, past, today, t)
-    summary = HealthSummary(
-        since=start,
-        now=now,
-        snapshots=snapshots,
-        samples=samples,
-        links=len(results),
-        links_by_status=_count(h.status for h in results),
-        nodes_by_status=_count(n.status for n in nodes),
-        links_without_samples=int(np.count_nonzero(~seen_a & ~seen_b)),
-        uncertified=sum(1 for h in results if h.pending is not None),
-        **_strays(fabric, keys, row_of, events_of, now),
-    )
-    return HealthReport(tuple(results), tuple(nodes), summary)
+
+    def summary(
+        self, ranked: Sequence[LinkHealth], nodes: Sequence[NodeHealth], snapshots: int, samples: int
+    ) -> HealthSummary:
+        return HealthSummary(
+            since=self.start,
+            now=self.now,
+            snapshots=snapshots,
+            samples=samples,
+            links=len(ranked),
+            links_by_status=_count(h.status for h in ranked),
+            nodes_by_status=_count(n.status for n in nodes),
+            links_without_samples=self.without_samples,
+            uncertified=sum(1 for h in ranked if h.pending is not None),
+            **_strays(self.fabric, self.keys, self.row_of, self.events_of, self.now),
+        )
 
 
 def _strays(

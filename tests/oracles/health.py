@@ -1,13 +1,12 @@
 """Health's oracle: the counter table's deltas (:func:`fabric.counters.deltas.compute_deltas`),
-summed per port with pandas/numpy group codes, and every link's record built the long way.
+summed per port with pandas/numpy group codes, and every link's record by the rules in full
+(:meth:`fabric.health.assess.LinkScores.record`, no short cut for quiet links).
 :func:`fabric.health.assess` (the store's blocks summed column-wise, quiet links on a short cut)
 gives the same per-port table and the same report (tests/fabric/test_health_columnar.py,
 tests/fabric/test_health.py, tests/healthpaths.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +15,10 @@ import pandas as pd
 
 from fabric.counters.deltas import SATURABLE, compute_deltas
 from fabric.health import HealthThresholds, LinkEvent, PastFinding
-from fabric.health.assess import _add, _at, _count, _Ends, _facts, _increments, _strays
-from fabric.health.ber import estimate_ber
-from fabric.health.flaps import NO_FLAPS, count_flaps
-from fabric.health.history import History, day_of
+from fabric.health.assess import LinkScores
+from fabric.health.history import History
 from fabric.health.ports import FINDING_COUNTERS, SCORED, PortTable
-from fabric.health.rates import observed_seconds, per_hour
-from fabric.health.records import HealthReport, HealthSummary, LinkHealth, NodeHealth
-from fabric.health.score import WATCH, judge, pending
+from fabric.health.records import HealthReport, LinkHealth, NodeHealth
 from fabric.health.status import Status
 from topology.errors import UsageError
 from topology.model import Fabric, LinkKey
@@ -69,146 +64,16 @@ def report_long_way(
     t: HealthThresholds,
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
-    """Per-port sums over [start, now] -> links, nodes and summary, every link the long way."""
-    seconds = now - start
-    below = below_peers or {}
-
-    row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
-    links = fabric.links
-    ia = np.array([row_of.get((lk.a.guid, lk.a.port), -1) for lk in links], dtype=np.int64)
-    ib = np.array([row_of.get((lk.b.guid, lk.b.port), -1) for lk in links], dtype=np.int64)
-    rate = np.array([lk.gbps for lk in links], dtype=np.float64) * 1e9
-
-    sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
-    seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
-    covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
-    sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
-    sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
-    sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
-    sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
-    lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
-    ends_of = _Ends(pt, t)
-    # Python lists: indexing them in the loop is far cheaper than numpy scalars
-    seen_l = (seen_a & seen_b).tolist()
-    bits_l = (rate * covered).tolist()
-    rate_l, covered_l, sym_l = rate.tolist(), covered.tolist(), sym.tolist()
-    sym_short_l, sym_long_l, lower_bound_l = sym_short.tolist(), sym_long.tolist(), lower_bound.tolist()
-    ia_l, ib_l = ia.tolist(), ib.tolist()
-
-    downs, recoveries = _increments(pt.flap_rows)
-    events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
-    for ev in events:
-        events_of[ev.link].append(ev)
-    past = History.build(history, now=now, lookback_days=t.repeat_lookback_days)
-    today = day_of(now)
-
-    results: list[LinkHealth] = []
-    keys = [lk.key for lk in links]
-    for i, lk in enumerate(links):
-        a_key, b_key = keys[i]
-        ber = estimate_ber(sym_l[i], bits_l[i], t.ber_target, t.ber_confidence, at_least=lower_bound_l[i])
-        if not seen_l[i] and ber.certified:
-            ber = dataclasses.replace(ber, certified=False)
-        link_events = events_of.get(keys[i], [])
-        flaps = NO_FLAPS
-        if a_key in downs or b_key in downs or a_key in recoveries or b_key in recoveries or link_events:
-            flaps = count_flaps(
-                (downs.get(a_key, []), downs.get(b_key, [])),
-                (recoveries.get(a_key, []), recoveries.get(b_key, [])),
-                link_events,
-                merge_s=t.flap_merge_s,
-                since=start,
-                now=now,
-            )
-        ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
-        degraded = below.get(keys[i])
-        quiet = (
-            ber.certified
-            and degraded is None
-            and not ber.errors
-            and flaps is NO_FLAPS
-            and not ends_of.moved[ia_l[i]]
-            and not ends_of.moved[ib_l[i]]
-            and max(ends[0].congestion or 0.0, ends[1].congestion or 0.0) < t.congestion_watch
-        )
-        # judge() has nothing to say about a quiet link; skipping it is what keeps 25k links fast
-        findings: list[tuple[int, str]] = []
-        waiting: str | None = None
-        if not quiet:
-            facts = _facts(
-                lk,
-                ends,
-                ber,
-                flaps,
-                sym_short_l[i],
-                sym_long_l[i],
-                rate_l[i],
-                seconds,
-                covered_l[i],
-                degraded,
-            )
-            findings, waiting = judge(facts, t), pending(facts, t)
-        penalty = sum(p for p, _ in findings)
-        days = past.link_days(a_key, b_key)
-        if Status.of_score(max(0, 100 - penalty)).rank >= Status.WARN.rank:
-            days = days | {today}
-        offender = len(days) >= t.repeat_days
-        if offender:
-            findings.append(
-                (
-                    WATCH,
-                    f"repeat offender: findings on {len(days)} distinct days in the last "
-                    f"{t.repeat_lookback_days:g} days",
-                )
-            )
-            penalty += WATCH
-        score = max(0, 100 - penalty)
-        seen_times = [*flaps.times, *past.link_times(a_key, b_key)]
-        for end in ends:
-            if end.first_finding is not None and end.last_finding is not None:
-                seen_times += [end.first_finding, end.last_finding]
-        results.append(
-            LinkHealth(
-                a=lk.a,
-                b=lk.b,
-                width=lk.width,
-                speed=lk.speed,
-                score=score,
-                status=Status.of_score(score),
-                ber=ber,
-                flaps_per_hour=per_hour(flaps.total, covered_l[i]),
-                downs=flaps.downs,
-                recoveries=flaps.recoveries,
-                congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
-                reasons=tuple(r for _, r in sorted(findings, key=lambda f: -f[0])),
-                first_seen=min(seen_times, default=None),
-                last_seen=max(seen_times, default=None),
-                counters=_add(ends[0].counters, ends[1].counters),
-                ends=ends,
-                repeat_offender=offender,
-                repeat_days=len(days),
-                observed_s=covered_l[i],
-                pending=waiting,
-            )
-        )
-    results_by_link = list(results)
+    """Per-port sums over [start, now] -> links, nodes and summary: every link's record by the
+    rules in full (no short cut), links and nodes ranked with a key function."""
+    scores = LinkScores(pt, fabric, start, now, events, history, t, below_peers)
+    keys = scores.keys
+    results = [scores.record(i) for i in range(len(keys))]
     order = sorted(range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i]))
-    results = [results[i] for i in order]
-    by_key = dict(zip(keys, results_by_link, strict=True))
-    nodes = nodes_long_way(fabric, by_key, past, today, t)
-    summary = HealthSummary(
-        since=start,
-        now=now,
-        snapshots=snapshots,
-        samples=samples,
-        links=len(results),
-        links_by_status=_count(h.status for h in results),
-        nodes_by_status=_count(n.status for n in nodes),
-        links_without_samples=int(np.count_nonzero(~seen_a & ~seen_b)),
-        uncertified=sum(1 for h in results if h.pending is not None),
-        **_strays(fabric, keys, row_of, events_of, now),
-    )
-    return HealthReport(tuple(results), tuple(nodes), summary)
+    ranked = [results[i] for i in order]
+    by_key = dict(zip(keys, results, strict=True))
+    nodes = nodes_long_way(fabric, by_key, scores.past, scores.today, t)
+    return HealthReport(tuple(ranked), tuple(nodes), scores.summary(ranked, nodes, snapshots, samples))
 
 
 def nodes_long_way(
