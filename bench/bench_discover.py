@@ -7,13 +7,22 @@ Each figure is the best of 7 rounds in which the passes take turns (this machine
 interleaving exposes them to the same load): in this process, CPU time and wall time both, and
 then each pass in a new process, as a command line run would be.
 
-Run: .venv/bin/python bench/bench_discover.py
+Then the whole process on 8,192 HCAs (32 units x 32 nodes x 8 HCAs), beside the plain Python peer
+ibtopotool (github.com/junousi/ibtopotool, ``ibtopotool.py FILE --slurm``: parse and write Slurm's
+topology.conf) on the same file, best of 7 taking turns: ``ibfab discover --input FILE``
+(parse, classify, anomalies, the report). Target (issue 26): at most 0.8x ibtopotool. ibtopotool
+is not a dependency: give its script with ``--ibtopotool PATH`` or ``IBTOPOTOOL=PATH`` (it needs
+networkx and python-hostlist importable); without it ibfab's figure is printed alone.
+
+Run: .venv/bin/python bench/bench_discover.py [--ibtopotool PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import gc
+import os
 import resource
 import subprocess
 import sys
@@ -29,6 +38,14 @@ from topology.ibnetdiscover import read_ibnetdiscover
 from topology.wiring import find_anomalies
 
 REPEAT = 7
+PEER_TARGET = 0.8
+PEER_SPEC = "rail:units=32,nodes=32,hcas=8,spines=8,core=128,radix=64,speed=NDR"  # 8,192 HCAs
+_LAUNCHER = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True); "
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode); "
+    "print(r.stderr.strip().splitlines()[-1] if r.returncode and r.stderr.strip() else '')"
+)
 
 
 def interleaved(fns: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, float, Any]]:
@@ -84,7 +101,64 @@ def fresh(name: str, path: Path) -> float:
     return float(out.stdout)
 
 
+def whole(argv: list[str]) -> tuple[float, float, str | None]:
+    """(seconds, peak MiB, None or the last line of its error) of one command in a new process."""
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], check=True, capture_output=True, text=True)
+    first, _, error = out.stdout.partition("\n")
+    seconds, kib, code = first.split()
+    return float(seconds), float(kib) / 1024, None if code == "0" else (error.strip() or f"exit {code}")
+
+
+def against_ibtopotool(ibtopotool: str | None) -> None:
+    """``ibfab discover --input FILE`` and ibtopotool's ``--slurm`` on the same 8,192-HCA file."""
+    design = generate(PEER_SPEC)
+    hcas = len(design.hcas)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fabric.topo"
+        path.write_text(to_ibnetdiscover(design))
+        del design
+        runs = {"ibfab discover --input FILE": [sys.executable, "-c", "from tui.program import main; main()"]}
+        runs["ibfab discover --input FILE"] += ["discover", "--input", str(path)]
+        if ibtopotool:
+            runs["ibtopotool --slurm FILE"] = [sys.executable, ibtopotool, str(path), "--slurm"]
+        best: dict[str, tuple[float, float]] = {}
+        failed: dict[str, str] = {}
+        for argv in runs.values():  # bytecode written and caches warm, as for an installed tool
+            whole(argv)
+        for _ in range(REPEAT):
+            for label, argv in runs.items():
+                if label in failed:
+                    continue
+                seconds, mib, error = whole(argv)
+                if error is not None:
+                    failed[label] = error
+                    continue
+                old = best.get(label, (seconds, mib))
+                best[label] = (min(old[0], seconds), max(old[1], mib))
+    print(f"whole process, {hcas:,} HCAs (best of {REPEAT}, taking turns):")
+    for label, (seconds, mib) in best.items():
+        print(f"  {label:<30} {seconds:6.3f} s  peak {mib:4.0f} MiB")
+    if not ibtopotool:
+        print("  ibtopotool: not given (--ibtopotool PATH or IBTOPOTOOL=PATH); ibfab's figure alone")
+    elif "ibtopotool --slurm FILE" in failed:
+        print(f"  ibtopotool did not run ({failed['ibtopotool --slurm FILE']}); ibfab's figure alone")
+    else:
+        ratio = best["ibfab discover --input FILE"][0] / best["ibtopotool --slurm FILE"][0]
+        verdict = "met" if ratio <= PEER_TARGET else "MISSED"
+        print(f"  ibfab discover / ibtopotool: {ratio:.2f}x (target <= {PEER_TARGET:g}x: {verdict})")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description="parse + classify + anomalies; discover against ibtopotool")
+    ap.add_argument("--ibtopotool", metavar="PATH", default=os.environ.get("IBTOPOTOOL"))
+    ap.add_argument("--peer-only", action="store_true", help="only the whole-process comparison")
+    args = ap.parse_args()
+    if not args.peer_only:
+        in_process()
+    against_ibtopotool(args.ibtopotool)
+
+
+def in_process() -> None:
     design = generate("superpod-64su")
     hcas, switches = len(design.hcas), len(design.switches)
     with tempfile.TemporaryDirectory() as tmp:

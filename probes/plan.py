@@ -232,7 +232,7 @@ def _uplink_count(fabric: Fabric, cls: Classification, leaf: Guid) -> int:
 
 
 # -- scheduling ---------------------------------------------------------------------------------
-def _schedule(
+def schedule(
     pairs: Iterable[tuple[int, Endpoint, Endpoint]], per_host: bool, fixed: bool = False
 ) -> list[Probe]:
     """Give each pair the round it hints at if both ends are free there, else the first free one."""
@@ -254,21 +254,6 @@ def _schedule(
     return out
 
 
-def _bound(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
-    degree: dict[str, int] = defaultdict(int)
-    for p in probes:  # by host name or GUID: hashing the Endpoint dataclasses cost a second
-        for end in (p.client, p.server):
-            degree[end.host if per_host else end.guid] += 1
-    if not degree:
-        return 0, "no probes"
-    most_key, most = max(degree.items(), key=lambda kv: kv[1])
-    name = most_key
-    if not per_host:
-        name = next(end.label for p in probes for end in (p.client, p.server) if end.guid == most_key)
-    what = "host" if per_host else "HCA"
-    return most, f"max probes per {what} ({most}, {name}): one per round"
-
-
 # -- entry point --------------------------------------------------------------------------------
 def plan_sweep(
     fabric: Fabric,
@@ -280,34 +265,50 @@ def plan_sweep(
     pairs_text: str | None = None,
     pairs_source: str = "<pairs>",
     max_extra_layers: int = 8,
-    fast: bool = True,
     include_service: bool = False,
 ) -> SweepPlan:
     """Plan a sweep (see the module docstring); UsageError for an unknown pattern or no hosts.
 
-    ``fast``: pairwise probes made in their final order by whole arrays, coverage and bound counted
-    a round at a time (:func:`_pairwise_fast`, :func:`_coverage_by_round`), with the cyclic
-    garbage collector paused (:func:`topology.bulk.gc_paused`); False takes the simple path, the
-    reference the fast one is tested against: the same plan.
+    Pairwise probes are made in their final order by whole arrays, coverage and bound counted by
+    column or a round at a time, with the cyclic garbage collector paused
+    (:func:`topology.bulk.gc_paused`). The plain reading of these rules, probe by probe, is the
+    oracle the tests hold this against (tests/oracles/plan.py): the same plan.
 
     ``include_service``: service hosts are probe ends too (a ``custom`` pair file may name them
     in any case: it names its hosts)."""
-    args = (
-        fabric,
-        cls,
-        pattern,
-        routes,
-        per_host,
-        pairs_text,
-        pairs_source,
-        max_extra_layers,
-        fast,
-        include_service,
-    )
-    if not fast:
-        return _plan_sweep(*args)
     with gc_paused():
-        return _plan_sweep(*args)
+        return _plan_sweep(
+            fabric,
+            cls,
+            pattern,
+            routes,
+            per_host,
+            pairs_text,
+            pairs_source,
+            max_extra_layers,
+            include_service,
+        )
+
+
+@dataclass(frozen=True)
+class PatternPairs:
+    """A non-pairwise pattern's pairs, each with the round it hints at (rounds are resolved by
+    :func:`schedule`), and what the pattern adds to the plan."""
+
+    hinted: list[tuple[int, Endpoint, Endpoint]]
+    fixed: bool  # a custom file numbered every pair's round: a clash is an error, not moved
+    notes: list[str]
+    coverage_bound: tuple[int, str]  # (0, "") or rail-pairs' rounds for the worst leaf's uplinks
+
+
+def probe_ends(fabric: Fabric, cls: Classification, pattern: str, include_service: bool) -> list[Endpoint]:
+    """The endpoints a ``pattern`` plan pairs; UsageError for an unknown pattern or too few."""
+    if pattern not in PATTERNS:
+        raise UsageError(f"sweep pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
+    eps = endpoints(fabric, cls, include_service or pattern == "custom")
+    if len(eps) < 2:
+        raise UsageError(f"{fabric.source or 'fabric'}: fewer than two named host HCAs to pair")
+    return eps
 
 
 def _plan_sweep(
@@ -319,21 +320,63 @@ def _plan_sweep(
     pairs_text: str | None,
     pairs_source: str,
     max_extra_layers: int,
-    fast: bool,
     include_service: bool,
 ) -> SweepPlan:
-    if pattern not in PATTERNS:
-        raise UsageError(f"sweep pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
-    eps = endpoints(fabric, cls, include_service or pattern == "custom")
-    if len(eps) < 2:
-        raise UsageError(f"{fabric.source or 'fabric'}: fewer than two named host HCAs to pair")
+    eps = probe_ends(fabric, cls, pattern, include_service)
+    updown = UpDown(fabric, cls)
+    columns: _Columns | None = None
+    if pattern == "pairwise":
+        probes, columns = _pairwise(eps, per_host)  # in their final order already
+        made = PatternPairs([], False, [], (0, ""))
+    else:
+        made = pattern_pairs(
+            fabric, cls, pattern, eps, updown, routes, per_host, pairs_text, pairs_source, max_extra_layers
+        )
+        probes = schedule(made.hinted, per_host, made.fixed)
+        # Endpoint order ranked once by GUID: comparing and hashing the dataclasses cost seconds
+        rank = _ranks(eps)
+        probes.sort(key=lambda p: (p.round, rank[p.client.guid], rank[p.server.guid]))
+    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
+    if columns is not None and routes is None:
+        coverage = _coverage_columns(fabric, cls, updown, columns, eps)
+        bound, reason = _bound_columns(columns, per_host)
+    else:
+        coverage, paths = _coverage_by_round(fabric, cls, updown, probes, routes, eps)
+        bound, reason = _bound_counted(probes, per_host)
+    if made.coverage_bound[0] and made.coverage_bound[0] >= bound:
+        bound, reason = made.coverage_bound
+    rounds = probes[-1].round + 1 if probes else 0  # sorted by round
+    design = {d.link.key: d.gbps for d in links_below_peers(fabric, cls)}
+    return SweepPlan(
+        pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(made.notes), paths, design
+    )
+
+
+def _ranks(eps: Sequence[Endpoint]) -> dict[Guid, int]:
+    """Each endpoint's place in endpoint order, by GUID (endpoints() makes one per GUID)."""
+    rank = {ep.guid: i for i, ep in enumerate(sorted(eps))}
+    if len(rank) != len(eps):  # pragma: no cover - a programming error, not an input
+        raise AssertionError("two probe endpoints share a GUID")
+    return rank
+
+
+def pattern_pairs(
+    fabric: Fabric,
+    cls: Classification,
+    pattern: str,
+    eps: Sequence[Endpoint],
+    updown: UpDown,
+    routes: ForwardingTables | None,
+    per_host: bool,
+    pairs_text: str | None,
+    pairs_source: str,
+    max_extra_layers: int,
+) -> PatternPairs:
+    """The pairs of ``rail-pairs``, ``leaf-pairs`` or ``custom`` (the module docstring's rules)."""
     notes: list[str] = []
     fixed = False
-    ordered: list[Probe] | None = None
-    columns: _Columns | None = None
     coverage_bound = (0, "")
     hinted: list[tuple[int, Endpoint, Endpoint]] = []
-    updown = UpDown(fabric, cls)
     if pattern == "rail-pairs":
         groups = _rail_groups(eps)
         layers, worst_leaf = _coverage_layers(fabric, cls, eps)
@@ -361,33 +404,13 @@ def _plan_sweep(
         if routes is not None:
             extra = 0
             while extra < max_extra_layers:
-                cov = _coverage(fabric, cls, updown, _schedule(hinted, per_host), routes)[0]
-                if not cov.uncovered:
+                planned = schedule(hinted, per_host)
+                if not _coverage_by_round(fabric, cls, updown, planned, routes, eps)[0].uncovered:
                     break
                 hinted += layer_pairs(layers + extra)
                 extra += 1
             if extra:
                 notes.append(f"{extra} layer(s) added so that the routes cross every leaf-spine cable")
-    elif pattern == "pairwise" and fast and (made := _pairwise_fast(eps, per_host)) is not None:
-        ordered, columns = made  # the probes in their final order already
-    elif pattern == "pairwise":
-        hosts: dict[str, list[Endpoint]] = defaultdict(list)
-        for ep in eps:
-            hosts[ep.host].append(ep)
-        rails = sorted({ep.rail for ep in eps})
-        rail_index = {rail: i for i, rail in enumerate(rails)}
-        by_rail = {host: {ep.rail: ep for ep in mine} for host, mine in hosts.items()}  # once, not per round
-        for r, matching in enumerate(_circle(sorted(hosts))):
-            for a, b in matching:
-                if a is None or b is None:
-                    continue
-                if r % 2:
-                    a, b = b, a
-                mine = by_rail[a]
-                for ep in hosts[b]:
-                    if ep.rail in mine:
-                        hint = r * len(rails) + rail_index[ep.rail] if per_host else r
-                        hinted.append((hint, mine[ep.rail], ep))
     elif pattern == "leaf-pairs":
         on_leaf: dict[Guid, list[Endpoint]] = defaultdict(list)
         for ep in eps:
@@ -404,47 +427,15 @@ def _plan_sweep(
                 others = on_leaf[b][pick % len(on_leaf[b]) :] + on_leaf[b][: pick % len(on_leaf[b])]
                 server = next((ep for ep in others if ep.host != client.host), others[0])
                 hinted.append((k // spare if not per_host else k, client, server))
-    else:
+    elif pattern == "custom":
         if pairs_text is None:
             raise UsageError("custom sweep: give a pair file")
         listed = parse_pair_file(pairs_text, pairs_source, eps)
         fixed = all(r is not None for r, _, _ in listed)
         hinted = [(r if r is not None else 0, a, b) for r, a, b in listed]
-    if pattern == "pairwise" and fast and ordered is not None:
-        probes = ordered
-    else:
-        if pattern == "pairwise":
-            # the circle method gives every endpoint (and host, per_host) one probe per round: the
-            # hints are the rounds already, nothing to resolve for 380,000 pairs
-            probes = [Probe(client, server, hint) for hint, client, server in hinted]
-        else:
-            probes = _schedule(hinted, per_host, fixed)
-        # Endpoint order ranked once by GUID: comparing and hashing the dataclasses cost seconds
-        rank = {ep.guid: i for i, ep in enumerate(sorted(eps))}
-        if len(rank) == len(eps):  # one endpoint per GUID, as endpoints() makes them
-            probes.sort(key=lambda p: (p.round, rank[p.client.guid], rank[p.server.guid]))
-        else:
-            probes.sort(key=lambda p: (p.round, p.client, p.server))
-    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
-    if fast and columns is not None and routes is None:
-        coverage = _coverage_columns(fabric, cls, updown, columns, eps)
-        bound, reason = _bound_columns(columns, per_host)
-    elif fast:
-        coverage, paths = _coverage_by_round(fabric, cls, updown, probes, routes, eps)
-        bound, reason = _bound_counted(probes, per_host)
-    else:
-        coverage, paths = _coverage(fabric, cls, updown, probes, routes)
-        bound, reason = _bound(probes, per_host)
-    if coverage_bound[0] and coverage_bound[0] >= bound:
-        bound, reason = coverage_bound
-    if fast:  # sorted by round
-        rounds = probes[-1].round + 1 if probes else 0
-    else:
-        rounds = max((p.round for p in probes), default=-1) + 1
-    design = {d.link.key: d.gbps for d in links_below_peers(fabric, cls)}
-    return SweepPlan(
-        pattern, tuple(probes), rounds, bound, reason, per_host, coverage, tuple(notes), paths, design
-    )
+    else:  # pragma: no cover - pairwise is made by _pairwise
+        raise AssertionError(pattern)
+    return PatternPairs(hinted, fixed, notes, coverage_bound)
 
 
 def _leaf_spine_cables(cls: Classification, fabric: Fabric) -> set[Link]:
@@ -452,59 +443,18 @@ def _leaf_spine_cables(cls: Classification, fabric: Fabric) -> set[Link]:
     return {lk for lk in fabric.links if {tiers.get(lk.a.guid), tiers.get(lk.b.guid)} == {1, 2}}
 
 
-def _coverage(
-    fabric: Fabric,
-    cls: Classification,
-    updown: UpDown,
-    probes: Sequence[Probe],
-    routes: ForwardingTables | None,
-) -> tuple[Coverage, dict[tuple[Guid, Guid], tuple[Link, ...]]]:
-    cables = _leaf_spine_cables(cls, fabric)
-    paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
-    unroutable: list[str] = []
-    per_round: dict[int, set[Link]] = defaultdict(set)
-    rails_by_round: dict[int, set[int]] = defaultdict(set)
-    count_by_round: dict[int, int] = defaultdict(int)
-    ends: dict[Guid, int] = defaultdict(int)
-    if routes is not None:
-        found = all_paths(fabric, routes, [(p.client.guid, p.server.guid) for p in probes])
-        for key, got in found.items():
-            if isinstance(got, RouteError):
-                unroutable.append(f"{key[0]} -> {key[1]}: {got}")
-            else:
-                paths[key] = tuple(got)
-    leaf_pair_cache: dict[tuple[Guid, Guid], list[Link]] = {}
-    leaf_pairs: dict[int, set[tuple[Guid, Guid]]] = defaultdict(set)  # without routes: by leaf pair
-    for p in probes:
-        r, client, server = p.round, p.client, p.server
-        count_by_round[r] += 1
-        rails_by_round[r].add(client.rail)
-        a, b = client.leaf, server.leaf
-        assert a is not None and b is not None
-        ends[a] += 1
-        ends[b] += 1
-        if routes is not None:
-            per_round[r].update(paths.get((client.guid, server.guid), ()))
-        else:
-            leaf_pairs[r].add((a, b))
-    for r, pairs in leaf_pairs.items():  # each leaf pair's cables once per round, not once per probe
-        for key in pairs:
-            if key not in leaf_pair_cache:
-                leaf_pair_cache[key] = updown.uplinks(key[0], key[1]) + updown.uplinks(key[1], key[0])
-            per_round[r].update(leaf_pair_cache[key])
-    rails_total = tuple(sorted({ep.rail for ep in endpoints(fabric, cls)}))
-    cov = _rounds_coverage(
-        cls,
-        cables,
-        routes is not None,
-        per_round,
-        rails_by_round,
-        count_by_round,
-        ends,
-        rails_total,
-        unroutable,
+def short_leaves(
+    cls: Classification, cables: set[Link], ends: Mapping[Guid, int] | Mapping[Guid | None, int]
+) -> tuple[Guid, ...]:
+    """Leaves with fewer probe ends (``ends``: per leaf) than uplinks: they cannot cross them all."""
+    return tuple(
+        sorted(
+            leaf
+            for leaf in cls.leaves()
+            if ends.get(leaf, 0) < cls.uplinks.get(leaf, 0)
+            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
+        )
     )
-    return cov, paths
 
 
 def _rounds_coverage(
@@ -518,16 +468,9 @@ def _rounds_coverage(
     rails_total: tuple[int, ...],
     unroutable: Sequence[str],
 ) -> Coverage:
-    """The coverage of a plan from what its probes crossed per round (both planner paths)."""
+    """The coverage of a plan from what its probes crossed per round."""
     covered: set[Link] = set().union(*per_round.values()) & cables if per_round else set()
-    short = tuple(
-        sorted(
-            leaf
-            for leaf in cls.leaves()
-            if ends.get(leaf, 0) < cls.uplinks.get(leaf, 0)
-            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
-        )
-    )
+    short = short_leaves(cls, cables, ends)
     rails_covered = tuple(sorted(set().union(*rails_by_round.values()))) if rails_by_round else ()
     return Coverage(
         from_routes=from_routes,
@@ -545,7 +488,7 @@ def _rounds_coverage(
     )
 
 
-# -- the fast path: the same plan, fewer Python steps per probe ----------------------------------
+# -- pairwise, bound and coverage: few Python steps per probe ------------------------------------
 @dataclass(frozen=True)
 class _Columns:
     """The pairwise probes as arrays, in plan order: round, client and server (ranks in ``ordered``)."""
@@ -556,30 +499,35 @@ class _Columns:
     ordered: list[Endpoint]
 
 
-def _pairwise_fast(eps: Sequence[Endpoint], per_host: bool) -> tuple[list[Probe], _Columns | None] | None:
-    """The pairwise probes in the plan's final order: by whole arrays when no host has two HCAs on
-    one rail (the circle method's rounds are index arithmetic, a host pair's probes are the rails
-    both hosts have), else round by round (:func:`_pairwise_in_order`)."""
+def _pairwise(eps: Sequence[Endpoint], per_host: bool) -> tuple[list[Probe], _Columns]:
+    """Every host pair once, by the circle method over the sorted hosts (n-1 rounds of n/2 pairs,
+    a bye for an odd count; the pair's ends swap on odd rounds): each HCA of the second host is
+    probed from the first host's HCA on its rail (its last, should it have two there), in round
+    ``r`` (per host: ``r`` x rails + the rail's index). Made by whole arrays, in the plan's final
+    order (round, then client and server in endpoint order): the rounds are index arithmetic."""
     import numpy as np
 
     ordered = sorted(eps)
-    rank = {ep.guid: i for i, ep in enumerate(ordered)}
-    if len(rank) != len(eps):
-        return None
+    rank = _ranks(eps)
     names = sorted({ep.host for ep in eps})
     host_index = {host: i for i, host in enumerate(names)}
     rails = sorted({ep.rail for ep in eps})
     rail_index = {rail: i for i, rail in enumerate(rails)}
     size, n_rails = len(eps), len(rails)
-    at = np.full(
-        (len(names) + 1, n_rails), -1, dtype=np.int64
-    )  # endpoint rank by (host, rail); row n: the bye
+    # the client side: endpoint rank by (host, rail), the last of a rail; row n: the bye
+    at = np.full((len(names) + 1, n_rails), -1, dtype=np.int64)
+    # the server side: each host's endpoints in order (rank, rail index), padded with -1
+    slots: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for ep in eps:
-        cell = (host_index[ep.host], rail_index[ep.rail])
-        if at[cell] >= 0:
-            listed = _pairwise_in_order(eps, per_host)  # two HCAs of a host on one rail
-            return None if listed is None else (listed, None)
-        at[cell] = rank[ep.guid]
+        h, ri = host_index[ep.host], rail_index[ep.rail]
+        at[h, ri] = rank[ep.guid]
+        slots[h].append((rank[ep.guid], ri))
+    width = max(len(v) for v in slots.values())
+    server_rank = np.full((len(names) + 1, width), -1, dtype=np.int64)
+    server_rail = np.zeros((len(names) + 1, width), dtype=np.int64)
+    for h, mine in slots.items():
+        server_rank[h, : len(mine)] = [r for r, _ in mine]
+        server_rail[h, : len(mine)] = [ri for _, ri in mine]
     # _circle over the sorted hosts: position 0 stays, the others turn one step a round
     people = len(names) + len(names) % 2  # the bye is index len(names) when the count is odd
     turns = people - 1
@@ -592,13 +540,14 @@ def _pairwise_fast(eps: Sequence[Endpoint], per_host: bool) -> tuple[list[Probe]
     first, second = seat(half[None, :]), seat(people - 1 - half[None, :])
     odd = r % 2 == 1
     client_host, server_host = np.where(odd, second, first), np.where(odd, first, second)
-    clients, servers = at[client_host], at[server_host]  # (rounds, pairs, rails)
+    rail = server_rail[server_host]  # (rounds, pairs, slots)
+    servers = server_rank[server_host]
+    clients = at[client_host[:, :, None], rail]
     both = (clients >= 0) & (servers >= 0)
     rounds = np.broadcast_to(r[:, :, None], both.shape)[both]
-    rail = np.broadcast_to(np.arange(n_rails), both.shape)[both]
-    client, server = clients[both], servers[both]
+    rail, client, server = rail[both], clients[both], servers[both]
     hint = rounds * n_rails + rail if per_host else rounds
-    key = (hint * size + client) * size + server  # unique: an endpoint is in one probe a round
+    key = (hint * size + client) * size + server  # unique: (client, server) is one probe a round
     order = np.argsort(key, kind="stable")
     hint, client, server = hint[order], client[order], server[order]
     pick = ordered.__getitem__
@@ -606,49 +555,10 @@ def _pairwise_fast(eps: Sequence[Endpoint], per_host: bool) -> tuple[list[Probe]
     return probes, _Columns(hint, client, server, ordered)
 
 
-def _pairwise_in_order(eps: Sequence[Endpoint], per_host: bool) -> list[Probe] | None:
-    """The pairwise probes in the plan's final order (round, then client and server by endpoint
-    order), made round by round: each round's pairs sorted by one integer, never comparing
-    endpoints. None when two endpoints share a GUID (the simple path sorts those)."""
-    ordered = sorted(eps)
-    rank = {ep.guid: i for i, ep in enumerate(ordered)}
-    if len(rank) != len(eps):
-        return None
-    hosts: dict[str, list[tuple[int, Endpoint]]] = defaultdict(list)
-    by_rail: dict[str, dict[int, tuple[int, Endpoint]]] = defaultdict(dict)
-    for ep in eps:
-        hosts[ep.host].append((ep.rail, ep))
-        by_rail[ep.host][ep.rail] = (rank[ep.guid], ep)  # the last of a rail, as the simple path
-    rails = sorted({ep.rail for ep in eps})
-    rail_index = {rail: i for i, rail in enumerate(rails)}
-    size = len(eps)
-    block = size * size  # a round's sort key: (rail index per host) * size**2 + client * size + server
-    server_key = {ep.guid: rank[ep.guid] + (rail_index[ep.rail] * block if per_host else 0) for ep in eps}
-    out: list[Probe] = []
-    for r, matching in enumerate(_circle(sorted(hosts))):
-        keyed: list[tuple[int, Endpoint, Endpoint]] = []
-        for a, b in matching:
-            if a is None or b is None:
-                continue
-            if r % 2:
-                a, b = b, a
-            mine = by_rail[a]
-            for rail, ep in hosts[b]:
-                got = mine.get(rail)
-                if got is not None:
-                    keyed.append((got[0] * size + server_key[ep.guid], got[1], ep))
-        keyed.sort()  # keys are unique in a round (each endpoint in one probe): no endpoint compared
-        if per_host:
-            base = r * len(rails)
-            out += [Probe(client, server, base + key // block) for key, client, server in keyed]
-        else:
-            out += [Probe(client, server, r) for _, client, server in keyed]
-    return out
-
-
 def _bound_columns(columns: _Columns, per_host: bool) -> tuple[int, str]:
-    """:func:`_bound` of the pairwise columns: degrees by ``bincount``; of the ends with the most
-    probes, the one met first (client, then server, probe by probe), as a dict's ``max`` finds it."""
+    """The lower bound of the pairwise columns: the most probes one HCA (host) is in, degrees by
+    ``bincount``; of the ends with the most, the one met first (client, then server, probe by
+    probe), as :func:`_bound_counted` finds it."""
     import numpy as np
 
     eps = columns.ordered
@@ -673,8 +583,9 @@ def _bound_columns(columns: _Columns, per_host: bool) -> tuple[int, str]:
 def _coverage_columns(
     fabric: Fabric, cls: Classification, updown: UpDown, columns: _Columns, eps: Sequence[Endpoint]
 ) -> Coverage:
-    """:func:`_coverage` (without routes) of the pairwise columns: rounds, rails, leaf ends and leaf
-    pairs by ``unique``/``bincount``; a round's cables as the OR of its leaf pairs' bit masks."""
+    """The coverage (without routes) of the pairwise columns, as :func:`_coverage_by_round`
+    counts it: rounds, rails, leaf ends and leaf pairs by ``unique``/``bincount``; a round's
+    cables as the OR of its leaf pairs' bit masks."""
     import numpy as np
 
     cables = _leaf_spine_cables(cls, fabric)
@@ -716,14 +627,7 @@ def _coverage_columns(
         everything |= mask
     covered = {lk for lk, i in bit.items() if lk in cables and everything >> i & 1}
     end_count = dict(zip(leaves, ends.tolist(), strict=True))
-    short = tuple(
-        sorted(
-            leaf
-            for leaf in cls.leaves()
-            if end_count.get(leaf, 0) < cls.uplinks.get(leaf, 0)
-            and any(lk.a.guid == leaf or lk.b.guid == leaf for lk in cables)
-        )
-    )
+    short = short_leaves(cls, cables, end_count)
     rails_total = tuple(sorted({ep.rail for ep in eps}))
     rails_covered = tuple(sorted({rail for got in rails_by_round.values() for rail in got}))
     return Coverage(
@@ -743,7 +647,8 @@ def _coverage_columns(
 
 
 def _bound_counted(probes: Sequence[Probe], per_host: bool) -> tuple[int, str]:
-    """:func:`_bound` with the degrees counted by ``Counter`` over the ends in the same order."""
+    """The lower bound: the most probes one HCA (or host) is in, a round holding one of them; of
+    the ends with the most, the one met first (client, then server, probe by probe)."""
     from collections import Counter
     from itertools import chain
     from operator import attrgetter
@@ -768,8 +673,10 @@ def _coverage_by_round(
     routes: ForwardingTables | None,
     eps: Sequence[Endpoint],
 ) -> tuple[Coverage, dict[tuple[Guid, Guid], tuple[Link, ...]]]:
-    """:func:`_coverage` of probes sorted by round, a round at a time (sets and counts built by
-    C-level iteration over the round's ends instead of a few dict steps per probe)."""
+    """What the probes cross, per round and in all: from the routes when given, else every
+    leaf-spine cable on a shortest up/down path between the two ends' leaves; probes are taken a
+    round at a time (any order; the plan's is by round), sets and counts built by C-level
+    iteration over the round's ends instead of a few dict steps per probe."""
     from collections import Counter
     from itertools import groupby
     from operator import attrgetter

@@ -12,6 +12,12 @@ collapsed to spaces or to nothing. A line that is clearly not ibnetdiscover outp
 looks like a record, a port line or a header) is skipped, and all of them are counted in one
 warning on the Fabric. Nothing that looks like part of a record is guessed at: a broken record
 is a ParseError naming the line.
+
+One parser, one set of rules: this module reads lines into the builder
+(topology.ibnetdiscover_build), which makes the Fabric and pairs port lines into cables; the
+whole-text entry first tries its inner loop for files in the tool's canonical spelling
+(topology.ibnetdiscover_fast), which fills the same builder in bulk and hands anything else back
+here; the value rules both apply live in topology.ibnetdiscover_common.
 """
 
 from __future__ import annotations
@@ -19,31 +25,30 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from topology._speed import gc_paused
 from topology.bounds import lid_problem, width_problem
-from topology.errors import ParseError
-from topology.ibnetdiscover_common import LID, header_int, node_lid, with_origin
+from topology.ibnetdiscover_build import TOOL, Builder, FarNode
+from topology.ibnetdiscover_common import (
+    LID,
+    MAX_PORT,
+    ORIGIN_LINE,
+    origin_of,
+    record_node,
+)
 from topology.ibnetdiscover_fast import parse_canonical
 from topology.ibnetdiscover_ports import PORTS_REPORT, ports_report_line
-from topology.ibnetdiscover_seconds import SecondInProgress, Side, settle
+from topology.ibnetdiscover_seconds import SecondInProgress
 from topology.model import (
-    SPEED_RANK,
     Fabric,
     Guid,
     Lid,
-    Link,
     Node,
     NodeKind,
     PortRef,
-    UnconnectedPort,
-    normalise_guid,
 )
 from topology.textfile import read_input_text
-
-TOOL = "ibnetdiscover"
 
 _KIND_BY_RECORD = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA, "Hca": NodeKind.HCA, "Rt": NodeKind.ROUTER}
 _KIND_BY_PREFIX = {"S": NodeKind.SWITCH, "H": NodeKind.HCA, "R": NodeKind.ROUTER}
@@ -69,7 +74,6 @@ _PORT_STRICT = re.compile(
     r'"(?:([SHR])-)?([0-9a-fA-F]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
     r'#\s*(?:lid\s+(\d+)\s+lmc\s+\d+\s+)?"([^"]*)"\s*(?:lid\s+(\d+)\s+)?(\d+)x\s?([A-Za-z0-9?]+)\s*$'
 )
-_HEX_LOWER = "0123456789abcdef"
 _WIDTH_SPEED = re.compile(r"\b(\d+)x\s?([A-Za-z0-9?]+)|\?{3,}")
 _QUOTED = re.compile(r'"(.*?)"')
 _OWN_LID = re.compile(r"\s*lid\s+(\d+)\s+lmc\s+\d+")
@@ -90,234 +94,7 @@ _TOOL_LIKE = re.compile(
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # One line break: CRLF, a doubled CR before LF (terminal logs), or LF.
 _LINE_END = re.compile(r"(?<!\r)\r++\n")  # from a run's first CR only: linear in a run of CRs
-_SKIPPED_SHOWN = 5
-MAX_PORT = 255  # port numbers are one byte in InfiniBand
 _PORT_RANGE = f"a port number above {MAX_PORT} (port numbers are one byte)"
-
-
-_Side = Side  # one port line, as plain data (topology.ibnetdiscover_seconds)
-
-
-@dataclass(slots=True)
-class _FarNode:
-    """A node seen as the far end of port lines (it may have no record of its own)."""
-
-    kind: NodeKind
-    description: str
-    lid: int | None
-    ports: int  # the highest port number seen
-
-
-@dataclass(slots=True)
-class _Listing:
-    """What the first listing of a cable said, from one end: the peer, width, speed, its line,
-    whether the mirror listing from the other end is still awaited, and that end's listing."""
-
-    peer_guid: Guid
-    peer_port: int
-    width: int
-    speed: str
-    line: int
-    waiting: bool = True
-    mirror: _Listing | None = None
-
-
-@dataclass
-class _Builder:
-    source: str
-    lenient_conflicts: bool = False
-    nodes: dict[Guid, Node] = field(default_factory=dict)
-    node_line: dict[Guid, int] = field(default_factory=dict)
-    # far ends seen on port lines
-    referenced: dict[Guid, _FarNode] = field(default_factory=dict)
-    sides: list[_Side] = field(default_factory=list)
-    unconnected: list[UnconnectedPort] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    diagnostics: list[str] = field(default_factory=list)  # the tool's ibwarn lines in its stdout
-    skipped: list[int] = field(default_factory=list)  # numbers of lines that are not the tool's
-    guids: dict[str, Guid] = field(default_factory=dict)
-    origin: tuple[str, str] | None = None  # (node GUID, port GUID) from the header
-    # LIDs by (GUID, port) records state of their own ports, and port lines of far ends
-    own_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
-    far_lids: dict[tuple[Guid, int], int] = field(default_factory=dict)
-    seconds: list[SecondInProgress] = field(default_factory=list)
-
-    def error(self, lineno: int, line: str, problem: str) -> ParseError:
-        return ParseError(TOOL, self.source, lineno, line, problem)
-
-    def guid(self, text: str) -> Guid:
-        g = self.guids.get(text)
-        if g is None:
-            if len(text) == 16 and not text.strip(_HEX_LOWER):
-                g = self.guids[text] = Guid("0x" + text)  # already normal: 16 lower-case hex digits
-            else:
-                g = self.guids[text] = normalise_guid(text)
-        return g
-
-    def add_node(self, node: Node, lineno: int) -> SecondInProgress | None:
-        """Record ``node``; a record whose GUID an earlier one has is kept aside (returned)."""
-        if node.guid in self.nodes:
-            second = SecondInProgress(node, lineno)
-            self.seconds.append(second)
-            return second
-        self.nodes[node.guid] = node
-        self.node_line[node.guid] = lineno
-        if node.kind is NodeKind.SWITCH and node.lid is not None:
-            self.own_lids[(node.guid, 0)] = node.lid
-        return None
-
-    def far_lid(self, guid: Guid, kind: NodeKind, port: int, lid: int) -> None:
-        """The LID a line states for a far end: a switch's is its port 0's."""
-        self.far_lids.setdefault((guid, 0 if kind is NodeKind.SWITCH else port), lid)
-
-    def reference(self, guid: Guid, kind: NodeKind, description: str, lid: int | None, port: int) -> None:
-        """Remember a node seen as the far end of a cable (it may have no record: partial files)."""
-        old = self.referenced.get(guid)
-        if old is None:
-            self.referenced[guid] = _FarNode(kind, description, lid, port)
-            return
-        if description and not old.description:
-            old.description = description
-        if lid is not None and old.lid is None:
-            old.lid = lid
-        if port > old.ports:
-            old.ports = port
-
-    def fabric(self) -> Fabric:
-        # Each cable is normally listed twice, once from each end. ``ends`` maps a port to what
-        # its first listing said (a _Listing). A port that shows up with a different peer is a
-        # conflict.
-        ends: dict[tuple[Guid, int], _Listing] = {}
-        # First listings in order: (lower end, higher end, listing of the lower end).
-        firsts: list[tuple[tuple[Guid, int], tuple[Guid, int], _Listing]] = []
-        ends_get = ends.get
-        rank_get = SPEED_RANK.get
-        duplicates, sides, note = settle(self.seconds, self.sides, self.nodes)  # GUIDs two records have
-        self.warnings += [note] if note else []
-        for lg, lp, rg, rp, width, speed, lineno in sides:
-            here = (lg, lp)
-            seen = ends_get(here)
-            if seen is not None:
-                if seen.peer_guid == rg and seen.peer_port == rp:
-                    if seen.waiting:
-                        # The mirror listing of a cable: combine both ends' view.
-                        seen.waiting = False
-                        mirror = seen.mirror
-                        assert mirror is not None
-                        mirror.waiting = False
-                        # Keep the narrower / slower of two known views; 0 and ??? mean unknown.
-                        if width and (not seen.width or width < seen.width):
-                            seen.width = mirror.width = width
-                        if (
-                            speed != seen.speed
-                            and speed in SPEED_RANK
-                            and SPEED_RANK[speed] < rank_get(seen.speed, 99)
-                        ):
-                            seen.speed = mirror.speed = speed
-                    # else: the same listing twice (e.g. a loopback cable seen from both ports)
-                    continue
-                if self._conflict(here, seen, (rg, rp), lineno):
-                    continue
-            there = (rg, rp)
-            theirs = ends_get(there)
-            if (
-                theirs is not None
-                and (theirs.peer_guid, theirs.peer_port) != here
-                and self._conflict(there, theirs, here, lineno)
-            ):
-                continue
-            entry = _Listing(rg, rp, width, speed, lineno)
-            ends[here] = entry
-            if there != here:
-                other = _Listing(lg, lp, width, speed, lineno, True, entry)
-                entry.mirror = other
-                ends[there] = other
-                if there < here:
-                    firsts.append((there, here, other))
-                    continue
-            else:
-                entry.mirror = entry
-            firsts.append((here, there, entry))
-        links: list[Link] = []
-        links_append = links.append
-        for low, high, entry in firsts:
-            if entry.waiting and low != high:
-                self._check_both_ends_listed(low, high, entry.line)
-            links_append(Link(PortRef(*low), PortRef(*high), entry.width, entry.speed))
-        nodes = dict(self.nodes)
-        for g, far in self.referenced.items():
-            if g not in nodes:
-                lid = Lid(far.lid) if far.lid is not None else None
-                nodes[g] = Node(g, far.kind, far.description, far.ports, lid)
-        fabric = Fabric.build(
-            nodes.values(),
-            links,
-            self.unconnected,
-            self.source,
-            unique=True,
-            warnings=self.notes(),
-            lids=self.lids(),
-            duplicates=duplicates,
-        )
-        return with_origin(fabric, self.origin)
-
-    def lids(self) -> dict[PortRef, Lid]:
-        """Every LID stated, by port: a record's of its own, else (no record) the far end's."""
-        out = {PortRef(g, p): Lid(lid) for (g, p), lid in self.far_lids.items() if g not in self.nodes}
-        out.update((PortRef(g, p), Lid(lid)) for (g, p), lid in self.own_lids.items())
-        return out
-
-    def notes(self) -> tuple[str, ...]:
-        """What the operator should know about the reading: one line per kind of thing."""
-        out = list(self.warnings)
-        if self.diagnostics:
-            n = len(self.diagnostics)
-            out.append(
-                f"ibnetdiscover printed {n} diagnostic line{'s' * (n > 1)} into its output "
-                f"(nodes may be missing), first: {self.diagnostics[0]}"
-            )
-        if self.skipped:
-            n, shown = len(self.skipped), self.skipped[:_SKIPPED_SHOWN]
-            more = f" and {n - len(shown)} more" if n > len(shown) else ""
-            out.append(
-                f"skipped {n} line{'s' * (n > 1)} that {'are' if n > 1 else 'is'} not ibnetdiscover "
-                f"output (a logger's banner, a shell prompt, a paste): line{'s' * (n > 1)} "
-                + ", ".join(map(str, shown))
-                + more
-            )
-        return tuple(out)
-
-    def _conflict(self, port: tuple[Guid, int], seen: _Listing, other: tuple[Guid, int], lineno: int) -> bool:
-        """A port listed with two different peers: an error, or skipped in lenient -p excerpts."""
-        here, was, now = PortRef(*port), PortRef(seen.peer_guid, seen.peer_port), PortRef(*other)
-        if self.lenient_conflicts:
-            # -p reports are often excerpts pasted from several runs: keep the first.
-            self.warnings.append(
-                f"line {lineno}: port {here} also cabled to {now}; kept {was} (line {seen.line})"
-            )
-            return True
-        raise ParseError(
-            TOOL, self.source, lineno, "", f"port {here} is cabled to {was} (line {seen.line}) and to {now}"
-        )
-
-    def _check_both_ends_listed(self, a: tuple[Guid, int], b: tuple[Guid, int], lineno: int) -> None:
-        # A cable between two nodes that both have a record must be listed by both: if one
-        # record lacks it, the file was cut inside that record (or edited by hand).
-        for (lg, lp), (rg, rp) in ((a, b), (b, a)):
-            if rg in self.nodes and lg in self.nodes and rg != lg:
-                # The end that listed it is the record that starts last before the listing line.
-                starts = {g: self.node_line[g] for g in (lg, rg) if self.node_line[g] <= lineno}
-                lister = max(starts, key=starts.__getitem__) if starts else lg
-                silent = rg if lister == lg else lg
-                node = self.nodes[silent]
-                raise ParseError(
-                    TOOL,
-                    self.source,
-                    lineno,
-                    "",
-                    f"cable {PortRef(lg, lp)} -> {PortRef(rg, rp)} is missing from the record of "
-                    f"{node.description!r} (line {self.node_line[silent]}): truncated or inconsistent output",
-                )
 
 
 def parse_ibnetdiscover(lines: Iterable[str], source: str = "<input>") -> Fabric:
@@ -331,7 +108,7 @@ def parse_ibnetdiscover(lines: Iterable[str], source: str = "<input>") -> Fabric
 
 
 def parse_ibnetdiscover_text(text: str, source: str = "<input>") -> Fabric:
-    """Parse ibnetdiscover text given whole: the canonical fast path when the text allows it
+    """Parse ibnetdiscover text given whole: the canonical inner loop when the text allows it
     (``topology.ibnetdiscover_fast``), otherwise the general line parser. Same result, same errors."""
     with gc_paused():
         fabric = parse_canonical(text, source)
@@ -349,7 +126,7 @@ def _lines(text: str) -> list[str]:
 
 
 def _parse(lines: Iterable[str], source: str) -> Fabric:
-    b = _Builder(source)
+    b = Builder(source)
     header: dict[str, str] = {}
     current: Node | None = None
     saw_content = False
@@ -429,7 +206,7 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                     if rlid:
                         b.far_lid(remote_guid, kind, rpnum, int(rlid))
                     if remote_guid not in referenced:  # first sight: b.reference, inlined
-                        referenced[remote_guid] = _FarNode(kind, rdesc, int(rlid) if rlid else None, rpnum)
+                        referenced[remote_guid] = FarNode(kind, rdesc, int(rlid) if rlid else None, rpnum)
                     else:
                         b.reference(remote_guid, kind, rdesc, int(rlid) if rlid else None, rpnum)
                 # ``?????`` in place of width x speed: the tool could not read the port (MAD lost).
@@ -455,10 +232,8 @@ def _parse(lines: Iterable[str], source: str) -> Fabric:
                 broke = None
                 continue
         if first == "#":
-            if stripped.startswith("# Initiated from node"):
-                words = stripped.split()
-                if len(words) >= 7 and words[5] == "port":
-                    b.origin = (words[4], words[6])
+            if stripped.startswith(ORIGIN_LINE):
+                b.origin = origin_of(stripped) or b.origin
             continue
         if first in "vdsc" and fmt == "topology" and "=" in stripped and '"' not in stripped:
             # vendid=/devid=/sysimgguid=/switchguid=/caguid= header lines (fast path)
@@ -526,6 +301,28 @@ def read_ibnetdiscover(path: str | Path) -> Fabric:
     return parse_ibnetdiscover_text(read_input_text(path, TOOL), str(path))
 
 
+def _node_record(
+    b: Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str
+) -> tuple[Node, SecondInProgress | None]:
+    """The record's node, and where its port lines go when an earlier record has its GUID."""
+    record, nports, gid, desc, rest = m.groups()
+    try:
+        sysimg = header.get("sysimgguid")
+        node = record_node(
+            _KIND_BY_RECORD[record],
+            nports,
+            b.guid(gid),
+            desc,
+            rest,
+            b.guid(sysimg) if sysimg else None,
+            header.get("vendid"),
+            header.get("devid"),
+        )
+    except ValueError as exc:
+        raise b.error(lineno, line, str(exc)) from exc
+    return node, b.add_node(node, lineno)
+
+
 def _numbers_problem(own_lid: str | None, far_lid: str | None, width: str | None) -> str | None:
     """Why a port line's LIDs or width are out of range (topology.bounds), or None."""
     return (
@@ -536,34 +333,8 @@ def _numbers_problem(own_lid: str | None, far_lid: str | None, width: str | None
     )
 
 
-def _node_record(
-    b: _Builder, m: re.Match[str], header: dict[str, str], lineno: int, line: str
-) -> tuple[Node, SecondInProgress | None]:
-    """The record's node, and where its port lines go when an earlier record has its GUID."""
-    record, nports, gid, desc, rest = m.groups()
-    if len(nports) > 3 or int(nports) > MAX_PORT:
-        raise b.error(lineno, line, f"{nports[:8]} ports: a node has at most {MAX_PORT}")
-    try:
-        guid = b.guid(gid)
-        sysimg = header.get("sysimgguid")
-        vendid, devid = header.get("vendid"), header.get("devid")
-        node = Node(
-            guid,
-            _KIND_BY_RECORD[record],
-            desc.strip(),
-            int(nports),
-            node_lid(rest) if "lid" in rest else None,
-            b.guid(sysimg) if sysimg else None,
-            header_int(vendid) if vendid else None,
-            header_int(devid) if devid else None,
-        )
-    except ValueError as exc:
-        raise b.error(lineno, line, str(exc)) from exc
-    return node, b.add_node(node, lineno)
-
-
 def _port_line(
-    b: _Builder, current: Node, second: SecondInProgress | None, m: re.Match[str], lineno: int, line: str
+    b: Builder, current: Node, second: SecondInProgress | None, m: re.Match[str], lineno: int, line: str
 ) -> None:
     port, _labels, prefix, rgid, rport, _rportguid, comment = m.groups()
     comment = comment or ""

@@ -1,16 +1,18 @@
-"""The fast path for ``ibnetdiscover`` topology files in the tool's own canonical spelling.
+"""The line parser's inner loop for ``ibnetdiscover`` files in the tool's own canonical spelling.
 
 ``parse_canonical(text, source)`` reads a whole file with a few C-level regex calls per record
-(one for the record, one ``findall`` for its port lines) and matches the two listings of each
-cable in bulk at the end. It accepts only what it can read completely: header lines, ``Switch``/``Ca``
-records, port lines ending in width x speed, blank and comment lines, every cable listed from
-both ends. On anything else (CRLF, ``-p`` reports, ibwarn lines, ``???``, partial files,
-conflicts, a truncated record) it returns None and the caller runs the general line-by-line
-parser, which either accepts the variant or reports the exact line at fault. So this module
-never raises a parse error: it only decides whether the quick reading is complete.
+(one for the record, one ``findall`` for its port lines) and fills the parser's one builder
+(:class:`topology.ibnetdiscover_build.Builder`) in bulk: the same nodes, port lines and LIDs the
+line parser would give it, so the Fabric is made by the same code (cables paired by
+:func:`~topology.ibnetdiscover_build.cables`). It reads only what it can read completely: header
+lines, ``Switch``/``Ca`` records, port lines ending in width x speed, blank and comment lines,
+far ends that have records of their own. On anything else (CRLF, ``-p`` reports, ibwarn lines,
+``???``, partial files, a port listed twice, a fault the builder finds) it returns None and the
+caller runs the line parser, which either reads the variant or names the line at fault. So this
+module never raises a parse error: it only decides whether the quick reading is complete.
 
-The result is the same Fabric the general parser builds (``tests/test_ibnetdiscover_fast.py``
-checks that on every real capture and on generated fabrics).
+The result is the line parser's Fabric (``tests/topology/test_ibnetdiscover_fast.py`` checks that
+on every real capture, on generated fabrics and on perturbations of them).
 """
 
 from __future__ import annotations
@@ -18,20 +20,19 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from itertools import compress
-from typing import cast
+from operator import itemgetter
 
-from topology.ibnetdiscover_common import header_int, node_lid, with_origin
+from topology.ibnetdiscover_build import Builder, Listings, Unnumbered
+from topology.ibnetdiscover_common import (
+    ORIGIN_LINE,
+    origin_of,
+    record_node,
+)
 from topology.model import (
-    SPEED_RANK,
     Fabric,
     Guid,
-    Lid,
-    Link,
     Node,
     NodeKind,
-    PortRef,
-    links_from_columns,
     normalise_guid,
 )
 
@@ -52,14 +53,13 @@ _RECORD = re.compile(
 )
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
-_ORIGIN_LINE = "# Initiated from node"
 # One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every
 # line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
 # so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
 # such as "s=4 w=2" falls back).
 # Numbers are bounded here (topology.bounds): a port of 1-3 digits, a width of 1-2, a LID in
 # 0-49151 or 65535 (the alternatives below, tried in C); anything else falls back, and the
-# general parser names the line.
+# line parser names the line.
 _LID = r"(?:[0-3]?\d{1,4}|4[0-8]\d{3}|490\d\d|491[0-4]\d|4915[01]|65535)"
 _PORT_LINE = re.compile(
     r"^\[(\d{1,3}+)\](?:\([^)\n]*+\))*+[ \t]++"
@@ -69,7 +69,6 @@ _PORT_LINE = re.compile(
     re.M | re.A,
 )
 _KIND = {"Switch": NodeKind.SWITCH, "Ca": NodeKind.HCA}
-_new_ref = functools.partial(tuple.__new__, PortRef)  # PortRef((guid, port)) without its __new__
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,7 +82,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     if "\r" in text:
         return None
     nodes: dict[Guid, Node] = {}
-    lids: dict[PortRef, Lid] = {}  # every LID the records state: a switch's port 0, each HCA port
+    lids: dict[tuple[Guid, int], int] = {}  # every LID the records state: a switch's port 0, each HCA port
     hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
     ports = _Ports()
     record_match, ports_of = _RECORD.match, _PORT_LINE.findall
@@ -103,13 +102,7 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         found_ports = ports_of(block)
         if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
             return None  # a line under the record is not a plain port line
-        nports = int(nports_text)
-        if nports > 255:
-            return None  # not a port count: the general parser says so, with the line
-        try:
-            lid: int | None = node_lid(rest) if "lid" in rest else None
-        except ValueError:
-            return None  # out of range: the general parser says so, with the line
+        port_lid: int | None = None
         if record == "Ca":
             # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
             if len(found_ports) == 1 and found_ports[0][2]:
@@ -117,58 +110,53 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
             else:
                 for p in found_ports:
                     if p[2]:
-                        lids.setdefault(PortRef(guid, int(p[0])), Lid(int(p[2])))
-            if lid is None:
-                own = found_ports[0][2] if found_ports else ""
-                lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
-        elif lid is not None:
-            lids[PortRef(guid, 0)] = Lid(lid)
-        if plain_sysimg:
-            sysimg_guid: Guid | None = Guid("0x" + plain_sysimg)
-        else:
-            try:
-                sysimg_guid = _sysimg(sysimg) if sysimg else None
-            except ValueError:
-                return None  # the general parser reports it
-        nodes[guid] = Node(
-            guid,
-            _KIND[record],
-            desc.strip(),
-            nports,
-            Lid(lid) if lid is not None else None,
-            sysimg_guid,
-            header_int(vendid) if vendid else None,
-            header_int(devid) if devid else None,
-        )
+                        lids.setdefault((guid, int(p[0])), int(p[2]))
+            own = found_ports[0][2] if found_ports else ""
+            port_lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
+        try:
+            sysimg_guid = Guid("0x" + plain_sysimg) if plain_sysimg else (_sysimg(sysimg) if sysimg else None)
+            node = nodes[guid] = record_node(
+                _KIND[record], nports_text, guid, desc, rest, sysimg_guid, vendid, devid, port_lid
+            )
+        except ValueError:
+            return None  # a number out of range: the line parser says so, with the line
+        nports = node.nports
+        if record != "Ca" and node.lid is not None:
+            lids[(guid, 0)] = node.lid
         ports.add(guid, gtext, nports, found_ports)
-    links = ports.cables()
-    if not nodes or links is None:
+    listings = ports.listings()
+    if not nodes or listings is None:
         return None
     if hca_lids:
         guids, numbers, values = zip(*hca_lids, strict=True)
-        refs = map(_new_ref, zip(guids, map(int, numbers), strict=True))
-        lids.update(zip(refs, cast("map[Lid]", map(int, values)), strict=True))
-    fabric = Fabric.build(nodes.values(), links, (), source, unique=True, lids=lids)
-    return with_origin(fabric, _origin(text))
+        lids.update(zip(zip(guids, map(int, numbers), strict=True), map(int, values), strict=True))
+    builder = Builder(
+        source, nodes=nodes, own_lids=lids, origin=_origin(text), numbered=False, listings=listings
+    )
+    try:
+        return builder.fabric()
+    except Unnumbered:
+        return None  # the line parser names the line
 
 
 def _origin(text: str) -> tuple[str, str] | None:
     """(node GUID, port GUID) of the last "# Initiated from node N port P" line, read the way
     the general parser reads it (words 5 and 7 of a line starting with that phrase)."""
     end = len(text)
-    while (i := text.rfind(_ORIGIN_LINE, 0, end)) >= 0:
+    while (i := text.rfind(ORIGIN_LINE, 0, end)) >= 0:
         if i == 0 or text[i - 1] == "\n":
             stop = text.find("\n", i)
-            words = text[i : stop if stop >= 0 else len(text)].split()
-            if len(words) >= 7 and words[5] == "port":
-                return words[4], words[6]
+            origin = origin_of(text[i : stop if stop >= 0 else len(text)])
+            if origin is not None:
+                return origin
         end = i  # not a line of its own, or not in that form: the general parser skips it too
     return None
 
 
 class _Ports:
     """Every port line of the file in flat, parallel lists: built with C-level list operations
-    per record, matched in bulk at the end (this runs for every port of a 16k-HCA fabric)."""
+    per record, handed to the builder as columns at the end (this runs for every port of a
+    16k-HCA fabric)."""
 
     def __init__(self) -> None:
         self.lines: list[tuple[str, ...]] = []  # the port-line matches
@@ -183,51 +171,27 @@ class _Ports:
         self.prefix += [gtext + '"['] * n
         self.limit += [nports or _NO_LIMIT] * n
 
-    def cables(self) -> list[Link] | None:
-        """One Link per cable when every port line has its mirror (the far end lists it back, on
-        the port it names), else None. Keys are spelled as a port line names its far end:
-        ``guid"[port``."""
+    def listings(self) -> Listings | None:
+        """Every port line as the builder's columns (no line numbers), its ends keyed as the
+        port lines name a far end (``guid"[port``: no text made for the far ends), or None when a
+        port is beyond its record's port count or any (one byte). A far end with no record of
+        its own, or one that does not list the cable back, leaves the builder's short cut, which
+        then steps aside (Unnumbered) for the line parser."""
         lines = self.lines
         numbers = [p[0] for p in lines]
-        near = list(map(operator.add, self.prefix, numbers))
-        far = [p[1] for p in lines]
-        views = [p[3] for p in lines]
-        index = dict(zip(near, range(len(near)), strict=True))
-        if len(index) != len(near):
-            return None  # a port listed twice
-        found = list(map(index.get, far))  # the line of each line's far end
-        if None in found:
-            return None  # a far end that does not list this cable
-        mirror = cast(list[int], found)
-        if list(map(far.__getitem__, mirror)) != near:
-            return None  # a port with two peers
-        mirrored = list(map(views.__getitem__, mirror))
-        if mirrored != views:
-            # The two ends disagree on some cable's view: keep the narrower/slower.
-            views = [v if v == mv else _narrower(v, mv) for v, mv in zip(views, mirrored, strict=True)]
         ints = list(map(int, numbers))
         if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
-            return None  # a port beyond its record's port count, or beyond any (one byte)
-        # Each cable once, from the end whose key sorts first: the lower end when the GUIDs
-        # differ (GUID texts have one length), so the Link needs no reordering.
-        first = list(map(operator.lt, near, far))
-        if 2 * sum(first) != len(near):
-            return None  # a port cabled to itself
-        owner = self.owner
-        owners = list(compress(owner, first))
-        own_ports = list(compress(ints, first))
-        far_lines = list(compress(mirror, first))
-        far_guids = list(map(owner.__getitem__, far_lines))
-        far_ports = list(map(ints.__getitem__, far_lines))
-        widths, speeds = zip(*map(_view, compress(views, first)), strict=True) if owners else ((), ())
-        if any(map(operator.eq, owners, far_guids)):
-            # A cable between two ports of one switch: keys compare port numbers as text.
-            cables = zip(owners, own_ports, far_guids, far_ports, strict=True)
-            return [
-                Link(PortRef(g, p), PortRef(fg, fp), w, sp)
-                for (g, p, fg, fp), w, sp in zip(cables, widths, speeds, strict=True)
-            ]
-        return links_from_columns(owners, own_ports, far_guids, far_ports, widths, speeds)
+            return None
+        views = list(map(_view, [p[3] for p in lines]))
+        return Listings(
+            near=list(map(operator.add, self.prefix, numbers)),
+            far=[p[1] for p in lines],
+            guids=self.owner,
+            ports=ints,
+            widths=list(map(itemgetter(0), views)),
+            speeds=list(map(itemgetter(1), views)),
+            lines=[0] * len(ints),
+        )
 
 
 _NO_LIMIT = 1 << 30
@@ -238,12 +202,3 @@ def _view(text: str) -> tuple[int, str]:
     """``4xNDR`` -> (4, "NDR")."""
     width, _, speed = text.partition("x")
     return int(width), speed
-
-
-def _narrower(a: str, b: str | None) -> str:
-    """The narrower width and slower speed of the two ends' views (``4xHDR``, ``2xNDR``)."""
-    if b is None:  # pragma: no cover - every far end was checked to list the cable back
-        return a
-    (wa, sa), (wb, sb) = _view(a), _view(b)
-    speed = sa if SPEED_RANK.get(sa, 99) <= SPEED_RANK.get(sb, 99) else sb
-    return f"{min(wa, wb)}x{speed}"

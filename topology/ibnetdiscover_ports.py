@@ -14,7 +14,7 @@ from topology.bounds import lid_problem, port_problem, width_problem
 from topology.model import NodeKind, PortRef, UnconnectedPort, normalise_guid
 
 if TYPE_CHECKING:
-    from topology.ibnetdiscover import _Builder
+    from topology.ibnetdiscover_build import Builder
 
 _KIND_BY_SHORT = {"SW": NodeKind.SWITCH, "CA": NodeKind.HCA, "RT": NodeKind.ROUTER}
 PORTS_REPORT = re.compile(
@@ -25,7 +25,7 @@ PORTS_REPORT = re.compile(
 )
 
 
-def ports_report_line(b: _Builder, m: re.Match[str], lineno: int, line: str) -> None:
+def ports_report_line(b: Builder, m: re.Match[str], lineno: int, line: str) -> None:
     (kind, lid, port, gid, width, speed, rkind, rlid, rport, rgid, desc, rdesc, lone_desc) = m.groups()
     problem = lid_problem(lid) or port_problem(port) or width_problem(width)
     if rkind is not None:

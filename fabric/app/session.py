@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric.app.source import SOURCE_OPTIONS, Source, SshOptions
+from fabric.core.paths import store_path
 from topology.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ class StoreAccess:
     @classmethod
     def at(cls, db: Path | None = None) -> StoreAccess:
         """The store ``--db`` names, else the default store (the user's data directory)."""
-        from fabric.store.core import store_path
-
         return cls(store_path(db))
 
     def exists(self) -> bool:

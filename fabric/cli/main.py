@@ -3,37 +3,17 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Any
 
 import click
 
-from fabric.cli.advise import isolate_cmd, recommend_cmd, whatif_group
-from fabric.cli.cables import cable_cmd
-from fabric.cli.counters import counters_group
-from fabric.cli.demo import demo_cmd
-from fabric.cli.discover import discover_cmd, topology_group
-from fabric.cli.drain import drain_group
-from fabric.cli.export import export_group
-from fabric.cli.exporter import exporter_cmd
-from fabric.cli.health import health_cmd
-from fabric.cli.hosts import hca_cmd, hosts_group
-from fabric.cli.lab import lab
-from fabric.cli.place import place_cmd
-from fabric.cli.plan import check_cmd, export_plan_cmd
-from fabric.cli.probe import probe_group
-from fabric.cli.probe_read import read_cmd
-from fabric.cli.routes import routes_group
-from fabric.cli.schedule import daemon_cmd, schedule_group
-from fabric.cli.snapshots import list_cmd
-from fabric.cli.store import store_group
-from fabric.cli.sweep import sweep_group
-from fabric.cli.triage import triage_group
+from fabric import __version__
+from fabric.cli.lazy import LazyGroup
 from topology.errors import IbfabError
 
 
-class _Root(click.Group):
+class _Root(LazyGroup):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -50,57 +30,59 @@ class _Root(click.Group):
             ctx.exit(141)
 
 
-class _Warnings(logging.Handler):
+# The commands, by name: each module is imported when its command runs (or ``--help`` lists it),
+# and each command imports what it runs inside its body, so that ``ibfab --version`` and
+# ``ibfab --help`` stay fast. Add a command: one line here.
+COMMANDS: dict[str, str] = {
+    "counters": "fabric.cli.counters:counters_group",
+    "daemon": "fabric.cli.schedule:daemon_cmd",
+    "demo": "fabric.cli.demo:demo_cmd",
+    "discover": "fabric.cli.discover:discover_cmd",
+    "drain": "fabric.cli.drain:drain_group",
+    "export": "fabric.cli.export:export_group",
+    "exporter": "fabric.cli.exporter:exporter_cmd",
+    "hca": "fabric.cli.hosts:hca_cmd",
+    "health": "fabric.cli.health:health_cmd",
+    "hosts": "fabric.cli.hosts:hosts_group",
+    "isolate": "fabric.cli.advise:isolate_cmd",
+    "lab": "fabric.cli.lab:lab",
+    "place": "fabric.cli.place:place_cmd",
+    "routes": "fabric.cli.routes:routes_group",
+    "probe": "fabric.cli.probe:probe_group",
+    "recommend": "fabric.cli.advise:recommend_cmd",
+    "schedule": "fabric.cli.schedule:schedule_group",
+    "store": "fabric.cli.store:store_group",
+    "sweep": "fabric.cli.sweep:sweep_group",
+    "topology": "fabric.cli.discover:topology_group",
+    "triage": "fabric.cli.triage:triage_group",
+    "whatif": "fabric.cli.advise:whatif_group",
+}
+# commands that join a group defined in another module
+JOINS: dict[str, tuple[str, ...]] = {
+    "topology": ("fabric.cli.plan:check_cmd", "fabric.cli.snapshots:list_cmd", "fabric.cli.cables:cable_cmd"),
+    "export": ("fabric.cli.plan:export_plan_cmd",),
+    "probe": ("fabric.cli.probe_read:read_cmd",),
+}
+
+
+def _warn_on_stderr() -> None:
     """Warnings of the layers below (a damaged snapshot skipped, ...) as one ``ibfab: warning:``
-    line each on stderr, whatever stderr is at the time (CliRunner swaps it)."""
+    line each on stderr, whatever stderr is at the time (CliRunner swaps it). Installed when a
+    command runs: ``ibfab --version`` and ``--help`` never import logging."""
+    import logging
 
-    def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"ibfab: warning: {' '.join(record.getMessage().split())}", err=True)
+    class _Warnings(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            click.echo(f"ibfab: warning: {' '.join(record.getMessage().split())}", err=True)
+
+    fabric_log = logging.getLogger("fabric")
+    if not any(type(h).__name__ == "_Warnings" for h in fabric_log.handlers):
+        fabric_log.addHandler(_Warnings(logging.WARNING))  # (Python's last-resort handler then stays quiet)
 
 
-_fabric_log = logging.getLogger("fabric")
-if not any(isinstance(h, _Warnings) for h in _fabric_log.handlers):
-    _fabric_log.addHandler(_Warnings(logging.WARNING))  # (Python's last-resort handler then stays quiet)
-
-
-@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Root, lazy=COMMANDS, joins=JOINS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-@click.version_option(package_name="ibfab")
+@click.version_option(__version__, prog_name="ibfab")  # not package_name: importlib.metadata costs 20 ms
 def main(debug: bool) -> None:
     """InfiniBand fabric health and routing toolkit."""
-
-
-# The commands. Each imports what it runs inside its body, so that ``ibfab --help`` stays fast.
-# Add a command: import it above, list it here.
-
-for _command in (
-    lab,
-    discover_cmd,
-    topology_group,
-    hca_cmd,
-    hosts_group,
-    demo_cmd,
-    sweep_group,
-    recommend_cmd,
-    isolate_cmd,
-    drain_group,
-    whatif_group,
-    exporter_cmd,
-    place_cmd,
-    export_group,
-    counters_group,
-    health_cmd,
-    schedule_group,
-    daemon_cmd,
-    probe_group,
-    store_group,
-    triage_group,
-    routes_group,
-):
-    main.add_command(_command)
-# commands that join a group defined in another module
-topology_group.add_command(check_cmd)
-topology_group.add_command(list_cmd)
-topology_group.add_command(cable_cmd)
-export_group.add_command(export_plan_cmd)
-probe_group.add_command(read_cmd)
+    _warn_on_stderr()

@@ -28,8 +28,9 @@ then the ``saturated_<name>`` columns (nullable boolean, never NA).
 Rows keep the order of the input table (by the later sample of each pair); reading each column
 in row order is part of what makes this fast. Sort the result if you need it by port.
 
-:class:`DeltaStream` gives the same rows for a table fed a few snapshots at a time, keeping one
-row per port between pieces (how health reads a day of snapshots without holding the day).
+Health sums the same rules column-wise from the store's blocks (:mod:`fabric.health.columns`);
+this table is what the TUI's counter history shows, and the oracle the tests hold health's sums
+against (tests/oracles/health.py).
 
 >>> import pandas as pd
 >>> rows = [dict(snapshot=s, time=t, guid="0x01", port=1, lid=1, peer_guid="0x02", peer_port=3,
@@ -41,7 +42,6 @@ row per port between pieces (how health reads a day of snapshots without holding
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,64 +72,12 @@ DELTA_COLUMNS: tuple[str, ...] = (
 )
 
 
+class OutOfOrder(UsageError):
+    """A port's sample fed to health's sums is earlier than the one fed before it."""
+
+
 def compute_deltas(frame: pd.DataFrame) -> pd.DataFrame:
     """Per-port counter deltas between consecutive reachable samples (rules in the module doc)."""
-    return _deltas(frame, None, keep=False)[0]
-
-
-class OutOfOrder(UsageError):
-    """A piece given to :class:`DeltaStream` has a sample no later than one of an earlier piece."""
-
-
-class DeltaStream:
-    """:func:`compute_deltas` of a table that comes in pieces, keeping one row per port between them.
-
-    ``feed`` each piece (for example a few snapshots of the store at a time, in snapshot id order)
-    and use its deltas; together they are ``compute_deltas`` of the whole table, row for row,
-    while memory stays that of one piece plus one carried row per port (its last sample, the last
-    reading of each counter since its last re-cabling, its last known link identity).
-
-    Each port's samples in a piece must all be later than its samples in earlier pieces (always
-    so for snapshots a minute apart); a piece that breaks this raises :class:`OutOfOrder`, and the
-    caller computes the whole table at once instead.
-
-    >>> import pandas as pd
-    >>> rows = [dict(snapshot=s, time=60.0 * s, guid="0x01", port=1, lid=1, peer_guid="0x02", peer_port=3,
-    ...              reachable=True, symbol_errors=v) for s, v in [(1, 5), (2, 9), (3, 12)]]
-    >>> stream = DeltaStream()
-    >>> [stream.feed(pd.DataFrame([r]))["symbol_errors"].tolist() for r in rows]
-    [[], [4], [3]]
-    """
-
-    def __init__(self) -> None:
-        self._carry: _Carry | None = None
-
-    def feed(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The deltas of ``frame``'s samples (each against its port's previous sample, which may
-        be in an earlier piece)."""
-        deltas, self._carry = _deltas(frame, self._carry, keep=True)
-        return deltas
-
-
-@dataclass(frozen=True, slots=True)
-class _Carry:
-    """Per port (with a usable sample so far): what the next piece's deltas need from the past."""
-
-    guid: NDArray[np.object_]
-    port: NDArray[np.int64]
-    snapshot: NDArray[np.int64]
-    time: NDArray[np.float64]  # of the last usable sample
-    values: dict[str, NDArray[np.int64]]  # last reading since the last re-cabling (-1: none)
-    valid: dict[str, NDArray[np.bool_]]
-    idents: tuple[tuple[NDArray[Any], NDArray[np.bool_]], ...]  # last known peer_guid, peer_port, lid
-
-    def __len__(self) -> int:
-        return int(self.port.size)
-
-
-def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[pd.DataFrame, _Carry | None]:
-    """compute_deltas of ``carry``'s rows followed by ``frame``'s; with ``keep``, also the carry for
-    the next piece."""
     missing = [c for c in FRAME_KEY_COLUMNS if c not in frame.columns]
     if missing:
         raise UsageError(f"counter table is missing columns: {', '.join(missing)}")
@@ -137,16 +85,12 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
         bad = int(np.flatnonzero((frame["guid"].isna() | frame["port"].isna()).to_numpy())[0])
         raise UsageError(f"counter table row {bad} has no guid or port")
 
-    c = 0 if carry is None else len(carry)
-    n = len(frame) + c
+    n = len(frame)
     values: dict[str, NDArray[np.int64]] = {}
     valid: dict[str, NDArray[np.bool_]] = {}
     any_counter = np.zeros(n, dtype=bool)
     for name in COUNTER_NAMES:
         values[name], valid[name] = _int_column(frame, name)
-        if carry is not None:
-            values[name] = np.concatenate((carry.values[name], values[name]))
-            valid[name] = np.concatenate((carry.valid[name], valid[name]))
         any_counter |= valid[name]
     reachable = frame["reachable"].astype("boolean").fillna(False).to_numpy(dtype=bool)
     guid_column: Any = frame["guid"]
@@ -158,16 +102,6 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
         _int_column(frame, "peer_port"),
         _int_column(frame, "lid"),
     )
-    if carry is not None:
-        reachable = np.concatenate((np.ones(c, dtype=bool), reachable))
-        guid_column = np.concatenate((carry.guid, guid_column.to_numpy(dtype=object)))
-        port = np.concatenate((carry.port, port))
-        time = np.concatenate((carry.time, time))
-        snapshot = np.concatenate((carry.snapshot, snapshot))
-        idents = tuple(
-            (np.concatenate((old[0], new[0])), np.concatenate((old[1], new[1])))
-            for old, new in zip(carry.idents, idents, strict=True)
-        )
     sample_rows = np.flatnonzero(reachable & any_counter)
 
     guid_codes, guid_names = pd.factorize(guid_column, sort=True)
@@ -185,16 +119,6 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
     if bool(np.any((sorted_time[1:] < sorted_time[:-1]) & ~first[1:])):
         order = np.lexsort((time[sample_rows], sample_key))  # same key order, so `first` holds
     rows = sample_rows[order]
-    if c:
-        # a carried row (rows 0..c-1) must stay its port's first sample, strictly before the next
-        carried = np.flatnonzero(rows < c)
-        later = carried + 1
-        has_later = later < m
-        has_later[has_later] = ~first[later[has_later]]
-        if not first[carried].all() or bool(
-            np.any(time[rows[later[has_later]]] <= time[rows[carried[has_later]]])
-        ):
-            raise OutOfOrder("counter samples are not in time order across the pieces of the table")
     group_start = np.maximum.accumulate(np.where(first, np.arange(m), 0))
 
     link_changed = np.zeros(m, dtype=bool)
@@ -213,8 +137,6 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
     prev_taken = rows[out_at - 1]
     continuing = ~link_changed[out_at]  # the previous sample is a valid baseline
     segment_start: NDArray[np.int64] | None = None
-    if keep:
-        segment_start = np.maximum.accumulate(np.where(first | link_changed, np.arange(m), 0))
 
     reset = np.zeros(out_at.size, dtype=bool)
     no_flags = np.zeros(out_at.size, dtype=bool)
@@ -245,7 +167,6 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
             flags = has_prev & (cur == top) if v.max(initial=0) >= top else no_flags
             saturated[name] = pd.arrays.BooleanArray(flags, no_flags.copy())
 
-    at_frame = taken - c  # output rows are never carried rows
     out: dict[str, object] = {}
     out["guid"] = pd.Categorical.from_codes(guid_codes[taken], categories=guid_names)
     out["port"] = port[taken]
@@ -253,80 +174,14 @@ def _deltas(frame: pd.DataFrame, carry: _Carry | None, *, keep: bool) -> tuple[p
     out["time"] = time[taken]
     out["prev_time"] = time[prev_taken]
     out["elapsed"] = time[taken] - time[prev_taken]
-    out["lid"] = frame["lid"].astype("Int64").array[at_frame]
-    out["peer_guid"] = frame["peer_guid"].array[at_frame]
-    out["peer_port"] = frame["peer_port"].astype("Int64").array[at_frame]
+    out["lid"] = frame["lid"].astype("Int64").array[taken]
+    out["peer_guid"] = frame["peer_guid"].array[taken]
+    out["peer_port"] = frame["peer_port"].astype("Int64").array[taken]
     out["reset"] = reset
     out["link_changed"] = link_changed[out_at]
     out.update(deltas)
     out.update({f"saturated_{name}": flags for name, flags in saturated.items()})
-    result = pd.DataFrame(out, columns=list(DELTA_COLUMNS), copy=False)
-    if not keep:
-        return result, None
-    assert segment_start is not None
-    return result, _next_carry(
-        rows,
-        first,
-        group_start,
-        segment_start,
-        guid_codes,
-        guid_names,
-        port,
-        snapshot,
-        time,
-        values,
-        valid,
-        idents,
-    )
-
-
-def _next_carry(
-    rows: NDArray[np.int64],
-    first: NDArray[np.bool_],
-    group_start: NDArray[np.int64],
-    segment_start: NDArray[np.int64],
-    guid_codes: NDArray[np.int64],
-    guid_names: Any,
-    port: NDArray[np.int64],
-    snapshot: NDArray[Any],
-    time: NDArray[np.float64],
-    values: dict[str, NDArray[np.int64]],
-    valid: dict[str, NDArray[np.bool_]],
-    idents: tuple[tuple[NDArray[Any], NDArray[np.bool_]], ...],
-) -> _Carry:
-    """Each port's last sample, its counters' last readings in the last segment, its last identity."""
-    m = rows.size
-    last = np.ones(m, dtype=bool)
-    last[:-1] = first[1:]
-    ends = np.flatnonzero(last)
-    at = rows[ends]
-
-    def last_known(
-        known_sorted: NDArray[np.bool_], since: NDArray[np.int64]
-    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """(table row of the last known value up to each port's end, whether it is after ``since``)."""
-        pos = np.maximum.accumulate(np.where(known_sorted, np.arange(m), -1))[ends]
-        return rows[np.maximum(pos, 0)], pos >= since[ends]
-
-    carried_values: dict[str, NDArray[np.int64]] = {}
-    carried_valid: dict[str, NDArray[np.bool_]] = {}
-    for name in COUNTER_NAMES:
-        src, ok = last_known(valid[name][rows], segment_start)
-        carried_values[name] = np.where(ok, values[name][src], -1)
-        carried_valid[name] = ok
-    carried_idents = []
-    for ident, known in idents:
-        src, ok = last_known(known[rows], group_start)
-        carried_idents.append((ident[src], ok & known[src]))
-    return _Carry(
-        guid=np.asarray(guid_names, dtype=object)[guid_codes[at]],
-        port=port[at],
-        snapshot=np.asarray(snapshot[at], dtype=np.int64),
-        time=time[at],
-        values=carried_values,
-        valid=carried_valid,
-        idents=tuple(carried_idents),
-    )
+    return pd.DataFrame(out, columns=list(DELTA_COLUMNS), copy=False)
 
 
 def _int_column(frame: pd.DataFrame, name: str) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:

@@ -1,9 +1,13 @@
-"""assess(): counter table + fabric (+ discovery events, + past findings) -> HealthReport.
+"""assess(): the store's decoded counter snapshots + fabric (+ discovery events, + past
+findings) -> HealthReport.
 
-Heavy lifting is vectorised (deltas, per-port sums, per-link arrays); the per-link Python loop
-only turns numbers into records and reasons. :func:`assess_pieces` takes the table a few
-snapshots at a time (deltas carried across pieces, sums per port), so a day of snapshots of a
-16,384-HCA fabric needs the memory of one piece, not of the day.
+The snapshots are summed column-wise per port (:mod:`fabric.health.columns`: no counter table is
+built), then the per-link Python loop only turns numbers into records and reasons; quiet links
+(most of a healthy fabric) take a short cut there. This is the program's one way to health: a
+counter table from elsewhere (Prometheus) is cut into the same snapshots first
+(:func:`fabric.health.snapshots.frame_snapshots`). The plain reading of the same rules, delta row
+by delta row and every link the long way, is the oracle the tests hold it against
+(tests/oracles/health.py).
 """
 
 from __future__ import annotations
@@ -11,19 +15,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from fabric.counters.deltas import DeltaStream, OutOfOrder, compute_deltas
 from fabric.health.ber import BerEstimate, estimate_ber, poisson_lower, poisson_upper
 from fabric.health.columns import ColumnSums
 from fabric.health.flaps import NO_FLAPS, CounterIncrement, Flaps, count_flaps
 from fabric.health.history import History, PastFinding, day_of
-from fabric.health.ports import PortSums, PortTable, port_table
+from fabric.health.ports import PortTable
 from fabric.health.rates import observed_seconds, per_hour
 from fabric.health.records import EndHealth, HealthReport, HealthSummary, LinkHealth, NodeHealth
 from fabric.health.score import WATCH, LinkFacts, judge, pending
@@ -37,7 +40,7 @@ from topology.wiring import BelowPeers
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from fabric.store.blocks import PortSet, Values
+    from fabric.health.snapshots import Snapshot
 
 _T = TypeVar("_T", bound=np.generic)
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -45,101 +48,7 @@ _RX = ("rcv_errors", "local_link_integrity_errors", "excessive_buffer_overrun_er
 
 
 def assess(
-    frame: pd.DataFrame,
-    fabric: Fabric,
-    *,
-    since: float | None,
-    now: float,
-    events: Sequence[LinkEvent] = (),
-    history: Sequence[PastFinding] = (),
-    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
-    deltas: pd.DataFrame | None = None,
-    piece_rows: int | None = None,
-    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
-) -> HealthReport:
-    """Score every link of ``fabric`` over the samples of ``frame`` taken in [since, now].
-
-    ``below_peers`` (from :func:`topology.wiring.links_below_peers`): cables trained narrower or
-    slower than their peers, a finding of their own. ``since=None`` starts the window at the first
-    sample. ``deltas``, if given, is
-    ``compute_deltas`` of (a superset of) ``frame``, to avoid computing it twice. ``piece_rows``:
-    compute deltas and sums a few snapshots at a time (about that many rows), as
-    :func:`assess_pieces` does, instead of over the whole table at once; the report is the same.
-    ``quick=False`` builds every link's record the long way (the reference for the short cuts).
-    """
-    t = thresholds
-    times = frame["time"]
-    start = float(times.min()) if since is None and len(frame) else (now if since is None else since)
-    if start > now:
-        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    inside = ((times >= start) & (times <= now)).to_numpy(dtype=bool)
-    window = frame if inside.all() else frame[inside]
-    short_s, long_s = t.ber_window_s, t.ber_window_long_s
-    if deltas is not None:
-        keep = ((deltas["prev_time"] >= start) & (deltas["time"] <= now)).to_numpy(dtype=bool)
-        pt = port_table(deltas if keep.all() else deltas[keep], now=now, short_s=short_s, long_s=long_s)
-    elif piece_rows is None:
-        pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
-    else:
-        try:
-            pt = _sum_pieces(_pieces(window, piece_rows), now, t).table()
-        except OutOfOrder:  # some port's samples interleave across snapshots: all at once
-            pt = port_table(compute_deltas(window), now=now, short_s=short_s, long_s=long_s)
-    snapshots = int(window["snapshot"].nunique())
-    return _report(pt, fabric, start, now, snapshots, len(window), events, history, t, below_peers, quick)
-
-
-def assess_pieces(
-    pieces: Iterable[pd.DataFrame],
-    fabric: Fabric,
-    *,
-    since: float | None,
-    now: float,
-    events: Sequence[LinkEvent] = (),
-    history: Sequence[PastFinding] = (),
-    thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
-    below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
-) -> HealthReport:
-    """:func:`assess` of the counter table that ``pieces`` make together, one piece in memory at a time.
-
-    Pieces are groups of whole snapshots in snapshot id order (as :meth:`Store.load_counters`
-    gives them with ``snapshots=``); between them only one row per port is kept, so memory does
-    not grow with the number of snapshots in the window. The report is ``assess`` of the
-    concatenated table. Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples
-    interleave across pieces (the caller then assesses the whole table at once).
-    """
-    t = thresholds
-    if since is not None and since > now:
-        raise UsageError(f"health window starts after it ends (since {since} > now {now})")
-    first = math.inf
-    snapshots: set[object] = set()
-    samples = 0
-
-    def windows() -> Iterator[pd.DataFrame]:
-        nonlocal first, samples
-        for piece in pieces:
-            times = piece["time"]
-            if len(piece):
-                first = min(first, float(times.min()))
-            inside = times <= now
-            if since is not None:
-                inside &= times >= since
-            window = piece if inside.all() else piece[inside.to_numpy(dtype=bool)]
-            snapshots.update(window["snapshot"].unique().tolist())
-            samples += len(window)
-            yield window
-
-    pt = _sum_pieces(windows(), now, t).table()
-    start = since if since is not None else (first if math.isfinite(first) else now)
-    if start > now:
-        raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(snapshots), samples, events, history, t, below_peers, quick)
-
-
-def assess_columns(
-    pieces: Iterable[Iterable[tuple[int, PortSet, Values]]],
+    snapshots: Iterable[Snapshot],
     fabric: Fabric,
     *,
     since: float | None,
@@ -149,45 +58,31 @@ def assess_columns(
     thresholds: HealthThresholds = HealthThresholds(),  # noqa: B008 (frozen, so sharing is safe)
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
 ) -> HealthReport:
-    """:func:`assess_pieces` of the store's decoded blocks (pieces of (snapshot id, port set,
-    values), snapshots in id order, as :meth:`Store.load_counter_block_pieces` gives them), summed
-    column-wise without building the counter table (:mod:`fabric.health.columns`); the same report.
-    Raises :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples are not in time order
-    across snapshots (the caller then takes the counter table's path).
+    """Score every link of ``fabric`` over the samples of ``snapshots`` taken in [since, now].
+
+    ``snapshots``: (snapshot id, port set, values), in id order, as
+    :meth:`Store.load_counter_blocks` gives them (or :func:`~fabric.health.snapshots.frame_snapshots`
+    of a counter table); only one is held at a time. ``since=None`` starts the window at the first
+    sample. ``below_peers`` (from :func:`topology.wiring.links_below_peers`): cables trained
+    narrower or slower than their peers, a finding of their own. Raises
+    :class:`~fabric.counters.deltas.OutOfOrder` if a port's samples are not in time order across
+    snapshots; :func:`~fabric.health.snapshots.in_time_order` puts such a window in order.
     """
     t = thresholds
     if since is not None and since > now:
         raise UsageError(f"health window starts after it ends (since {since} > now {now})")
     sums = ColumnSums(since=since, now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
-    for piece in pieces:
-        for snapshot_id, ports, values in piece:
-            sums.add(snapshot_id, ports, values)
+    for snapshot_id, ports, values in snapshots:
+        sums.add(snapshot_id, ports, values)
     pt = sums.table()
     first = sums.first
     start = since if since is not None else (first if math.isfinite(first) else now)
     if start > now:
         raise UsageError(f"health window starts after it ends (since {start} > now {now})")
-    return _report(pt, fabric, start, now, len(sums.snapshots), sums.samples, events, history, t, below_peers)
+    return report(pt, fabric, start, now, len(sums.snapshots), sums.samples, events, history, t, below_peers)
 
 
-def _pieces(frame: pd.DataFrame, rows: int) -> Iterator[pd.DataFrame]:
-    """``frame`` cut into groups of whole snapshots of about ``rows`` rows, in snapshot id order."""
-    snapshot = frame["snapshot"].to_numpy()
-    ids, counts = np.unique(snapshot, return_counts=True)
-    group = np.cumsum(counts) // max(1, rows)
-    for g in np.unique(group):
-        yield frame[np.isin(snapshot, ids[group == g])]
-
-
-def _sum_pieces(pieces: Iterable[pd.DataFrame], now: float, t: HealthThresholds) -> PortSums:
-    stream = DeltaStream()
-    sums = PortSums(now=now, short_s=t.ber_window_s, long_s=t.ber_window_long_s)
-    for piece in pieces:
-        sums.add(stream.feed(piece))
-    return sums
-
-
-def _report(
+def report(
     pt: PortTable,
     fabric: Fabric,
     start: float,
@@ -198,109 +93,156 @@ def _report(
     history: Sequence[PastFinding],
     t: HealthThresholds,
     below_peers: Mapping[LinkKey, BelowPeers] | None = None,
-    quick: bool = True,
 ) -> HealthReport:
     """Per-port sums over [start, now] -> links, nodes and summary.
 
-    ``quick``: build the records of quiet links (nothing moved, certified, no history: most
-    links of a healthy fabric) on a short cut and sort without a key function per link; the
-    same report as without (tested: tests/healthpaths.py)."""
-    seconds = now - start
-    below = below_peers or {}
+    The records of quiet links (nothing moved, certified, no history: most links of a healthy
+    fabric) are built on a short cut, and links and nodes sorted without a key function each;
+    the same report as every link by :meth:`LinkScores.record` (tests/oracles/health.py)."""
+    scores = LinkScores(pt, fabric, start, now, events, history, t, below_peers)
+    results = scores.records()
+    keys = scores.keys
+    # a status is a function of the score, so (score, -rank, key) orders as (score, key): by key,
+    # then stably by score, each sort keyed by a C-level lookup
+    order = sorted(range(len(results)), key=keys.__getitem__)
+    values = [h.score for h in results]
+    order.sort(key=values.__getitem__)
+    by_key = dict(zip(keys, results, strict=True))
+    nodes = _nodes(fabric, by_key, scores.past, scores.today, t)
+    ranked = [results[i] for i in order]
+    return HealthReport(tuple(ranked), tuple(nodes), scores.summary(ranked, nodes, snapshots, samples))
 
-    row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
-    links = fabric.links
-    ia = np.array([row_of.get((lk.a.guid, lk.a.port), -1) for lk in links], dtype=np.int64)
-    ib = np.array([row_of.get((lk.b.guid, lk.b.port), -1) for lk in links], dtype=np.int64)
-    rate = np.array([lk.gbps for lk in links], dtype=np.float64) * 1e9
 
-    sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
-    seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
-    covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
-    sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
-    sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
-    sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
-    sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
-    lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
-    ends_of = _Ends(pt, t)
-    # Python lists: indexing them in the loop is far cheaper than numpy scalars
-    seen_l = (seen_a & seen_b).tolist()
-    bits_l = (rate * covered).tolist()
-    rate_l, covered_l, sym_l = rate.tolist(), covered.tolist(), sym.tolist()
-    sym_short_l, sym_long_l, lower_bound_l = sym_short.tolist(), sym_long.tolist(), lower_bound.tolist()
-    ia_l, ib_l = ia.tolist(), ib.tolist()
+class LinkScores:
+    """Every link's figures over the window as Python lists (indexing them is far cheaper than
+    numpy scalars), and how a link's record is made: :meth:`record`, the rules in full, and
+    :meth:`records`, every link's, quiet ones on a short cut that gives what record() gives."""
 
-    downs, recoveries = _increments(pt.flap_rows)
-    events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
-    for ev in events:
-        events_of[ev.link].append(ev)
-    past = History.build(history, now=now, lookback_days=t.repeat_lookback_days)
-    today = day_of(now)
+    def __init__(
+        self,
+        pt: PortTable,
+        fabric: Fabric,
+        start: float,
+        now: float,
+        events: Sequence[LinkEvent],
+        history: Sequence[PastFinding],
+        t: HealthThresholds,
+        below_peers: Mapping[LinkKey, BelowPeers] | None,
+    ) -> None:
+        self.fabric, self.start, self.now, self.t = fabric, start, now, t
+        self.below = below_peers or {}
+        self.row_of = {key: i for i, key in enumerate(zip(pt.guids.tolist(), pt.ports.tolist(), strict=True))}
+        links = self.links = fabric.links
+        row_of = self.row_of
+        ia = np.array([row_of.get((lk.a.guid, lk.a.port), -1) for lk in links], dtype=np.int64)
+        ib = np.array([row_of.get((lk.b.guid, lk.b.port), -1) for lk in links], dtype=np.int64)
+        rate = np.array([lk.gbps for lk in links], dtype=np.float64) * 1e9
+        sec_a, sec_b = _at(pt.seconds, ia), _at(pt.seconds, ib)
+        seen_a, seen_b = _at(pt.samples, ia) > 0, _at(pt.samples, ib) > 0
+        covered = observed_seconds(sec_a, sec_b, seen_a, seen_b)
+        sym = _at(pt.sums["symbol_errors"], ia) + _at(pt.sums["symbol_errors"], ib)
+        sym_short = _at(pt.symbol_short, ia) + _at(pt.symbol_short, ib)
+        sym_long = _at(pt.symbol_long, ia) + _at(pt.symbol_long, ib)
+        sym_saturated = pt.saturated.get("symbol_errors", np.zeros(len(pt), dtype=bool))
+        lower_bound = _at(sym_saturated | pt.reset, ia, False) | _at(sym_saturated | pt.reset, ib, False)
+        self.ends_of = _Ends(pt, t)
+        self.without_samples = int(np.count_nonzero(~seen_a & ~seen_b))
+        self.seen = (seen_a & seen_b).tolist()
+        self.bits = (rate * covered).tolist()
+        self.rate, self.covered, self.sym = rate.tolist(), covered.tolist(), sym.tolist()
+        self.sym_short, self.sym_long, self.lower_bound = (
+            sym_short.tolist(),
+            sym_long.tolist(),
+            lower_bound.tolist(),
+        )
+        self.ia, self.ib = ia.tolist(), ib.tolist()
+        self.downs, self.recoveries = _increments(pt.flap_rows)
+        self.events_of: dict[LinkKey, list[LinkEvent]] = defaultdict(list)
+        for ev in events:
+            self.events_of[ev.link].append(ev)
+        self.past = History.build(history, now=now, lookback_days=t.repeat_lookback_days)
+        self.today = day_of(now)
+        self.keys = [lk.key for lk in links]
+        # Quiet-link candidates: no symbol error, no lower bound, both ends read and unmoved, bits
+        # seen. The short cut still checks flaps, events, history, degradation, BER and congestion.
+        self.candidate = [False] * len(links)
+        if t.repeat_days > 0:
+            moved = np.array(self.ends_of.moved, dtype=bool)
+            self.candidate = (
+                (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
+            ).tolist()
 
-    results: list[LinkHealth] = []
-    keys = [lk.key for lk in links]
-    # Quiet-link candidates (quick): no symbol error, no lower bound, both ends read and unmoved,
-    # bits seen. The loop still checks flaps, events, history, degradation, BER and congestion.
-    candidate = [False] * len(links)
-    if quick and t.repeat_days > 0:
-        moved = np.array(ends_of.moved, dtype=bool)
-        candidate = (
-            (sym == 0) & ~lower_bound & seen_a & seen_b & (rate * covered > 0) & ~moved[ia] & ~moved[ib]
-        ).tolist()
-    flapping = downs.keys() | recoveries.keys()
-    port_days = past.port_days
-    ok = Status.of_score(100)
-    no_error_upper = poisson_upper(0, t.ber_confidence)
-    for i, lk in enumerate(links):
-        a_key, b_key = keys[i]
-        if (
-            candidate[i]
-            and a_key not in flapping
-            and b_key not in flapping
-            and keys[i] not in events_of
-            and keys[i] not in below
-            and a_key not in port_days
-            and b_key not in port_days
-        ):
-            bits = bits_l[i]  # > 0: estimate_ber(0, bits, ...) without the call
-            upper = no_error_upper / bits
-            ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
-            ca, cb = ends[0].congestion, ends[1].congestion
-            if upper < t.ber_target and max(ca or 0.0, cb or 0.0) < t.congestion_watch:
-                lower = poisson_lower(0, t.ber_confidence) / bits
-                ber = BerEstimate(
-                    0, bits, 0 / bits, lower, upper, t.ber_confidence, t.ber_target, True, False
-                )
-                # what the general path below makes of a quiet link, field for field
-                results.append(
-                    LinkHealth(
-                        a=lk.a,
-                        b=lk.b,
-                        width=lk.width,
-                        speed=lk.speed,
-                        score=100,
-                        status=ok,
-                        ber=ber,
-                        flaps_per_hour=0.0,
-                        downs=0,
-                        recoveries=0,
-                        congestion=cb if ca is None else (ca if cb is None else max(ca, cb)),
-                        reasons=(),
-                        first_seen=None,
-                        last_seen=None,
-                        counters=_EMPTY,
-                        ends=ends,
-                        repeat_offender=False,
-                        repeat_days=0,
-                        observed_s=covered_l[i],
-                        pending=None,
+    def records(self) -> list[LinkHealth]:
+        """Every link's record, in link order; quiet links on the short cut."""
+        t, keys, links, below = self.t, self.keys, self.links, self.below
+        candidate, bits_l, rate_l, covered_l = self.candidate, self.bits, self.rate, self.covered
+        ia_l, ib_l, ends_of, events_of = self.ia, self.ib, self.ends_of, self.events_of
+        flapping = self.downs.keys() | self.recoveries.keys()
+        port_days = self.past.port_days
+        ok = Status.of_score(100)
+        no_error_upper = poisson_upper(0, t.ber_confidence)
+        results: list[LinkHealth] = []
+        for i, lk in enumerate(links):
+            a_key, b_key = keys[i]
+            if (
+                candidate[i]
+                and a_key not in flapping
+                and b_key not in flapping
+                and keys[i] not in events_of
+                and keys[i] not in below
+                and a_key not in port_days
+                and b_key not in port_days
+            ):
+                bits = bits_l[i]  # > 0: estimate_ber(0, bits, ...) without the call
+                upper = no_error_upper / bits
+                ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
+                ca, cb = ends[0].congestion, ends[1].congestion
+                if upper < t.ber_target and max(ca or 0.0, cb or 0.0) < t.congestion_watch:
+                    lower = poisson_lower(0, t.ber_confidence) / bits
+                    ber = BerEstimate(
+                        0, bits, 0 / bits, lower, upper, t.ber_confidence, t.ber_target, True, False
                     )
-                )
-                continue
-        ber = estimate_ber(sym_l[i], bits_l[i], t.ber_target, t.ber_confidence, at_least=lower_bound_l[i])
-        if not seen_l[i] and ber.certified:
+                    # what record() makes of a quiet link, field for field
+                    results.append(
+                        LinkHealth(
+                            a=lk.a,
+                            b=lk.b,
+                            width=lk.width,
+                            speed=lk.speed,
+                            score=100,
+                            status=ok,
+                            ber=ber,
+                            flaps_per_hour=0.0,
+                            downs=0,
+                            recoveries=0,
+                            congestion=cb if ca is None else (ca if cb is None else max(ca, cb)),
+                            reasons=(),
+                            first_seen=None,
+                            last_seen=None,
+                            counters=_EMPTY,
+                            ends=ends,
+                            repeat_offender=False,
+                            repeat_days=0,
+                            observed_s=covered_l[i],
+                            pending=None,
+                        )
+                    )
+                    continue
+            results.append(self.record(i))
+        return results
+
+    def record(self, i: int) -> LinkHealth:
+        """Link ``i``'s record by the rules in full."""
+        t, lk = self.t, self.links[i]
+        a_key, b_key = self.keys[i]
+        downs, recoveries, ends_of, past = self.downs, self.recoveries, self.ends_of, self.past
+        ia, ib, rate, covered = self.ia[i], self.ib[i], self.rate[i], self.covered[i]
+        ber = estimate_ber(
+            self.sym[i], self.bits[i], t.ber_target, t.ber_confidence, at_least=self.lower_bound[i]
+        )
+        if not self.seen[i] and ber.certified:
             ber = dataclasses.replace(ber, certified=False)
-        link_events = events_of.get(keys[i], [])
+        link_events = self.events_of.get(self.keys[i], [])
         flaps = NO_FLAPS
         if a_key in downs or b_key in downs or a_key in recoveries or b_key in recoveries or link_events:
             flaps = count_flaps(
@@ -308,41 +250,33 @@ def _report(
                 (recoveries.get(a_key, []), recoveries.get(b_key, [])),
                 link_events,
                 merge_s=t.flap_merge_s,
-                since=start,
-                now=now,
+                since=self.start,
+                now=self.now,
             )
-        ends = (ends_of.end(lk.a, ia_l[i], rate_l[i]), ends_of.end(lk.b, ib_l[i], rate_l[i]))
-        degraded = below.get(keys[i])
+        ends = (ends_of.end(lk.a, ia, rate), ends_of.end(lk.b, ib, rate))
+        degraded = self.below.get(self.keys[i])
         quiet = (
             ber.certified
             and degraded is None
             and not ber.errors
             and flaps is NO_FLAPS
-            and not ends_of.moved[ia_l[i]]
-            and not ends_of.moved[ib_l[i]]
+            and not ends_of.moved[ia]
+            and not ends_of.moved[ib]
             and max(ends[0].congestion or 0.0, ends[1].congestion or 0.0) < t.congestion_watch
         )
         # judge() has nothing to say about a quiet link; skipping it is what keeps 25k links fast
         findings: list[tuple[int, str]] = []
         waiting: str | None = None
         if not quiet:
+            seconds = self.now - self.start
             facts = _facts(
-                lk,
-                ends,
-                ber,
-                flaps,
-                sym_short_l[i],
-                sym_long_l[i],
-                rate_l[i],
-                seconds,
-                covered_l[i],
-                degraded,
+                lk, ends, ber, flaps, self.sym_short[i], self.sym_long[i], rate, seconds, covered, degraded
             )
             findings, waiting = judge(facts, t), pending(facts, t)
         penalty = sum(p for p, _ in findings)
         days = past.link_days(a_key, b_key)
         if Status.of_score(max(0, 100 - penalty)).rank >= Status.WARN.rank:
-            days = days | {today}
+            days = days | {self.today}
         offender = len(days) >= t.repeat_days
         if offender:
             findings.append(
@@ -358,57 +292,44 @@ def _report(
         for end in ends:
             if end.first_finding is not None and end.last_finding is not None:
                 seen_times += [end.first_finding, end.last_finding]
-        results.append(
-            LinkHealth(
-                a=lk.a,
-                b=lk.b,
-                width=lk.width,
-                speed=lk.speed,
-                score=score,
-                status=Status.of_score(score),
-                ber=ber,
-                flaps_per_hour=per_hour(flaps.total, covered_l[i]),
-                downs=flaps.downs,
-                recoveries=flaps.recoveries,
-                congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
-                reasons=tuple(r for _, r in sorted(findings, key=lambda f: -f[0])),
-                first_seen=min(seen_times, default=None),
-                last_seen=max(seen_times, default=None),
-                counters=_add(ends[0].counters, ends[1].counters),
-                ends=ends,
-                repeat_offender=offender,
-                repeat_days=len(days),
-                observed_s=covered_l[i],
-                pending=waiting,
-            )
+        return LinkHealth(
+            a=lk.a,
+            b=lk.b,
+            width=lk.width,
+            speed=lk.speed,
+            score=score,
+            status=Status.of_score(score),
+            ber=ber,
+            flaps_per_hour=per_hour(flaps.total, covered),
+            downs=flaps.downs,
+            recoveries=flaps.recoveries,
+            congestion=max((e.congestion for e in ends if e.congestion is not None), default=None),
+            reasons=tuple(r for _, r in sorted(findings, key=lambda f: -f[0])),
+            first_seen=min(seen_times, default=None),
+            last_seen=max(seen_times, default=None),
+            counters=_add(ends[0].counters, ends[1].counters),
+            ends=ends,
+            repeat_offender=offender,
+            repeat_days=len(days),
+            observed_s=covered,
+            pending=waiting,
         )
-    results_by_link = list(results)
-    if quick:
-        # a status is a function of the score, so (score, -rank, key) orders as (score, key): by
-        # key, then stably by score, each sort keyed by a C-level lookup
-        order = sorted(range(len(results)), key=keys.__getitem__)
-        scores = [h.score for h in results]
-        order.sort(key=scores.__getitem__)
-    else:
-        order = sorted(
-            range(len(results)), key=lambda i: (results[i].score, -results[i].status.rank, keys[i])
+
+    def summary(
+        self, ranked: Sequence[LinkHealth], nodes: Sequence[NodeHealth], snapshots: int, samples: int
+    ) -> HealthSummary:
+        return HealthSummary(
+            since=self.start,
+            now=self.now,
+            snapshots=snapshots,
+            samples=samples,
+            links=len(ranked),
+            links_by_status=_count(h.status for h in ranked),
+            nodes_by_status=_count(n.status for n in nodes),
+            links_without_samples=self.without_samples,
+            uncertified=sum(1 for h in ranked if h.pending is not None),
+            **_strays(self.fabric, self.keys, self.row_of, self.events_of, self.now),
         )
-    results = [results[i] for i in order]
-    by_key = dict(zip(keys, results_by_link, strict=True))
-    nodes = _quick_nodes(fabric, by_key, past, today, t) if quick else _nodes(fabric, by_key, past, today, t)
-    summary = HealthSummary(
-        since=start,
-        now=now,
-        snapshots=snapshots,
-        samples=samples,
-        links=len(results),
-        links_by_status=_count(h.status for h in results),
-        nodes_by_status=_count(n.status for n in nodes),
-        links_without_samples=int(np.count_nonzero(~seen_a & ~seen_b)),
-        uncertified=sum(1 for h in results if h.pending is not None),
-        **_strays(fabric, keys, row_of, events_of, now),
-    )
-    return HealthReport(tuple(results), tuple(nodes), summary)
 
 
 def _strays(
@@ -552,31 +473,8 @@ def _add(a: Mapping[str, int], b: Mapping[str, int]) -> Mapping[str, int]:
 def _nodes(
     fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
 ) -> list[NodeHealth]:
-    out: list[NodeHealth] = []
-    for guid, node in fabric.nodes.items():
-        mine = [by_key[lk.key] for lk in fabric.links_of(guid)]
-        worst = max(mine, key=lambda h: (h.status.rank, -h.score), default=None)
-        bad = sum(1 for h in mine if h.status.rank >= Status.WARN.rank)
-        days = past.node_days.get(guid, set()) | ({today} if bad else set())
-        offender = len(days) >= t.repeat_days
-        score = min((h.score for h in mine), default=100)
-        status = worst.status if worst is not None else Status.OK
-        if offender and status is Status.OK:
-            status, score = Status.WATCH, min(score, 89)
-        out.append(
-            NodeHealth(
-                guid, node.description, node.kind.value, score, status, len(mine), bad, offender, len(days)
-            )
-        )
-    out.sort(key=lambda n: (n.score, -n.status.rank, n.guid))
-    return out
-
-
-def _quick_nodes(
-    fabric: Fabric, by_key: dict[LinkKey, LinkHealth], past: History, today: int, t: HealthThresholds
-) -> list[NodeHealth]:
-    """:func:`_nodes` on short cuts: a status is a function of a score, so a node's worst link is
-    the one with its lowest score, and a node whose links all score 100 has none at warn."""
+    """Each node's health from its links': a status is a function of a score, so a node's worst
+    link is the one with its lowest score, and a node whose links all score 100 has none at warn."""
     out: list[NodeHealth] = []
     score_of = {key: h.score for key, h in by_key.items()}
     no_days: set[int] = set()

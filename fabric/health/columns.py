@@ -1,19 +1,18 @@
-"""Per-port sums straight from the store's columnar blocks: health's fast path.
+"""Per-port sums straight from decoded counter snapshots: how health sums counters.
 
-:class:`ColumnSums` gives the :class:`~fabric.health.ports.PortTable` that
-:class:`~fabric.counters.deltas.DeltaStream` + :class:`~fabric.health.ports.PortSums` give for
-the counter table of the same snapshots, array for array, without building that table. A decoded
-block is already one array per column in a fixed port order, so each snapshot is a few numpy
-operations over (counters x ports) matrices against one carried row per port: no text GUIDs, no
-factorising, no sort. The rules are those of :mod:`fabric.counters.deltas` (unreachable samples
-skipped, a counter's own last reading, resets, saturation, re-cabling starting a new baseline),
-applied in snapshot order.
+:class:`ColumnSums` gives the :class:`~fabric.health.ports.PortTable` of the counter deltas of the
+snapshots fed to it, without building a counter table or a delta table. A decoded block is already
+one array per column in a fixed port order, so each snapshot is a few numpy operations over
+(counters x ports) matrices against one carried row per port: no text GUIDs, no factorising, no
+sort. The rules are those of :mod:`fabric.counters.deltas` (unreachable samples skipped, a
+counter's own last reading, resets, saturation, re-cabling starting a new baseline), applied in
+snapshot order; the oracle in tests/oracles/health.py applies them to the counter table row by
+row, and the tests hold the two equal.
 
-It needs each port's usable samples in strictly increasing time in snapshot id order (always so
-for collections a minute apart); when they are not, :meth:`ColumnSums.add` raises
-:class:`~fabric.counters.deltas.OutOfOrder` and the caller takes the counter table's path, which
-sorts by time. Sums are exact integers (the table's path sums through float64, the same below
-2**53 per piece).
+It needs each port's usable samples in time order in the order they are fed (always so for
+collections a minute apart); when they are not, :meth:`ColumnSums.add` raises
+:class:`~fabric.counters.deltas.OutOfOrder` and the caller feeds
+:func:`fabric.health.snapshots.in_time_order` of the window instead. Sums are exact integers.
 """
 
 from __future__ import annotations
@@ -62,10 +61,10 @@ class _Layout:
 
 
 class ColumnSums:
-    """:class:`~fabric.health.ports.PortSums` of the deltas of decoded snapshots, fed in id order.
+    """The per-port sums of the counter deltas of decoded snapshots, fed in id order.
 
-    Also counts what :func:`fabric.health.assess.assess_pieces` reports beside the table: the
-    first sample's time, the snapshots and the samples (rows) inside the window [since, now].
+    Also counts what the report gives beside the table: the first sample's time, the snapshots
+    and the samples (rows) inside the window [since, now].
     """
 
     def __init__(self, *, since: float | None, now: float, short_s: float, long_s: float) -> None:
@@ -106,9 +105,10 @@ class ColumnSums:
             tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]
         ] = []
 
-    def add(self, snapshot_id: int, ports: PortSet, values: Values) -> None:
-        """Add one decoded snapshot (snapshots in id order); raises OutOfOrder if a port's sample
-        is not later than its previous one."""
+    def add(self, snapshot_id: int | NDArray[np.int64], ports: PortSet, values: Values) -> None:
+        """Add one decoded snapshot (snapshots in id order; ``snapshot_id`` per port for a
+        snapshot regrouped by :func:`~fabric.health.snapshots.in_time_order`); raises OutOfOrder
+        if a port's sample is earlier than its previous one."""
         if not len(ports):
             return
         layout = self._layout(ports)
@@ -121,7 +121,10 @@ class ColumnSums:
         if not count:
             return
         self.samples += count
-        self.snapshots.add(snapshot_id)
+        if isinstance(snapshot_id, np.ndarray):
+            self.snapshots.update(np.unique(snapshot_id[inside]).tolist())
+        else:
+            self.snapshots.add(int(snapshot_id))
 
         # Whole port set wide, masked: a few ports unreachable must not cost a gather of the rest.
         rows = values.rows
@@ -147,7 +150,7 @@ class ColumnSums:
         if not had.any():
             return
         prev_time = self._last_time[sel]
-        if bool(np.any(had & (time <= prev_time))):
+        if bool(np.any(had & (time < prev_time))):  # a tie is in order: the table's sort is stable
             raise OutOfOrder("counter samples are not in time order across snapshots")
         known &= had
         ident, ident_ok = self._ident[:, sel], self._ident_ok[:, sel]
@@ -240,7 +243,8 @@ class ColumnSums:
         self._ident_ok[:, at] = known
 
     def table(self) -> PortTable:
-        """The per-port sums, ports in the order of their first delta row (as PortSums has them)."""
+        """The per-port sums, ports in the order of their first delta row (as the counter table's
+        deltas have them: the oracle's order)."""
         order = np.concatenate(self._order) if self._order else np.zeros(0, dtype=np.int64)
         keys = np.concatenate(self._keys)[order] if self._keys else np.zeros(0, dtype=np.int64)
         names = np.asarray(self._guid_names, dtype=object)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fabric.app.discovery.cables import CableDetail, CableEnd
-from fabric.present.overview import ellipsis, when
-from fabric.present.table import table
+from fabric.present.overview import when
+from fabric.present.table import ellipsis, table
 from topology.cables import CableInfo
 
 NO_INVENTORY = (

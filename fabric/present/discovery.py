@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from fabric.app.discovery.discover import Discovery, summary
-from fabric.app.discovery.topology_diff import TopologyDiff
-from fabric.present.overview import ellipsis
-from fabric.present.table import table
-from fabric.store import TopologySummary
+from fabric.present.table import ellipsis, table
 from probes.inventory import fold_names
 from topology.chassis import Chassis
 from topology.classify import GroupKind, Pod
 from topology.model import Link
+
+if TYPE_CHECKING:  # annotations only: `discover` imports neither the store nor a diff
+    from fabric.app.discovery.topology_diff import TopologyDiff
+    from fabric.store import TopologySummary
 
 
 def render_discovery(d: Discovery, limit: int | None = 40) -> str:

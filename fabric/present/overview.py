@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fabric.app.readmodel.views import SEVERITIES, Alert, LinkRow, Overview
 from fabric.core.units import human_duration, utc_time
+from fabric.present.table import ellipsis
 
 WORST_PER_SEVERITY = 3  # alerts listed under each severity on the overview
 
@@ -115,11 +116,6 @@ def note_lines(notes: object, limit: int = 5) -> list[str]:
         return []
     more = [f"… {len(notes) - limit} more notes (ibfab discover)"] if len(notes) > limit else []
     return [f"note: {n}" for n in notes[:limit]] + more
-
-
-def ellipsis(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, ending in … when cut (never silently)."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def health_note(ov: Overview) -> str:

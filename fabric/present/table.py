@@ -21,3 +21,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], max_width: i
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def ellipsis(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in … when cut (never silently)."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

@@ -12,7 +12,8 @@ One module per group of tables; :class:`Store` puts them together. Open one Stor
 from __future__ import annotations
 
 from fabric.core.fields import PORT_COUNTER_FIELDS
-from fabric.store.core import BUSY_TIMEOUT_SECONDS, HeaderDamaged, StoreDamaged, default_db_path, store_path
+from fabric.core.paths import default_db_path, store_path
+from fabric.store.core import BUSY_TIMEOUT_SECONDS, HeaderDamaged, StoreDamaged
 from fabric.store.counters import CounterTables
 from fabric.store.history import HistoryTables
 from fabric.store.mending import MendingTables

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
+from fabric.core.paths import store_path
 from fabric.store import schema
 from fabric.store.salvage import (
     HEADER_BYTES,
@@ -116,22 +117,6 @@ def _header_check(path: Path, mend: bool) -> str | None:
         raise HeaderDamaged(path, problems)
     mended = mend_header(path)
     return f"header rewritten: {', '.join(mended)}" if mended else None
-
-
-def default_db_path() -> Path:
-    """``$IBFAB_DATA_DIR/ibfab.db``, else ``$XDG_DATA_HOME/ibfab/ibfab.db``,
-    else ``~/.local/share/ibfab/ibfab.db``."""
-    data_dir = os.environ.get("IBFAB_DATA_DIR")
-    if data_dir:
-        return Path(data_dir) / "ibfab.db"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
-    return base / "ibfab" / "ibfab.db"
-
-
-def store_path(db: str | Path | None) -> Path:
-    """The store file a ``--db`` value names: the value itself, else :func:`default_db_path`."""
-    return Path(db) if db else default_db_path()
 
 
 def compress(data: bytes, level: int = RAW_ZLIB_LEVEL) -> bytes:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
-from fabric.counters.deltas import DELTA_COLUMNS, SATURABLE, DeltaStream, OutOfOrder, compute_deltas
+from fabric.counters.deltas import DELTA_COLUMNS, SATURABLE, compute_deltas
 from topology.errors import UsageError
 
 A = "0x0000000000000a01"
@@ -247,102 +246,3 @@ def test_deltas_are_never_negative_and_reachable_samples_all_appear(
     assert (d["elapsed"] > 0).all()
     usable = [i for i, (_, _, r, _) in enumerate(samples) if r]  # other counters are 0, so read
     assert len(d) == max(0, len(usable) - 1)
-
-
-# -- the table in pieces (DeltaStream) -------------------------------------------------------------
-
-
-def _plain(deltas: pd.DataFrame) -> pd.DataFrame:
-    """A delta table with plain GUID strings (each piece has its own categories) and a fresh index."""
-    return deltas.assign(guid=deltas["guid"].astype(str)).reset_index(drop=True)
-
-
-def _in_pieces(frame: pd.DataFrame, cuts: list[int]) -> pd.DataFrame:
-    """Deltas of ``frame`` fed to one DeltaStream cut at the given snapshot ids, concatenated."""
-    stream = DeltaStream()
-    bounds = [-1, *sorted(set(cuts)), int(frame["snapshot"].max()) + 1]
-    parts = [
-        _plain(stream.feed(frame[(frame["snapshot"] > lo) & (frame["snapshot"] <= hi)]))
-        for lo, hi in itertools.pairwise(bounds)
-    ]
-    return pd.concat(parts, ignore_index=True)
-
-
-maybe = st.one_of(st.none(), st.integers(0, 40), st.just(max_value("symbol_errors")))
-sample = st.tuples(
-    maybe,  # symbol_errors (None: not read; max: saturated; a lower value than before: a reset)
-    st.one_of(st.none(), st.integers(0, 3)),  # link_downed
-    st.booleans(),  # reachable
-    st.sampled_from([B, "0x00000000000000c3", None]),  # peer (None: unknown)
-    st.sampled_from([5, 6, None]),  # lid
-)
-
-
-@settings(max_examples=120, deadline=None)
-@given(
-    st.lists(st.tuples(sample, sample), min_size=1, max_size=9),
-    st.lists(st.integers(0, 9), max_size=4),
-)
-@example(  # port 2's link identity is unknown in the first piece, then known: no change
-    [
-        ((0, None, True, "0x00000000000000c3", 5), (0, None, True, None, None)),
-        ((1, 1, True, B, 5), (1, 1, True, B, 6)),
-    ],
-    [0],
-)
-def test_deltas_fed_in_pieces_are_the_deltas_of_the_whole_table(
-    snapshots: list[tuple[tuple[Any, ...], tuple[Any, ...]]], cuts: list[int]
-) -> None:
-    rows = [
-        row(
-            s,
-            s * 60.0 + port,
-            port=port,
-            symbol_errors=sym,
-            link_downed=down,
-            xmit_data=None if sym is None else 10**12 * s,
-            reachable=up,
-            peer=peer,
-            lid=lid,
-        )
-        for s, ends in enumerate(snapshots)
-        for port, (sym, down, up, peer, lid) in enumerate(ends, start=1)
-    ]
-    frame = table(rows)
-    whole = _plain(compute_deltas(frame))
-    pd.testing.assert_frame_equal(_in_pieces(frame, cuts), whole, check_exact=True)
-
-
-def test_a_piece_keeps_only_one_row_per_port_and_its_deltas_reach_back() -> None:
-    frame = table(
-        [
-            row(1, 0.0, symbol_errors=5, link_downed=None),
-            row(2, 60.0, symbol_errors=None, link_downed=1),  # link_downed read from here on
-            row(3, 120.0, reachable=False),
-            row(4, 180.0, symbol_errors=9, link_downed=3),
-            row(5, 240.0, peer="0x00000000000000c3", symbol_errors=9, link_downed=3),  # re-cabled
-            row(6, 300.0, peer=None, symbol_errors=2, link_downed=4),  # reset after the move
-        ]
-    )
-    stream = DeltaStream()
-    got = [_plain(stream.feed(frame[frame["snapshot"] == s])) for s in range(1, 7)]
-    assert [len(d) for d in got] == [0, 1, 0, 1, 1, 1]
-    d = pd.concat(got, ignore_index=True)
-    assert vals(d["symbol_errors"]) == [None, 4, None, 2]  # 9 - 5 across two pieces and a gap
-    assert vals(d["link_downed"]) == [None, 2, None, 1]
-    assert d["link_changed"].tolist() == [False, False, True, False]
-    assert d["reset"].tolist() == [False, False, False, True]
-    assert d["prev_time"].tolist() == [0.0, 60.0, 180.0, 240.0]
-
-
-def test_a_piece_with_a_sample_not_after_the_last_one_is_refused() -> None:
-    for earlier in (0.0, 60.0):  # before, or at the same time as, the sample already fed
-        stream = DeltaStream()
-        stream.feed(table([row(1, 60.0, symbol_errors=1)]))
-        with pytest.raises(OutOfOrder, match="not in time order"):
-            stream.feed(table([row(2, earlier, symbol_errors=2)]))
-    stream = DeltaStream()  # another port's earlier sample, or an unreachable one, is fine
-    stream.feed(table([row(1, 60.0, symbol_errors=1)]))
-    d = stream.feed(table([row(2, 0.0, port=2, symbol_errors=2), row(2, 0.0, reachable=False), row(3, 90.0)]))
-    assert vals(d["symbol_errors"]) == [0]  # port 1: 1 -> 0 at 90 s is a reset, counted from 0
-    assert d["reset"].tolist() == [True]

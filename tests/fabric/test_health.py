@@ -1,4 +1,8 @@
-"""Link health: BER math and certification, flaps, congestion, ranking, repeat offenders, thresholds."""
+"""Link health: BER math and certification, flaps, congestion, ranking, repeat offenders, thresholds.
+
+Counter tables are built here row by row and scored the program's way (:func:`assess`: cut into
+snapshots, summed column-wise); tests/oracles/health.py reads the same tables the plain way and
+the reports are held equal."""
 
 from __future__ import annotations
 
@@ -16,17 +20,20 @@ from hypothesis import strategies as st
 
 from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS, max_value
 from fabric.health import (
+    HealthReport,
     HealthThresholds,
     LinkEvent,
     PastFinding,
     Status,
-    assess,
     estimate_ber,
+    frame_snapshots,
     poisson_lower,
     poisson_upper,
     thresholds_from_mapping,
 )
+from fabric.health import assess as assess_snapshots
 from fabric.health.flaps import CounterIncrement, merge_ends
+from tests.oracles.health import assess_oracle
 from topology.errors import UsageError
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef
 
@@ -100,6 +107,13 @@ def frame_for(
     for name in ("lid", "peer_port", *COUNTER_NAMES):
         frame[name] = frame[name].astype("Int64")
     return frame
+
+
+def assess(frame: pd.DataFrame, fab: Fabric, **kwargs: Any) -> HealthReport:
+    """The program's report of a counter table, checked against the oracle's."""
+    report = assess_snapshots(frame_snapshots(frame), fab, **kwargs)
+    assert report.to_dict() == assess_oracle(frame, fab, **kwargs).to_dict()
+    return report
 
 
 def link_of(report: Any, a: PortRef) -> Any:
@@ -419,15 +433,10 @@ def test_json_has_the_cli_keys_and_serialises() -> None:
     assert data["summary"]["links_by_status"]["critical"] == 1
 
 
-def test_precomputed_deltas_give_the_same_report() -> None:
-    from fabric.counters.deltas import compute_deltas
-
+def test_only_the_windows_errors_count() -> None:
     fab = fabric()
     frame = frame_for(fab, [NOW - 1200, NOW - 600, NOW], {HCA0: {"symbol_errors": [0, 1, 3]}})
-    direct = assess(frame, fab, since=NOW - 600, now=NOW)
-    reused = assess(frame, fab, since=NOW - 600, now=NOW, deltas=compute_deltas(frame))
-    assert direct.to_dict() == reused.to_dict()
-    assert link_of(direct, HCA0).ber.errors == 2  # only the window's errors
+    assert link_of(assess(frame, fab, since=NOW - 600, now=NOW), HCA0).ber.errors == 2
 
 
 # -- repeat offenders ------------------------------------------------------------------------------
@@ -565,17 +574,10 @@ def eventful_frame(fab: Fabric) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("since", [None, NOW - 3000])
-def test_assessing_a_few_snapshots_at_a_time_gives_the_same_report(since: float | None) -> None:
-    from fabric.health import assess_pieces
-
+def test_every_kind_of_finding_in_one_history(since: float | None) -> None:
     fab = fabric()
     frame = eventful_frame(fab)
-    whole = assess(frame, fab, since=since, now=NOW)
-    for rows in (1, 25, 40, 60, 1000):  # one snapshot (12 rows) a piece ... all in one
-        assert assess(frame, fab, since=since, now=NOW, piece_rows=rows).to_dict() == whole.to_dict()
-    pieces = [frame[frame["snapshot"] == s] for s in range(10)]
-    assert assess_pieces(pieces, fab, since=since, now=NOW).to_dict() == whole.to_dict()
-    # and the report has something to say about each planted fault
+    whole = assess(frame, fab, since=since, now=NOW)  # and the oracle's, field for field
     first_sample = NOW - 5400 if since is None else since
     assert whole.summary.since == first_sample
     inside = (frame["time"] >= first_sample) & (frame["time"] <= NOW)  # UP1's far end is 3 s late
@@ -589,30 +591,29 @@ def test_assessing_a_few_snapshots_at_a_time_gives_the_same_report(since: float 
     assert whole.summary.ports_not_on_links == (PortRef(SPINE, 9),)
 
 
-def test_snapshots_out_of_time_order_are_assessed_whole() -> None:
+def test_snapshots_out_of_time_order_are_put_in_order() -> None:
     from fabric.counters.deltas import OutOfOrder
-    from fabric.health import assess_pieces
+    from fabric.health import in_time_order
 
     fab = fabric()
     frame = eventful_frame(fab)
     frame["snapshot"] = 9 - frame["snapshot"]  # ids run backwards in time
-    whole = assess(frame, fab, since=None, now=NOW)
-    assert assess(frame, fab, since=None, now=NOW, piece_rows=12).to_dict() == whole.to_dict()
-    assert link_of(whole, HCA0).counters["symbol_errors"] == 30 + 2 + 10  # up to the reset, after it
     with pytest.raises(OutOfOrder):
-        assess_pieces([frame[frame["snapshot"] == s] for s in range(10)], fab, since=None, now=NOW)
+        assess_snapshots(frame_snapshots(frame), fab, since=None, now=NOW)
+    ordered = assess_snapshots(in_time_order(frame_snapshots(frame)), fab, since=None, now=NOW)
+    assert ordered.to_dict() == assess_oracle(frame, fab, since=None, now=NOW).to_dict()
+    assert link_of(ordered, HCA0).counters["symbol_errors"] == 30 + 2 + 10  # up to the reset, after it
+    assert ordered.summary.snapshots == 10 and ordered.summary.samples == len(frame) - 1  # one after NOW
 
 
-def test_assess_in_pieces_refuses_a_window_that_ends_before_it_starts() -> None:
-    from fabric.health import assess_pieces
-
+def test_a_window_that_ends_before_it_starts_is_refused_and_an_empty_one_has_no_samples() -> None:
     fab = fabric()
     frame = frame_for(fab, [NOW - 60, NOW])
     with pytest.raises(UsageError, match="starts after it ends"):
-        assess_pieces([frame], fab, since=NOW + 1, now=NOW)
+        assess_snapshots(frame_snapshots(frame), fab, since=NOW + 1, now=NOW)
     with pytest.raises(UsageError, match="starts after it ends"):
-        assess_pieces([frame], fab, since=None, now=NOW - 120)
-    empty = assess_pieces([], fab, since=None, now=NOW)
+        assess_snapshots(frame_snapshots(frame), fab, since=None, now=NOW - 120)
+    empty = assess_snapshots([], fab, since=None, now=NOW)
     assert empty.summary.since == NOW and empty.summary.links_without_samples == len(fab.links)
 
 
@@ -621,40 +622,32 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
 ) -> None:
     import fabric.app.health.assess as healthsvc
     from fabric.store import Store
+    from tests.healthpaths import oracle_of_store
     from tests.tui_data import SNAPSHOT_EVERY_S, T0, build_store, counter_rows
 
     path, fab, ber_bad, flappy = build_store(tmp_path / "h.db", snapshots=8)
     now = T0 + 7 * SNAPSHOT_EVERY_S + 5
     with Store.open(path) as store:
-        loads: list[tuple[str, list[int]]] = []
+        loads: list[list[int]] = []
+        load = store.load_counter_block_pieces
 
-        def counting(method: str) -> Any:
-            load = getattr(store, method)
+        def counted(pieces: Sequence[Sequence[int]], *args: Any) -> Any:
+            loads.extend(list(p) for p in pieces)
+            return load(pieces, *args)
 
-            def counted(pieces: Sequence[Sequence[int]], *args: Any) -> Any:
-                loads.extend((method, list(p)) for p in pieces)
-                return load(pieces, *args)
-
-            return counted
-
-        for method in ("load_counter_pieces", "load_counter_block_pieces"):
-            monkeypatch.setattr(store, method, counting(method))
+        monkeypatch.setattr(store, "load_counter_block_pieces", counted)
         whole = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
-        # 8 snapshots of a small fabric: one piece, summed from the blocks (the fast path)
-        assert loads == [("load_counter_block_pieces", list(range(1, 9)))]
+        assert loads == [list(range(1, 9))]  # 8 snapshots of a small fabric: one piece
         ports = store.list_counter_snapshots()[0].ports
         monkeypatch.setattr(healthsvc, "PIECE_ROWS", 3 * ports)
-        for fast, method in ((True, "load_counter_block_pieces"), (False, "load_counter_pieces")):
-            loads.clear()
-            view = healthsvc.assess_store(store, since_s=3600, now=now, record=False, fast=fast)
-            assert loads == [(method, [1, 2, 3]), (method, [4, 5, 6]), (method, [7, 8])]
-            assert view.report.to_dict() == whole.to_dict()
-        pieces = view.report
-    assert pieces.to_dict() == whole.to_dict()
+        loads.clear()
+        pieces = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
+        assert loads == [[1, 2, 3], [4, 5, 6], [7, 8]]
+        assert pieces.to_dict() == whole.to_dict() == oracle_of_store(store, 3600, now).to_dict()
     assert link_of(pieces, ber_bad.a).status is Status.CRITICAL
     assert link_of(pieces, flappy.b).downs == 7 and pieces.summary.samples == 8 * ports
 
-    # snapshots written out of time order (ids no longer follow time): assessed whole, same report
+    # snapshots written out of time order (ids no longer follow time): put in order, same report
     with Store.open(tmp_path / "backwards.db") as store:
         topo = store.save_topology(fab, "-", "ibnetdiscover", "test", taken_at=T0 - 10)
         bad: dict[tuple[str, int], dict[str, int]] = {
@@ -664,16 +657,18 @@ def test_assess_store_reads_the_window_a_few_snapshots_at_a_time(
         for i in reversed(range(8)):
             when = T0 + i * SNAPSHOT_EVERY_S
             store.save_counter_snapshot(when, "synthetic", topo, counter_rows(fab, when, i, bad))
-        whole_window: list[int] = []
-        assess_whole = assess
+        regrouped: list[int] = []
+        from fabric.health import in_time_order as in_order
 
-        def counted_whole(frame: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
-            whole_window.append(len(frame))
-            return assess_whole(frame, *args, **kwargs)
+        def counted_order(snapshots: Any) -> Any:
+            out = in_order(snapshots)
+            regrouped.append(len(out))
+            return out
 
-        monkeypatch.setattr(healthsvc, "assess", counted_whole)
+        monkeypatch.setattr(healthsvc, "in_time_order", counted_order)
         backwards = healthsvc.assess_store(store, since_s=3600, now=now, record=False).report
-    assert whole_window == [8 * ports]  # the pieces found the samples out of order
+        assert backwards.to_dict() == oracle_of_store(store, 3600, now).to_dict()
+    assert regrouped == [8]  # the window put in order: eight readings of each port
     assert backwards.to_dict() == whole.to_dict()
 
 

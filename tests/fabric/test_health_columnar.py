@@ -1,5 +1,6 @@
-"""Health's fast path (the store's blocks summed column-wise, fabric.health.columns) gives what
-the counter table's path gives: the same per-port table and the same report, on planted faults,
+"""Health (the store's blocks summed column-wise, fabric.health.columns) gives what its oracle
+gives (tests/oracles/health.py: the counter table's deltas, every record the long way): the same
+per-port table and the same report, on planted faults,
 on random histories (resets, saturation, unreadable counters, unreachable spells, re-cabling,
 ports coming and going, windows cut mid-way), and on the real ibdiagnet run in tests/data/realdata."""
 
@@ -19,11 +20,12 @@ from fabric.app.health.assess import utc_day
 from fabric.cli.main import main
 from fabric.core.fields import COUNTER_NAMES, ERROR_COUNTERS, max_value
 from fabric.counters.deltas import OutOfOrder
-from fabric.health import Status, assess, assess_columns
+from fabric.health import Status, assess, frame_snapshots, in_time_order
 from fabric.store import FindingSubject, PortCounterRow, Store
 from tests.conftest import REALDATA
 from tests.fabric.test_health import HCA0, HCA1, NOW, UP1, eventful_frame, fabric, frame_for, link_of
 from tests.healthpaths import assert_same_health
+from tests.oracles.health import assess_oracle
 from topology.diff import LinkEvent
 from topology.model import Fabric, Link
 
@@ -72,8 +74,8 @@ def test_planted_faults_give_the_same_health_both_ways(
     monkeypatch.setattr(healthsvc, "PIECE_ROWS", piece_rows)  # one snapshot a piece ... all at once
     with Store.open(path) as store:
         view = assert_same_health(store, since_s, NOW)
-    # and the same as assess() of the frame itself: the planted faults are there
-    whole = assess(frame, fab, since=None if since_s is None else NOW - since_s, now=NOW)
+    # and the same as the oracle's report of the frame itself: the planted faults are there
+    whole = assess_oracle(frame, fab, since=None if since_s is None else NOW - since_s, now=NOW)
     assert view.report.to_dict() == whole.to_dict()
     if since_s is None:
         assert link_of(view.report, HCA0).ber.errors == 42 and link_of(view.report, UP1).downs == 3
@@ -175,30 +177,26 @@ def test_random_histories_give_the_same_health_both_ways(
             assert_same_health(store, since_s, NOW)
 
 
-def test_samples_out_of_time_order_leave_the_fast_path_for_the_table(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_samples_out_of_time_order_are_put_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fab = fabric()
     frame = eventful_frame(fab)
     path = save_frame(tmp_path / "b.db", fab, frame, order=list(reversed(range(10))))  # ids run backwards
     with Store.open(path) as store:
         ids = [s.id for s in store.list_counter_snapshots()]
         with pytest.raises(OutOfOrder):
-            assess_columns([store.load_counter_blocks(ids)], fab, since=None, now=NOW)
-        tables: list[int] = []
-        monkeypatch.setattr(store, "load_counters", _counting(store.load_counters, tables))
-        view = healthsvc.assess_store(store, since_s=None, now=NOW, record=False)
-        assert tables == [len(frame)]  # the fast path gave way to the whole counter table
-        simple = healthsvc.assess_store(store, since_s=None, now=NOW, record=False, fast=False)
-    assert view.report.to_dict() == simple.report.to_dict()
-    assert view.report.to_dict() == assess(frame, fab, since=None, now=NOW).to_dict()
+            assess(store.load_counter_blocks(ids), fab, since=None, now=NOW)
+        regrouped: list[int] = []
+        monkeypatch.setattr(healthsvc, "in_time_order", _counting(in_time_order, regrouped))
+        view = assert_same_health(store, None, NOW)
+        assert regrouped == [10]  # the window put in order: ten readings of each port
+    assert view.report.to_dict() == assess_oracle(frame, fab, since=None, now=NOW).to_dict()
 
 
-def _counting(load: Any, calls: list[int]) -> Any:
+def _counting(regroup: Any, calls: list[int]) -> Any:
     def counted(*args: Any, **kwargs: Any) -> Any:
-        frame = load(*args, **kwargs)
-        calls.append(len(frame))
-        return frame
+        out = regroup(*args, **kwargs)
+        calls.append(len(out))
+        return out
 
     return counted
 
@@ -261,7 +259,7 @@ def test_quick_records_are_the_long_ways_whatever_keeps_a_link_off_the_short_cut
     fab = fabric()
     times = [NOW - 5400 + 600 * i for i in range(10)]
     clean = frame_for(fab, times)
-    hca0 = link_of(assess(clean, fab, since=None, now=NOW), HCA0)
+    hca0 = link_of(assess(frame_snapshots(clean), fab, since=None, now=NOW), HCA0)
     a, b = hca0.a, hca0.b
     narrow = Fabric.build(
         fab.nodes.values(), [Link(lk.a, lk.b, 2, lk.speed) if a in (lk.a, lk.b) else lk for lk in fab.links]
@@ -282,10 +280,8 @@ def test_quick_records_are_the_long_ways_whatever_keeps_a_link_off_the_short_cut
         (fab, waiting, {}, 0),  # waiting on one end, below the watch level: quiet, its congestion kept
     ]
     for case_fabric, frame, extra, off in cases:
-        quick = assess(frame, case_fabric, since=None, now=NOW, **extra)
-        assert (
-            quick.to_dict() == assess(frame, case_fabric, since=None, now=NOW, quick=False, **extra).to_dict()
-        )
+        quick = assess(frame_snapshots(frame), case_fabric, since=None, now=NOW, **extra)
+        assert quick.to_dict() == assess_oracle(frame, case_fabric, since=None, now=NOW, **extra).to_dict()
         quiet = [lk for lk in quick.links if lk.status is Status.OK and not lk.reasons and not lk.repeat_days]
         assert len(quiet) == len(fab.links) - off
     assert (link_of(quick, HCA0).congestion or 0) > 0

@@ -149,10 +149,10 @@ def test_counter_going_down_is_a_new_baseline(lab_up: str, tmp_path: Path) -> No
     assert any("cleared" in r for r in link.reasons)
 
 
-def test_the_fast_path_gives_the_counter_tables_health_on_the_lab(lab_up: str, tmp_path: Path) -> None:
+def test_health_gives_its_oracles_sums_and_report_on_the_lab(lab_up: str, tmp_path: Path) -> None:
     """Collections from the real tools with symbol errors rising then cleared, a saturated counter,
     a cable unplugged for one collection and link downs: the store's blocks summed column-wise
-    give the counter table's per-port sums and report (tests/healthpaths.py)."""
+    give the oracle's per-port sums and report (tests/healthpaths.py)."""
     import time as _time
 
     with Store.open(tmp_path / "fast.db") as store:

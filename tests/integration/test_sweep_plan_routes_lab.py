@@ -12,6 +12,7 @@ from fabric.app.source import Source
 from fabric.lab import simulator as lab
 from fabric.lab.driver import LabDriver
 from probes.plan import PATTERNS, plan_sweep
+from tests.oracles.plan import plan_sweep_oracle
 from tests.probes.test_plan_fast import CUSTOM, assert_same_plan
 
 pytestmark = pytest.mark.lab
@@ -32,6 +33,6 @@ def test_plans_with_the_labs_routes_are_the_same_both_ways(spec: str) -> None:
             text = CUSTOM if pattern == "custom" else None
             args = (found.fabric, found.classification, pattern, tables)
             fast = plan_sweep(*args, per_host=per_host, pairs_text=text)
-            simple = plan_sweep(*args, per_host=per_host, pairs_text=text, fast=False)
+            simple = plan_sweep_oracle(*args, per_host=per_host, pairs_text=text)
             assert_same_plan(fast, simple)
             assert fast.coverage.from_routes and fast.paths

@@ -1,6 +1,6 @@
-"""The sweep planner's fast path (pairwise by whole arrays, coverage and bound by round or by
-column, the garbage collector paused) makes the simple path's plan: the same probes in the same
-order, rounds, bound and reason, coverage, notes and paths, on every real ibnetdiscover capture
+"""The sweep planner (pairwise by whole arrays, coverage and bound by round or by column, the
+garbage collector paused) makes its oracle's plan (tests/oracles/plan.py, probe by probe): the
+same probes in the same order, rounds, bound and reason, coverage, notes and paths, on every real ibnetdiscover capture
 of tests/data/realdata and on generated fabrics (a miswired host has two HCAs on one rail, missing HCAs
 leave hosts uneven); with OpenSM's routes on a lab in tests/integration/test_plan_lab.py."""
 
@@ -15,6 +15,7 @@ import pytest
 from fabric.app.discovery.discover import discover_text
 from probes.plan import PATTERNS, SweepPlan, plan_sweep
 from tests.conftest import realdata_files
+from tests.oracles.plan import plan_sweep_oracle
 from topology.classify import classify
 from topology.errors import IbfabError
 from topology.generate import generate, to_ibnetdiscover
@@ -30,7 +31,7 @@ def assert_same_plan(fast: SweepPlan, simple: SweepPlan) -> None:
 
 
 def _both(*args: object, **kwargs: object) -> tuple[SweepPlan, SweepPlan]:
-    return plan_sweep(*args, **kwargs), plan_sweep(*args, fast=False, **kwargs)  # type: ignore[arg-type]
+    return plan_sweep(*args, **kwargs), plan_sweep_oracle(*args, **kwargs)  # type: ignore[arg-type]
 
 
 CAPTURES = [p for p in realdata_files("ibnetdiscover")]
@@ -49,7 +50,7 @@ def test_real_captures_plan_the_same_both_ways(capture: Path) -> None:
                 fast, simple = _both(found.fabric, found.classification, pattern, per_host=per_host)
             except IbfabError:  # fewer than two named hosts: both ways refuse it
                 with pytest.raises(IbfabError):
-                    plan_sweep(found.fabric, found.classification, pattern, per_host=per_host, fast=False)
+                    plan_sweep_oracle(found.fabric, found.classification, pattern, per_host=per_host)
                 continue
             assert_same_plan(fast, simple)
             planned += len(fast.probes)

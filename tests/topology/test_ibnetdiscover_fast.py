@@ -275,3 +275,26 @@ def test_spellings_found_by_random_edits_read_as_the_general_parser_reads_them()
     }
     for name, text in cases.items():
         assert_reads_as_general(text, name)
+
+
+@pytest.mark.parametrize("spec", ["rail-small", "fattree-small", "superpod-1su"])
+def test_the_cables_short_cut_pairs_as_the_general_reading(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """topology.ibnetdiscover_build.cables pairs every port line listed back by its far end on a
+    short cut; without it (the reading that also takes repeats, conflicts and one-sided listings)
+    the Fabric is the same, down to each cable's combined view."""
+    import topology.ibnetdiscover_build as build
+
+    text = to_ibnetdiscover(
+        generate(spec, ("degraded-width:leaf-su01-r0:1",) if spec == "rail-small" else ())
+    )
+    lines = text.splitlines()
+    port = _first_port_line(text)
+    narrowed = lines[port].rsplit(" ", 1)[0] + " 1xSDR"  # its two ends disagree on this cable
+    text = "\n".join([*lines[:port], narrowed, *lines[port + 1 :]])
+    quick = parse_ibnetdiscover_text(text, spec)
+    monkeypatch.setattr(build, "_listed_twice", lambda *args: None)
+    general_reading = parse_ibnetdiscover_text(text, spec)
+    assert same(quick, general_reading)
+    assert any(lk.width == 1 and lk.speed == "SDR" for lk in quick.links)

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
 from fabric.app.readmodel.views import Alert
-from fabric.present.overview import ellipsis
+from fabric.present.table import ellipsis
 from tui.messages import OpenDetail
 from tui.screens.base import FilterScreen, plain
 

@@ -21,7 +21,7 @@ from fabric.app.discovery.cables import CableDetail
 from fabric.app.readmodel.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
 from fabric.present.cables import render_cable
 from fabric.present.health import flaps_text
-from fabric.present.overview import ellipsis
+from fabric.present.table import ellipsis
 from topology.errors import IbfabError
 from topology.model import LinkKey
 from tui.messages import OpenDetail

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from fabric.app.sweeps.bandwidth import SweepBandwidth
-from fabric.present.overview import ellipsis
+from fabric.present.table import ellipsis
 from topology.errors import IbfabError
 from tui.mapdata import (
     BANDWIDTH_LEGEND,

@@ -20,8 +20,9 @@ from fabric.app.isolation.isolate import UndoPlan, check_undo
 from fabric.app.readmodel.operations import OpenChange, Operations
 from fabric.present.advice import undo_plan_text
 from fabric.present.operations import open_change_row, runs_text
-from fabric.present.overview import ellipsis, when
+from fabric.present.overview import when
 from fabric.present.slurm import render_resume_plan
+from fabric.present.table import ellipsis
 from topology.errors import IbfabError, SafetyError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain

@@ -7,7 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fabric.present.overview import ellipsis, overview_sections
+from fabric.present.overview import overview_sections
+from fabric.present.table import ellipsis
 from tui.messages import OpenDetail
 from tui.screens.base import DataScreen, plain
 

@@ -16,8 +16,9 @@ from textual.widgets import DataTable, ProgressBar, Static
 from fabric.app.readmodel.operations import PairHistory
 from fabric.app.sweeps.bandwidth import run_sweep
 from fabric.app.sweeps.sweep import ShownSweep
-from fabric.present.overview import ellipsis, when
+from fabric.present.overview import when
 from fabric.present.probes import attempts_text, pair_counts, pair_verdict, suspect_row
+from fabric.present.table import ellipsis
 from probes.sweep import SweepStep
 from topology.errors import IbfabError
 from topology.model import Guid

@@ -19,8 +19,8 @@ from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel.views import Advice, Unavailable
 from fabric.app.twin import apply_isolation_checked
 from fabric.present.advice import change_title, isolation_plan_text, render_actions
-from fabric.present.overview import ellipsis
 from fabric.present.slurm import render_drain_plan
+from fabric.present.table import ellipsis
 from topology.errors import IbfabError
 from tui.messages import ActionApplied, OpenDetail
 from tui.screens.base import DataScreen, plain

@@ -1,7 +1,7 @@
 """Health use case: from the store to a scored report, and today's findings back into the store.
 
 :func:`assess_store` loads the latest topology, the link events (cables discovery saw go and
-come back) and the findings history, runs :func:`fabric.health.assess_columns` over the stored
+come back) and the findings history, runs :func:`fabric.health.assess` over the stored
 blocks of the window's counter snapshots, read a few snapshots at a time (so a day of snapshots
 needs no more memory than an hour), with the cables that train below their peers (from the topology, the rule behind
 discovery's ``degraded_link``), and records today's non-ok links in ``findings_history`` (one row
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import calendar
 import time
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from fabric.core.units import duration_spec, utc_time
@@ -28,8 +28,7 @@ from fabric.health import (
     PastFinding,
     Status,
     assess,
-    assess_columns,
-    assess_pieces,
+    in_time_order,
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
 from fabric.health.score import finding_kind
@@ -42,6 +41,7 @@ from topology.wiring import BelowPeers, links_below_peers
 
 if TYPE_CHECKING:
     from fabric.app.session import Session, StoreAccess
+    from fabric.health.snapshots import Snapshot
 
 DAY_S = 86400.0
 # Counter rows read and assessed at a time (whole snapshots): four snapshots of a 16,384-HCA
@@ -191,15 +191,13 @@ def assess_store(
     now: float | None = None,
     thresholds: HealthThresholds | None = None,
     record: bool = True,
-    fast: bool = True,
 ) -> AssessedHealth:
     """Score every link of the latest topology over the counters of the last ``since_s`` seconds
     (None: all of them) and, if ``record``, add today's findings to the history.
 
-    ``fast``: sum the stored blocks column-wise (:func:`fabric.health.assess_columns`) and build
-    quiet links' records on a short cut; False is the simple path, the reference the fast one is
-    tested against (the counter table a few snapshots at a time, every record the long way): the
-    same report."""
+    The stored blocks are summed column-wise a few snapshots at a time
+    (:func:`fabric.health.assess`); a window whose readings are out of time order (a collection
+    imported after newer ones) is put in order first, whole (:func:`fabric.health.in_time_order`)."""
     t = thresholds or HealthThresholds()
     now = time.time() if now is None else now
     since = None if since_s is None else now - since_s
@@ -216,7 +214,7 @@ def assess_store(
                 f"at {taken} (--since all reads it)"
             )
         raise StoreError(f"{store.path}: no counter snapshots{window}; {COLLECT_FIRST}")
-    with gc_paused() if fast else nullcontext():  # ~100,000 new objects, none in a cycle
+    with gc_paused():  # ~100,000 new objects, none in a cycle
         stored = store.load_topology("latest")
         below = below_peers(stored.fabric)
     lookback = now - t.repeat_lookback_days * DAY_S
@@ -231,34 +229,26 @@ def assess_store(
     history = past_findings(r for r in store.load_findings_history(utc_day(lookback)) if r.day != today)
     groups = _groups(snapshots)
 
-    def score(how: Callable[..., HealthReport], counters: object, **quick: bool) -> HealthReport:
-        return how(
-            counters,
-            stored.fabric,
-            since=since,
-            now=now,
-            events=events,
-            history=history,
-            thresholds=t,
-            below_peers=below,
-            **quick,
-        )
+    def score(snapshots: Iterable[Snapshot]) -> HealthReport:
+        with gc_paused():  # the report is ~150,000 new records at 50,000 ports, none in a cycle
+            return assess(
+                snapshots,
+                stored.fabric,
+                since=since,
+                now=now,
+                events=events,
+                history=history,
+                thresholds=t,
+                below_peers=below,
+            )
 
-    report = None
-    if fast:
-        blocks = store.load_counter_block_pieces(groups, since, now)
-        try:
-            with gc_paused():  # the report is ~150,000 new records at 50,000 ports, none in a cycle
-                report = score(assess_columns, blocks)
-        except OutOfOrder:  # a port's readings out of time order: the counter table sorts them
-            blocks.close()
-    if report is None:
-        pieces = store.load_counter_pieces(groups, since, now)
-        try:
-            report = score(assess_pieces, pieces, quick=fast)
-        except OutOfOrder:  # snapshots whose port readings interleave in time: the whole window at once
-            pieces.close()
-            report = score(assess, store.load_counters(since=since, until=now), quick=fast)
+    pieces = store.load_counter_block_pieces(groups, since, now)
+    try:
+        report = score(chain.from_iterable(pieces))
+    except OutOfOrder:  # a port's readings out of time order: the window put in order, whole
+        pieces.close()
+        ids = [i for group in groups for i in group]
+        report = score(in_time_order(store.load_counter_blocks(ids, since, now)))
     recorded = record_today(store, report, now) if record else 0
     notes, inventory = cable_notes(store, report)
     return AssessedHealth(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fabric.app.health.assess import AssessedHealth, node_names
 from fabric.core.fields import COUNTER_NAMES
 from fabric.exports.prometheus_query import counter_query, counter_table, matrix, step_for
-from fabric.health import HealthThresholds, assess
+from fabric.health import HealthThresholds, assess, frame_snapshots
 from topology.errors import StoreError, TransportError, UsageError
 from topology.model import Fabric
 
@@ -87,7 +87,9 @@ def assess_prometheus(
             "(is it scraping `ibfab exporter` or infiniband_exporter?)"
         )
     frame = counter_table(answers, url)
-    report = assess(frame, fabric, since=start, now=now, thresholds=thresholds or HealthThresholds())
+    report = assess(
+        frame_snapshots(frame), fabric, since=start, now=now, thresholds=thresholds or HealthThresholds()
+    )
     return AssessedHealth(report, fabric, topology_id, node_names(fabric), 0)
 
 
