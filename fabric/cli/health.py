@@ -98,6 +98,8 @@ def health_cmd(
         doc["cable_notes"] = [n.to_dict() for n in view.cable_notes]
         doc["cable_inventory"] = view.inventory
         doc["one_reading"] = view.one_reading.to_dict() if view.one_reading is not None else None
+        doc["readings"] = [f.to_dict() for f in view.readings]
+        doc["summary"]["covered"] = list(view.covered) if view.covered is not None else None
         write_json(doc)
         return
     from fabric.present.health import render_health
