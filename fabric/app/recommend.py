@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from fabric.advise.cabling import LastPeer
 from fabric.advise.candidates import LinkFinding, findings_from_report, node_label, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
+from fabric.advise.sweep_repairs import SweepSuspect
 from fabric.app.discover import Discovery, discover
 from fabric.app.health import assess_store
 from fabric.app.health_window import HealthWindow
@@ -17,10 +19,12 @@ from fabric.app.isolation_limits import isolate_ports, isolation_limits
 from fabric.app.source import Source
 from fabric.app.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.views import Advice, FabricView, Unavailable
+from fabric.health.reading import ReadingFinding
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store
 from topology.errors import SafetyError, StoreError, UsageError
 from topology.model import Guid, PortRef
+from topology.plancheck import PlanCheck
 
 
 def recommendations(
@@ -153,10 +157,12 @@ def recommend_fabric(
     opensm_conf: str | None = None,
     ibdiagnet: str | None = None,
     thresholds: HealthThresholds | None = None,
+    evidence: MoreEvidence | None = None,
 ) -> Recommendations:
     """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
-    and the store, then :func:`fabric.advise.recommend.recommend`."""
+    and the store, then :func:`fabric.advise.recommend.recommend` (with ``evidence``: the sweep's
+    suspects, the reading's counters and the plan check, as ``ibfab status`` gathers them)."""
     if live is not None and live.kind == "lab":
         sm = probe_subnet_manager(lab=live.target, log_path=opensm_log, conf_path=opensm_conf)
     else:
@@ -187,7 +193,19 @@ def recommend_fabric(
         designed=limits.designed,
         thresholds=thresholds,
         last_peers=last_peers,
+        suspects=evidence.suspects if evidence is not None else (),
+        readings=evidence.readings if evidence is not None else (),
+        plan=evidence.plan if evidence is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class MoreEvidence:
+    """What advice takes beyond health findings and discovery's anomalies."""
+
+    suspects: tuple[SweepSuspect, ...] = ()
+    readings: tuple[ReadingFinding, ...] = ()
+    plan: PlanCheck | None = None
 
 
 def down_ports_last_peers(store: Store, d: Discovery) -> dict[PortRef, LastPeer]:

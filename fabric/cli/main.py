@@ -27,6 +27,7 @@ from fabric.cli.probe_read import read_cmd
 from fabric.cli.routes import routes_group
 from fabric.cli.schedule import daemon_cmd, schedule_group
 from fabric.cli.snapshots import list_cmd
+from fabric.cli.status import status_cmd
 from fabric.cli.store import store_group
 from fabric.cli.sweep import sweep_group
 from fabric.cli.triage import triage_group
@@ -96,6 +97,7 @@ for _command in (
     store_group,
     triage_group,
     routes_group,
+    status_cmd,
 ):
     main.add_command(_command)
 # commands that join a group defined in another module

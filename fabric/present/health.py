@@ -69,7 +69,7 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         ]
     else:
         lines.append("")
-        lines.append(f"{s.links} links over {span_text(view)} (topology {view.topology_id}): {by_status}")
+        lines.append(f"{s.links} links over {span_text(view)}, topology {view.topology_id}): {by_status}")
     extra = []
     if offenders:
         extra.append(f"{offenders} repeat offenders")
@@ -91,18 +91,18 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
 
 
 def span_text(view: AssessedHealth) -> str:
-    """The time the readings cover, never the window asked for: ``19 min of readings (20 snapshots,
-    2025-01-15 10:01 to 10:20 UTC; window 24 h)``."""
+    """The time the readings cover, never the window asked for: ``19 min of readings (20 snapshots
+    from 2025-01-15 10:01:00 UTC to 10:20:00 UTC, window 24.0 h``; the caller closes it."""
     s = view.report.summary
     window = f"window {human_duration(s.seconds)}"
     if view.covered is None:
-        return f"no readings ({window})"
+        return f"no readings ({window}"
     first, last = view.covered
     if last - first <= 0:
-        return f"one moment ({s.snapshots} snapshots at {utc_time(last)}; {window})"
+        return f"one moment ({s.snapshots} snapshots at {utc_time(last)}, {window}"
     return (
-        f"{human_duration(last - first)} of readings ({s.snapshots} snapshots, {utc_time(first)} to "
-        f"{utc_time(last)}; {window})"
+        f"{human_duration(last - first)} of readings ({s.snapshots} snapshots from {utc_time(first)} "
+        f"to {utc_time(last)}, {window}"
     )
 
 

@@ -150,7 +150,7 @@ def test_the_span_is_what_the_readings_cover_not_the_window(tmp_path: Path) -> N
     db, _ = _store(tmp_path / "span.db", [{}, {}, {}], start)
     res = CliRunner().invoke(main, ["health", "--db", str(db), "--no-record"])
     out = res.stdout
-    assert res.exit_code == 0 and "links over 20 min of readings (3 snapshots, " in out, out
+    assert res.exit_code == 0 and "links over 20 min of readings (3 snapshots from " in out, out
     assert "window 24.0 h" in out and "over 24.0 h" not in out
     doc = json.loads(CliRunner().invoke(main, ["health", "--db", str(db), "--no-record", "--json"]).stdout)
     assert doc["summary"]["covered"] == [start, start + 1200]

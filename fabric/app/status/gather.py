@@ -1,0 +1,201 @@
+"""Read every source of evidence ibfab has about a fabric, and say for each what it read or why it
+has nothing: the store's counter history and newest reading (health), its newest sweep, its
+stored forwarding tables, and the cable plan (given, or the one stored with ``topology check
+--save``). Discovery's anomalies come with the fabric itself.
+
+Nothing here runs a tool or changes the store (health is assessed without recording findings).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fabric.advise.candidates import LinkFinding, findings_from_report
+from fabric.advise.sweep_repairs import SweepSuspect, suspects_of
+from fabric.app.discover import Discovery
+from fabric.app.health import AssessedHealth, assess_store
+from fabric.app.status.records import EvidenceSource, SourceState
+from fabric.core.units import human_duration, utc_time
+from fabric.health.reading import ReadingFinding
+from fabric.health.thresholds import HealthThresholds
+from fabric.store import Store, store_path
+from probes.localize import final_results
+from topology.errors import IbfabError, StoreError
+from topology.plancheck import PlanCheck
+from topology.route_checks import RouteReport
+
+# A sweep is a measurement of its day: older ones are not taken as evidence about today's cables.
+SWEEP_MAX_AGE_S = 7 * 86400.0
+# Judging forwarding tables walks every route; past this many HCAs it takes minutes
+# (README: the balance check at 16,384 HCAs took over 600 s), too long for a status.
+ROUTES_MAX_HCAS = 4096
+
+
+@dataclass(frozen=True)
+class Gathered:
+    health: AssessedHealth | None = None
+    findings: list[LinkFinding] = field(default_factory=list)
+    readings: tuple[ReadingFinding, ...] = ()
+    suspects: tuple[SweepSuspect, ...] = ()
+    plan: PlanCheck | None = None
+    routes: RouteReport | None = None
+    states: tuple[SourceState, ...] = ()
+
+
+def gather(
+    d: Discovery,
+    db: str | None,
+    *,
+    thresholds: HealthThresholds | None = None,
+    since_s: float | None = 86400.0,
+    plans: Sequence[str] = (),
+    now: float | None = None,
+) -> Gathered:
+    now = time.time() if now is None else now
+    states: dict[EvidenceSource, SourceState] = {}
+    health: AssessedHealth | None = None
+    suspects: tuple[SweepSuspect, ...] = ()
+    routes: RouteReport | None = None
+    plan = _plan_given(d, plans) if plans else None
+    stored = Store.existing(db)
+    if stored is None:
+        missing = f"no store at {store_path(db)} (ibfab counters collect, ibfab sweep run)"
+        for src in (
+            EvidenceSource.HEALTH,
+            EvidenceSource.READING,
+            EvidenceSource.SWEEP,
+            EvidenceSource.ROUTES,
+        ):
+            states[src] = SourceState(src, missing=missing)
+    else:
+        with stored as store:
+            health, states[EvidenceSource.HEALTH], states[EvidenceSource.READING] = _health(
+                store, since_s, thresholds, now
+            )
+            suspects, states[EvidenceSource.SWEEP] = _sweep(store, db, now)
+            routes, states[EvidenceSource.ROUTES] = _routes(store, d)
+    if plans:
+        states[EvidenceSource.PLAN] = SourceState(EvidenceSource.PLAN, read=", ".join(plans))
+    else:
+        states[EvidenceSource.PLAN] = SourceState(
+            EvidenceSource.PLAN, missing="no cable plan given (--plan FILE; ibfab export plan writes one)"
+        )
+    states[EvidenceSource.WIRING] = SourceState(
+        EvidenceSource.WIRING, read=f"discovery of {d.source}: {len(d.anomalies)} anomalies"
+    )
+    return Gathered(
+        health,
+        findings_from_report(health.report) if health is not None else [],
+        health.readings if health is not None else (),
+        suspects,
+        plan,
+        routes,
+        tuple(states[s] for s in EvidenceSource),
+    )
+
+
+def _health(
+    store: Store, since_s: float | None, thresholds: HealthThresholds | None, now: float
+) -> tuple[AssessedHealth | None, SourceState, SourceState]:
+    try:
+        view = assess_store(store, since_s=since_s, now=now, thresholds=thresholds, record=False)
+    except StoreError as exc:
+        why = str(exc)
+        return (
+            None,
+            SourceState(EvidenceSource.HEALTH, missing=why),
+            SourceState(EvidenceSource.READING, missing=why),
+        )
+    s = view.report.summary
+    if view.one_reading is not None:
+        health = SourceState(
+            EvidenceSource.HEALTH,
+            missing=f"one counter reading (snapshot {view.one_reading.snapshot.id}): rates need a second "
+            "(ibfab counters collect)",
+        )
+    else:
+        first, last = view.covered or (s.since, s.now)
+        health = SourceState(
+            EvidenceSource.HEALTH,
+            read=f"{s.links} links over {human_duration(last - first)} of readings ({s.snapshots} snapshots "
+            f"to {utc_time(last)})",
+        )
+    read_at = view.covered[1] if view.covered else None
+    reading = SourceState(
+        EvidenceSource.READING,
+        read=f"the newest reading{f' at {utc_time(read_at)}' if read_at else ''}: saturated counters"
+        + (", and totals (one reading)" if view.one_reading is not None else ""),
+    )
+    return view, health, reading
+
+
+def _sweep(store: Store, db: str | None, now: float) -> tuple[tuple[SweepSuspect, ...], SourceState]:
+    from fabric.app.sweep import show
+
+    sweeps = [s for s in store.list_sweeps() if s.finished is not None]
+    if not sweeps:
+        return (), SourceState(EvidenceSource.SWEEP, missing="no sweep stored (ibfab sweep run)")
+    newest = sweeps[-1]
+    if now - newest.finished > SWEEP_MAX_AGE_S:  # type: ignore[operator]
+        return (), SourceState(
+            EvidenceSource.SWEEP,
+            missing=f"the newest sweep ({newest.id}, {utc_time(newest.finished)}) is older than "  # type: ignore[arg-type]
+            f"{human_duration(SWEEP_MAX_AGE_S)}: not taken as today's (ibfab sweep run)",
+        )
+    try:
+        shown = show(newest.id, db)
+    except IbfabError as exc:
+        return (), SourceState(EvidenceSource.SWEEP, missing=f"sweep {newest.id}: {exc}")
+    found = suspects_of(
+        [(s.link, s.reason, len(s.slow_pairs), s.group) for s in shown.suspects],
+        shown.id,
+        shown.pattern,
+        shown.finished,
+    )
+    last = final_results(shown.results)
+    slow = sum(1 for r in last if not r.ok)
+    return tuple(found), SourceState(
+        EvidenceSource.SWEEP,
+        read=f"sweep {shown.id} ({shown.pattern}, {utc_time(shown.finished or shown.started)}): "
+        f"{len(last)} pairs, {slow} slow or failed on their last attempt",
+    )
+
+
+def _routes(store: Store, d: Discovery) -> tuple[RouteReport | None, SourceState]:
+    if d.stored is None:
+        return None, SourceState(
+            EvidenceSource.ROUTES,
+            missing="the fabric was read live: stored tables belong to a stored snapshot "
+            "(ibfab routes --save; ibfab status --snapshot latest)",
+        )
+    sid = d.stored.id
+    if not store.has_routes(sid):
+        return None, SourceState(
+            EvidenceSource.ROUTES,
+            missing=f"no forwarding tables stored with topology {sid} (ibfab routes --save)",
+        )
+    hcas = sum(1 for n in d.fabric.nodes.values() if n.kind.value == "hca")
+    if hcas > ROUTES_MAX_HCAS:
+        return None, SourceState(
+            EvidenceSource.ROUTES,
+            missing=f"{hcas} HCAs: judging every route takes minutes here (ibfab routes check --snapshot {sid})",
+        )
+    from topology.route_checks import check_routes
+
+    lfts = store.load_routes(sid)
+    if lfts is None:
+        return None, SourceState(
+            EvidenceSource.ROUTES, missing=f"topology {sid}: its tables could not be read"
+        )
+    report = check_routes(d.fabric, d.classification, lfts)
+    return report, SourceState(
+        EvidenceSource.ROUTES, read=f"the tables stored with topology {sid} ({lfts.source or lfts.format})"
+    )
+
+
+def _plan_given(d: Discovery, plans: Sequence[str]) -> PlanCheck:
+    from fabric.app.cableplan import check_against_plans
+
+    return check_against_plans(d, plans)
