@@ -99,7 +99,9 @@ def health_cmd(
         doc["cable_inventory"] = view.inventory
         doc["one_reading"] = view.one_reading.to_dict() if view.one_reading is not None else None
         doc["readings"] = [f.to_dict() for f in view.readings]
-        doc["summary"]["covered"] = list(view.covered) if view.covered is not None else None
+        summary = doc["summary"]
+        if isinstance(summary, dict):  # the span the readings cover (the window is summary.window)
+            summary["covered"] = list(view.covered) if view.covered is not None else None
         write_json(doc)
         return
     from fabric.present.health import render_health

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -21,7 +22,7 @@ from fabric.store import Store
 from tests.conftest import REALDATA
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
-from topology.model import Fabric
+from topology.model import Fabric, Guid
 
 IBDIAG_DIR = REALDATA / "ibdiagnet"
 # The HCA ends of the run's cables whose counters the .pm file shows at 0xffff or large.
@@ -73,7 +74,7 @@ def _fabric() -> tuple[str, Fabric]:
 
 
 def _store(
-    path: Path, readings: list[dict[tuple[str, int], dict[str, int]]], start: float
+    path: Path, readings: Sequence[Mapping[tuple[Guid, int], Mapping[str, int]]], start: float
 ) -> tuple[Path, Fabric]:
     """One counter snapshot per entry of ``readings`` (end -> counter values), 10 minutes apart."""
     text, fabric = _fabric()

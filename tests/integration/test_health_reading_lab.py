@@ -56,9 +56,11 @@ def test_saturated_and_large_counters_set_in_the_simulator_are_findings(lab_up: 
     with Store.open(db) as store:
         fabric = store.load_topology().fabric
     names = {g: switch_name(n.description) for g, n in fabric.nodes.items()}
+    readings = doc["readings"]
+    assert isinstance(readings, list)
     found = {
         (names[c["guid"]], c["port"], c["counter"], c["value"], c["saturated"])
-        for f in doc["readings"]  # type: ignore[union-attr]
+        for f in readings
         for c in f["counts"]
     }
     assert found == {
