@@ -70,6 +70,9 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
 @click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
+    "--plan", "plans", multiple=True, metavar="FILE", help="Cable plan(s): recable what differs from it."
+)
+@click.option(
     "--thresholds",
     metavar="FILE.toml",
     help="Health thresholds, as ibfab health takes them (the stored findings and what counts as flapping).",
@@ -87,6 +90,7 @@ def recommend_cmd(
     opensm_log: str | None,
     opensm_conf: str | None,
     health_file: str | None,
+    plans: tuple[str, ...],
     thresholds: str | None,
     min_status: str,
     min_uplink_share: float,
@@ -100,18 +104,22 @@ def recommend_cmd(
     Routing advice rests only on what is known: sminfo and the SM's log/config where they can be
     read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO (give
     --ibdiagnet DIR). What is unknown is said, with the commands that would tell; nothing is advised
-    on a guess. The store (--db) gives the health findings and the open isolations, which count
-    toward the cap; with no source its newest topology snapshot is the fabric.
+    on a guess. The store (--db) gives the health findings, the newest reading's saturated or large
+    counters, the newest sweep's suspect cables and the open isolations, which count toward the
+    cap; with no source its newest topology snapshot is the fabric. The same evidence as 'ibfab
+    status', which lists it per cable and host.
     """
     from fabric.app.health import load_thresholds
-    from fabric.app.recommend import health_findings, live_source, recommend_fabric
+    from fabric.app.recommend import live_source, recommend_fabric
+    from fabric.app.status.gather import advice_inputs
 
     t = load_thresholds(thresholds) if thresholds else None
     db = opts.get("db")
     lab, ssh, ibdiagnet_dir = opts.get("lab"), opts.get("ssh"), opts.get("ibdiagnet_dir")
     saved = any(opts.get(k) for k in ("input_path", "ibdiagnet_dir", "snapshot"))
     d = discover_from(opts)
-    findings = health_findings(health_file, db, t)
+    inputs = advice_inputs(d, db, thresholds=t, health_file=health_file, plans=plans)
+    findings = inputs.findings
     if findings is None:
         findings = []
         click.echo(
@@ -129,6 +137,7 @@ def recommend_cmd(
         opensm_conf=opensm_conf,
         ibdiagnet=ibdiagnet_dir,
         thresholds=t,
+        evidence=inputs.evidence,
     )
     if as_json:
         click.echo(json.dumps(recs.to_dict(), indent=1))

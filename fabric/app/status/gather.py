@@ -16,6 +16,7 @@ from fabric.advise.candidates import LinkFinding, findings_from_report
 from fabric.advise.sweep_repairs import SweepSuspect, suspects_of
 from fabric.app.discover import Discovery
 from fabric.app.health import AssessedHealth, assess_store
+from fabric.app.recommend import MoreEvidence
 from fabric.app.status.records import EvidenceSource, SourceState
 from fabric.core.units import human_duration, utc_time
 from fabric.health.reading import ReadingFinding
@@ -199,3 +200,47 @@ def _plan_given(d: Discovery, plans: Sequence[str]) -> PlanCheck:
     from fabric.app.cableplan import check_against_plans
 
     return check_against_plans(d, plans)
+
+
+@dataclass(frozen=True)
+class AdviceInputs:
+    """What ``ibfab recommend`` rests on beyond discovery: the health findings (None: no health
+    data at all) and the rest of the evidence ``ibfab status`` reads."""
+
+    findings: list[LinkFinding] | None
+    evidence: MoreEvidence
+    notes: tuple[str, ...] = ()  # sources that gave nothing, and why
+
+
+def advice_inputs(
+    d: Discovery,
+    db: str | None,
+    *,
+    thresholds: HealthThresholds | None = None,
+    health_file: str | None = None,
+    plans: Sequence[str] = (),
+    now: float | None = None,
+) -> AdviceInputs:
+    """The findings (a saved ``ibfab health --json`` when given, else the store's assessment, done
+    once), the newest reading's counters, the newest sweep's suspects and the plan check."""
+    from fabric.advise.candidates import read_health_file
+
+    now = time.time() if now is None else now
+    findings: list[LinkFinding] | None = read_health_file(health_file) if health_file else None
+    readings: tuple[ReadingFinding, ...] = ()
+    suspects: tuple[SweepSuspect, ...] = ()
+    notes: list[str] = []
+    stored = Store.existing(db)
+    if stored is not None:
+        with stored as store:
+            if health_file is None:
+                view, state, _ = _health(store, 86400.0, thresholds, now)
+                if view is not None:
+                    findings, readings = findings_from_report(view.report), view.readings
+                elif state.missing:
+                    notes.append(f"health: {state.missing}")
+            suspects, sweep = _sweep(store, db, now)
+            if sweep.missing:
+                notes.append(f"sweep: {sweep.missing}")
+    plan = _plan_given(d, plans) if plans else None
+    return AdviceInputs(findings, MoreEvidence(suspects, readings, plan), tuple(notes))
