@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from fabric.store import Store
     from probes.sweep import SweepOutcome
     from topology.design import Design
-    from topology.model import Fabric, Guid, Link
+    from topology.model import Fabric, Guid, Link, LinkKey
     from topology.plancheck import PlanCheck
 
 DEMO_LAB = "demo"
@@ -67,6 +67,7 @@ class HealthDemo:
 
     collections: tuple[tuple[SnapshotOutcome, str], ...]
     health: AssessedHealth
+    planted: tuple[LinkKey, ...] = ()  # the link with rising symbol errors, the flapping link
 
 
 @dataclass(frozen=True)
@@ -148,13 +149,19 @@ def run_demo(db: str | None = None) -> Iterator[DemoStep]:
         ok=not missed and roles_ok,
     )
     with Store.open(db) as store:
-        yield health_step(store, d.fabric)
+        health = health_step(store, d.fabric)
+    yield health
     yield sweep_step(db, design)
     yield recommend_step(db, d)
-    yield plan_step(Path(db).with_name("demo-plan.csv"))
+    plan_path = Path(db).with_name("demo-plan.csv")
+    yield plan_step(plan_path)
     from fabric.app.triage.demostep import triage_step  # the triage room's step (it imports DemoStep)
 
     yield triage_step(db)
+    from fabric.app.status.demostep import status_step  # the status room's step, the last one
+
+    planted = health.result.planted if isinstance(health.result, HealthDemo) else ()
+    yield status_step(db, design, planted, plan_path)
 
 
 def roles_as_planted(design: Design, d: Discovery) -> tuple[bool, str]:
@@ -242,7 +249,7 @@ def health_step(store: Store, fabric: Fabric) -> DemoStep:
             f"planted: symbol errors rising 0 -> 40 -> 400 on {sym_leaf}:{sym_port}; "
             f"{flap_leaf}:{flap_port} unplugged and replugged, LinkDownedCounter 0 -> 1 -> 3 on both ends",
         ),
-        HealthDemo(tuple(lines), view),
+        HealthDemo(tuple(lines), view, (sym_link.key, flap_link.key)),
         f"{verdict}; store: {store.path}",
         ok=ok,
     )

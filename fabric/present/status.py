@@ -68,10 +68,11 @@ def render_entry(i: int, entry: Entry, names: dict[str, str], detail: int = 3) -
     if a is not None:
         lines.append(f"   action: {a.kind.value}: {a.target}")
         lines.append(f"     why: {a.reason}")
+        # UFM's REST calls and every undo are in ibfab recommend (and in --json here)
         lines += [
             f"     [{c.manager} {c.purpose}] {c.text.splitlines()[0]}"
             for c in a.commands
-            if c.purpose == "apply"
+            if c.purpose == "apply" and c.manager != "ufm"
         ]
         if entry.also:
             lines.append("     then: " + "; ".join(f"{x.kind.value}: {x.target}" for x in entry.also))

@@ -192,16 +192,10 @@ def sweep_evidence(el: Elements, suspects: Iterable[SweepSuspect]) -> Iterator[F
 
 # -- wiring: discovery's anomalies ------------------------------------------------------------------
 def wiring_evidence(el: Elements, anomalies: Sequence[Anomaly]) -> Iterator[Found]:
-    """Each anomaly on what it is about: a cable (degraded), a host (miswired, short of an HCA), a
-    switch (short of or uneven uplinks; a down port among a missing uplink's ports is that
-    switch's), a machine (unnamed HCAs, one anomaly per machine), else the nodes it names."""
-    missing_at = {
-        p: an.nodes[0] for an in anomalies if an.kind == "missing_link" and an.nodes for p in an.ports
-    }
-    machines = likely_machines(el.fabric, el.cls)
-    for an in anomalies:
+    """Each anomaly on what it is about (:func:`wiring_elements`), in discovery's own words."""
+    for an, element in zip(anomalies, wiring_elements(el, anomalies), strict=True):
         yield (
-            _wiring_element(el, an, missing_at, machines),
+            element,
             Evidence(
                 EvidenceSource.WIRING,
                 an.kind,
@@ -214,6 +208,17 @@ def wiring_evidence(el: Elements, anomalies: Sequence[Anomaly]) -> Iterator[Foun
                 (f"discovery: {an.message}",),
             ),
         )
+
+
+def wiring_elements(el: Elements, anomalies: Sequence[Anomaly]) -> list[Element]:
+    """What each anomaly is about: a cable (degraded), a host (miswired, short of an HCA or a rail),
+    a switch (short of or uneven uplinks; a down port among a missing uplink's ports is that
+    switch's), a machine (unnamed HCAs, one anomaly per machine), else the nodes it names."""
+    missing_at = {
+        p: an.nodes[0] for an in anomalies if an.kind == "missing_link" and an.nodes for p in an.ports
+    }
+    machines = likely_machines(el.fabric, el.cls) if any(a.kind == "unnamed_hca" for a in anomalies) else {}
+    return [_wiring_element(el, an, missing_at, machines) for an in anomalies]
 
 
 def _wiring_element(
@@ -292,6 +297,17 @@ def _plan_element(el: Elements, f: PlanFinding) -> Element:
     if f.actual:
         return el.cable(f.actual[0])
     cable = f.expected[0]
+    # A missing cable is its host's (a host short of a cable) or its lower switch's (a switch short
+    # of an uplink), as discovery reports them, where the plan names them as the fabric does.
+    devices = [e.device.casefold() for e in (cable.start, cable.end)]
+    host = next((h for h in el.cls.hosts if h.casefold() in devices), None)
+    if host is not None:
+        return el.host(host)
+    switches = [
+        g for g, c in el.cls.nodes.items() if c.role.value == "switch" and c.name.casefold() in devices
+    ]
+    if switches:
+        return el.switch(min(switches, key=lambda g: (el.cls.nodes[g].tier or 99, g)))
     return Element("planned_cable", str(cable), f"{cable} (planned)")
 
 
