@@ -100,7 +100,9 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert "leaf-01:4 <-> spine-02:1" in "\n".join(table[2:5])
     assert "leaf-02:4 <-> spine-02:2" in "\n".join(table[2:5])
     # the span the readings cover (seconds apart in a lab), never the 1 h window asked for
-    assert re.search(r"8 links over [\d.]+ s of readings \(3 snapshots from .*, window 60 min, topology \d+\)", out), out
+    assert re.search(
+        r"8 links over [\d.]+ s of readings \(3 snapshots from .*, window 60 min, topology \d+\)", out
+    ), out
     code, out, _ = _cli("health", "--db", db, "--since", "1h", "--json")
     data = json.loads(out)
     assert set(data) == {
