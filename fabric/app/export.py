@@ -11,7 +11,7 @@ from fabric.exports import Export
 from fabric.exports.alert_rules import alert_rules, rules_header
 from fabric.exports.fitnames import fitting_tree
 from fabric.exports.grafana import dashboard_json
-from fabric.exports.hostfile import hostfile
+from fabric.exports.hostfile import Slots, fabric_slots, hostfile
 from fabric.exports.json import scheduler_json
 from fabric.exports.k8s import k8s_labels
 from fabric.exports.kueue import kueue_topology
@@ -51,14 +51,19 @@ def kueue(d: Discovery, name: str, legacy: bool, include_service: bool = False) 
     return kueue_topology(_tree(d, include_service), name, legacy)
 
 
-def mpi_hostfile(d: Discovery, style: str, slots: int, include_service: bool = False) -> Export:
-    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf, name)."""
+def mpi_hostfile(
+    d: Discovery, style: str, slots: int | None, include_service: bool = False
+) -> tuple[Export, Slots]:
+    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf,
+    name), each with its slots (``slots``, else as the fabric tells: fabric.exports.hostfile)."""
     tree, unfit = fitting_tree(_tree(d, include_service), HOSTFILE)
+    hosts = ring_order(tree.sites, tree.sites.hosts)
+    per_host = fabric_slots(d.classification, slots)
     return Export(
-        hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots),
+        hostfile(hosts, style, per_host),
         skipped=tree.sites.left_out,
         unfit=unfit,
-    )
+    ), per_host
 
 
 def scheduler_document(

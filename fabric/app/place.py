@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from fabric.app.discover import Discovery
 from fabric.app.health import assess_store, open_store
+from fabric.exports.hostfile import Slots, fabric_slots
 from fabric.placement import (
     Placement,
     PlacementHealth,
@@ -87,3 +88,9 @@ def place_hosts(
         health=health,
         include_service=include_service,
     )
+
+
+def host_slots(d: Discovery, given: int | None = None) -> Slots:
+    """Ranks per host for a hostfile: ``given`` (--slots), else the HCAs a compute host has on a
+    rail-optimized fabric (one GPU per rail HCA), else 1 (fabric.exports.hostfile)."""
+    return fabric_slots(d.classification, given)

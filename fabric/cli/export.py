@@ -107,13 +107,21 @@ def kueue_cmd(name: str, legacy: bool, include_service: bool, **opts: Any) -> No
 @export_group.command("hostfile")
 @source_options
 @click.option("--style", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
-@click.option("--slots", type=int, default=1, show_default=True, help="Slots (ranks) per host.")
+@click.option(
+    "--slots",
+    type=click.IntRange(1),
+    help="Slots (ranks) per host (default: one per GPU where the fabric tells: the HCAs of a "
+    "compute host on a rail-optimized fabric; else 1).",
+)
 @include_service
-def hostfile_cmd(style: str, slots: int, include_service: bool, **opts: Any) -> None:
-    """Every compute host in ring order (unit, leaf, name)."""
+def hostfile_cmd(style: str, slots: int | None, include_service: bool, **opts: Any) -> None:
+    """Every compute host in ring order (unit, leaf, name), with its slots (the rule on stderr)."""
     from fabric.app.export import mpi_hostfile
+    from fabric.present.placement import slots_line
 
-    emit(mpi_hostfile(discover_from(opts), style, slots, include_service))
+    doc, per_host = mpi_hostfile(discover_from(opts), style, slots, include_service)
+    emit(doc)
+    click.echo(slots_line(per_host), err=True)
 
 
 @export_group.command("json")
