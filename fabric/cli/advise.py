@@ -269,10 +269,10 @@ def _confirm(yes: bool, question: str) -> None:
 
 # -- whatif ---------------------------------------------------------------------------------------
 def _whatif_options(fn: F) -> F:
+    # the same sources as every command that reads a fabric (with --db: its newest stored snapshot)
+    fn = source_options(fn)
     for opt in reversed(
         (
-            click.option("--input", "input_path", metavar="TOPO", help="Saved ibnetdiscover output."),
-            click.option("--lab", metavar="NAME", help="A lab fabric."),
             click.option(
                 "--hosts", metavar="RANGE", help="The job's hosts, e.g. dgx-[0001-0004] (default all)."
             ),
@@ -294,8 +294,7 @@ def whatif_group() -> None:
 
 
 def _run_whatif(
-    input_path: str | None,
-    lab: str | None,
+    opts: dict[str, Any],
     hosts: str | None,
     lft: str | None,
     as_json: bool,
@@ -304,7 +303,8 @@ def _run_whatif(
     from fabric.app.whatif import run_whatif
     from fabric.present.advice import render_whatif
 
-    result = run_whatif(_discover(input_path, lab), build, hosts, lab, lft)
+    lab = opts.get("lab")
+    result = run_whatif(discover_from(opts), build, hosts, lab, lft)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
@@ -316,16 +316,15 @@ def _run_whatif(
 @_whatif_options
 def whatif_isolate(
     ports: tuple[str, ...],
-    input_path: str | None,
-    lab: str | None,
     hosts: str | None,
     lft: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
     """PORT... isolated (NODE:PORT)."""
     from fabric.app.whatif import isolate_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, isolate_scenario(ports))
+    _run_whatif(opts, hosts, lft, as_json, isolate_scenario(ports))
 
 
 @whatif_group.command("degrade")
@@ -333,25 +332,22 @@ def whatif_isolate(
 @_whatif_options
 def whatif_degrade(
     links: tuple[str, ...],
-    input_path: str | None,
-    lab: str | None,
     hosts: str | None,
     lft: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
     """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
     from fabric.app.whatif import degrade_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, degrade_scenario(links))
+    _run_whatif(opts, hosts, lft, as_json, degrade_scenario(links))
 
 
 @whatif_group.command("ar")
 @click.argument("state", type=click.Choice(["on", "off"]))
 @_whatif_options
-def whatif_ar(
-    state: str, input_path: str | None, lab: str | None, hosts: str | None, lft: str | None, as_json: bool
-) -> None:
+def whatif_ar(state: str, hosts: str | None, lft: str | None, as_json: bool, **opts: Any) -> None:
     """AR on or off on the fabric as it is."""
     from fabric.app.whatif import ar_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, ar_scenario(state == "on"))
+    _run_whatif(opts, hosts, lft, as_json, ar_scenario(state == "on"))
