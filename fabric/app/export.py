@@ -19,6 +19,7 @@ from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
 from fabric.health import HealthThresholds
 from fabric.placement import PlacementHealth, host_sites, ring_order
+from topology.errors import UsageError
 from topology.nameformats import HOSTFILE
 
 
@@ -83,3 +84,34 @@ def prometheus_rules(thresholds: str | None, job: str, window: str) -> Export:
 
 def grafana_dashboard(datasource_uid: str) -> Export:
     return Export(dashboard_json(datasource_uid), ())
+
+
+def systemd_units(
+    ibfab: str | None = None,
+    user: str = "ibfab",
+    db: str | None = None,
+    listen: str = "127.0.0.1:9315",
+    grace_s: float = 60.0,
+) -> dict[str, str]:
+    """The daemon's and the exporter's units and the sysusers file, by file name; ``ibfab`` the
+    command's absolute path (default: the ibfab beside this Python, the venv's)."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from fabric.exports import systemd
+
+    if ibfab is None:
+        here = Path(sys.executable).parent / "ibfab"
+        ibfab = str(here) if here.is_file() else shutil.which("ibfab") or "/usr/local/bin/ibfab"
+    if not ibfab.startswith("/"):
+        raise UsageError(f"--ibfab {ibfab!r}: systemd needs an absolute path")
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9315")
+    s = systemd.UnitSettings(str(Path(ibfab)), user, db or f"{systemd.STATE_DIR}/ibfab.db", listen, grace_s)
+    return {
+        systemd.DAEMON_UNIT: systemd.daemon_unit(s),
+        systemd.EXPORTER_UNIT: systemd.exporter_unit(s),
+        systemd.SYSUSERS: systemd.sysusers(s),
+    }

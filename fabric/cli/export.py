@@ -171,3 +171,62 @@ def grafana_dashboard_cmd(datasource_uid: str) -> None:
     from fabric.app.export import grafana_dashboard
 
     emit(grafana_dashboard(datasource_uid))
+
+
+@export_group.command("systemd")
+@click.option(
+    "--ibfab",
+    "ibfab_path",
+    metavar="PATH",
+    help="The ibfab command the units run (default: this installation's, e.g. /opt/ibfab/.venv/bin/ibfab).",
+)
+@click.option("--user", default="ibfab", show_default=True, help="The system user both units run as.")
+@click.option(
+    "--db", metavar="PATH", help="The store (default: /var/lib/ibfab/ibfab.db, the StateDirectory)."
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:9315",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="The exporter's address.",
+)
+@click.option(
+    "--grace", default=60.0, show_default=True, type=click.FloatRange(min=0), help="The daemon's --grace."
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    metavar="DIR",
+    help="Write ibfab-daemon.service, ibfab-exporter.service and ibfab.conf (sysusers) there.",
+)
+def systemd_cmd(
+    ibfab_path: str | None, user: str, db: str | None, listen: str, grace: float, output_dir: str | None
+) -> None:
+    """systemd units for 'ibfab daemon' and 'ibfab exporter', and the sysusers file of their user.
+
+    Both run as a dedicated system user with the store in /var/lib/ibfab (StateDirectory, also the
+    user's home: SSH keys for sweeps), Restart=on-failure and sandboxing; the daemon may open the
+    HCA's MAD devices only, the exporter no device. Install: copy the units to /etc/systemd/system,
+    ibfab.conf to /usr/lib/sysusers.d, then systemd-sysusers; systemctl daemon-reload; systemctl
+    enable --now ibfab-daemon ibfab-exporter.
+    """
+    from fabric.app.export import systemd_units
+    from topology.errors import UsageError
+
+    files = systemd_units(ibfab_path, user, db, listen, grace)
+    if output_dir is None:
+        for name, text in files.items():
+            click.echo(f"# ---- {name} ----")
+            click.echo(text, nl=not text.endswith("\n"))
+        return
+    from pathlib import Path
+
+    out = Path(output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{output_dir}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {', '.join(files)} to {out}", err=True)
