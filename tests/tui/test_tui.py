@@ -6,6 +6,8 @@ screenshots and test_tui_tmux.py the run in a real terminal.
 
 from __future__ import annotations
 
+import re
+
 import asyncio
 import functools
 import threading
@@ -166,6 +168,10 @@ async def test_link_detail_shows_counters_history_and_findings(
         # both ends x (symbol errors, link downs, xmit Gb/s); 15 deltas from 16 samples
         assert len(sparks) == 6 and all(len(s.data or []) == 15 for s in sparks)
         assert any(list(s.data or []) == [4000.0] * 15 for s in sparks)
+        # every label shows its peak whole (xmit Gb/s was cut after "max")
+        labels = [str(w.render()) for w in screen.query(".spark-label")]
+        assert len(labels) == 6 and all(re.fullmatch(r"port +\d+ .{13} max [\d.e+-]+", t) for t in labels)
+        assert sum(t.endswith("xmit Gb/s     max 53.3") for t in labels) == 2, labels
         assert "isolate_port: leaf-su01-r0:5 <-> spine-01:1" in text_of(app, "#detail-actions")
         await pilot.press("a")
         await pilot.pause(0.3)
