@@ -6,10 +6,9 @@ screenshots and test_tui_tmux.py the run in a real terminal.
 
 from __future__ import annotations
 
-import re
-
 import asyncio
 import functools
+import re
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
