@@ -99,7 +99,7 @@ class ProbesScreen(DataScreen):
         suspects = self.query_one("#suspects", DataTable)
         pairs.clear(columns=True)
         suspects.clear(columns=True)
-        pairs.add_columns("VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "ATTEMPTS (Gb/s, re-tests after →)")
+        pairs.add_columns("VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "Gb/s OF WHAT ITS ROUTE GIVES (re-tests after →)")
         suspects.add_columns("END A", "END B", "SCORE", "SLOW", "FAST", "WHY")
         if sweep_id is None:
             title.update("PAIRS: no sweeps stored yet")
