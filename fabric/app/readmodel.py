@@ -31,7 +31,10 @@ from fabric.app.drain import AppliedDrain, DrainPlan, ResumePlan
 from fabric.app.health_window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
 from fabric.app.isolate import AppliedChange, IsolationPlan, UndoPlan
 from fabric.app.operations import Operations, PairHistory, operations, pair_histories
+from fabric.app.recommend import AdviceView
 from fabric.app.slurm import NodeMap, connect
+from fabric.app.source import Source
+from fabric.app.status.records import StatusReport
 from fabric.app.sweep import ShownSweep, show
 from fabric.app.views import (
     LINK_ALERT,
@@ -53,13 +56,14 @@ from fabric.app.views import (
     with_health,
     worst_first,
 )
+from fabric.core.units import human_duration
 from fabric.health.status import Status
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, StoredSweep, store_path
 from probes.slurm import Slurm
 from probes.sweep import SweepStep
 from topology.chassis import board_chassis
-from topology.errors import UsageError
+from topology.errors import IbfabError, UsageError
 from topology.model import Guid, PortRef
 from topology.wiring import Anomaly
 
@@ -355,6 +359,41 @@ class FabricService:
     def recommendations(self, view: FabricView, health: HealthWindow | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
         return recommend.recommendations(self.db, self.lab, view, health, self.thresholds)
+
+    def advice(self, view: FabricView, health: HealthWindow | None) -> AdviceView | Unavailable:
+        """The same advice, with what it holds back for want of the subnet manager (routing, AR,
+        NCCL: the TUI asks the SM only on a lab) and why."""
+        return recommend.advice_view(self.db, self.lab, view, health, self.thresholds)
+
+    def status(self, view: FabricView, health: HealthWindow | None) -> StatusReport:
+        """``ibfab status`` on the topology and health on screen: what is wrong, per cable and host,
+        with every source's evidence and its action (stored routes are judged by the CLI only:
+        that can take minutes on a large fabric)."""
+        from fabric.app.status import fabric_status
+        from fabric.app.status.gather import GivenHealth
+
+        given = None
+        if health is not None:
+            span = human_duration(health.now - health.since)
+            given = GivenHealth(
+                health.report, health.readings, f"the last {span} to snapshot {health.snapshot_id}"
+            )
+        db = None if self.db is None else str(self.db)
+        if self.lab:
+            try:  # the lab's SM tells whether routing is adaptive (an isolation's advice rests on it)
+                return fabric_status(
+                    view.discovery,
+                    db=db,
+                    live=Source("lab", self.lab),
+                    thresholds=self.thresholds,
+                    given=given,
+                    judge_routes=False,
+                )
+            except IbfabError:  # the lab is down (the store stays to be read): as without it
+                pass
+        return fabric_status(
+            view.discovery, db=db, thresholds=self.thresholds, given=given, judge_routes=False
+        )
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
         return recommend.isolation_plan(self.db, view, advice, self.lab)

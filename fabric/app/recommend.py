@@ -10,6 +10,7 @@ from fabric.advise.cabling import LastPeer
 from fabric.advise.candidates import LinkFinding, findings_from_report, node_label, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
+from fabric.advise.subnet_manager import Unknown
 from fabric.advise.sweep_repairs import SweepSuspect
 from fabric.app.discover import Discovery, discover
 from fabric.app.health import assess_store
@@ -36,9 +37,35 @@ def recommendations(
 ) -> list[Advice] | Unavailable:
     """``ibfab recommend`` over the stored topology and the current health report (judged by the
     site's ``thresholds``, as ``ibfab recommend --thresholds``)."""
+    got = advice_view(db, lab, view, health, thresholds)
+    return got if isinstance(got, Unavailable) else list(got.advice)
+
+
+@dataclass(frozen=True)
+class AdviceView:
+    """The TUI's advice and what it holds back: each thing not known (the SM's routing engine,
+    whether AR is on) with the advice waiting for it, and why the TUI could not learn it."""
+
+    advice: tuple[Advice, ...]
+    held_back: tuple[Unknown, ...]
+    sm_source: str | None  # where the SM was asked ("lab NAME"), None: nowhere (no --lab)
+
+
+def advice_view(
+    db: Path | None,
+    lab: str | None,
+    view: FabricView,
+    health: HealthWindow | None,
+    thresholds: HealthThresholds | None = None,
+) -> AdviceView | Unavailable:
+    """What ``ibfab recommend`` gives with the same store: the health findings, the newest
+    reading's counters and the newest sweep's suspects; the subnet manager asked only where the TUI
+    can reach it (a lab), so the routing, AR and NCCL advice that waits for it is listed as held back."""
     if health is None:
         return Unavailable("recommendations", "no health report yet (ibfab counters collect)")
+    from fabric.app.status.gather import newest_suspects  # the status room imports this module
 
+    evidence = MoreEvidence(newest_suspects(None if db is None else str(db)), health.readings)
     recs = recommend_fabric(
         view.discovery,
         Source("lab", lab) if lab else None,
@@ -46,8 +73,9 @@ def recommendations(
         SafetyPolicy(),
         db=None if db is None else str(db),
         thresholds=thresholds,
+        evidence=evidence,
     )
-    return [
+    advice = tuple(
         Advice(
             a.kind.value,
             a.target,
@@ -56,7 +84,8 @@ def recommendations(
             a,
         )
         for a in recs.actions
-    ]
+    )
+    return AdviceView(advice, recs.routing.unknowns, f"lab {lab}" if lab else None)
 
 
 def isolation_plan(

@@ -11,6 +11,7 @@ from fabric.advise.routing_advice import RoutingAdvice
 from fabric.advise.whatif import WhatIf
 from fabric.app.isolate import IsolationPlan, UndoPlan
 from fabric.app.isolation_limits import IsolationLimits
+from fabric.app.recommend import AdviceView
 from fabric.core.units import human_duration
 from fabric.present.table import table
 
@@ -126,5 +127,24 @@ def undo_plan_text(plan: UndoPlan) -> str:
     )
     lines.append(
         f"  isolated {since} by {plan.entry.user}; re-test window of {human_duration(plan.window_seconds)} {state}"
+    )
+    return "\n".join(lines)
+
+
+def held_back_text(view: AdviceView) -> str:
+    """What the TUI's advice lacks beside ``ibfab recommend``'s, and why: each thing not known with
+    the advice that waits for it, and where it could be learnt."""
+    if not view.held_back:
+        return ""
+    where = (
+        f"the subnet manager of {view.sm_source} did not tell"
+        if view.sm_source
+        else "the TUI asks the subnet manager only on a lab (ibfab tui --lab NAME)"
+    )
+    lines = [f"held back: advice that needs what the subnet manager knows ({where}):"]
+    lines += [f"  - {u.waits}: waits for {u.what}" for u in view.held_back]
+    lines.append(
+        "  from a shell: ibfab recommend --ssh SM-HOST, or --opensm-log FILE --opensm-conf FILE "
+        "(or --ibdiagnet DIR for AR)"
     )
     return "\n".join(lines)

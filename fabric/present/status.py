@@ -106,3 +106,27 @@ def render_status(report: StatusReport, limit: int | None = None) -> str:
     lines.append("Sources:")
     lines += [source_line(s) for s in report.sources]
     return "\n".join(lines)
+
+
+def status_row(entry: Entry) -> tuple[str, str, str, str, str]:
+    """One entry as a table row: severity, what (kind), its name, its sources, its action."""
+    a = entry.action
+    action = f"{a.kind.value}: {a.target}" if a is not None else f"none ({entry.no_action or 'none'})"
+    return (
+        _SEVERITY.get(entry.severity, entry.severity).upper(),
+        entry.element.kind,
+        entry.element.name,
+        "+".join(s.value for s in entry.sources),
+        action,
+    )
+
+
+def status_title(report: StatusReport) -> str:
+    if not report.entries:
+        return "WHAT IS WRONG: nothing, by every source read"
+    return f"WHAT IS WRONG ({len(report.entries)}, worst first; enter opens it)"
+
+
+def entry_text(entry: Entry, names: dict[str, str]) -> str:
+    """The highlighted entry whole: evidence, confidence, action (what ibfab status prints)."""
+    return "\n".join(render_entry(1, entry, names)[1:])

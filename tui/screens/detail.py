@@ -31,6 +31,7 @@ MAX_SPARK_PORTS = 6
 
 
 class DetailScreen(DataScreen):
+    NAME = "detail"
     HELP = "enter on a row opens what it names: a port's cable, a cable's end, a host's HCA."
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "open_end(0)", "end A"),

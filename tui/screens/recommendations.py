@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 from fabric.app.drain import DrainPlan
 from fabric.app.isolate import IsolationPlan
 from fabric.app.views import Advice, Unavailable
-from fabric.present.advice import change_title, isolation_plan_text, render_actions
+from fabric.present.advice import change_title, held_back_text, isolation_plan_text, render_actions
 from fabric.present.overview import ellipsis
 from fabric.present.slurm import render_drain_plan
 from topology.errors import IbfabError
@@ -26,6 +26,7 @@ from tui.screens.confirm import ConfirmChange, Waiting
 
 
 class RecommendationsScreen(DataScreen):
+    NAME = "recommendations"
     HELP = (
         "enter shows the plan of the highlighted action. An isolation is applied only after you type\n"
         "the port's name in the plan window (safety-checked and audited like ibfab isolate --apply);\n"
@@ -38,7 +39,10 @@ class RecommendationsScreen(DataScreen):
         Binding("enter", "plan", "plan…", priority=True),
         Binding("d", "open_target", "detail"),
     ]
-    DEFAULT_CSS = "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
+    DEFAULT_CSS = (
+        "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
+        " #advice-note { height: auto; max-height: 9; }"
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -65,13 +69,19 @@ class RecommendationsScreen(DataScreen):
         if app.view is None:
             note.update("loading topology…" if app.loading["topology"] else "no topology stored")
             return
-        result = app.service.recommendations(app.view, app.health)
-        if isinstance(result, Unavailable):
-            note.update(plain(str(result)))
+        got = app.service.advice(app.view, app.health)
+        if isinstance(got, Unavailable):
+            note.update(plain(str(got)))
             self.advice = []
             return
-        self.advice = result
-        note.update(f"{len(result)} recommendation(s); enter shows the plan of the highlighted one")
+        result = self.advice = list(got.advice)
+        held = held_back_text(got)
+        note.update(
+            plain(
+                f"{len(result)} recommendation(s); enter shows the plan of the highlighted one"
+                + (f"\n{held}" if held else "")
+            )
+        )
         for i, a in enumerate(result):
             reason = ellipsis(a.reason, self.room(len(a.target) + len(a.kind) + 12))
             table.add_row(i + 1, a.kind, plain(a.target), plain(reason), key=str(i))

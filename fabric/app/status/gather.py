@@ -19,6 +19,7 @@ from fabric.app.health import AssessedHealth, assess_store
 from fabric.app.recommend import MoreEvidence
 from fabric.app.status.records import EvidenceSource, SourceState
 from fabric.core.units import human_duration, utc_time
+from fabric.health import HealthReport
 from fabric.health.reading import ReadingFinding
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store, store_path
@@ -36,13 +37,23 @@ ROUTES_MAX_HCAS = 4096
 
 @dataclass(frozen=True)
 class Gathered:
-    health: AssessedHealth | None = None
+    health: HealthReport | None = None
     findings: list[LinkFinding] = field(default_factory=list)
     readings: tuple[ReadingFinding, ...] = ()
     suspects: tuple[SweepSuspect, ...] = ()
     plan: PlanCheck | None = None
     routes: RouteReport | None = None
     states: tuple[SourceState, ...] = ()
+
+
+@dataclass(frozen=True)
+class GivenHealth:
+    """A health assessment the caller has already made (the TUI's window): its report, the
+    newest reading's findings and what it covers, in words."""
+
+    report: HealthReport
+    readings: tuple[ReadingFinding, ...]
+    read: str
 
 
 def gather(
@@ -53,7 +64,11 @@ def gather(
     since_s: float | None = 86400.0,
     plans: Sequence[str] = (),
     now: float | None = None,
+    given: GivenHealth | None = None,
+    judge_routes: bool = True,
 ) -> Gathered:
+    """Every source's evidence (``given``: health already assessed, used as it is;
+    ``judge_routes`` False: stored tables are not judged, a UI's cheap path)."""
     now = time.time() if now is None else now
     states: dict[EvidenceSource, SourceState] = {}
     health: AssessedHealth | None = None
@@ -72,11 +87,22 @@ def gather(
             states[src] = SourceState(src, missing=missing)
     else:
         with stored as store:
-            health, states[EvidenceSource.HEALTH], states[EvidenceSource.READING] = _health(
-                store, since_s, thresholds, now
-            )
+            if given is None:
+                health, states[EvidenceSource.HEALTH], states[EvidenceSource.READING] = _health(
+                    store, since_s, thresholds, now
+                )
+            else:
+                states[EvidenceSource.HEALTH] = SourceState(EvidenceSource.HEALTH, read=given.read)
+                states[EvidenceSource.READING] = SourceState(
+                    EvidenceSource.READING, read="the newest reading"
+                )
             suspects, states[EvidenceSource.SWEEP] = _sweep(store, db, now)
-            routes, states[EvidenceSource.ROUTES] = _routes(store, d)
+            if judge_routes:
+                routes, states[EvidenceSource.ROUTES] = _routes(store, d)
+            else:
+                states[EvidenceSource.ROUTES] = SourceState(
+                    EvidenceSource.ROUTES, missing="not judged here (ibfab status judges the stored tables)"
+                )
     if plans:
         states[EvidenceSource.PLAN] = SourceState(EvidenceSource.PLAN, read=", ".join(plans))
     else:
@@ -86,10 +112,11 @@ def gather(
     states[EvidenceSource.WIRING] = SourceState(
         EvidenceSource.WIRING, read=f"discovery of {d.source}: {len(d.anomalies)} anomalies"
     )
+    report = given.report if given is not None else health.report if health is not None else None
     return Gathered(
-        health,
-        findings_from_report(health.report) if health is not None else [],
-        health.readings if health is not None else (),
+        report,
+        findings_from_report(report) if report is not None else [],
+        given.readings if given is not None else health.readings if health is not None else (),
         suspects,
         plan,
         routes,
@@ -244,3 +271,12 @@ def advice_inputs(
                 notes.append(f"sweep: {sweep.missing}")
     plan = _plan_given(d, plans) if plans else None
     return AdviceInputs(findings, MoreEvidence(suspects, readings, plan), tuple(notes))
+
+
+def newest_suspects(db: str | None, now: float | None = None) -> tuple[SweepSuspect, ...]:
+    """The newest sweep's suspect cables (none when there is no store or no recent sweep)."""
+    stored = Store.existing(db)
+    if stored is None:
+        return ()
+    with stored as store:
+        return _sweep(store, db, time.time() if now is None else now)[0]

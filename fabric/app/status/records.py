@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from fabric.advise.actions import Action
+from topology.classify import Classification
 from topology.model import PortRef
 from topology.route_findings import RouteFinding
 
@@ -184,3 +185,17 @@ class StatusReport:
                 "by_severity": {s: sum(1 for e in self.entries if e.severity == s) for s in SEVERITIES},
             },
         }
+
+
+def detail_node(cls: Classification, element: Element) -> str | None:
+    """The node a UI opens for an element that is no cable: a host's first HCA, a switch, the
+    first HCA of a machine or of the nodes an anomaly names, a port's node."""
+    if element.kind == "host":
+        hcas = cls.hosts.get(element.key, ())
+        return str(hcas[0]) if hcas else None
+    if element.kind == "switch":
+        return element.key
+    if element.ends:
+        return str(element.ends[0].guid)
+    guids = [g for g in element.key.rpartition(":")[2].split(",") if g in cls.nodes]
+    return guids[0] if guids else None

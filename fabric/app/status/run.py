@@ -17,7 +17,7 @@ from fabric.app.status.evidence import (
     sweep_evidence,
     wiring_evidence,
 )
-from fabric.app.status.gather import gather
+from fabric.app.status.gather import GivenHealth, gather
 from fabric.app.status.merge import merge
 from fabric.app.status.records import StatusReport
 from fabric.health.thresholds import HealthThresholds
@@ -32,11 +32,23 @@ def fabric_status(
     since_s: float | None = 86400.0,
     plans: Sequence[str] = (),
     now: float | None = None,
+    given: GivenHealth | None = None,
+    judge_routes: bool = True,
 ) -> StatusReport:
     """What is wrong with the fabric ``d`` by every source the store ``db`` (and ``plans``) hold,
     worst first, each with the action ``ibfab recommend`` gives it (``live``: where the subnet
-    manager can be asked, as recommend takes it)."""
-    g = gather(d, db, thresholds=thresholds, since_s=since_s, plans=plans, now=now)
+    manager can be asked, as recommend takes it; ``given``, ``judge_routes``: see
+    :func:`~fabric.app.status.gather.gather`)."""
+    g = gather(
+        d,
+        db,
+        thresholds=thresholds,
+        since_s=since_s,
+        plans=plans,
+        now=now,
+        given=given,
+        judge_routes=judge_routes,
+    )
     recs = recommend_fabric(
         d,
         live,
@@ -48,7 +60,7 @@ def fabric_status(
     )
     el = Elements(d.fabric, d.classification)
     found = [
-        *(health_evidence(el, g.health.report.links, thresholds) if g.health is not None else ()),
+        *(health_evidence(el, g.health.links, thresholds) if g.health is not None else ()),
         *reading_evidence(el, g.readings),
         *sweep_evidence(el, g.suspects),
         *wiring_evidence(el, d.anomalies),
