@@ -394,14 +394,18 @@ def _end_of(cable: PlannedCable, key: EndKey) -> PlanEnd:
 
 def read_cable_plan(path: str | Path) -> CablePlan:
     """Read a plan file (UTF-8, or Latin-1 as spreadsheets on Windows save it)."""
+    return parse_cable_plan(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: str | Path) -> str:
+    """A plan file's text (UTF-8, or Latin-1 as spreadsheets on Windows save it)."""
     data = read_input_bytes(path, TOOL)
     try:
-        text = decode_input(data, str(path), TOOL, strict=True)
+        return decode_input(data, str(path), TOOL, strict=True)
     except InputFileError:
         if b"\0" in data:
             raise  # binary, not a spreadsheet's Latin-1
-        text = data.decode("latin-1")
-    return parse_cable_plan(text, str(path))
+        return data.decode("latin-1")
 
 
 # -- writing ---------------------------------------------------------------------------------------

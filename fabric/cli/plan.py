@@ -29,7 +29,12 @@ EXIT_UNCHECKED = 11
 @source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--all", "show_all", is_flag=True, help="List every item, not the first 40 of each kind.")
-def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any) -> None:
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Keep the plan(s) in the store (--db): ibfab status then checks the fabric against them.",
+)
+def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, save: bool, **opts: Any) -> None:
     """Compare the fabric with its cable plan: miswired, missing, not in the plan, slower than planned.
 
     \b
@@ -40,10 +45,14 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
           (a name shared by several nodes, a port the plan cables twice)
       2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
     """
-    from fabric.app.cableplan import check_against_plans, plan_check_to_dict
+    from fabric.app.cableplan import check_against_plans, plan_check_to_dict, save_plans
 
+    db = opts.get("db")
     d = discover_from(opts)
     check = check_against_plans(d, plans)
+    if save:
+        saved = save_plans(plans, db)
+        click.echo(f"ibfab: kept {saved} plan file(s) in the store for ibfab status", err=True)
     if as_json:
         click.echo(json.dumps(plan_check_to_dict(check, d), indent=1))
     else:

@@ -169,6 +169,13 @@ def test_a_plan_miswire_joins_discoverys_on_the_host(tmp_path: Path) -> None:
     # the clean fabric against the same plan: nothing
     _, doc = status(tmp_path / "plan-src.db", "--plan", str(plan))
     assert doc["entries"] == []
+    # a plan checked and kept in the store is read without --plan
+    res = CliRunner().invoke(main, ["topology", "check", "--plan", str(plan), "--db", str(db), "--save"])
+    assert res.exit_code == 10 and "kept 1 plan file(s) in the store" in res.stderr, res.output
+    _, doc = status(db)
+    assert summary(doc) == [("dgx-0002", "error", ["wiring", "plan"], "swap_cables")]
+    read = {s["source"]: s for s in doc["sources"]}["plan"]["read"]
+    assert read.startswith("the plan stored at ") and read.endswith(str(plan))
 
 
 def test_stored_routes_are_judged_and_a_black_hole_is_listed(tmp_path: Path) -> None:

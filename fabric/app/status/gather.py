@@ -106,9 +106,7 @@ def gather(
     if plans:
         states[EvidenceSource.PLAN] = SourceState(EvidenceSource.PLAN, read=", ".join(plans))
     else:
-        states[EvidenceSource.PLAN] = SourceState(
-            EvidenceSource.PLAN, missing="no cable plan given (--plan FILE; ibfab export plan writes one)"
-        )
+        plan, states[EvidenceSource.PLAN] = _stored_plan(d, db)
     states[EvidenceSource.WIRING] = SourceState(
         EvidenceSource.WIRING, read=f"discovery of {d.source}: {len(d.anomalies)} anomalies"
     )
@@ -280,3 +278,25 @@ def newest_suspects(db: str | None, now: float | None = None) -> tuple[SweepSusp
         return ()
     with stored as store:
         return _sweep(store, db, time.time() if now is None else now)[0]
+
+
+def _stored_plan(d: Discovery, db: str | None) -> tuple[PlanCheck | None, SourceState]:
+    from fabric.app.cableplan import check_stored_plan
+
+    try:
+        found = check_stored_plan(d, db)
+    except IbfabError as exc:  # a damaged copy, a plan today's parser refuses
+        return None, SourceState(
+            EvidenceSource.PLAN, missing=f"the stored plan cannot be read: {exc.one_line()}"
+        )
+    if found is None:
+        return None, SourceState(
+            EvidenceSource.PLAN,
+            missing="no cable plan given or stored (--plan FILE, or ibfab topology check --plan FILE --save; "
+            "ibfab export plan writes one)",
+        )
+    check, stored = found
+    return check, SourceState(
+        EvidenceSource.PLAN,
+        read=f"the plan stored at {utc_time(stored.taken_at)}: {', '.join(stored.sources)}",
+    )
