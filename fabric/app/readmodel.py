@@ -365,10 +365,10 @@ class FabricService:
         NCCL: the TUI asks the SM only on a lab) and why."""
         return recommend.advice_view(self.db, self.lab, view, health, self.thresholds)
 
-    def status(self, view: FabricView, health: HealthWindow | None) -> StatusReport:
+    def status(self, view: FabricView, health: HealthWindow | None, now: float | None = None) -> StatusReport:
         """``ibfab status`` on the topology and health on screen: what is wrong, per cable and host,
         with every source's evidence and its action (stored routes are judged by the CLI only:
-        that can take minutes on a large fabric)."""
+        that can take minutes on a large fabric); ``now`` the clock a sweep's age is told by."""
         from fabric.app.status import fabric_status
         from fabric.app.status.gather import GivenHealth
 
@@ -388,11 +388,12 @@ class FabricService:
                     thresholds=self.thresholds,
                     given=given,
                     judge_routes=False,
+                    now=now,
                 )
             except IbfabError:  # the lab is down (the store stays to be read): as without it
                 pass
         return fabric_status(
-            view.discovery, db=db, thresholds=self.thresholds, given=given, judge_routes=False
+            view.discovery, db=db, thresholds=self.thresholds, given=given, judge_routes=False, now=now
         )
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:

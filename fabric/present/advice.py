@@ -139,9 +139,9 @@ def held_back_text(view: AdviceView) -> str:
     where = (
         f"the subnet manager of {view.sm_source} did not tell"
         if view.sm_source
-        else "the TUI asks the subnet manager only on a lab (ibfab tui --lab NAME)"
+        else "the TUI asks it only on a lab: ibfab tui --lab NAME"
     )
-    lines = [f"held back: advice that needs what the subnet manager knows ({where}):"]
+    lines = [f"held back: advice that needs what the subnet manager knows; {where}:"]
     lines += [f"  - {u.waits}: waits for {u.what}" for u in view.held_back]
     lines.append(
         "  from a shell: ibfab recommend --ssh SM-HOST, or --opensm-log FILE --opensm-conf FILE "

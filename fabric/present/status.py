@@ -109,9 +109,10 @@ def render_status(report: StatusReport, limit: int | None = None) -> str:
 
 
 def status_row(entry: Entry) -> tuple[str, str, str, str, str]:
-    """One entry as a table row: severity, what (kind), its name, its sources, its action."""
+    """One entry as a table row: severity, what (kind), its name, its sources, its action's kind
+    (its target is the element; the highlighted entry shows it whole)."""
     a = entry.action
-    action = f"{a.kind.value}: {a.target}" if a is not None else f"none ({entry.no_action or 'none'})"
+    action = a.kind.value if a is not None else f"none ({entry.no_action or 'none'})"
     return (
         _SEVERITY.get(entry.severity, entry.severity).upper(),
         entry.element.kind,

@@ -106,7 +106,7 @@ async def test_overview_loads_in_order_and_names_the_planted_problems(
         # what is wrong, as ibfab status lists it: the two planted links, then the miswired host
         rows = table_rows(app, "#ov-status")
         assert [r.split("  ")[:2] for r in rows] == [["CRITICAL", "cable"]] * 2 + [["ERROR", "host"]]
-        assert rows[2].split("  ")[2:] == ["dgx-0002", "wiring", "swap_cables: dgx-0002"]
+        assert rows[2].split("  ")[2:] == ["dgx-0002", "wiring", "swap_cables"]
         assert "WHAT IS WRONG (3, worst first; enter opens it)" in text_of(app, "#ov-status-title")
         assert app.focused is app.screen.query_one("#ov-status", DataTable)
         assert "confidence: high" in text_of(app, "#ov-status-why")  # the highlighted entry whole
@@ -293,7 +293,10 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
         assert ("isolate_port", "leaf-su01-r0:5 <-> spine-01:1") in kinds
         # without --lab the TUI cannot ask the subnet manager: what that holds back is said, and why
         note = text_of(app, "#advice-note")
-        assert "held back: advice that needs what the subnet manager knows (the TUI asks the subnet " in note
+        assert (
+            "held back: advice that needs what the subnet manager knows; the TUI asks it only on a lab"
+            in note
+        )
         assert "NCCL_IB_ADAPTIVE_ROUTING" in note and "ibfab recommend --ssh SM-HOST" in note
         index = kinds.index(("isolate_port", "leaf-su01-r0:5 <-> spine-01:1"))
         for _ in range(index):

@@ -106,7 +106,7 @@ class OverviewScreen(DataScreen):
             title.update("WHAT IS WRONG: no topology stored yet (run: ibfab discover --save)")
             return
         try:
-            self.report = app.service.status(app.view, app.health)
+            self.report = app.service.status(app.view, app.health, app.now())
         except IbfabError as exc:
             self.report = None
             title.update(plain(f"WHAT IS WRONG: {exc.one_line()}"))
@@ -114,7 +114,7 @@ class OverviewScreen(DataScreen):
         title.update(status_title(self.report))
         for i, entry in enumerate(self.report.entries):
             sev, kind, name, sources, action = status_row(entry)
-            table.add_row(sev, kind, plain(name), sources, plain(ellipsis(action, self.room(70))), key=str(i))
+            table.add_row(sev, kind, plain(name), sources, action, key=str(i))
         why = self.query_one("#ov-status-why", Static)
         why.update("" if self.report.entries else plain(self._sources()))
 

@@ -103,7 +103,7 @@ class ProbesScreen(DataScreen):
         pairs.clear(columns=True)
         suspects.clear(columns=True)
         pairs.add_columns(
-            "VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "Gb/s OF WHAT ITS ROUTE GIVES (re-tests after →)"
+            "VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "ATTEMPTS Gb/s (re-tests after →) OF EXPECTED"
         )
         suspects.add_columns("END A", "END B", "SCORE", "SLOW", "FAST", "WHY")
         if sweep_id is None:
