@@ -14,6 +14,7 @@ from textual.app import App
 from fabric.app.cables import CableInventory
 from fabric.app.health_window import HealthWindow
 from fabric.app.readmodel import FabricService
+from fabric.app.status import StatusReport
 from fabric.app.views import FabricView, LinkRow, StoreState
 from tui.linkquery import LinkIndex
 
@@ -24,6 +25,7 @@ class FabricData(Protocol):
     state: StoreState | None
     view: FabricView | None
     health: HealthWindow | None
+    status_report: StatusReport | str | None  # ibfab status on view and health (str: why not had)
     rows: tuple[LinkRow, ...]
     index: LinkIndex
     loading: dict[str, bool]

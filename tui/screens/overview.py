@@ -12,7 +12,6 @@ from fabric.app.status import StatusReport
 from fabric.app.status.records import Element, detail_node
 from fabric.present.overview import ellipsis, overview_sections
 from fabric.present.status import entry_text, status_row, status_title
-from topology.errors import IbfabError
 from tui.messages import OpenDetail
 from tui.screens.base import DataScreen, plain
 
@@ -95,28 +94,29 @@ class OverviewScreen(DataScreen):
             )
 
     def draw_status(self) -> None:
-        """ibfab status on the view and health on screen (nothing judged twice)."""
+        """ibfab status on the view and health on screen, computed as they were loaded."""
         app = self.data
         table = self.query_one("#ov-status", DataTable)
         table.clear(columns=True)
         table.add_columns("SEVERITY", "WHAT", "ELEMENT", "EVIDENCE FROM", "ACTION")
         title = self.query_one("#ov-status-title", Static)
+        got = app.status_report
+        self.report = got if isinstance(got, StatusReport) else None
         if app.view is None:
-            self.report = None
             title.update("WHAT IS WRONG: no topology stored yet (run: ibfab discover --save)")
             return
-        try:
-            self.report = app.service.status(app.view, app.health, app.now())
-        except IbfabError as exc:
-            self.report = None
-            title.update(plain(f"WHAT IS WRONG: {exc.one_line()}"))
+        if isinstance(got, str):
+            title.update(plain(f"WHAT IS WRONG: {got}"))
             return
-        title.update(status_title(self.report))
-        for i, entry in enumerate(self.report.entries):
+        if got is None:
+            title.update("WHAT IS WRONG: reading every source…")
+            return
+        title.update(status_title(got))
+        for i, entry in enumerate(got.entries):
             sev, kind, name, sources, action = status_row(entry)
             table.add_row(sev, kind, plain(name), sources, action, key=str(i))
         why = self.query_one("#ov-status-why", Static)
-        why.update("" if self.report.entries else plain(self._sources()))
+        why.update("" if got.entries else plain(self._sources()))
 
     def _sources(self) -> str:
         from fabric.present.status import source_line
