@@ -132,19 +132,16 @@ def undo_plan_text(plan: UndoPlan) -> str:
 
 
 def held_back_text(view: AdviceView) -> str:
-    """What the TUI's advice lacks beside ``ibfab recommend``'s, and why: each thing not known with
-    the advice that waits for it, and where it could be learnt."""
+    """What the TUI's advice lacks beside ``ibfab recommend``'s, and why, the advice first (a
+    small screen shows the first lines): ``held back: NCCL_IB_..., which need whether ... (AR):
+    the TUI asks the subnet manager only on a lab ...``."""
     if not view.held_back:
         return ""
-    where = (
+    waits = "; ".join(f"{u.waits}, which need {u.what}" for u in view.held_back)
+    why = (
         f"the subnet manager of {view.sm_source} did not tell"
         if view.sm_source
-        else "the TUI asks it only on a lab: ibfab tui --lab NAME"
+        else "the TUI asks the subnet manager only on a lab (--lab NAME); ibfab recommend --ssh "
+        "SM-HOST asks a real one"
     )
-    lines = [f"held back: advice that needs what the subnet manager knows; {where}:"]
-    lines += [f"  - {u.waits}: waits for {u.what}" for u in view.held_back]
-    lines.append(
-        "  from a shell: ibfab recommend --ssh SM-HOST, or --opensm-log FILE --opensm-conf FILE "
-        "(or --ibdiagnet DIR for AR)"
-    )
-    return "\n".join(lines)
+    return f"held back: {waits}: {why}"

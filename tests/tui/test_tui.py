@@ -293,11 +293,10 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
         assert ("isolate_port", "leaf-su01-r0:5 <-> spine-01:1") in kinds
         # without --lab the TUI cannot ask the subnet manager: what that holds back is said, and why
         note = text_of(app, "#advice-note")
-        assert (
-            "held back: advice that needs what the subnet manager knows; the TUI asks it only on a lab"
-            in note
-        )
-        assert "NCCL_IB_ADAPTIVE_ROUTING" in note and "ibfab recommend --ssh SM-HOST" in note
+        head = f"{len(kinds)} recommendation(s); enter shows the plan of the highlighted one\n"
+        assert note.startswith(head + "held back: NCCL_IB_ADAPTIVE_ROUTING, ")
+        assert "which need whether the switches route adaptively (AR)" in note
+        assert "the TUI asks the subnet manager only on a lab" in note and "--ssh SM-HOST" in note
         index = kinds.index(("isolate_port", "leaf-su01-r0:5 <-> spine-01:1"))
         for _ in range(index):
             await pilot.press("down")

@@ -31,7 +31,10 @@ class RecommendationsScreen(DataScreen):
         "enter shows the plan of the highlighted action. An isolation is applied only after you type\n"
         "the port's name in the plan window (safety-checked and audited like ibfab isolate --apply);\n"
         "a drain only after you type the Slurm node's name (audited like ibfab drain --apply);\n"
-        "other actions are advice: their [manager apply] / [manager undo] commands are shown to run."
+        "other actions are advice: their [manager apply] / [manager undo] commands are shown to run.\n"
+        "The list is ibfab recommend's with the same store (health, the newest reading, the newest\n"
+        "sweep). Advice that needs the subnet manager (routing engine, AR, NCCL settings) is held\n"
+        "back unless the TUI runs on a lab: the note above the list says which, and why."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: the plan window is up as the key arrives, so keys typed behind enter land on
@@ -41,7 +44,7 @@ class RecommendationsScreen(DataScreen):
     ]
     DEFAULT_CSS = (
         "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
-        " #advice-note { height: auto; max-height: 9; }"
+        " #advice-note { height: auto; max-height: 5; }"
     )
 
     def __init__(self) -> None:
