@@ -47,8 +47,20 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -q -m 'not lab and not sshd'
 
-test: install lint typecheck
-	$(BIN)/pytest -q -ra
+# Each stage says when it starts and how long it took, so a long run shows where it is.
+# $(call stage,N/TOTAL NAME,COMMAND)
+define stage
+	@t0=$$(date +%s); echo "== [$(1)] started $$(date +%H:%M:%S)"; \
+	$(2); rc=$$?; t=$$(( $$(date +%s) - t0 )); \
+	if [ $$rc -eq 0 ]; then echo "== [$(1)] passed in $$((t / 60)) min $$((t % 60)) s"; \
+	else echo "== [$(1)] FAILED (exit $$rc) after $$((t / 60)) min $$((t % 60)) s"; exit $$rc; fi
+endef
+
+test: install
+	$(call stage,1/4 lint: ruff and import contracts,$(MAKE) --no-print-directory lint)
+	$(call stage,2/4 typecheck: mypy,$(MAKE) --no-print-directory typecheck)
+	$(call stage,3/4 unit tests: no lab / sshd / Slurm,$(BIN)/pytest -q -ra -m 'not lab and not sshd and not slurm')
+	$(call stage,4/4 lab / sshd / Slurm tests,$(BIN)/pytest -q -ra -m 'lab or sshd or slurm')
 
 bench: install
 	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -462,14 +462,7 @@ def read_cable_plan(path: str | Path) -> CablePlan:
     memory of the plan's cables, whatever the size of the file (stdin is read whole)."""
     name = str(path)
     if name == "-":
-        data = read_input_bytes(path, TOOL)
-        try:
-            text = decode_input(data, name, TOOL, strict=True)
-        except InputFileError:
-            if b"\0" in data:
-                raise  # binary, not a spreadsheet's Latin-1
-            text = data.decode("latin-1")
-        return parse_cable_plan(text, name)
+        return parse_cable_plan(read_plan_text(path), name)
     try:
         with open_input_text(path, TOOL) as lines:
             return parse_cable_plan_lines(lines, name)
@@ -480,6 +473,18 @@ def read_cable_plan(path: str | Path) -> CablePlan:
             return parse_cable_plan_lines(lines, name)
     except UnicodeDecodeError as exc:  # only a file that starts as UTF-16 gets here
         raise InputFileError(TOOL, name, 0, f"not UTF-16 text ({exc.reason})") from exc
+
+
+def read_plan_text(path: str | Path) -> str:
+    """A plan file's text whole (UTF-8, or Latin-1 as spreadsheets on Windows save it), to keep
+    it in the store as it was read."""
+    data = read_input_bytes(path, TOOL)
+    try:
+        return decode_input(data, str(path), TOOL, strict=True)
+    except InputFileError:
+        if b"\0" in data:
+            raise  # binary, not a spreadsheet's Latin-1
+        return data.decode("latin-1")
 
 
 # -- writing ---------------------------------------------------------------------------------------

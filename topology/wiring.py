@@ -24,7 +24,6 @@ from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification, NodeClass, Role, far_guids
 from topology.hostfaults import missing_hcas
 from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef, link_gbps
-from topology.unnamed import likely_hosts
 
 
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
@@ -82,24 +81,9 @@ def _rail_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
                 continue
             out += _miswires(fabric, cls, host, members)
             out += _missing_rails(fabric, cls, host, members, rails, group, leaf_of_rail, explained_unnamed)
-    likely = likely_hosts(fabric, cls)
-    for g, c in cls.nodes.items():
-        if c.role is Role.UNNAMED:
-            desc = fabric.nodes[g].description
-            port = _leaf_port_of(fabric, g)
-            where = f" on {_label(cls, port.guid)} port {port.port}" if port else ""
-            guess = explained_unnamed.get(g) or likely.get(g)
-            hint = f"; {guess}" if guess else ""
-            out.append(
-                Anomaly(
-                    "unnamed_hca",
-                    Severity.WARNING,
-                    (g,),
-                    (port,) if port else (),
-                    f"HCA {g}{where} has no host name (description {desc!r}){hint}: "
-                    "set its node description (rdma system set / node_desc) so it maps to a host",
-                )
-            )
+    from topology.unnamedfaults import unnamed_anomalies  # it builds this module's Anomaly
+
+    out += unnamed_anomalies(fabric, cls, explained_unnamed)
     return out
 
 

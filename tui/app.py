@@ -31,6 +31,7 @@ from fabric.app.discovery.cables import CableInventory
 from fabric.app.health.window import HealthProcess, HealthWindow
 from fabric.app.readmodel.service import FabricService
 from fabric.app.readmodel.views import FabricView, LinkRow, StoreState, with_health
+from fabric.app.status import StatusReport
 from topology.errors import IbfabError
 from tui.linkquery import LinkIndex
 from tui.messages import (
@@ -145,6 +146,7 @@ class IbfabApp(App[None]):
         self.state: StoreState | None = None
         self.view: FabricView | None = None
         self.health: HealthWindow | None = None
+        self.status_report: StatusReport | str | None = None  # ibfab status, or why it is not had
         self.rows: tuple[LinkRow, ...] = ()
         self.index = LinkIndex(())
         self.loading = {"state": True, "topology": True, "health": True}
@@ -245,12 +247,23 @@ class IbfabApp(App[None]):
             if worker.is_cancelled:
                 return
             index = built_without_gc_pauses(lambda: _index(view, health))
-            self.post_message(HealthLoaded(health, view, index))
+            status = self._status(view, health)
+            self.post_message(HealthLoaded(health, view, index, status))
         except IbfabError as exc:
             if not worker.is_cancelled:
                 self.post_message(LoadFailed("store", exc.one_line()))
         except Exception as exc:  # one line on screen, never a traceback
             self.post_message(LoadFailed("store", f"{type(exc).__name__}: {exc}"))
+
+    def _status(self, view: FabricView | None, health: HealthWindow | None) -> StatusReport | str | None:
+        """ibfab status on what was just loaded, in the loading thread (a large fabric's sweep takes
+        seconds to rank again: never on the screen's thread); a string says why it could not be had."""
+        if view is None:
+            return None
+        try:
+            return self.service.status(view, health, self.now())
+        except IbfabError as exc:
+            return exc.one_line()
 
     @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
     def poll(self) -> None:
@@ -280,6 +293,7 @@ class IbfabApp(App[None]):
     def on_health_loaded(self, msg: HealthLoaded) -> None:
         self.messages_seen.append(msg)
         self.health = msg.health
+        self.status_report = msg.status if msg.view is self.view else None
         self.loading["health"] = False
         if msg.index is not None and msg.view is self.view:  # built from the view on screen
             self.rows, self.index = tuple(msg.index.rows), msg.index

@@ -58,12 +58,16 @@ def overview_text(session: Session) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
     from fabric.app.readmodel.service import FabricService
     from fabric.present.overview import overview_report
+    from fabric.present.status import render_status
 
     svc = FabricService(session)
     state = svc.state()
     view = svc.load_view()
     health = svc.health() if view is not None else None
-    return overview_report(svc.overview(view, health, state))
+    report = overview_report(svc.overview(view, health, state))
+    if view is None:
+        return report
+    return f"{report}\n\nWHAT IS WRONG (ibfab status)\n{render_status(svc.status(view, health))}"
 
 
 def run_tui_or_report(session: Session, poll_seconds: float | None = 5.0) -> None:

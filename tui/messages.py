@@ -16,6 +16,7 @@ from fabric.app.readmodel.views import FabricView, StoreState
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
+    from fabric.app.status import StatusReport
     from tui.linkquery import LinkIndex
 
 
@@ -49,12 +50,17 @@ class HealthLoaded(Message):
     of ``view`` and their index already built from it (None: the app builds them)."""
 
     def __init__(
-        self, health: HealthWindow | None, view: FabricView | None = None, index: LinkIndex | None = None
+        self,
+        health: HealthWindow | None,
+        view: FabricView | None = None,
+        index: LinkIndex | None = None,
+        status: StatusReport | str | None = None,
     ) -> None:
         super().__init__()
         self.health = health
         self.view = view
         self.index = index
+        self.status = status  # ibfab status on them (a string: why it could not be had)
 
 
 class StoreChanged(Message):

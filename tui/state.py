@@ -15,6 +15,7 @@ from fabric.app.discovery.cables import CableInventory
 from fabric.app.health.window import HealthWindow
 from fabric.app.readmodel.service import FabricService
 from fabric.app.readmodel.views import FabricView, LinkRow, StoreState
+from fabric.app.status import StatusReport
 from tui.linkquery import LinkIndex
 
 
@@ -24,6 +25,7 @@ class FabricData(Protocol):
     state: StoreState | None
     view: FabricView | None
     health: HealthWindow | None
+    status_report: StatusReport | str | None  # ibfab status on view and health (str: why not had)
     rows: tuple[LinkRow, ...]
     index: LinkIndex
     loading: dict[str, bool]

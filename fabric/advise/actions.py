@@ -33,6 +33,7 @@ class ActionKind(StrEnum):
     DISABLE_AR = "disable_ar"
     SET_ROUTING_ENGINE = "set_routing_engine"
     SET_NCCL_ENV = "set_nccl_env"
+    CLEAR_COUNTERS = "clear_counters"
 
 
 @dataclass(frozen=True, slots=True)

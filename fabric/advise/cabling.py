@@ -462,7 +462,7 @@ def name_hca_actions(fabric: Fabric, cls: Classification, anomalies: Iterable[An
             groups.setdefault(likely[g].machine if g in likely else g, []).append(an)
     out = []
     for target, found in groups.items():
-        guids = [an.nodes[0] for an in found]
+        guids = [g for an in found for g in an.nodes]  # discovery gives one anomaly per machine
         hcas = f"HCA {guids[0]}" if len(guids) == 1 else f"its {len(guids)} HCAs {', '.join(guids)}"
         where = f"on the host that holds HCA {guids[0]}" if target == guids[0] else f"on {target} ({hcas})"
         out.append(

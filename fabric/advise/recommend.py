@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fabric.advise.actions import Action, ActionKind, drain_node, isolate_port, replace_cable
 from fabric.advise.cabling import LastPeer, cabling_actions
 from fabric.advise.candidates import Candidate, LinkFinding, isolation_candidates, node_label
+from fabric.advise.counter_repairs import clear_counter_actions
+from fabric.advise.plan_repairs import plan_actions
 from fabric.advise.repairs import (
     degraded_cable_actions,
     flapping_cable_actions,
@@ -27,11 +29,14 @@ from fabric.advise.safety import (
     check_isolations,
 )
 from fabric.advise.subnet_manager import Ar, ArVerdict, SubnetManager
+from fabric.advise.sweep_repairs import SweepSuspect, sweep_cable_actions
+from fabric.health.reading import ReadingFinding
 from fabric.health.score import finding_kind
 from fabric.health.thresholds import HealthThresholds
 from topology.anomaly import Anomaly
 from topology.classify import Classification
 from topology.model import Fabric, Guid, NodeKind, PortRef
+from topology.plancheck import PlanCheck
 from topology.routes import dr_path
 
 
@@ -66,6 +71,9 @@ def recommend(
     designed: Mapping[Guid, DesignedUplinks] | None = None,
     thresholds: HealthThresholds | None = None,
     last_peers: Mapping[PortRef, LastPeer] | None = None,
+    suspects: Sequence[SweepSuspect] = (),
+    readings: Sequence[ReadingFinding] = (),
+    plan: PlanCheck | None = None,
 ) -> Recommendations:
     """Repairs (isolations that pass the safety rules, drains, cable replacements and recabling,
     one action per target) and the routing settings the evidence supports.
@@ -75,7 +83,11 @@ def recommend(
     ``already_isolated`` and ``designed`` feed the safety rules (see check_isolations);
     ``thresholds`` are the site's health thresholds (a flapping cable is one at their critical
     link-down count), the defaults when None; ``last_peers`` name down ports' far ends from the
-    link history (fabric.advise.cabling.LastPeer)."""
+    link history (fabric.advise.cabling.LastPeer). The other evidence ``ibfab status`` merges
+    gets its repairs too: ``suspects`` (the newest sweep's, fabric.advise.sweep_repairs) a cable
+    replacement each, ``readings`` (counters saturated or large on one reading) a clearing of the
+    counters, ``plan`` (the fabric checked against its cable plan) the recabling it asks.
+    Actions on one target and of one kind become one, their evidence joined."""
     routing = advise_routing(fabric, cls, sm or SubnetManager(), findings)
     ar = routing.ar
     notes: list[str] = []
@@ -142,8 +154,13 @@ def recommend(
     ]
     actions += flapping_cable_actions(fabric, cls, findings, thresholds)
     actions += degraded_cable_actions(fabric, cls, anomalies)
+    probed, tie_notes = sweep_cable_actions(fabric, cls, suspects)
+    actions += probed
+    notes += tie_notes
     actions += miswire_actions(fabric, cls, anomalies)
     actions += cabling_actions(fabric, cls, anomalies, last_peers)
+    actions += plan_actions(fabric, cls, plan)
+    actions += clear_counter_actions(fabric, cls, readings)
     actions = merge_actions(actions)
     actions += routing.actions
     return Recommendations(tuple(actions), report, routing, len(findings), tuple(notes))

@@ -163,6 +163,9 @@ def _policy(min_uplink_share: float, max_isolations: int | None, allow_switch_to
 @click.option("--opensm-conf", metavar="FILE", help="The SM's opensm.conf (the AR service levels).")
 @click.option("--health", "health_file", metavar="FILE", help="Saved 'ibfab health --json' output.")
 @click.option(
+    "--plan", "plans", multiple=True, metavar="FILE", help="Cable plan(s): recable what differs from it."
+)
+@click.option(
     "--thresholds",
     metavar="FILE.toml",
     help="Health thresholds, as ibfab health takes them (the stored findings and what counts as flapping).",
@@ -188,6 +191,7 @@ def recommend_cmd(
     opensm_log: str | None,
     opensm_conf: str | None,
     health_file: str | None,
+    plans: tuple[str, ...],
     thresholds: str | None,
     min_status: str,
     min_uplink_share: float,
@@ -203,15 +207,19 @@ def recommend_cmd(
     Routing advice rests only on what is known: sminfo and the SM's log/config where they can be
     read (this machine, the lab), --opensm-log/--opensm-conf, and an ibdiagnet run's AR_INFO (give
     --ibdiagnet DIR). What is unknown is said, with the commands that would tell; nothing is advised
-    on a guess. The store (--db) gives the health findings and the open isolations, which count
-    toward the cap; with no source its newest topology snapshot is the fabric.
+    on a guess. The store (--db) gives the health findings, the newest reading's saturated or large
+    counters, the newest sweep's suspect cables and the open isolations, which count toward the
+    cap; with no source its newest topology snapshot is the fabric. The same evidence as 'ibfab
+    status', which lists it per cable and host.
     """
-    from fabric.app.advice.recommend import health_findings, live_driver, recommend_fabric
+    from fabric.app.advice.recommend import live_driver, recommend_fabric
+    from fabric.app.status.gather import advice_inputs
 
     ibdiagnet_dir = opts.get("ibdiagnet_dir")
     session = source_session(opts, thresholds=thresholds)
     d = discover_in(session)
-    findings = health_findings(health_file, session)
+    inputs = advice_inputs(d, session, health_file=health_file, plans=plans)
+    findings = inputs.findings
     if findings is None:
         findings = []
         click.echo(
@@ -229,6 +237,7 @@ def recommend_cmd(
         opensm_conf=opensm_conf,
         ibdiagnet=ibdiagnet_dir,
         thresholds=session.thresholds,
+        evidence=inputs.evidence,
     )
     check, lines = None, []
     ports = [a.port for a in recs.actions if a.kind.value == "isolate_port" and a.port is not None]
@@ -406,10 +415,10 @@ def _confirm(yes: bool, question: str) -> None:
 
 # -- whatif ---------------------------------------------------------------------------------------
 def _whatif_options(fn: F) -> F:
+    # the same sources as every command that reads a fabric (with --db: its newest stored snapshot)
+    fn = source_options(fn)
     for opt in reversed(
         (
-            click.option("--input", "input_path", metavar="TOPO", help="Saved ibnetdiscover output."),
-            click.option("--lab", metavar="NAME", help="A lab fabric."),
             click.option(
                 "--hosts", metavar="RANGE", help="The job's hosts, e.g. dgx-[0001-0004] (default all)."
             ),
@@ -431,8 +440,7 @@ def whatif_group() -> None:
 
 
 def _run_whatif(
-    input_path: str | None,
-    lab: str | None,
+    opts: dict[str, Any],
     hosts: str | None,
     lft: str | None,
     as_json: bool,
@@ -441,7 +449,7 @@ def _run_whatif(
     from fabric.app.advice.whatif import run_whatif
     from fabric.present.advice import render_whatif
 
-    session = _session(input_path, lab)
+    session = source_session(opts)
     result = run_whatif(discover_in(session), build, session.driver, hosts, lft)
     if as_json:
         write_json(result.to_dict())
@@ -454,16 +462,15 @@ def _run_whatif(
 @_whatif_options
 def whatif_isolate(
     ports: tuple[str, ...],
-    input_path: str | None,
-    lab: str | None,
     hosts: str | None,
     lft: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
     """PORT... isolated (NODE:PORT)."""
     from fabric.app.advice.whatif import isolate_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, isolate_scenario(ports))
+    _run_whatif(opts, hosts, lft, as_json, isolate_scenario(ports))
 
 
 @whatif_group.command("degrade")
@@ -471,25 +478,22 @@ def whatif_isolate(
 @_whatif_options
 def whatif_degrade(
     links: tuple[str, ...],
-    input_path: str | None,
-    lab: str | None,
     hosts: str | None,
     lft: str | None,
     as_json: bool,
+    **opts: Any,
 ) -> None:
     """LINK=SHARE... : the cable on NODE:PORT keeps SHARE of its rate (50% or 0.5)."""
     from fabric.app.advice.whatif import degrade_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, degrade_scenario(links))
+    _run_whatif(opts, hosts, lft, as_json, degrade_scenario(links))
 
 
 @whatif_group.command("ar")
 @click.argument("state", type=click.Choice(["on", "off"]))
 @_whatif_options
-def whatif_ar(
-    state: str, input_path: str | None, lab: str | None, hosts: str | None, lft: str | None, as_json: bool
-) -> None:
+def whatif_ar(state: str, hosts: str | None, lft: str | None, as_json: bool, **opts: Any) -> None:
     """AR on or off on the fabric as it is."""
     from fabric.app.advice.whatif import ar_scenario
 
-    _run_whatif(input_path, lab, hosts, lft, as_json, ar_scenario(state == "on"))
+    _run_whatif(opts, hosts, lft, as_json, ar_scenario(state == "on"))

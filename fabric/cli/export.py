@@ -1,4 +1,4 @@
-"""``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json|prometheus-rules|grafana-dashboard``:
+"""``ibfab export slurm-topology|k8s-labels|kueue|hostfile|json|prometheus-rules|grafana-dashboard|systemd``:
 the fabric as schedulers and monitoring read it (use cases in :mod:`fabric.app.exports.export`).
 
 Data goes to stdout; what was left out (aggregation nodes, unnamed HCAs, ...) goes to stderr.
@@ -108,13 +108,21 @@ def kueue_cmd(name: str, legacy: bool, include_service: bool, **opts: Any) -> No
 @export_group.command("hostfile")
 @source_options
 @click.option("--style", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
-@click.option("--slots", type=int, default=1, show_default=True, help="Slots (ranks) per host.")
+@click.option(
+    "--slots",
+    type=click.IntRange(1),
+    help="Slots (ranks) per host (default: one per GPU where the fabric tells: the HCAs of a "
+    "compute host on a rail-optimized fabric; else 1).",
+)
 @include_service
-def hostfile_cmd(style: str, slots: int, include_service: bool, **opts: Any) -> None:
-    """Every compute host in ring order (unit, leaf, name)."""
+def hostfile_cmd(style: str, slots: int | None, include_service: bool, **opts: Any) -> None:
+    """Every compute host in ring order (unit, leaf, name), with its slots (the rule on stderr)."""
     from fabric.app.exports.export import mpi_hostfile
+    from fabric.present.placement import slots_line
 
-    emit(mpi_hostfile(discover_from(opts), style, slots, include_service))
+    doc, per_host = mpi_hostfile(discover_from(opts), style, slots, include_service)
+    emit(doc)
+    click.echo(slots_line(per_host), err=True)
 
 
 @export_group.command("json")
@@ -165,3 +173,62 @@ def grafana_dashboard_cmd(datasource_uid: str) -> None:
     from fabric.app.exports.export import grafana_dashboard
 
     emit(grafana_dashboard(datasource_uid))
+
+
+@export_group.command("systemd")
+@click.option(
+    "--ibfab",
+    "ibfab_path",
+    metavar="PATH",
+    help="The ibfab command the units run (default: this installation's, e.g. /opt/ibfab/.venv/bin/ibfab).",
+)
+@click.option("--user", default="ibfab", show_default=True, help="The system user both units run as.")
+@click.option(
+    "--db", metavar="PATH", help="The store (default: /var/lib/ibfab/ibfab.db, the StateDirectory)."
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:9315",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="The exporter's address.",
+)
+@click.option(
+    "--grace", default=60.0, show_default=True, type=click.FloatRange(min=0), help="The daemon's --grace."
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    metavar="DIR",
+    help="Write ibfab-daemon.service, ibfab-exporter.service and ibfab.conf (sysusers) there.",
+)
+def systemd_cmd(
+    ibfab_path: str | None, user: str, db: str | None, listen: str, grace: float, output_dir: str | None
+) -> None:
+    """systemd units for 'ibfab daemon' and 'ibfab exporter', and the sysusers file of their user.
+
+    Both run as a dedicated system user with the store in /var/lib/ibfab (StateDirectory, also the
+    user's home: SSH keys for sweeps), Restart=on-failure and sandboxing; the daemon may open the
+    HCA's MAD devices only, the exporter no device. Install: copy the units to /etc/systemd/system,
+    ibfab.conf to /usr/lib/sysusers.d, then systemd-sysusers; systemctl daemon-reload; systemctl
+    enable --now ibfab-daemon ibfab-exporter.
+    """
+    from fabric.app.exports.export import systemd_units
+    from topology.errors import UsageError
+
+    files = systemd_units(ibfab_path, user, db, listen, grace)
+    if output_dir is None:
+        for name, text in files.items():
+            click.echo(f"# ---- {name} ----")
+            click.echo(text, nl=not text.endswith("\n"))
+        return
+    from pathlib import Path
+
+    out = Path(output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{output_dir}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {', '.join(files)} to {out}", err=True)

@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "probe": "fabric.cli.probe:probe_group",
     "recommend": "fabric.cli.advise:recommend_cmd",
     "schedule": "fabric.cli.schedule:schedule_group",
+    "status": "fabric.cli.status:status_cmd",
     "store": "fabric.cli.store:store_group",
     "sweep": "fabric.cli.sweep:sweep_group",
     "topology": "fabric.cli.discover:topology_group",

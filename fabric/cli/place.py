@@ -34,7 +34,12 @@ from topology.errors import UsageError
 @click.option(
     "--format", "fmt", type=click.Choice(["hostfile", "slurm", "json"]), default="hostfile", show_default=True
 )
-@click.option("--slots", type=int, default=1, show_default=True, help="Slots per host in the hostfile.")
+@click.option(
+    "--slots",
+    type=click.IntRange(1),
+    help="Slots (ranks) per host in the hostfile (default: one per GPU where the fabric tells: "
+    "the HCAs of a compute host on a rail-optimized fabric; else 1).",
+)
 @click.option("--health-hours", type=float, default=24.0, show_default=True, help="Health window.")
 @click.option(
     "--include-service",
@@ -54,7 +59,7 @@ def place_cmd(
     exclude_unhealthy: bool,
     excluded: tuple[str, ...],
     fmt: str,
-    slots: int,
+    slots: int | None,
     health_hours: float,
     include_service: bool,
     db: str | None,
@@ -64,8 +69,8 @@ def place_cmd(
 
     Prints the hosts on stdout (hostfile, Slurm nodelist or JSON) and the cost and the hosts left
     out on stderr."""
-    from fabric.app.placement.place import FreeHosts, free_from_file, free_from_slurm, place_hosts
-    from fabric.present.placement import placement_hosts, placement_summary
+    from fabric.app.placement.place import FreeHosts, free_from_file, free_from_slurm, host_slots, place_hosts
+    from fabric.present.placement import placement_hosts, placement_summary, slots_line
 
     if free_slurm and partition and free_slurm != partition:
         raise UsageError("--free-slurm is --partition: give one of them")
@@ -92,6 +97,9 @@ def place_cmd(
         stored=session.store,
         include_service=include_service,
     )
-    click.echo(placement_hosts(p, fmt, slots), nl=False)
+    per_host = host_slots(d, slots)
+    click.echo(placement_hosts(p, fmt, per_host), nl=False)
     for line in placement_summary(p):
         click.echo(line, err=True)
+    if fmt == "hostfile":
+        click.echo(slots_line(per_host), err=True)

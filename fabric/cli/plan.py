@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from fabric.cli.jsonout import write_json
-from fabric.cli.options import discover_from, source_options
+from fabric.cli.options import discover_from, discover_in, source_options, source_session
 
 # Exit codes of `topology check` (errors keep theirs: 2 usage, 3 unreadable plan or capture, ...).
 EXIT_DIFFERS = 10
@@ -29,7 +29,12 @@ EXIT_UNCHECKED = 11
 @source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--all", "show_all", is_flag=True, help="List every item, not the first 40 of each kind.")
-def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any) -> None:
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Keep the plan(s) in the store (--db): ibfab status then checks the fabric against them.",
+)
+def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, save: bool, **opts: Any) -> None:
     """Compare the fabric with its cable plan: miswired, missing, not in the plan, slower than planned.
 
     \b
@@ -40,10 +45,14 @@ def check_cmd(plans: tuple[str, ...], as_json: bool, show_all: bool, **opts: Any
           (a name shared by several nodes, a port the plan cables twice)
       2, 3, ...  usage error, unreadable plan or capture (one line on stderr)
     """
-    from fabric.app.discovery.cableplan import check_against_plans, plan_check_to_dict
+    from fabric.app.discovery.cableplan import check_against_plans, plan_check_to_dict, save_plans
 
-    d = discover_from(opts)
+    session = source_session(opts)
+    d = discover_in(session)
     check = check_against_plans(d, plans)
+    if save:
+        saved = save_plans(plans, session.store)
+        click.echo(f"ibfab: kept {saved} plan file(s) in the store for ibfab status", err=True)
     if as_json:
         write_json(plan_check_to_dict(check, d))
     else:

@@ -53,6 +53,13 @@ class HealthThresholds:
     # this many distinct UTC days within the lookback make a repeat offender.
     repeat_days: int = 3
     repeat_lookback_days: float = 30.0
+    # A link read once (fabric.health.reading): a symbol or receive error total at or above this is
+    # a finding. ibqueryerrors suggests 10 for both, but for counters cleared at each check
+    # (ibqueryerrors -k); a first reading is a total over an unknown time, often months. ibfab's
+    # choice, from the PDR plugin's long-window target: a 4xNDR link at BER 1e-15 counts 35 symbol
+    # errors a day (400e9 x 86400 x 1e-15), so 1,000 is about a month of a link at target; more is
+    # worth clearing the counters and reading the rate.
+    reading_errors_large: int = 1000
 
 
 _INT_FIELDS = frozenset(f.name for f in dataclasses.fields(HealthThresholds) if f.type in ("int", int))

@@ -11,6 +11,7 @@ from fabric.advise.routing_advice import RoutingAdvice
 from fabric.advise.whatif import WhatIf
 from fabric.app.isolation.isolate import IsolationPlan, UndoPlan
 from fabric.app.isolation.limits import IsolationLimits
+from fabric.app.readmodel.advice import AdviceView
 from fabric.core.units import human_duration
 from fabric.present.table import table
 
@@ -128,3 +129,19 @@ def undo_plan_text(plan: UndoPlan) -> str:
         f"  isolated {since} by {plan.entry.user}; re-test window of {human_duration(plan.window_seconds)} {state}"
     )
     return "\n".join(lines)
+
+
+def held_back_text(view: AdviceView) -> str:
+    """What the TUI's advice lacks beside ``ibfab recommend``'s, and why, the advice first (a
+    small screen shows the first lines): ``held back: NCCL_IB_..., which need whether ... (AR):
+    the TUI asks the subnet manager only on a lab ...``."""
+    if not view.held_back:
+        return ""
+    waits = "; ".join(f"{u.waits}, which need {u.what}" for u in view.held_back)
+    why = (
+        f"the subnet manager of {view.sm_source} did not tell"
+        if view.sm_source
+        else "the TUI asks the subnet manager only on a lab (--lab NAME); ibfab recommend --ssh "
+        "SM-HOST asks a real one"
+    )
+    return f"held back: {waits}: {why}"

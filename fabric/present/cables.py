@@ -103,3 +103,19 @@ def _end_column(e: CableEnd) -> list[str | None]:
         e.fec or "not read",
         "not read" if e.node_temperature_c is None else f"{e.node_temperature_c} C",
     ]
+
+
+# The counter history beside a node's or a cable's ports: a label, then the sparkline.
+SERIES_LABEL_WIDTH = 34
+_SERIES_NAMES = {"symbol_errors": "symbol errors", "link_downed": "link downs", "xmit_data": "xmit Gb/s"}
+
+
+def series_label(port: int, counter: str, peak: float) -> str:
+    """``port   3 xmit Gb/s     max 197`` in at most SERIES_LABEL_WIDTH characters, the peak
+    always whole (a lab's 3.5e-05 Gb/s was cut off after ``max``)."""
+    name = _SERIES_NAMES.get(counter, counter)[:13]
+    if counter == "xmit_data":  # Gb/s: a real link's hundreds, a lab's traces
+        value = "0" if peak <= 0 else f"{peak:.1f}" if peak >= 0.1 else f"{peak:.2g}"
+    else:  # counts per sample
+        value = f"{peak:.0f}" if peak < 1e6 else f"{peak:.2g}"
+    return f"port {port:>3} {name:<13} max {value}"[:SERIES_LABEL_WIDTH]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fabric.advise.recommend import Recommendations
 from fabric.app.discovery.discover import Discovery
 from fabric.app.lab.demo import DemoStep, HealthDemo, PlanDemo, SweepDemo
+from fabric.app.status import StatusReport
 from fabric.app.triage.bisect import TriageReport
 from fabric.present.advice import render_actions
 from fabric.present.counters import snapshot_line
@@ -32,6 +33,10 @@ def render_step(step: DemoStep) -> str:
         from fabric.present.triage_rounds import render_triage
 
         parts.append(render_triage(r))
+    elif isinstance(r, StatusReport):
+        from fabric.present.status import render_status
+
+        parts.append(render_status(r))
     elif isinstance(r, Recommendations):
         parts.append(render_actions(r.actions))
         parts += [f"- {n}" for n in r.notes]

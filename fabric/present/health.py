@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from fabric.app.health.assess import AssessedHealth, OneReading
+from fabric.core.units import human_duration, utc_time
 from fabric.health import BerEstimate
+from fabric.health.reading import ReadingFinding
 from fabric.present.overview import when
 from fabric.present.table import table
 
@@ -44,11 +46,9 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         for lk in shown
     ]
     by_status = ", ".join(f"{n} {k}" for k, n in s.links_by_status.items())
-    secs = s.seconds
-    span = (
-        f"{secs:.0f} s" if secs < 120 else f"{secs / 60:.0f} min" if secs < 7200 else f"{secs / 3600:.1f} h"
-    )
     lines = []
+    if view.one_reading is not None:  # no rate, so "ok" would be a guess: say what is missing first
+        lines += [*one_reading_lines(view.one_reading), ""]
     if rows:
         lines.append(
             table(("score", "status", "link", "BER [95% bounds]", "flaps/h", "first reason"), rows, 110)
@@ -58,17 +58,18 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
     elif view.one_reading is None:
         lines.append("No findings: every link is ok.")
     offenders = sum(1 for lk in report.links if lk.repeat_offender)
-    if view.one_reading is not None:  # no rate, so "ok" would be a guess: say what is missing
-        lines += [*([""] if lines else []), *one_reading_lines(view.one_reading)]
-        lines.append(
+    if view.readings:
+        lines += [*([""] if rows or view.one_reading is None else []), *reading_lines(view)]
+    if view.one_reading is not None:
+        found = len(links) + len(view.readings)
+        lines += [
+            *([""] if rows or view.readings else []),
             f"{s.links} links, 1 reading (topology {view.topology_id}): none judged on rates yet; "
-            f"{len(links)} findings from the reading alone"
-        )
+            f"{found} finding{'' if found == 1 else 's'} from the reading alone",
+        ]
     else:
         lines.append("")
-        lines.append(
-            f"{s.links} links over {span} ({s.snapshots} snapshots, topology {view.topology_id}): {by_status}"
-        )
+        lines.append(f"{s.links} links over {span_text(view)}, topology {view.topology_id}): {by_status}")
     extra = []
     if offenders:
         extra.append(f"{offenders} repeat offenders")
@@ -87,6 +88,52 @@ def render_health(view: AssessedHealth, limit: int | None = DEFAULT_LIMIT, show_
         lines.append("; ".join(extra))
     lines += cable_note_lines(view)
     return "\n".join(lines)
+
+
+def span_text(view: AssessedHealth) -> str:
+    """The time the readings cover, never the window asked for: ``19 min of readings (20 snapshots
+    from 2025-01-15 10:01:00 UTC to 10:20:00 UTC, window 24.0 h``; the caller closes it."""
+    s = view.report.summary
+    window = f"window {human_duration(s.seconds)}"
+    if view.covered is None:
+        return f"no readings ({window}"
+    first, last = view.covered
+    if last - first <= 0:
+        return f"one moment ({s.snapshots} snapshots at {utc_time(last)}, {window}"
+    return (
+        f"{human_duration(last - first)} of readings ({s.snapshots} snapshots from {utc_time(first)} "
+        f"to {utc_time(last)}, {window}"
+    )
+
+
+def reading_lines(view: AssessedHealth) -> list[str]:
+    """The cables whose counters, read once or saturated, are findings on their own, and what to do."""
+    rows = [
+        ("saturated" if f.saturated else "large", view.link_label(f), counts_text(view, f))
+        for f in view.readings
+    ]
+    one = view.one_reading is not None
+    what = "the reading alone" if one else "the newest reading"
+    return [
+        f"Counters that say something from {what} ({len(rows)} cable{'' if len(rows) == 1 else 's'}):",
+        table(("counters", "link", "read"), rows, 150),
+        "  A saturated counter has stopped: the true count is unknown and new errors cannot show. "
+        + (
+            "A large first reading is a total since the counters were last cleared, time unknown. "
+            if one
+            else ""
+        )
+        + "Clear both ends (perfquery -R LID PORT, or ibclearcounters) and read again: the rate then judges the cable.",
+    ]
+
+
+def counts_text(view: AssessedHealth, f: ReadingFinding) -> str:
+    """``dgx-0001 mlx5_0:1: symbol_errors 65,535 (max), rcv_errors 6,258``: per end, as read."""
+    ends: dict[tuple[str, int], list[str]] = {}
+    for c in f.counts:
+        text = f"{c.counter} {c.value:,}{' (max)' if c.saturated else ''}"
+        ends.setdefault((c.port.guid, c.port.port), []).append(text)
+    return "; ".join(f"{view.end_label(g, p)}: {', '.join(t)}" for (g, p), t in ends.items())
 
 
 def one_reading_lines(one: OneReading) -> list[str]:

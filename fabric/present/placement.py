@@ -5,18 +5,37 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from fabric.exports.hostfile import hostfile
+from fabric.exports.hostfile import Slots, hostfile
 from fabric.exports.tree import fold
 from fabric.placement import FABRIC_LEFT_OUT, SERVICE_HOST, LeftOut, Placement
 
 
-def placement_hosts(p: Placement, fmt: str, slots: int = 1) -> str:
+def placement_hosts(p: Placement, fmt: str, slots: int | Slots = 1) -> str:
     """The hosts as an Open MPI hostfile, a Slurm node list or JSON (``fmt``), newline-terminated."""
     if fmt == "json":
-        return json.dumps(p.to_dict(), indent=1) + "\n"
+        doc = p.to_dict()
+        if isinstance(slots, Slots):
+            doc["slots"] = {"rule": slots.rule, "per_host": {h: slots.of(h) for h in p.hosts}}
+        return json.dumps(doc, indent=1) + "\n"
     if fmt == "slurm":
         return fold(p.hosts) + "\n"
     return hostfile(p.hosts, "openmpi", slots)
+
+
+def slots_line(slots: Slots) -> str:
+    """Where a hostfile's slots come from, said where the hostfile is printed."""
+    if slots.rule == "given":
+        return f"slots: {slots.default} per host (--slots)"
+    if slots.rule == "rails":
+        return (
+            f"slots: {slots.default} per host, one rank per GPU: on this rail-optimized fabric each GPU "
+            f"has its own rail HCA and a compute host has {slots.default}; if this fabric is one of "
+            "several planes, give --slots N"
+        )
+    return (
+        "slots: 1 per host: the fabric does not say how many GPUs a host has (not rail-optimized: "
+        "one HCA may serve several GPUs); give --slots N"
+    )
 
 
 def placement_summary(p: Placement) -> list[str]:

@@ -18,7 +18,9 @@ def pair_verdict(p: PairHistory) -> str:
 
 
 def attempts_text(p: PairHistory) -> str:
-    """``120 → 118 → 119 of 400`` (every attempt in order; one without a measurement as its error)."""
+    """``120 → 118 → 119 of 400`` (every attempt in order; one without a measurement as its error),
+    ``97 of 100 expected (line 200)`` where the pair's route gives less than its line rate (a pair
+    sharing a cable in its round): the line rate alone read as half speed."""
     parts = [
         f"{r.gbps:.0f}"
         if r.gbps is not None
@@ -28,7 +30,12 @@ def attempts_text(p: PairHistory) -> str:
         for r in p.attempts
     ]
     line = p.final.line_rate_gbps
-    return " → ".join(parts) + (f" of {line:.0f}" if line else "")
+    expected = p.final.expected_gbps
+    if expected and (not line or abs(expected - line) >= 0.5):
+        rest = f" of {expected:.0f} expected" + (f" (line {line:.0f})" if line else "")
+    else:
+        rest = f" of {line:.0f}" if line else ""
+    return " → ".join(parts) + rest
 
 
 def pair_counts(shown: ShownSweep, pairs: Sequence[PairHistory]) -> str:

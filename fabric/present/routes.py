@@ -194,6 +194,11 @@ def _sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
     return f"{f.kind} at {sw}"
 
 
+def finding_sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
+    """One route finding in a sentence, as ``ibfab routes check`` says it (``ibfab status`` too)."""
+    return _sentence(f, names)
+
+
 def _evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
     out = []
     if f.path:

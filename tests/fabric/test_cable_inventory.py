@@ -211,3 +211,21 @@ def test_discover_save_keeps_the_inventory_too(tmp_path: Path) -> None:
     d = json.loads(out)
     assert code == 0 and d["inventory"] == str(DB_CSV)
     assert d["near"]["module"]["vendor"] == "FS" and d["far"]["fec"] == "RS_FEC_544_514"
+
+
+def test_counter_history_labels_show_their_peak_whole() -> None:
+    """A lab's traffic peaks at 3.47e-05 Gb/s: the label kept 'max' and lost the value past its
+    34 columns. Every label fits, its peak whole."""
+    from fabric.present.cables import SERIES_LABEL_WIDTH, series_label
+
+    cases = {
+        ("xmit_data", 3.47e-05): "port  17 xmit Gb/s     max 3.5e-05",
+        ("xmit_data", 197.34): "port  17 xmit Gb/s     max 197.3",
+        ("xmit_data", 0.0): "port  17 xmit Gb/s     max 0",
+        ("symbol_errors", 4000.0): "port  17 symbol errors max 4000",
+        ("link_downed", 2.0): "port  17 link downs    max 2",
+        ("symbol_errors", 65535.0 * 1000): "port  17 symbol errors max 6.6e+07",
+    }
+    for (counter, peak), want in cases.items():
+        assert series_label(17, counter, peak) == want
+        assert len(want) <= SERIES_LABEL_WIDTH

@@ -295,11 +295,15 @@ def test_the_unnamed_hcas_of_one_machine_are_one_node_description_fix() -> None:
     for i in range(8):
         renamed = renamed.replace(f'"dgx-0002 mlx5_{i}"', '"MT4129 ConnectX7   Mellanox Technologies"')
     d = analyse(parse_ibnetdiscover(renamed.splitlines(), "renamed"), renamed, "renamed")
-    assert [a.kind for a in d.anomalies] == ["unnamed_hca"] * 8
+    # discovery too: one anomaly for the machine, naming its 8 HCAs (never 8 rows)
+    (an,) = d.anomalies
+    assert an.kind == "unnamed_hca" and len(an.nodes) == 8 and len(an.ports) == 8
+    assert an.message.startswith("8 HCAs of one machine (the machine on port 2 of leaf-su01-r0, ")
     (act,) = repairs(d)
     assert act.kind is ActionKind.SET_NODE_DESCRIPTION
     assert act.target.startswith("the machine on port 2 of leaf-su01-r0, leaf-su01-r1, ")
-    assert len(act.evidence) == 8 and act.reason.startswith("8 HCAs of one machine have no host name")
+    assert act.evidence == (f"discovery: {an.message}",)
+    assert act.reason.startswith("8 HCAs of one machine have no host name")
     assert operator_line_first(act).startswith(f"on {act.target} (its 8 HCAs ")
 
     one = text.replace('"dgx-0002 mlx5_3"', '"MT4129 ConnectX7   Mellanox Technologies"')

@@ -136,7 +136,7 @@ def test_every_real_ibdiagnet_file_as_a_source(path: Path) -> None:
     refused in one line naming it."""
     code, out, err = run("export", "hostfile", "--ibdiagnet", str(path))
     if path.name.endswith(".db_csv"):
-        assert code == 0 and out.count(" slots=1\n") == 32, err
+        assert code == 0 and out.count(" slots=8\n") == 32, err  # 8 rail HCAs a host: 8 GPUs
         return
     assert code == 2 and out == ""
     assert err == f"ibfab: error: {path}: not an ibdiagnet2.db_csv file\n"

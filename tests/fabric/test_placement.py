@@ -198,8 +198,10 @@ def test_cli_place_hostfile_slurm_and_json(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     # su02 has 30 free (0035-0064), su01 13 (0020-0032): the fuller unit whole, the rest from su01
-    want = [f"dgx-{i:04d} slots=1" for i in (*range(20, 30), *range(35, 65))]
+    # 8 slots: each of a DGX's 8 GPUs has its own rail HCA (the rule is said on stderr)
+    want = [f"dgx-{i:04d} slots=8" for i in (*range(20, 30), *range(35, 65))]
     assert lines == want
+    assert "slots: 8 per host, one rank per GPU: on this rail-optimized fabric" in r.stderr
     assert "placed 40 hosts (pack): 2 units (min 2), 16 leaves (min 16), 2 spine crossings" in r.stderr
     assert "left out (2) excluded: on the command line: dgx-[0033-0034]" in r.stderr
     r = CliRunner().invoke(
@@ -213,6 +215,31 @@ def test_cli_place_hostfile_slurm_and_json(tmp_path: Path) -> None:
 
     doc = json.loads(r.stdout)
     assert doc["hosts"] == ["dgx-0001", "dgx-0033", "dgx-0065"] and doc["cost"]["units"] == 3
+    assert doc["slots"] == {"rule": "rails", "per_host": dict.fromkeys(doc["hosts"], 8)}
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "slots", "rule"),
+    [
+        ("rail-small", (), 8, "slots: 8 per host, one rank per GPU"),
+        ("rail-small", ("--slots", "2"), 2, "slots: 2 per host (--slots)"),
+        ("fattree-small", (), 1, "slots: 1 per host: the fabric does not say how many GPUs a host has"),
+        ("rail-small:hcas=4", (), 4, "slots: 4 per host, one rank per GPU"),
+    ],
+)
+def test_hostfile_slots_are_gpus_where_the_fabric_tells(
+    tmp_path: Path, spec: str, args: tuple[str, ...], slots: int, rule: str
+) -> None:
+    """A hostfile's slots: the HCAs of a compute host on a rail-optimized fabric (one GPU per rail
+    HCA: 8 for a DGX), 1 where the fabric cannot tell, --slots when given; the rule on stderr.
+    A host short of an HCA keeps its GPUs' slots."""
+    topo = tmp_path / "f.topo"
+    topo.write_text(to_ibnetdiscover(generate(spec, ["missing-hca:dgx-0002:3"] if "rail" in spec else [])))
+    for command in (["place", "--nodes", "4"], ["export", "hostfile"]):
+        r = CliRunner().invoke(main, [*command, "--input", str(topo), *args])
+        assert r.exit_code == 0, r.output
+        assert {line.split(" slots=")[1] for line in r.stdout.splitlines()} == {str(slots)}
+        assert rule in r.stderr
 
 
 def test_cli_place_missing_sinfo_and_health_are_one_line_errors(

@@ -96,7 +96,7 @@ def test_snapshot_of_an_explicit_store(tmp_path: Path) -> None:
     code, _, _ = run("discover", "--input", str(CAPTURE), "--save", "--db", db, "--label", "site")
     assert code == 0 and not default_db_path().exists()
     code, out, err = run("export", "hostfile", "--db", db)
-    assert code == 0 and 'snapshot 1 "site"' in err and "is-north-7-compute-1 slots=1" in out
+    assert code == 0 and 'snapshot 1 "site"' in err and "is-north-7-compute-1 slots=8" in out
     code, _, err = run("export", "hostfile", "--snapshot", "site")  # the default store has none
     assert code == 5 and "no ibfab store there" in err
 

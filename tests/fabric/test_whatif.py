@@ -177,3 +177,18 @@ def test_whatif_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "AR on: adaptive numbers apply" in res.stdout
     res = CliRunner().invoke(main, ["whatif", "degrade", "leaf-01:3", "--input", str(topo)])
     assert res.exit_code == 2 and "NODE:PORT=SHARE" in res.stderr
+
+
+def test_whatif_takes_the_store_like_every_command(tmp_path: Path) -> None:
+    """``whatif isolate ... --db``: the store's newest snapshot is the fabric (it was refused)."""
+    topo = tmp_path / "f.topo"
+    topo.write_text(to_ibnetdiscover(generate(TWO_BY_TWO)))
+    db = str(tmp_path / "x.db")
+    res = CliRunner().invoke(main, ["discover", "--input", str(topo), "--save", "--db", db])
+    assert res.exit_code == 0, res.output
+    for command in (["isolate", "leaf-01:3"], ["degrade", "leaf-01:3=50%"], ["ar", "on"]):
+        res = CliRunner().invoke(main, ["whatif", *command, "--db", db, "--hosts", "cn[0001-0004]"])
+        assert res.exit_code == 0, res.output
+        assert "using stored topology snapshot 1" in res.stderr
+    res = CliRunner().invoke(main, ["whatif", "isolate", "leaf-01:3", "--db", db, "--snapshot", "1"])
+    assert res.exit_code == 0 and "loses 25% static" in res.stdout, res.output

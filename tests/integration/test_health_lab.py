@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -101,10 +102,22 @@ def test_planted_links_and_only_those_rank_on_top(lab_up: str, tmp_path: Path) -
     assert "leaf-01:3 <-> spine-01:1" in "\n".join(table[2:5])
     assert "leaf-01:4 <-> spine-02:1" in "\n".join(table[2:5])
     assert "leaf-02:4 <-> spine-02:2" in "\n".join(table[2:5])
-    assert "8 links over 60 min" in out
+    # the span the readings cover (seconds apart in a lab), never the 1 h window asked for
+    assert re.search(
+        r"8 links over [\d.]+ s of readings \(3 snapshots from .*, window 60 min, topology \d+\)", out
+    ), out
     code, out, _ = _cli("health", "--db", db, "--since", "1h", "--json")
     data = json.loads(out)
-    assert set(data) == {"links", "nodes", "summary", "cable_notes", "cable_inventory", "one_reading"}
+    assert set(data) == {
+        "links",
+        "nodes",
+        "summary",
+        "cable_notes",
+        "cable_inventory",
+        "one_reading",
+        "readings",
+    }
+    assert data["readings"] == []  # nothing saturated, and read more than once
     assert data["cable_notes"] == [] and data["cable_inventory"] is None  # no ibdiagnet run kept
     assert data["one_reading"] is None  # many readings: rates are known
     top = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -103,6 +104,17 @@ async def test_overview_loads_in_order_and_names_the_planted_problems(
         assert "rail_miswire" in alerts and "dgx-0002" in alerts
         assert "leaf-su01-r0/5 - spine-01/1" in table_rows(app, "#ov-worst")[0]
         assert "2027-01-15 08:15:00 UTC (snapshot #16, 16 stored)" in text_of(app, "#ov-runs")
+        # what is wrong, as ibfab status lists it: the two planted links, then the miswired host
+        rows = table_rows(app, "#ov-status")
+        assert [r.split("  ")[:2] for r in rows] == [["CRITICAL", "cable"]] * 2 + [["ERROR", "host"]]
+        assert rows[2].split("  ")[2:] == ["dgx-0002", "wiring", "swap_cables"]
+        assert "WHAT IS WRONG (3, worst first; enter opens it)" in text_of(app, "#ov-status-title")
+        assert app.focused is app.screen.query_one("#ov-status", DataTable)
+        assert "confidence: high" in text_of(app, "#ov-status-why")  # the highlighted entry whole
+        await pilot.press("down", "down", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, DetailScreen) and app.screen.guid is not None
+        assert "dgx-0002" in text_of(app, "#detail-head")
 
 
 @run_async
@@ -167,6 +179,10 @@ async def test_link_detail_shows_counters_history_and_findings(
         # both ends x (symbol errors, link downs, xmit Gb/s); 15 deltas from 16 samples
         assert len(sparks) == 6 and all(len(s.data or []) == 15 for s in sparks)
         assert any(list(s.data or []) == [4000.0] * 15 for s in sparks)
+        # every label shows its peak whole (xmit Gb/s was cut after "max")
+        labels = [str(w.render()) for w in screen.query(".spark-label")]
+        assert len(labels) == 6 and all(re.fullmatch(r"port +\d+ .{13} max [\d.e+-]+", t) for t in labels)
+        assert sum(t.endswith("xmit Gb/s     max 53.3") for t in labels) == 2, labels
         assert "isolate_port: leaf-su01-r0:5 <-> spine-01:1" in text_of(app, "#detail-actions")
         await pilot.press("a")
         await pilot.pause(0.3)
@@ -276,6 +292,12 @@ async def test_recommendation_apply_shows_cli_plan_and_cancel_changes_nothing(
         assert isinstance(screen, RecommendationsScreen)
         kinds = [(a.kind, a.target) for a in screen.advice]
         assert ("isolate_port", "leaf-su01-r0:5 <-> spine-01:1") in kinds
+        # without --lab the TUI cannot ask the subnet manager: what that holds back is said, and why
+        note = text_of(app, "#advice-note")
+        head = f"{len(kinds)} recommendation(s); enter shows the plan of the highlighted one\n"
+        assert note.startswith(head + "held back: NCCL_IB_ADAPTIVE_ROUTING, ")
+        assert "which need whether the switches route adaptively (AR)" in note
+        assert "the TUI asks the subnet manager only on a lab" in note and "--ssh SM-HOST" in note
         index = kinds.index(("isolate_port", "leaf-su01-r0:5 <-> spine-01:1"))
         for _ in range(index):
             await pilot.press("down")
@@ -329,7 +351,12 @@ async def test_help_lists_every_key_of_the_current_screen(store: tuple[Path, Fab
             help_screen = app.screen
             assert isinstance(help_screen, HelpScreen)
             text = text_of(app, "#help-text")
-            assert f"KEYS OF THE {screen_type.__name__.removesuffix('Screen').upper()} SCREEN" in text
+            assert f"KEYS OF THE {screen_type.NAME.upper()} SCREEN" in text
+            # written for operators: panes by what they are, never by internal ids (IN THE OV-BODY)
+            ids = {w.id.upper() for w in under.query("*") if w.id}
+            headings = [line for line in text.splitlines() if line.startswith("IN ")]
+            assert headings and not [h for h in headings if any(i in h.split() for i in ids)], headings
+            assert all("(TAB MOVES FOCUS)" in h and h.startswith("IN THE ") for h in headings)
             lines = text.splitlines()
             # every key bound on the app and on this screen, with its description, on one line
             for node in (app, under):
@@ -406,6 +433,12 @@ def test_no_terminal_prints_the_overview_report(store: tuple[Path, Fabric, Link,
     assert out.output.startswith("FABRIC\nsource generated rail-small\nswitches 20 (16 leaf, 4 spine)")
     assert "CRITICAL   0  leaf-su01-r0/5 - spine-01/1" in out.output
     assert "ALERTS (3)\ncritical: 2  error: 1  warning: 0  info: 0" in out.output
+    # then ibfab status's list, the same as the CLI's (the TUI's health window: the last hour)
+    status = out.output.split("WHAT IS WRONG (ibfab status)\n", 1)[1]
+    assert status.startswith("3 things wrong in generated rail-small (2 critical, 1 error), worst first:")
+    assert (
+        "   action: swap_cables: dgx-0002" in status and "  routes: nothing read: not judged here" in status
+    )
 
 
 def test_tui_lab_demo_opens_the_demos_store(tmp_path: Path) -> None:

@@ -103,7 +103,9 @@ def test_walk_overview_anomalies_element_links_recommendations_quit(tmux: Tmux, 
         env=env,
     )
     shown = tmux.wait_for("health at snapshot #16")
-    assert "ALERTS (3)" in shown or "WORST LINKS (2)" in shown
+    # at 80x24 the overview opens on what is wrong: the two critical cables, the miswired host
+    shown = tmux.wait_for("WHAT IS WRONG (3, worst first")
+    assert "CRITICAL  cable" in shown and "ERROR     host   dgx-0002" in shown
     tmux.keys("e")
     shown = tmux.wait_for("3 of 3 findings in 2 kind(s)")
     assert "── link health" in shown and "── rail_miswire" in shown

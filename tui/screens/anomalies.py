@@ -23,6 +23,7 @@ def matches(alert: Alert, words: list[str]) -> bool:
 
 
 class AnomaliesScreen(FilterScreen):
+    NAME = "anomalies"
     HELP = (
         "The filter keeps findings whose severity, kind, element or message contain every word\n"
         "(e.g. 'critical', 'rail_miswire', 'dgx-0002', 'spine-01 symbol'). The full message of\n"

@@ -48,6 +48,8 @@ class DataScreen(Screen[None]):
 
     # What ? says about this screen beyond its keys (a filter's language, what a mark means).
     HELP: ClassVar[str] = ""
+    # The screen as operators call it, in ?'s heading ("KEYS OF THE FABRIC MAP SCREEN").
+    NAME: ClassVar[str] = ""
     drawn_generation = -1
     drawn_width: int | None = None
 

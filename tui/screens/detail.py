@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from fabric.app.discovery.cables import CableDetail
 from fabric.app.readmodel.views import Advice, CounterSeries, LinkRow, Unavailable, status_order
-from fabric.present.cables import render_cable
+from fabric.present.cables import SERIES_LABEL_WIDTH, render_cable, series_label
 from fabric.present.health import flaps_text
 from fabric.present.table import ellipsis
 from topology.errors import IbfabError
@@ -28,16 +28,21 @@ from tui.messages import OpenDetail
 from tui.screens.base import DataScreen, plain
 
 MAX_SPARK_PORTS = 6
-SPARK_LABEL = {"symbol_errors": "symbol errors", "link_downed": "link downs", "xmit_data": "xmit Gb/s"}
 
 
 class DetailScreen(DataScreen):
+    NAME = "detail"
     HELP = "enter on a row opens what it names: a port's cable, a cable's end, a host's HCA."
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "open_end(0)", "end A"),
         Binding("b", "open_end(1)", "end B"),
     ]
-    DEFAULT_CSS = "DetailScreen Sparkline { height: 1; width: 1fr; } DetailScreen .spark-label { width: 34; } DetailScreen .spark-row { height: 1; layout: horizontal; } #detail-ports { height: auto; max-height: 16; } #detail-hcas { height: auto; max-height: 10; }"
+    DEFAULT_CSS = (
+        "DetailScreen Sparkline { height: 1; width: 1fr; } "
+        f"DetailScreen .spark-label {{ width: {SERIES_LABEL_WIDTH + 1}; }} "
+        "DetailScreen .spark-row { height: 1; layout: horizontal; } #detail-ports { height: auto; "
+        "max-height: 16; } #detail-hcas { height: auto; max-height: 10; }"
+    )
 
     def __init__(self, guid: str | None = None, link: LinkKey | None = None) -> None:
         super().__init__()
@@ -300,10 +305,7 @@ class DetailScreen(DataScreen):
         title.update(f"counter history: per-sample deltas, oldest left ({len(shown[0].values)} samples)")
         for s in shown:
             peak = max(s.values, default=0.0)
-            label = Static(
-                plain(f"port {s.port:>3} {SPARK_LABEL.get(s.counter, s.counter):14} max {peak:.3g}"),
-                classes="spark-label",
-            )
+            label = Static(plain(series_label(s.port, s.counter, peak)), classes="spark-label")
             row = _SparkRow(label, Sparkline(list(s.values), summary_function=max))
             box.mount(row)
 

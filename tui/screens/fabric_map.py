@@ -31,6 +31,7 @@ from tui.widgets.heatmap import HeatMap
 
 
 class FabricMapScreen(DataScreen):
+    NAME = "fabric map"
     HELP = (
         "One map per tier pair the fabric has (v: next), then rail x unit on a rail-optimized fabric.\n"
         "Side groups (storage, management) have their own side_leaf x side_spine map. Cells:\n" + LEGEND

@@ -4,6 +4,7 @@ the screen adds in words (a filter's language, what the marks mean)."""
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -23,15 +24,59 @@ COMMON = (
 )
 
 
+# The panes a key may act in, as operators see them (? named them by their internal ids).
+PANES = {
+    "ov-status": "the what-is-wrong list",
+    "ov-worst": "the worst links",
+    "ov-body": "the overview",
+    "links-table": "the link table",
+    "heatmap": "the map",
+    "anomalies": "the anomaly list",
+    "detail-body": "the detail",
+    "detail-ports": "the port list",
+    "detail-hcas": "the host's HCAs",
+    "ops-body": "the operations",
+    "ops-open": "the open changes",
+    "ops-audit": "the audit log",
+    "ops-runs": "the runs",
+    "probes-body": "the probes",
+    "sweeps": "the sweep list",
+    "pairs": "the pair list",
+    "suspects": "the suspect cables",
+    "accusers": "the accusing pairs",
+    "advice": "the recommendations",
+    "confirm-scroll": "the plan",
+}
+
+
+def pane_name(widget: DOMNode) -> str:
+    """Where a key acts, in words: the pane's name, else what kind of pane it is."""
+    if widget.id in PANES:
+        return PANES[widget.id]
+    kind = type(widget).__name__
+    if "Table" in kind:
+        return "the table"
+    if "Scroll" in kind:
+        return "the scrolled text"
+    return "the highlighted pane"
+
+
+def screen_name(screen: Screen[object]) -> str:
+    """``fabric map``: the screen's NAME, else its class in words."""
+    name = screen.NAME if isinstance(screen, DataScreen) else ""
+    if name:
+        return name
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(screen).__name__.removesuffix("Screen"))
+    return words.lower()
+
+
 def key_lines(screen: Screen[object]) -> list[str]:
     """One line per action: its keys and what it does, for the app, the screen, then its widgets."""
     app = screen.app
     sections: list[tuple[str, DOMNode]] = [("everywhere", app), ("this screen", screen)]
     for widget in screen.query("*"):
         if widget.can_focus and not isinstance(widget, Input) and widget._bindings.key_to_bindings:
-            sections.append(
-                (f"in the {widget.id or type(widget).__name__.lower()} (tab moves focus)", widget)
-            )
+            sections.append((f"in {pane_name(widget)} (tab moves focus)", widget))
     lines: list[str] = []
     seen_sections: set[tuple[str, ...]] = set()
     for title, node in sections:
@@ -65,11 +110,10 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, under: Screen[object]) -> None:
         super().__init__()
         self.under = under
-        name = type(under).__name__.removesuffix("Screen").lower()
         extra = under.HELP if isinstance(under, DataScreen) else ""
         self.text = "\n".join(
             [
-                f"KEYS OF THE {name.upper()} SCREEN",
+                f"KEYS OF THE {screen_name(under).upper()} SCREEN",
                 *key_lines(under),
                 "",
                 *([extra, ""] if extra else []),

@@ -14,6 +14,7 @@ from tui.widgets.link_table import LinkTable
 
 
 class LinksScreen(FilterScreen):
+    NAME = "links"
     HELP = (
         "Filter words are ANDed: status:warn (or ok watch warn crit nodata), tier:leaf-spine (or a bare\n"
         "tier pair: hca-leaf spine-core side_leaf-side_spine), rail:3, group:1; any other word must be\n"

@@ -30,6 +30,7 @@ from tui.screens.confirm import ConfirmChange, Waiting
 
 
 class OperationsScreen(DataScreen):
+    NAME = "operations"
     HELP = (
         "Open changes: enter (or u) on an isolation shows its undo plan; it applies after you type the\n"
         "port's name, only once the re-test window has passed (ibfab isolate --undo ID --force otherwise).\n"

@@ -17,6 +17,7 @@ from tui.screens.base import DataScreen, plain
 
 
 class AccusersScreen(DataScreen):
+    NAME = "accusing pairs"
     HELP = "enter opens a pair's client HCA; d opens the suspect cable; esc goes back."
     BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "open_cable", "cable detail")]
     DEFAULT_CSS = "#accusers { height: 1fr; }"

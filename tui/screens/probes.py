@@ -28,10 +28,13 @@ from tui.screens.base import DataScreen, plain
 
 
 class ProbesScreen(DataScreen):
+    NAME = "probes"
     HELP = (
-        "A pair is slow when its last attempt failed or measured below 93 % of the sweep's best\n"
-        "(re-tests replace the first verdict). enter on a suspect cable lists the pairs accusing it;\n"
-        "enter on a pair opens its client HCA."
+        "A pair is judged against what its own route should give in its round (its share of each\n"
+        "cable it crosses), shown beside its line rate: slow when its last attempt failed or measured\n"
+        "under 93 % of that (re-tests, with fewer pairs at once, replace the first verdict). A suspect\n"
+        "cable is one every pair crossing it was slow on. enter on a suspect lists the pairs accusing\n"
+        "it; enter on a pair opens its client HCA."
     )
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "start_sweep", "start sweep")]
     DEFAULT_CSS = (
@@ -101,7 +104,9 @@ class ProbesScreen(DataScreen):
         suspects = self.query_one("#suspects", DataTable)
         pairs.clear(columns=True)
         suspects.clear(columns=True)
-        pairs.add_columns("VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "ATTEMPTS (Gb/s, re-tests after →)")
+        pairs.add_columns(
+            "VERDICT", "CLIENT", "SERVER", "LAST Gb/s", "ATTEMPTS Gb/s (re-tests after →) OF EXPECTED"
+        )
         suspects.add_columns("END A", "END B", "SCORE", "SLOW", "FAST", "WHY")
         if sweep_id is None:
             title.update("PAIRS: no sweeps stored yet")

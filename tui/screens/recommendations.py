@@ -18,7 +18,7 @@ from fabric.app.drains.drain import DrainPlan
 from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel.views import Advice, Unavailable
 from fabric.app.twin import apply_isolation_checked
-from fabric.present.advice import change_title, isolation_plan_text, render_actions
+from fabric.present.advice import change_title, held_back_text, isolation_plan_text, render_actions
 from fabric.present.slurm import render_drain_plan
 from fabric.present.table import ellipsis
 from topology.errors import IbfabError
@@ -28,11 +28,15 @@ from tui.screens.confirm import ConfirmChange, Waiting
 
 
 class RecommendationsScreen(DataScreen):
+    NAME = "recommendations"
     HELP = (
         "enter shows the plan of the highlighted action. An isolation is applied only after you type\n"
         "the port's name in the plan window (safety-checked and audited like ibfab isolate --apply);\n"
         "a drain only after you type the Slurm node's name (audited like ibfab drain --apply);\n"
-        "other actions are advice: their [manager apply] / [manager undo] commands are shown to run."
+        "other actions are advice: their [manager apply] / [manager undo] commands are shown to run.\n"
+        "The list is ibfab recommend's with the same store (health, the newest reading, the newest\n"
+        "sweep). Advice that needs the subnet manager (routing engine, AR, NCCL settings) is held\n"
+        "back unless the TUI runs on a lab: the note above the list says which, and why."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: the plan window is up as the key arrives, so keys typed behind enter land on
@@ -40,7 +44,10 @@ class RecommendationsScreen(DataScreen):
         Binding("enter", "plan", "plan…", priority=True),
         Binding("d", "open_target", "detail"),
     ]
-    DEFAULT_CSS = "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
+    DEFAULT_CSS = (
+        "#advice { height: 1fr; } #advice-why { height: auto; max-height: 12; }"
+        " #advice-note { height: auto; max-height: 5; }"
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,13 +74,19 @@ class RecommendationsScreen(DataScreen):
         if app.view is None:
             note.update("loading topology…" if app.loading["topology"] else "no topology stored")
             return
-        result = app.service.recommendations(app.view, app.health)
-        if isinstance(result, Unavailable):
-            note.update(plain(str(result)))
+        got = app.service.advice(app.view, app.health)
+        if isinstance(got, Unavailable):
+            note.update(plain(str(got)))
             self.advice = []
             return
-        self.advice = result
-        note.update(f"{len(result)} recommendation(s); enter shows the plan of the highlighted one")
+        result = self.advice = list(got.advice)
+        held = held_back_text(got)
+        note.update(
+            plain(
+                f"{len(result)} recommendation(s); enter shows the plan of the highlighted one"
+                + (f"\n{held}" if held else "")
+            )
+        )
         for i, a in enumerate(result):
             reason = ellipsis(a.reason, self.room(len(a.target) + len(a.kind) + 12))
             table.add_row(i + 1, plain(a.kind), plain(a.target), plain(reason), key=str(i))

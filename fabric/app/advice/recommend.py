@@ -4,20 +4,25 @@ limits, then the safety-checked recommendations (the TUI's advice goes through t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fabric.advise.cabling import LastPeer
 from fabric.advise.candidates import LinkFinding, node_label, read_health_file
 from fabric.advise.recommend import Recommendations, recommend
 from fabric.advise.safety import SafetyPolicy
+from fabric.advise.sweep_repairs import SweepSuspect
 from fabric.app.advice.subnet import learn_subnet_manager, probe_subnet_manager
 from fabric.app.discovery.discover import Discovery
 from fabric.app.health.findings import stored_findings
 from fabric.app.isolation.limits import isolation_limits
 from fabric.app.session import Session, StoreAccess
+from fabric.health.reading import ReadingFinding
 from fabric.health.thresholds import HealthThresholds
 from fabric.store import Store
 from probes.driver import FabricDriver
 from topology.errors import StoreError
 from topology.model import Guid, PortRef
+from topology.plancheck import PlanCheck
 
 
 def health_findings(health_file: str | None, session: Session) -> list[LinkFinding] | None:
@@ -51,10 +56,12 @@ def recommend_fabric(
     opensm_conf: str | None = None,
     ibdiagnet: str | None = None,
     thresholds: HealthThresholds | None = None,
+    evidence: MoreEvidence | None = None,
 ) -> Recommendations:
     """``ibfab recommend``: the SM learned from what can be read (sminfo and the SM's files where
     ``live`` reaches, the files given, the ibdiagnet run), the isolation limits from the fabric
-    and the store, then :func:`fabric.advise.recommend.recommend`."""
+    and the store, then :func:`fabric.advise.recommend.recommend` (with ``evidence``: the sweep's
+    suspects, the reading's counters and the plan check, as ``ibfab status`` gathers them)."""
     if live is not None:
         sm = probe_subnet_manager(live, opensm_log, opensm_conf, ibdiagnet)
     else:
@@ -79,7 +86,19 @@ def recommend_fabric(
         designed=limits.designed,
         thresholds=thresholds,
         last_peers=last_peers,
+        suspects=evidence.suspects if evidence is not None else (),
+        readings=evidence.readings if evidence is not None else (),
+        plan=evidence.plan if evidence is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class MoreEvidence:
+    """What advice takes beyond health findings and discovery's anomalies."""
+
+    suspects: tuple[SweepSuspect, ...] = ()
+    readings: tuple[ReadingFinding, ...] = ()
+    plan: PlanCheck | None = None
 
 
 def down_ports_last_peers(store: Store, d: Discovery) -> dict[PortRef, LastPeer]:

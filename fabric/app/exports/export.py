@@ -11,7 +11,7 @@ from fabric.exports import Export
 from fabric.exports.alert_rules import alert_rules, rules_header
 from fabric.exports.fitnames import fitting_tree
 from fabric.exports.grafana import dashboard_json
-from fabric.exports.hostfile import hostfile
+from fabric.exports.hostfile import Slots, fabric_slots, hostfile
 from fabric.exports.json import scheduler_json
 from fabric.exports.k8s import k8s_labels
 from fabric.exports.kueue import kueue_topology
@@ -19,6 +19,7 @@ from fabric.exports.slurm import topology_conf
 from fabric.exports.tree import SchedulerTree, build_tree
 from fabric.health import HealthThresholds
 from fabric.placement import PlacementHealth, host_sites, ring_order
+from topology.errors import UsageError
 from topology.nameformats import HOSTFILE
 
 
@@ -51,14 +52,19 @@ def kueue(d: Discovery, name: str, legacy: bool, include_service: bool = False) 
     return kueue_topology(_tree(d, include_service), name, legacy)
 
 
-def mpi_hostfile(d: Discovery, style: str, slots: int, include_service: bool = False) -> Export:
-    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf, name)."""
+def mpi_hostfile(
+    d: Discovery, style: str, slots: int | None, include_service: bool = False
+) -> tuple[Export, Slots]:
+    """Every compute host (and service host, with ``include_service``) in ring order (unit, leaf,
+    name), each with its slots (``slots``, else as the fabric tells: fabric.exports.hostfile)."""
     tree, unfit = fitting_tree(_tree(d, include_service), HOSTFILE)
+    hosts = ring_order(tree.sites, tree.sites.hosts)
+    per_host = fabric_slots(d.classification, slots)
     return Export(
-        hostfile(ring_order(tree.sites, tree.sites.hosts), style, slots),
+        hostfile(hosts, style, per_host),
         skipped=tree.sites.left_out,
         unfit=unfit,
-    )
+    ), per_host
 
 
 def scheduler_document(
@@ -83,3 +89,34 @@ def prometheus_rules(session: Session, job: str, window: str) -> Export:
 
 def grafana_dashboard(datasource_uid: str) -> Export:
     return Export(dashboard_json(datasource_uid), ())
+
+
+def systemd_units(
+    ibfab: str | None = None,
+    user: str = "ibfab",
+    db: str | None = None,
+    listen: str = "127.0.0.1:9315",
+    grace_s: float = 60.0,
+) -> dict[str, str]:
+    """The daemon's and the exporter's units and the sysusers file, by file name; ``ibfab`` the
+    command's absolute path (default: the ibfab beside this Python, the venv's)."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from fabric.exports import systemd
+
+    if ibfab is None:
+        here = Path(sys.executable).parent / "ibfab"
+        ibfab = str(here) if here.is_file() else shutil.which("ibfab") or "/usr/local/bin/ibfab"
+    if not ibfab.startswith("/"):
+        raise UsageError(f"--ibfab {ibfab!r}: systemd needs an absolute path")
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9315")
+    s = systemd.UnitSettings(str(Path(ibfab)), user, db or f"{systemd.STATE_DIR}/ibfab.db", listen, grace_s)
+    return {
+        systemd.DAEMON_UNIT: systemd.daemon_unit(s),
+        systemd.EXPORTER_UNIT: systemd.exporter_unit(s),
+        systemd.SYSUSERS: systemd.sysusers(s),
+    }

@@ -31,6 +31,7 @@ from fabric.health import (
     in_time_order,
 )
 from fabric.health.cables import MIN_LINKS, SharedCableTrait, shared_cable_traits
+from fabric.health.reading import ReadingFinding, judge_reading
 from fabric.health.score import finding_kind
 from fabric.store import CounterSnapshotInfo, FindingRecord, FindingSubject, Store
 from topology.bulk import gc_paused
@@ -86,20 +87,28 @@ class AssessedHealth:
     cable_notes: tuple[SharedCableTrait, ...] = ()
     inventory: str | None = None
     one_reading: OneReading | None = None  # set when the window holds a single counter reading
+    # Cables whose newest reading has a saturated counter, or (one reading) a large error total.
+    readings: tuple[ReadingFinding, ...] = ()
+    covered: tuple[float, float] | None = None  # the first and last reading in the window
 
     def to_dict(self) -> dict[str, Any]:
         """``ibfab health --json``: the report (links, nodes, summary), the cable notes, the cable
-        inventory they rest on and the one reading, when the window holds only one."""
+        inventory they rest on, the one reading when the window holds only one, what the newest
+        reading says alone and the span the readings cover."""
         doc = self.report.to_dict()
         doc["cable_notes"] = [n.to_dict() for n in self.cable_notes]
         doc["cable_inventory"] = self.inventory
         doc["one_reading"] = self.one_reading.to_dict() if self.one_reading is not None else None
+        doc["readings"] = [f.to_dict() for f in self.readings]
+        summary = doc["summary"]
+        if isinstance(summary, dict):  # the span the readings cover (the window is summary.window)
+            summary["covered"] = list(self.covered) if self.covered is not None else None
         return doc
 
     def end_label(self, guid: str, port: int) -> str:
         return f"{self.names.get(guid, guid)}:{port}"
 
-    def link_label(self, link: LinkHealth) -> str:
+    def link_label(self, link: LinkHealth | ReadingFinding) -> str:
         """``leaf-su01-r0:3 <-> dgx-0001 mlx5_0:1`` (switch end first)."""
         a, b = link.a, link.b
         if self._is_hca(a.guid) and not self._is_hca(b.guid):
@@ -251,6 +260,7 @@ def assess_store(
         report = score(in_time_order(store.load_counter_blocks(ids, since, now)))
     recorded = record_today(store, report, now) if record else 0
     notes, inventory = cable_notes(store, report)
+    read = [s for s in snapshots if s.ports]
     return AssessedHealth(
         report,
         stored.fabric,
@@ -260,7 +270,32 @@ def assess_store(
         notes,
         inventory,
         one_reading(store, snapshots),
+        reading_findings(store, stored.fabric, read, t),
+        (read[0].taken_at, read[-1].taken_at) if read else None,
     )
+
+
+def reading_findings(
+    store: Store, fabric: Fabric, read: list[CounterSnapshotInfo], thresholds: HealthThresholds
+) -> tuple[ReadingFinding, ...]:
+    """What the window's newest reading says alone (fabric.health.reading): saturated counters,
+    and large totals when it is the only reading."""
+    if not read:
+        return ()
+    newest = read[-1]
+    try:
+        rows = store.load_port_counters(newest.id)
+    except StoreError:  # a damaged block: the store has warned of it, health judged without it
+        return ()
+    values = {(r.guid, r.port): r.counters for r in rows if r.reachable}
+    found = judge_reading(
+        values,
+        (lk.key for lk in fabric.links),
+        one_reading=len(read) == 1,
+        thresholds=thresholds,
+        taken_at=newest.taken_at,
+    )
+    return tuple(found)
 
 
 def one_reading(store: Store, window: list[CounterSnapshotInfo]) -> OneReading | None:

@@ -90,7 +90,9 @@ def assess_prometheus(
     report = assess(
         frame_snapshots(frame), fabric, since=start, now=now, thresholds=thresholds or HealthThresholds()
     )
-    return AssessedHealth(report, fabric, topology_id, node_names(fabric), 0)
+    # the span the samples cover, as health says it (never the window asked for)
+    covered = (float(frame["time"].min()), float(frame["time"].max())) if len(frame) else None
+    return AssessedHealth(report, fabric, topology_id, node_names(fabric), 0, covered=covered)
 
 
 def topology_for(stored: StoreAccess, topology_file: str | None) -> tuple[Fabric, int]:

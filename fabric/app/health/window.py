@@ -33,6 +33,7 @@ from topology.model import LinkKey
 if TYPE_CHECKING:
     from fabric.app.session import Session
     from fabric.health import HealthReport, LinkHealth
+    from fabric.health.reading import ReadingFinding
 
 # How far back health looks from the newest counter snapshot.
 HEALTH_WINDOW_S = 3600.0
@@ -49,6 +50,7 @@ class HealthWindow:
     since: float
     now: float
     by_key: Mapping[LinkKey, LinkHealth]
+    readings: tuple[ReadingFinding, ...] = ()  # the newest reading's saturated (or large) counters
 
 
 def compute_health(session: Session, window_s: float = HEALTH_WINDOW_S) -> HealthWindow | None:
@@ -66,12 +68,18 @@ def compute_health(session: Session, window_s: float = HEALTH_WINDOW_S) -> Healt
             return None
         now = snaps[-1].taken_at + SNAPSHOT_SPREAD_S
         hv = assess_store(store, since_s=window_s, now=now, thresholds=session.thresholds, record=False)
-    return view_of(hv.report, snaps[-1].id, now - window_s, now)
+    return view_of(hv.report, snaps[-1].id, now - window_s, now, hv.readings)
 
 
-def view_of(report: HealthReport, snapshot_id: int, since: float, now: float) -> HealthWindow:
+def view_of(
+    report: HealthReport,
+    snapshot_id: int,
+    since: float,
+    now: float,
+    readings: tuple[ReadingFinding, ...] = (),
+) -> HealthWindow:
     return HealthWindow(
-        report, snapshot_id, since, now, MappingProxyType({lh.key: lh for lh in report.links})
+        report, snapshot_id, since, now, MappingProxyType({lh.key: lh for lh in report.links}), readings
     )
 
 

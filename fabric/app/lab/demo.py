@@ -10,7 +10,7 @@ same use cases as the CLI: the real ibnetdiscover against ibsim + OpenSM, the re
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fabric.store import Store
     from probes.sweep import SweepOutcome
     from topology.design import Design
-    from topology.model import Fabric, Guid, Link
+    from topology.model import Fabric, Guid, Link, LinkKey
     from topology.plancheck import PlanCheck
 
 DEMO_LAB = "demo"
@@ -73,6 +73,7 @@ class HealthDemo:
 
     collections: tuple[tuple[SnapshotOutcome, str], ...]
     health: AssessedHealth
+    planted: tuple[LinkKey, ...] = ()  # the link with rising symbol errors, the flapping link
 
 
 @dataclass(frozen=True)
@@ -157,11 +158,15 @@ def run_demo(session: Session) -> Iterator[DemoStep]:
         ok=not missed and roles_ok,
     )
     with session.store.write() as store:
-        yield health_step(store, session, d.fabric)
+        health = health_step(store, session, d.fabric)
+    yield health
     yield sweep_step(session, design)
     yield recommend_step(session, d)
-    yield plan_step(session, session.store.path.with_name("demo-plan.csv"))
+    plan_path = session.store.path.with_name("demo-plan.csv")
+    yield plan_step(session, plan_path)
     yield triage_step(session)
+    planted = health.result.planted if isinstance(health.result, HealthDemo) else ()
+    yield status_step(session, design, planted, plan_path)
 
 
 def roles_as_planted(design: Design, d: Discovery) -> tuple[bool, str]:
@@ -250,7 +255,7 @@ def health_step(store: Store, session: Session, fabric: Fabric) -> DemoStep:
             f"planted: symbol errors rising 0 -> 40 -> 400 on {sym_leaf}:{sym_port}; "
             f"{flap_leaf}:{flap_port} unplugged and replugged, LinkDownedCounter 0 -> 1 -> 3 on both ends",
         ),
-        HealthDemo(tuple(lines), view),
+        HealthDemo(tuple(lines), view, (sym_link.key, flap_link.key)),
         f"{verdict}; store: {store.path}",
         ok=ok,
     )
@@ -412,6 +417,51 @@ def triage_step(session: Session) -> DemoStep:
             f"lab {TRIAGE_LAB!r} ({DEMO_SPEC}), planted: {planted.host} PCIe-bound "
             f"(its GPU-to-HCA path at {planted.factor:.0%}; its GPUs and cables are fine)",
         ),
+        report,
+        verdict,
+        ok=ok,
+    )
+
+
+def status_step(session: Session, design: Design, planted_links: Sequence[LinkKey], plan: Path) -> DemoStep:
+    """``ibfab status`` over the demo's store (its stored topology, the health collections, the
+    sweep) and the cable plan exported from the clean lab: every fault planted is one entry, with
+    every source that saw it, and nothing else is listed."""
+    from fabric.app.status import fabric_status
+    from fabric.app.status.evidence import Elements, wiring_elements
+
+    on_store = session.on(Source.snapshot("latest"))  # the demo's stored topology, as saved in step 2
+    d = discover(on_store)
+    plans = [str(plan)] if plan.is_file() else []
+    report = fabric_status(d, on_store, plans=plans)
+    el = Elements(d.fabric, d.classification)
+    expected = {
+        element.key
+        for an, element in zip(d.anomalies, wiring_elements(el, d.anomalies), strict=True)
+        if any(an.kind == p.kind and set(an.nodes) & set(p.guids) for p in design.planted)
+    } | {el.cable_of(key).key for key in planted_links}
+    listed = {e.element.key for e in report.entries}
+    unplanned = [e.element.name for e in report.entries if e.element.key not in expected]
+    missed = sorted(expected - listed)
+    without = [e.element.name for e in report.entries if e.action is None]
+    ok = not unplanned and not missed and not without
+    if ok:
+        verdict = (
+            f"every planted fault is one entry ({len(listed)}), each with its action; nothing else listed"
+        )
+    else:
+        verdict = "MISSED: " + "; ".join(
+            part
+            for part in (
+                f"listed but not planted: {', '.join(unplanned)}" if unplanned else "",
+                f"planted but not listed: {', '.join(missed)}" if missed else "",
+                f"no action for: {', '.join(without)}" if without else "",
+            )
+            if part
+        )
+    return DemoStep(
+        "8. What is wrong, one list (ibfab status --plan demo-plan.csv: health, sweep, wiring, plan)",
+        (),
         report,
         verdict,
         ok=ok,

@@ -10,6 +10,7 @@ from fabric.app.discovery.discover import Discovery
 from fabric.app.health.assess import assess_store, counters_store
 from fabric.app.session import StoreAccess
 from fabric.app.slurm import NodeMap
+from fabric.exports.hostfile import Slots, fabric_slots
 from fabric.placement import (
     Placement,
     PlacementHealth,
@@ -89,3 +90,9 @@ def place_hosts(
         health=health,
         include_service=include_service,
     )
+
+
+def host_slots(d: Discovery, given: int | None = None) -> Slots:
+    """Ranks per host for a hostfile: ``given`` (--slots), else the HCAs a compute host has on a
+    rail-optimized fabric (one GPU per rail HCA), else 1 (fabric.exports.hostfile)."""
+    return fabric_slots(d.classification, given)

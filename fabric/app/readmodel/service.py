@@ -27,6 +27,7 @@ from fabric.app.drains.drain import DrainPlan
 from fabric.app.health.window import HEALTH_WINDOW_S, HealthProcess, HealthWindow, compute_health
 from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel import advice as tui_advice
+from fabric.app.readmodel.advice import AdviceView
 from fabric.app.readmodel.operations import Operations, PairHistory, operations, pair_histories
 from fabric.app.readmodel.views import (
     LINK_ALERT,
@@ -50,6 +51,7 @@ from fabric.app.readmodel.views import (
 )
 from fabric.app.session import Session
 from fabric.app.slurm import NodeMap, connect
+from fabric.app.status.records import StatusReport
 from fabric.app.sweeps import bandwidth
 from fabric.app.sweeps.bandwidth import SweepBandwidth
 from fabric.app.sweeps.sweep import ShownSweep, show
@@ -340,6 +342,16 @@ class FabricService:
     def recommendations(self, view: FabricView, health: HealthWindow | None) -> list[Advice] | Unavailable:
         """``ibfab recommend`` over the stored topology and the current health report."""
         return tui_advice.recommendations(self.session, view, health)
+
+    def advice(self, view: FabricView, health: HealthWindow | None) -> AdviceView | Unavailable:
+        """The same advice, with what it holds back for want of the subnet manager (routing, AR,
+        NCCL: the TUI asks the SM only on a simulated fabric) and why."""
+        return tui_advice.advice_view(self.session, view, health)
+
+    def status(self, view: FabricView, health: HealthWindow | None, now: float | None = None) -> StatusReport:
+        """``ibfab status`` on the topology and health on screen: what is wrong, per cable and host,
+        with every source's evidence and its action; ``now`` the clock a sweep's age is told by."""
+        return tui_advice.status_view(self.session, view, health, now)
 
     def isolation_plan(self, view: FabricView, advice: Advice) -> IsolationPlan:
         return tui_advice.isolation_plan(self.session, view, advice)

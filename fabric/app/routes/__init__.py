@@ -13,7 +13,7 @@ route_balance, route_engine); the words are fabric.present.routes'.
 from __future__ import annotations
 
 from fabric.app.routes.check import RoutesCheck, check_routes_of, save_routes, sm_routing, tables_summary
-from fabric.app.routes.tables import TablesRead, read_tables
+from fabric.app.routes.tables import TablesRead, read_tables, stored_tables
 
 __all__ = [
     "RoutesCheck",
@@ -22,5 +22,6 @@ __all__ = [
     "read_tables",
     "save_routes",
     "sm_routing",
+    "stored_tables",
     "tables_summary",
 ]

@@ -13,6 +13,7 @@ have is refused with its file and line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fabric.app.discovery.discover import Discovery
 from fabric.app.discovery.ibdiag_files import ibdiagnet_files
@@ -22,6 +23,9 @@ from topology.errors import UsageError
 from topology.lft import Lfts, parse_lfts, read_lfts
 from topology.model import Guid
 
+if TYPE_CHECKING:
+    from fabric.store import Store
+
 DUMP_TIMEOUT = 900.0  # dump_fts of 1,280 switches by DR takes minutes on a real fabric
 
 
@@ -30,6 +34,13 @@ class TablesRead:
     lfts: Lfts
     raw_text: str | None  # the dump as read, for the store (None: a file too large, a snapshot)
     source: str  # where they came from, in words ("dump_fts on lab demo", a file, ...)
+
+
+def stored_tables(store: Store, snapshot_id: int) -> TablesRead | None:
+    """The tables stored with topology snapshot ``snapshot_id`` (``ibfab routes --save``); None
+    when none are, or they cannot be read."""
+    lfts = store.load_routes(snapshot_id)
+    return None if lfts is None else TablesRead(lfts, None, f"snapshot {snapshot_id}")
 
 
 def port_counts(d: Discovery) -> dict[Guid, int]:
@@ -60,16 +71,16 @@ def read_tables(session: Session, d: Discovery, *, tables: str | None = None) ->
             raise UsageError(f"{src.label}: no stored snapshot")
         sid = d.stored.id
         stored = session.store.read()
-        lfts = None
+        kept = None
         if stored is not None:
             with stored as store:
-                lfts = store.load_routes(sid)
-        if lfts is None:
+                kept = stored_tables(store, sid)
+        if kept is None:
             raise UsageError(
                 f"topology snapshot {sid} has no forwarding tables stored "
                 "(store them with 'ibfab routes --save', or give --tables FILE)"
             )
-        return TablesRead(lfts, None, f"snapshot {sid}")
+        return kept
     res = session.driver.run_tool(["dump_fts"], DUMP_TIMEOUT)
     where = f"dump_fts on {src.label}"
     return TablesRead(parse_lfts(res.stdout, where, port_counts=counts), res.stdout, where)
