@@ -58,12 +58,14 @@ def overview_text(session: Session) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
     from fabric.app.readmodel.service import FabricService
     from fabric.present.overview import overview_report
+    from fabric.present.routes_tui import route_alerts
 
     svc = FabricService(session)
     state = svc.state()
     view = svc.load_view()
     health = svc.health() if view is not None else None
-    return overview_report(svc.overview(view, health, state))
+    routes = route_alerts(svc.routes(view, health)) if view is not None else ()
+    return overview_report(svc.overview(view, health, state, extra=routes))
 
 
 def run_tui_or_report(session: Session, poll_seconds: float | None = 5.0) -> None:

@@ -8,6 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from fabric.present.overview import overview_sections
+from fabric.present.routes_tui import route_alerts
 from fabric.present.table import ellipsis
 from tui.messages import OpenDetail
 from tui.screens.base import DataScreen, plain
@@ -42,7 +43,8 @@ class OverviewScreen(DataScreen):
         if app.state is None:
             self.query_one("#ov-fabric", Static).update("reading the store…")
             return
-        ov = app.service.overview(app.view, app.health, app.state, app.rows)
+        routes = route_alerts(app.service.routes_known(app.view)) if app.view is not None else ()
+        ov = app.service.overview(app.view, app.health, app.state, app.rows, routes)
         sections = dict(
             zip(("fabric", "health", "worst", "runs", "alerts"), overview_sections(ov), strict=True)
         )
