@@ -102,6 +102,7 @@ class Balance:
     dst: np.ndarray[Any, Any]
     direction_names: tuple[str, ...]
     direction: np.ndarray[Any, Any]  # index into direction_names
+    mean: np.ndarray[Any, Any]  # per channel: the mean routes of its group in ``directions``
 
     @property
     def routes(self) -> np.ndarray[Any, Any]:
@@ -159,8 +160,10 @@ def balance(w: Walk, cls: Classification) -> Balance:
         rail = np.where(kind[s_idx] == leaf, rails[s_idx], np.where(kind[t_idx] == leaf, rails[t_idx], -1))
     directions = []
     group = direction * 1000 + (rail + 1)
+    mean = np.zeros(len(s_idx))
     for g in np.unique(group).tolist():
         sel = routes[group == g]
+        mean[group == g] = float(sel.mean())
         carried = int(sel.sum())
         r = g % 1000 - 1
         directions.append(
@@ -223,6 +226,7 @@ def balance(w: Walk, cls: Classification) -> Balance:
         t_idx,
         names,
         direction,
+        mean,
     )
     hot = np.argsort(-routes, kind="stable")[:HOT_LINKS]
     hottest = tuple(bal.channel(int(i)) for i in hot if routes[int(i)] > 0)
@@ -238,4 +242,5 @@ def balance(w: Walk, cls: Classification) -> Balance:
         t_idx,
         names,
         direction,
+        mean,
     )

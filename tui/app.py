@@ -40,7 +40,9 @@ from tui.messages import (
     LoadFailed,
     OpenAccusers,
     OpenDetail,
+    OpenRoutes,
     OpenScreen,
+    RoutesJudged,
     StateLoaded,
     StoreChanged,
     StoreWarning,
@@ -58,6 +60,7 @@ from tui.screens.overview import OverviewScreen
 from tui.screens.pairs import AccusersScreen
 from tui.screens.probes import ProbesScreen
 from tui.screens.recommendations import RecommendationsScreen
+from tui.screens.routes import RoutesScreen
 
 POLL_SECONDS = 5.0
 # Screen history deeper than this starts again from the overview (each screen holds its tables).
@@ -72,6 +75,7 @@ SCREENS: dict[str, type[DataScreen]] = {
     "probes": ProbesScreen,
     "recommendations": RecommendationsScreen,
     "operations": OperationsScreen,
+    "routes": RoutesScreen,
 }
 
 
@@ -125,6 +129,7 @@ class IbfabApp(App[None]):
         Binding("p,5", "open('probes')", "probes", priority=True),
         Binding("r,6", "open('recommendations')", "advice", priority=True),
         Binding("c,7", "open('operations')", "changes", priority=True),
+        Binding("t,8", "open('routes')", "routes", priority=True),
         Binding("escape", "go_back", "back"),
         Binding("g", "reload", "reload from the store", show=False, priority=True),
         Binding("question_mark", "help", "help", priority=True),
@@ -149,7 +154,7 @@ class IbfabApp(App[None]):
         self.status_report: StatusReport | str | None = None  # ibfab status, or why it is not had
         self.rows: tuple[LinkRow, ...] = ()
         self.index = LinkIndex(())
-        self.loading = {"state": True, "topology": True, "health": True}
+        self.loading = {"state": True, "topology": True, "health": True, "routes": True}
         self.errors: dict[str, str] = {}
         self.messages_seen: list[Message] = []  # our messages, in order (tests read this)
         self.generation = 0  # bumped whenever the data changes; a screen redraws when behind
@@ -211,6 +216,7 @@ class IbfabApp(App[None]):
 
     def on_unmount(self) -> None:
         self.stop_health()
+        self.service.stop_routes()
         if self._log_handlers is not None:
             self._fabric_log.handlers, self._log_handlers = self._log_handlers, None
 
@@ -295,6 +301,7 @@ class IbfabApp(App[None]):
         self.health = msg.health
         self.status_report = msg.status if msg.view is self.view else None
         self.loading["health"] = False
+        self.judge_routes()
         if msg.index is not None and msg.view is self.view:  # built from the view on screen
             self.rows, self.index = tuple(msg.index.rows), msg.index
             self.refresh_screens()
@@ -336,6 +343,40 @@ class IbfabApp(App[None]):
         self.notify(msg.result, title=msg.target, severity="information" if msg.ok else "error", markup=False)
         if msg.ok:
             self.refresh_screens()  # the open changes and the audit log moved
+            self.judge_routes()  # routes over a cable isolated (or brought back) now
+
+    # -- routes: the stored tables judged in a child process, once per what they rest on ---------
+    def judge_routes(self) -> None:
+        """Judge the tables stored with the topology on screen, with the health on screen: a
+        worker waits on the service's child process (the service keeps the verdict: unchanged
+        tables, flags and isolations return it at once)."""
+        if self.view is None:
+            self.loading["routes"] = False
+            return
+        self.loading["routes"] = True
+        self._judge_routes(self.view, self.health)
+
+    @work(thread=True, exclusive=True, group="routes", exit_on_error=False)
+    def _judge_routes(self, view: FabricView, health: HealthWindow | None) -> None:
+        try:
+            verdict = self.service.routes(view, health)
+            for text in verdict.warnings:  # what the store warned of in the judging process
+                self.post_message(StoreWarning(text))
+            self.post_message(RoutesJudged(view, health, verdict))
+        except Exception as exc:  # one line on screen, never a traceback
+            self.post_message(LoadFailed("routes", f"{type(exc).__name__}: {exc}"))
+
+    def on_routes_judged(self, msg: RoutesJudged) -> None:
+        self.messages_seen.append(msg)
+        if msg.view is not self.view:
+            return  # a topology since replaced: its own judgement follows
+        if msg.health is self.health:
+            self.loading["routes"] = False
+        self.refresh_screens()
+
+    def on_open_routes(self, msg: OpenRoutes) -> None:
+        self.messages_seen.append(msg)
+        self.open_screen(RoutesScreen(focus=msg.finding))
 
     def _set_rows(self) -> None:
         self.rows = with_health(self.view.links, self.health) if self.view is not None else ()

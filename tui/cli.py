@@ -58,13 +58,15 @@ def overview_text(session: Session) -> str:
     """The overview as plain text, from the same service objects the TUI's overview draws."""
     from fabric.app.readmodel.service import FabricService
     from fabric.present.overview import overview_report
+    from fabric.present.routes_tui import route_alerts
     from fabric.present.status import render_status
 
     svc = FabricService(session)
     state = svc.state()
     view = svc.load_view()
     health = svc.health() if view is not None else None
-    report = overview_report(svc.overview(view, health, state))
+    routes = route_alerts(svc.routes(view, health)) if view is not None else ()
+    report = overview_report(svc.overview(view, health, state, extra=routes))
     if view is None:
         return report
     return f"{report}\n\nWHAT IS WRONG (ibfab status)\n{render_status(svc.status(view, health))}"

@@ -1,6 +1,7 @@
 """The fabric map's grids: one per pair of switch tiers the fabric has (leaf x spine, spine x core,
 a side group's side_leaf x side_spine...: the cables between them) and rail x unit (each leaf's
-uplinks), by health; and leaf x spine by the bandwidth the latest sweep measured on each cable.
+uplinks), by health; leaf x spine by the bandwidth the latest sweep measured on each cable; and
+any of them by each cable's share of the routes in the stored forwarding tables.
 
 A cell holds the cables it stands for and their worst status; :data:`SHADES` draws a status as a
 shade that reads without colour (legend on screen). Bandwidth borrows the status shades: at least
@@ -13,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fabric.app.readmodel.routes import RowLoads
 from fabric.app.readmodel.views import NO_DATA, FabricView, LinkRow, RowStatus, status_order
 from fabric.app.sweeps.bandwidth import SweepBandwidth
 
@@ -176,3 +178,35 @@ def cable_figure(row: LinkRow, bandwidth: SweepBandwidth | None) -> str:
         f"{fig.median_share:.0%} of line rate (median of {fig.pairs} pair{'s' if fig.pairs != 1 else ''},"
         f" min {fig.min_share:.0%}{gbps})"
     )
+
+
+# -- route load mode: each cable's share of the hosts' all-to-all routes ---------------------------
+LOAD_LEGEND = (
+    "routes on a cable's busier way over the mean of its tier and direction:"
+    "  ░ up to 1.25x   ▒ up to 1.5x   ▓ up to 2x   █ over 2x   · none counted"
+)
+# A load drawn as the status whose shade (and colour) it borrows; 1.5x is where the routes check
+# starts to call a switch's spread unbalanced (topology.route_balance.MAX_RATIO).
+_LOAD_STEPS = ((1.25, "ok"), (1.5, "watch"), (2.0, "warn"))
+
+
+def load_status(load: float | None) -> RowStatus | str:
+    if load is None:
+        return NO_DATA
+    return next((status for ceiling, status in _LOAD_STEPS if load <= ceiling), "critical")
+
+
+def route_load_grid(base: MapGrid, loads: RowLoads | None) -> MapGrid:
+    """``base``'s cells (a tier pair's, rail x unit's) shaded by their hottest cable's load, its
+    cables hottest first; every cell "none counted" when ``loads`` is None (no tables stored:
+    nothing is coloured)."""
+    cells = {}
+    for rc, cell in base.cells.items():
+        if loads is None:
+            cells[rc] = Cell(NO_DATA, cell.links)
+            continue
+        of = {i: loads.load_of(i) for i in cell.links}
+        ix = sorted(cell.links, key=lambda i: (-(of[i] or 0.0) if of[i] is not None else 1.0, i))
+        cells[rc] = Cell(load_status(of[ix[0]]), tuple(ix))
+    title = f"{base.row_axis} x {base.col_axis}: all-to-all route load"
+    return MapGrid(title, base.row_labels, base.col_labels, cells, base.note, base.row_axis, base.col_axis)

@@ -12,8 +12,10 @@ from textual.message import Message
 
 from fabric.app.health.window import HealthWindow
 from fabric.app.readmodel.operations import PairHistory
+from fabric.app.readmodel.routes import RoutesVerdict
 from fabric.app.readmodel.views import FabricView, StoreState
 from topology.model import LinkKey
+from topology.route_findings import RouteFinding
 
 if TYPE_CHECKING:
     from fabric.app.status import StatusReport
@@ -63,6 +65,17 @@ class HealthLoaded(Message):
         self.status = status  # ibfab status on them (a string: why it could not be had)
 
 
+class RoutesJudged(Message):
+    """The tables stored with ``view``'s topology judged with ``health`` (the verdict is also
+    the service's :meth:`routes_known` from now on)."""
+
+    def __init__(self, view: FabricView, health: HealthWindow | None, verdict: RoutesVerdict) -> None:
+        super().__init__()
+        self.view = view
+        self.health = health
+        self.verdict = verdict
+
+
 class StoreChanged(Message):
     """The poller saw a new topology or counter snapshot id."""
 
@@ -90,6 +103,14 @@ class OpenDetail(Message):
         super().__init__()
         self.guid = guid
         self.link = link
+
+
+class OpenRoutes(Message):
+    """Open the routes screen, on ``finding`` (a route alert's) if given."""
+
+    def __init__(self, finding: RouteFinding | None = None) -> None:
+        super().__init__()
+        self.finding = finding
 
 
 class OpenScreen(Message):

@@ -7,11 +7,14 @@ rests on. Names come from discovery's classification (a host's HCA, a switch's s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fabric.app.routes import RoutesCheck
 from fabric.present.table import table
+from topology.credit_loops import CreditLoops
+from topology.route_balance import ChannelLoad, DirectionBalance
+from topology.route_engine import EngineLook
 from topology.route_findings import (
     CREDIT_LOOP,
     CROSSES_FLAGGED,
@@ -62,41 +65,65 @@ def render_tables(summary: Mapping[str, Any], limit: int | None = 40) -> str:
     return "\n".join(lines)
 
 
+CLEAN_ROUTES = "Every route delivers, no credit loop, balanced"
+CLEAN = f"{CLEAN_ROUTES}: nothing to report."
+
+
 def render_check(check: RoutesCheck, limit: int | None = 40) -> str:
     """``ibfab routes check``: the summary, every finding with its evidence, balance, credit loops."""
     r = check.report
-    names = _names(check)
-    s = r.summary
+    names = names_of(check)
     lines = [
         f"Routes of {check.discovery.source} from {r.tables} ({r.format})",
-        f"  {s['switches_with_tables']} of {s['switches']} switches have a table; {s['destinations']} "
-        f"destination LIDs ({s['hca_destinations']} HCAs); {s['entries']} routes set",
-        f"  traffic judged: {s['pattern']} among {s['hosts']} host HCAs ({s['host_routes']} routes)",
-        f"  health: {check.health}" + (f"; {check.isolations} isolated port(s)" if check.isolations else ""),
+        *summary_lines(r.summary, r.findings, check.health, check.isolations),
     ]
-    lines += [f"  note: {n}" for n in s.get("notes", ())]
-    errors = sum(1 for f in r.findings if f.severity.value in ("error", "critical"))
-    warnings = sum(1 for f in r.findings if f.severity.value == "warning")
-    lines.append(f"  {errors} error(s), {warnings} warning(s)")
     shown = r.findings if limit is None else r.findings[:limit]
     if shown:
         lines.append("")
     for f in shown:
-        lines.append(f"{_SEVERITY[f.severity.value]:5} {_sentence(f, names)}")
-        lines += [f"      {e}" for e in _evidence(f, names)]
+        lines += finding_lines(f, names)
     if len(shown) < len(r.findings):
         lines.append(f"… {len(r.findings) - len(shown)} more findings (--all or --json)")
-    lines += ["", *_balance(check, names), "", *_credit(check, names), "", *_engine(check)]
+    b = r.balance
+    lines += ["", *balance_lines(b.pattern, b.hosts, b.directions, b.hottest, names)]
+    lines += ["", *credit_lines(r.credit, names), "", *engine_lines(r.engine)]
     if not r.findings:
-        lines += ["", "Every route delivers, no credit loop, balanced: nothing to report."]
+        lines += ["", CLEAN]
     return "\n".join(lines)
 
 
-def _names(check: RoutesCheck) -> dict[str, str]:
+def summary_lines(
+    s: Mapping[str, Any], findings: Sequence[RouteFinding], health: str, isolations: int
+) -> list[str]:
+    """What was judged (tables, destinations, traffic, health: where the flags came from) and the
+    count of errors and warnings."""
+    lines = [
+        f"  {s['switches_with_tables']} of {s['switches']} switches have a table; {s['destinations']} "
+        f"destination LIDs ({s['hca_destinations']} HCAs); {s['entries']} routes set",
+        f"  traffic judged: {s['pattern']} among {s['hosts']} host HCAs ({s['host_routes']} routes)",
+        f"  health: {health}" + (f"; {isolations} isolated port(s)" if isolations else ""),
+    ]
+    lines += [f"  note: {n}" for n in s.get("notes", ())]
+    errors = sum(1 for f in findings if f.severity.value in ("error", "critical"))
+    warnings = sum(1 for f in findings if f.severity.value == "warning")
+    lines.append(f"  {errors} error(s), {warnings} warning(s)")
+    return lines
+
+
+def finding_lines(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
+    """``ERROR <what, where>`` then its evidence, indented."""
+    return [f"{severity_word(f)} {sentence(f, names)}", *(f"      {e}" for e in evidence(f, names))]
+
+
+def severity_word(f: RouteFinding) -> str:
+    return f"{_SEVERITY[f.severity.value]:5}"
+
+
+def names_of(check: RoutesCheck) -> dict[str, str]:
     return {g: c.name for g, c in check.discovery.classification.nodes.items()}
 
 
-def _n(names: Mapping[str, str], guid: str | None) -> str:
+def name_of(names: Mapping[str, str], guid: str | None) -> str:
     if guid is None:
         return "?"
     return names.get(guid, guid)
@@ -106,9 +133,9 @@ def path_text(path: tuple[Hop, ...], names: Mapping[str, str]) -> str:
     """``leaf-01 [9] -> spine-01 [1] -> leaf-02 [3] -> cn0009 mlx5_0`` (out ports in brackets)."""
     if not path:
         return ""
-    parts = [f"{_n(names, h.switch)} [{h.port}]" for h in path]
+    parts = [f"{name_of(names, h.switch)} [{h.port}]" for h in path]
     last = path[-1]
-    parts.append(_n(names, last.to) if last.to else "(no cable)")
+    parts.append(name_of(names, last.to) if last.to else "(no cable)")
     return " -> ".join(parts)
 
 
@@ -118,10 +145,11 @@ def _lids(f: RouteFinding) -> str:
     return shown + (f" and {more - min(more, 8)} more" if more > 8 else "")
 
 
-def _sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
+def sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
+    """One route finding in a sentence, as ``ibfab routes check`` says it (``ibfab status`` and the TUI too)."""
     d = f.detail
-    sw = _n(names, f.switch)
-    dest = _n(names, f.destination)
+    sw = name_of(names, f.switch)
+    dest = name_of(names, f.destination)
     many = int(d.get("lids", 1)) > 1
     lid = f"LID {f.lid} ({dest})" + (f" and {int(d['lids']) - 1} more LIDs" if many else "")
     counted = d.get("counted") == "host switches"
@@ -132,9 +160,9 @@ def _sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
         )
         return f"{sw} sends {lid} {where}: {hit} never arrive"
     if f.kind == WRONG_DESTINATION:
-        return f"{sw} delivers {lid} to {_n(names, d.get('delivered_to'))}: {hit} reach the wrong node"
+        return f"{sw} delivers {lid} to {name_of(names, d.get('delivered_to'))}: {hit} reach the wrong node"
     if f.kind == FORWARDING_LOOP:
-        loop = " -> ".join(_n(names, g) for g in d.get("loop", ()))
+        loop = " -> ".join(name_of(names, g) for g in d.get("loop", ()))
         return f"forwarding loop for {lid} between {loop}: {hit} go round for ever"
     if f.kind == CREDIT_LOOP:
         return (
@@ -194,15 +222,10 @@ def _sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
     return f"{f.kind} at {sw}"
 
 
-def finding_sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
-    """One route finding in a sentence, as ``ibfab routes check`` says it (``ibfab status`` too)."""
-    return _sentence(f, names)
-
-
-def _evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
+def evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
     out = []
     if f.path:
-        start = f"from {_n(names, f.source)}: " if f.source else ""
+        start = f"from {name_of(names, f.source)}: " if f.source else ""
         out.append(start + path_text(f.path, names))
     if f.lids and len(f.lids) > 1 and f.kind not in (CREDIT_LOOP,):
         out.append(f"LIDs: {_lids(f)}")
@@ -212,27 +235,33 @@ def _evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
     return out
 
 
-def _balance(check: RoutesCheck, names: Mapping[str, str]) -> list[str]:
-    b = check.report.balance
-    out = [f"Balance: routes per cable for {b.pattern} among {b.hosts} host HCAs"]
+def balance_lines(
+    pattern: str,
+    hosts: int,
+    directions: Sequence[DirectionBalance],
+    hottest: Sequence[ChannelLoad],
+    names: Mapping[str, str],
+) -> list[str]:
+    """Routes per cable by direction (and rail): cables, routes, max, mean, even; the hottest cables."""
+    out = [f"Balance: routes per cable for {pattern} among {hosts} host HCAs"]
     rows = [
         (d.direction, "-" if d.rail is None else d.rail, d.links, d.routes, d.max, f"{d.mean:.1f}", d.even)
-        for d in b.directions
+        for d in directions
     ]
     if not rows:
         return [*out, "  no switch-to-switch cable carries the traffic"]
     out.append(table(("direction", "rail", "cables", "routes", "max", "mean", "even"), rows))
-    if b.hottest:
+    if hottest:
         out.append("Hottest cables:")
         out += [
-            f"  {_n(names, c.switch)} [{c.port}] -> {_n(names, c.to)} [{c.to_port}]: {c.routes} routes ({c.direction})"
-            for c in b.hottest[:5]
+            f"  {name_of(names, c.switch)} [{c.port}] -> {name_of(names, c.to)} [{c.to_port}]: {c.routes} routes ({c.direction})"
+            for c in hottest[:5]
         ]
     return out
 
 
-def _credit(check: RoutesCheck, names: Mapping[str, str]) -> list[str]:
-    c = check.report.credit
+def credit_lines(c: CreditLoops, names: Mapping[str, str]) -> list[str]:
+    """That there is no credit loop (and over what), else one cycle link by link."""
     if not c.found:
         return [
             f"Credit loops: none ({c.dependencies} channel dependencies of the hosts' routes over "
@@ -241,14 +270,15 @@ def _credit(check: RoutesCheck, names: Mapping[str, str]) -> list[str]:
     out = [f"Credit loop, link by link ({c.in_cycles} channels on cycles; {c.lanes}):"]
     for hop, lid in zip(c.cycle, c.witnesses, strict=True):
         out.append(
-            f"  {_n(names, hop.switch)} [{hop.port}] -> {_n(names, hop.to)} [{hop.to_port}]"
+            f"  {name_of(names, hop.switch)} [{hop.port}] -> {name_of(names, hop.to)} [{hop.to_port}]"
             + (f"  (waits for the next link: routes to LID {lid})" if lid else "")
         )
     return out
 
 
-def _engine(check: RoutesCheck) -> list[str]:
-    e = check.report.engine
+def engine_lines(e: EngineLook, sm_unknown: str = "give --sm-log / --sm-conf") -> list[str]:
+    """The engine the tables look like, and what the SM says it runs (``sm_unknown``: how to
+    know, where it is not known)."""
     rules = []
     rules.append(
         "up/down" if e.up_down else "not up/down" if e.up_down is False else "up/down unknown (no tiers)"
@@ -264,5 +294,5 @@ def _engine(check: RoutesCheck) -> list[str]:
             said += f"; opensm.conf: routing_engine {sm.configured}"
         out.append(f"  {said} ({sm.source or sm.conf_source})")
     else:
-        out.append("  what the SM runs is not known (give --sm-log / --sm-conf)")
+        out.append(f"  what the SM runs is not known ({sm_unknown})")
     return out

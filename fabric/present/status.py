@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fabric.app.status import Entry, Evidence, SourceState, StatusReport
 from fabric.app.status.records import Basis
-from fabric.present.routes import finding_sentence
+from fabric.present.routes import sentence
 
 _SEVERITY = {"critical": "CRITICAL", "error": "ERROR", "warning": "WARNING", "info": "info"}
 _NO_ACTION = {
@@ -45,7 +45,7 @@ def basis_text(basis: Basis, count: int = 0, sources: int = 0) -> str:
 
 
 def evidence_line(e: Evidence, names: dict[str, str]) -> str:
-    text = finding_sentence(e.route, names) if e.route is not None else e.text
+    text = sentence(e.route, names) if e.route is not None else e.text
     return f"[{e.source.value}] {text}"
 
 

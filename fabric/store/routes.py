@@ -80,6 +80,15 @@ class RouteTables(CaptureTables):
             row = db.execute("SELECT 1 FROM route_tables WHERE snapshot_id = ?", (snapshot_id,)).fetchone()
         return row is not None
 
+    def routes_stamp(self, snapshot_id: int) -> tuple[float, int] | None:
+        """(when, CRC) of the tables stored with snapshot ``snapshot_id``, None when it has none:
+        what a reader compares to know the tables changed without loading them."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT taken_at, crc FROM route_tables WHERE snapshot_id = ?", (snapshot_id,)
+            ).fetchone()
+        return None if row is None else (float(row[0]), int(row[1]))
+
     def load_routes(self, snapshot_id: int) -> Lfts | None:
         """The tables stored with snapshot ``snapshot_id``; None when it has none."""
         import numpy as np

@@ -228,6 +228,20 @@ def test_skewed_table_is_found_alone() -> None:
     }
     hot = r.balance.hottest[0]
     assert (hot.switch, hot.port, hot.routes) == (guid_of(d, "leaf-01"), one, 192)
+    # each cable against its direction's mean (the map's hot links): 768 routes up over 32 cables
+    b = r.balance
+    load = b.routes / b.mean
+    at = int(
+        np.flatnonzero((np.array(b.walk.bound.switches)[b.src] == guid_of(d, "leaf-01")) & (b.port == one))[0]
+    )
+    assert b.mean[at] == 24.0 and load[at] == 8.0
+    assert load.max() == 8.0 and (load == 0).sum() == 7  # leaf-01's other seven cables up idle
+
+
+def test_even_tables_put_every_cable_at_its_directions_mean() -> None:
+    d, t = tables()
+    b = check(d, t).balance
+    assert len(b.src) == 64 and set(b.mean.tolist()) == {24.0} and set(b.routes.tolist()) == {24}
 
 
 def test_routes_over_flagged_and_isolated_cables() -> None:

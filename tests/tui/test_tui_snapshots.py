@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 from fabric.app.readmodel.service import FabricService
 from fabric.app.session import open_session
 from tests.tui_data import T0, build_store, record_operations, save_sweep, uplinks
+from tests.tui_routes_data import CREDIT_LOOP, routed_store
 from tui.app import IbfabApp, build_app
 from tui.screens import confirm
 from tui.screens.detail import DetailScreen
@@ -115,3 +116,19 @@ def after_load(steps: Steps) -> Any:
 @pytest.mark.parametrize("screen", STEPS)
 def test_screen(snap_compare: Any, app: IbfabApp, screen: str, size: str) -> None:
     assert snap_compare(app, terminal_size=SIZES[size], run_before=after_load(STEPS[screen]))
+
+
+@pytest.fixture
+def routes_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IbfabApp:
+    """A fat tree whose stored tables hold a credit loop (and the warnings its routes cause); the
+    store named relative to the working directory, so the commands on screen read the same each run."""
+    monkeypatch.chdir(tmp_path)
+    routed_store(Path("routes.db"), CREDIT_LOOP)
+    return build_app(
+        FabricService(open_session(db=Path("routes.db"))), poll_seconds=None, clock=lambda: T0 + 3600
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_routes_screen(snap_compare: Any, routes_app: IbfabApp, size: str) -> None:
+    assert snap_compare(routes_app, terminal_size=SIZES[size], run_before=after_load(keys("t")))

@@ -1,5 +1,7 @@
-"""Every finding in one list: discovery's anomalies (all severities) and each cable at watch or
-worse, grouped by kind, worst first; filter as you type; enter opens the cable or node named."""
+"""Every finding in one list: discovery's anomalies (all severities), each cable at watch or
+worse and the stored forwarding tables' error-level findings (credit loops, black holes...),
+grouped by kind, worst first; filter as you type; enter opens the cable or node named, or a route
+finding on the routes screen (its evidence)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
 from fabric.app.readmodel.views import Alert
+from fabric.present.routes_tui import route_alerts
 from fabric.present.table import ellipsis
-from tui.messages import OpenDetail
+from tui.messages import OpenDetail, OpenRoutes
 from tui.screens.base import FilterScreen, plain
 
 GROUP = "group:"  # row keys of the group heading rows
@@ -55,7 +58,8 @@ class AnomaliesScreen(FilterScreen):
         if app.view is None:
             return ()
         if self._alerts is None or self._alerts[0] != app.generation:
-            self._alerts = (app.generation, app.service.alerts(app.view, app.rows))
+            routes = route_alerts(app.service.routes_known(app.view))
+            self._alerts = (app.generation, app.service.alerts(app.view, app.rows, routes))
         return self._alerts[1]
 
     def draw(self) -> None:
@@ -98,6 +102,8 @@ class AnomaliesScreen(FilterScreen):
             health = "; no health yet: discovery anomalies only"
         else:
             health = ""
+        if app.loading["routes"]:
+            health += "; judging the stored routes…"
         self.query_one("#anomalies-count", Static).update(
             plain(
                 f"{len(kept)} of {len(every)} findings in {len(kinds)} kind(s)"
@@ -122,7 +128,9 @@ class AnomaliesScreen(FilterScreen):
         a = self.shown.get(str(event.row_key.value))
         if a is None:
             return
-        if a.link is not None:
+        if a.route is not None:
+            self.post_message(OpenRoutes(a.route))
+        elif a.link is not None:
             self.post_message(OpenDetail(link=a.link))
         elif a.guid is not None:
             self.post_message(OpenDetail(guid=a.guid))

@@ -1,7 +1,9 @@
 """The fabric map: one heat map per tier pair the fabric has (leaf x spine, spine x core, a side
 group's side_leaf x side_spine) and rail x unit, by cable health, or (``w``) by the bandwidth the
-latest sweep measured on each leaf-spine cable; the cursor's cell is described below the grid in
-words, and enter opens its worst cable."""
+latest sweep measured on each leaf-spine cable, or (``h``) by each cable's share of the hosts'
+all-to-all routes in the stored forwarding tables against its tier and direction's mean (hot
+links); the cursor's cell is described below the grid in words, and enter opens its worst (or
+hottest) cable."""
 
 from __future__ import annotations
 
@@ -13,17 +15,20 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from fabric.app.sweeps.bandwidth import SweepBandwidth
+from fabric.present.routes_tui import cable_load_line, no_load_note
 from fabric.present.table import ellipsis
 from topology.errors import IbfabError
 from tui.mapdata import (
     BANDWIDTH_LEGEND,
     LEGEND,
+    LOAD_LEGEND,
     RAIL_UNIT,
     MapGrid,
     bandwidth_grid,
     cable_figure,
     map_views,
     rail_unit_grid,
+    route_load_grid,
     tier_pair_grid,
 )
 from tui.screens.base import DataScreen, plain
@@ -34,11 +39,15 @@ class FabricMapScreen(DataScreen):
     NAME = "fabric map"
     HELP = (
         "One map per tier pair the fabric has (v: next), then rail x unit on a rail-optimized fabric.\n"
-        "Side groups (storage, management) have their own side_leaf x side_spine map. Cells:\n" + LEGEND
+        "Side groups (storage, management) have their own side_leaf x side_spine map. Cells:\n"
+        + LEGEND
+        + "\nh (hot links): each cable's share of the stored tables' all-to-all routes, its "
+        + LOAD_LEGEND
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("v", "toggle_view", "next map"),
         Binding("w", "toggle_bandwidth", "bandwidth"),
+        Binding("h", "toggle_routes", "hot links"),
     ]
 
     def __init__(self) -> None:
@@ -46,6 +55,7 @@ class FabricMapScreen(DataScreen):
         self.view_name = ""  # the first of map_views once the topology is there
         self.views: list[str] = []
         self.bandwidth_mode = False
+        self.routes_mode = False
         self.bandwidth: SweepBandwidth | None = None
         self.bandwidth_note = "reading the latest sweep…"  # until load_bandwidth has answered
         self.grid = MapGrid("", (), (), {})
@@ -71,6 +81,9 @@ class FabricMapScreen(DataScreen):
         self.views = map_views(app.view, app.rows)
         if self.view_name not in self.views:
             self.view_name = self.views[0]
+        side = "  (a side group)" if self.view_name.startswith("side_") else ""
+        which = f"map {self.views.index(self.view_name) + 1}/{len(self.views)}{side}  v: next"
+        routes = app.service.routes_known(app.view) if self.routes_mode else None
         if self.bandwidth_mode:
             self.grid = bandwidth_grid(app.rows, self.bandwidth)
             legend = BANDWIDTH_LEGEND
@@ -82,13 +95,17 @@ class FabricMapScreen(DataScreen):
                 else tier_pair_grid(app.rows, self.view_name)
             )
             legend = LEGEND
-            side = "  (a side group)" if self.view_name.startswith("side_") else ""
-            which = f"map {self.views.index(self.view_name) + 1}/{len(self.views)}{side}  v: next"
+        if self.routes_mode:
+            self.grid = route_load_grid(self.grid, routes.loads if routes and routes.judged else None)
+            legend = LOAD_LEGEND
+            which += "  (h: back to health)"
         keys = {rc: app.rows[cell.links[0]].key for rc, cell in self.grid.cells.items()}
         title = f"{self.grid.title} ({len(self.grid.row_labels)} x {len(self.grid.col_labels)})   {which}\n{legend}"
         if self.bandwidth_mode and self.bandwidth_note:
             title += f"\n{self.bandwidth_note}"
-        elif not self.bandwidth_mode and app.health is None:
+        elif self.routes_mode and no_load_note(routes):
+            title += f"\n{no_load_note(routes)}"
+        elif not self.bandwidth_mode and not self.routes_mode and app.health is None:
             title += "\nno health yet: every cable shows as no data"
         self.query_one("#map-title", Static).update(
             plain(title + (f"\n{self.grid.note}" if self.grid.note else ""))
@@ -103,7 +120,15 @@ class FabricMapScreen(DataScreen):
     def action_toggle_bandwidth(self) -> None:
         self.bandwidth_mode = not self.bandwidth_mode
         if self.bandwidth_mode:
+            self.routes_mode = False
             self.load_bandwidth()
+        self.draw()
+
+    def action_toggle_routes(self) -> None:
+        """Hot links: the judged tables are the app's (judged once, off the UI thread)."""
+        self.routes_mode = not self.routes_mode
+        if self.routes_mode:
+            self.bandwidth_mode = False
         self.draw()
 
     @work(thread=True, exclusive=True, group="map-bandwidth", exit_on_error=False)
@@ -133,6 +158,18 @@ class FabricMapScreen(DataScreen):
         if cell is None:
             return f"{head}: no cable"
         rows = self.data.rows
+        if self.routes_mode:
+            view = self.data.view
+            routes = self.data.service.routes_known(view) if view is not None else None
+            loads = routes.loads if routes is not None and routes.judged is not None else None
+            lines = [f"{head}: {len(cell.links)} cable(s)"]
+            if loads is None:
+                lines.append(f"  {no_load_note(routes)}")
+            else:
+                lines += [f"  {cable_load_line(rows[i], loads.cable(i))}" for i in cell.links[:4]]
+            if len(cell.links) > 4:
+                lines.append(f"  … {len(cell.links) - 4} more")
+            return "\n".join(lines)
         if self.bandwidth_mode:
             lines = [f"{head}: {len(cell.links)} cable(s)"]
             lines += [

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 from fabric.app.status import StatusReport
 from fabric.app.status.records import Element, detail_node
 from fabric.present.overview import overview_sections
+from fabric.present.routes_tui import route_alerts
 from fabric.present.status import entry_text, status_row, status_title
 from fabric.present.table import ellipsis
 from tui.messages import OpenDetail
@@ -64,7 +65,8 @@ class OverviewScreen(DataScreen):
         if app.state is None:
             self.query_one("#ov-fabric", Static).update("reading the store…")
             return
-        ov = app.service.overview(app.view, app.health, app.state, app.rows)
+        routes = route_alerts(app.service.routes_known(app.view)) if app.view is not None else ()
+        ov = app.service.overview(app.view, app.health, app.state, app.rows, routes)
         sections = dict(
             zip(("fabric", "health", "worst", "runs", "alerts"), overview_sections(ov), strict=True)
         )

@@ -29,6 +29,7 @@ from fabric.app.isolation.isolate import IsolationPlan
 from fabric.app.readmodel import advice as tui_advice
 from fabric.app.readmodel.advice import AdviceView
 from fabric.app.readmodel.operations import Operations, PairHistory, operations, pair_histories
+from fabric.app.readmodel.routes import RoutesCache, RoutesVerdict
 from fabric.app.readmodel.views import (
     LINK_ALERT,
     LINK_HEALTH,
@@ -75,6 +76,7 @@ class FabricService:
         self.session = session
         self.node_map = session.node_map or NodeMap()
         self.slurm_env = dict(slurm_env or {})
+        self._routes = RoutesCache()
 
     def stored(self) -> Store | None:
         """The store to read, None when there is none yet: looking never creates one (as
@@ -151,8 +153,10 @@ class FabricService:
         health: HealthWindow | None,
         state: StoreState,
         rows: Sequence[LinkRow] | None = None,
+        extra: Sequence[Alert] = (),
     ) -> Overview:
-        """The overview; ``rows``: ``with_health(view.links, health)`` if the caller has it already."""
+        """The overview; ``rows``: ``with_health(view.links, health)`` if the caller has it already;
+        ``extra``: alerts from elsewhere (the stored routes')."""
         if rows is None or view is None or len(rows) != len(view.links):
             rows = with_health(view.links, health) if view is not None else ()
         by_status = Counter(r.status for r in rows)
@@ -162,14 +166,18 @@ class FabricService:
             summary(view.discovery) if view is not None else {},
             {s: by_status.get(s, 0) for s in STATUSES},
             worst,
-            self.alerts(view, rows) if view is not None else (),
+            self.alerts(view, rows, extra) if view is not None else (),
             view is not None,
             health,
         )
 
-    def alerts(self, view: FabricView, rows: Sequence[LinkRow]) -> tuple[Alert, ...]:
-        """Every discovery anomaly and every cable at watch or worse, worst first, then by kind."""
+    def alerts(
+        self, view: FabricView, rows: Sequence[LinkRow], extra: Sequence[Alert] = ()
+    ) -> tuple[Alert, ...]:
+        """Every discovery anomaly and every cable at watch or worse (and ``extra``: the stored
+        routes' errors), worst first, then by kind."""
         out = [self._anomaly_alert(view, a) for a in view.discovery.anomalies]
+        out += extra
         for r in rows:
             if isinstance(r.status, Status) and r.status in LINK_ALERT:
                 out.append(
@@ -203,6 +211,20 @@ class FabricService:
             link=cables[0].key if len(cables) == 1 else None,
             guid=_lowest(view, [*a.nodes, *(p.guid for p in a.ports)]),
         )
+
+    # -- routes (fabric.app.readmodel.routes) ---------------------------------------------------
+    def routes(self, view: FabricView, health: HealthWindow | None) -> RoutesVerdict:
+        """The tables stored with ``view``'s topology judged with the health on screen, in a child
+        process; judged again only when what the verdict rests on changed (waits: a worker's call)."""
+        return self._routes.judge(self.session, view, health)
+
+    def routes_known(self, view: FabricView) -> RoutesVerdict | None:
+        """The last verdict on ``view``'s topology, without waiting (None: not judged yet)."""
+        return self._routes.known(view)
+
+    def stop_routes(self) -> None:
+        """Kill a judgement still running (the UI is closing); none starts after."""
+        self._routes.cancel()
 
     # -- details ------------------------------------------------------------------------------
     def node_detail(

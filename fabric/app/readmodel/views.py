@@ -23,6 +23,7 @@ from fabric.store import CounterSnapshotInfo, ProbeSweep, TopologySummary
 from fabric.store import StoredSweep as StoredSweep  # what FabricService.sweeps_of returns
 from topology.anomaly import Severity
 from topology.model import Guid, Link, LinkKey
+from topology.route_findings import RouteFinding
 
 if TYPE_CHECKING:
     from fabric.advise.actions import Action
@@ -151,8 +152,9 @@ class Overview:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    """One finding to show an operator: a discovery anomaly, or a cable's health at watch or
-    worse (kind :data:`LINK_HEALTH`), with the element to open (a cable, else a node)."""
+    """One finding to show an operator: a discovery anomaly, a cable's health at watch or worse
+    (kind :data:`LINK_HEALTH`), or an error-level finding of the stored forwarding tables (``route``:
+    its record, opened on the routes screen), with the element to open (a cable, else a node)."""
 
     severity: Severity
     kind: str
@@ -161,6 +163,7 @@ class Alert:
     link: LinkKey | None = None
     guid: str | None = None
     status: Status | None = None  # a link alert: the cable's health status
+    route: RouteFinding | None = None  # a route alert: the finding, with its evidence
 
 
 @dataclass(frozen=True, slots=True)

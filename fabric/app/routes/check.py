@@ -75,7 +75,6 @@ def health_flags(session: Session, d: Discovery) -> tuple[dict[LinkKey, str], se
     if not session.store.exists():
         return {}, set(), f"no store at {session.store.path}: no health assessment, no isolations", 0
     from fabric.app.health.findings import stored_findings
-    from fabric.app.isolation.isolate import open_isolations
 
     found = stored_findings(session)
     if found is None:
@@ -86,21 +85,30 @@ def health_flags(session: Session, d: Discovery) -> tuple[dict[LinkKey, str], se
         where = (
             f"the store's newest health assessment: {len(flagged)} cable(s) flagged {' or '.join(FLAGGED)}"
         )
+    isolated, count = isolated_cables(session, d)
+    return flagged, isolated, where, count
+
+
+def isolated_cables(session: Session, d: Discovery) -> tuple[set[LinkKey], int]:
+    """(the cables of the ports ibfab isolated and has not undone, how many such isolations)."""
+    from fabric.app.isolation.isolate import open_isolations
+
     isolated: set[LinkKey] = set()
     count = 0
     store = session.store.read()
-    if store is not None:
-        with store:
-            entries = open_isolations(store)
-        for e in entries:
-            if len(e.ports) != 1:  # an entry that names no port (its typed field, never its text)
-                continue
-            ref = e.ports[0]
-            count += 1
-            for port, _, lk in d.fabric.neighbours(ref.guid):
-                if port == ref.port:
-                    isolated.add(lk.key)
-    return flagged, isolated, where, count
+    if store is None:
+        return isolated, count
+    with store:
+        entries = open_isolations(store)
+    for e in entries:
+        if len(e.ports) != 1:  # an entry that names no port (its typed field, never its text)
+            continue
+        ref = e.ports[0]
+        count += 1
+        for port, _, lk in d.fabric.neighbours(ref.guid):
+            if port == ref.port:
+                isolated.add(lk.key)
+    return isolated, count
 
 
 def check_routes_of(
@@ -111,15 +119,24 @@ def check_routes_of(
     sm_log: str | None = None,
     sm_conf: str | None = None,
     flagged: Mapping[LinkKey, str] | None = None,
+    flagged_from: str = "given",
+    isolated: tuple[set[LinkKey], int] | None = None,
+    ask_sm: bool = True,
 ) -> RoutesCheck:
     """Judge ``tables`` over the fabric ``d`` with the session's store's health flags and
-    isolations (``flagged`` given: those instead of the store's) and what the SM says."""
+    isolations and what the SM says. ``flagged`` given: those flags instead of the store's newest
+    assessment (``flagged_from`` says where they came from: the TUI's health window);
+    ``isolated`` given: those cables (and isolation count) instead of reading the audit log;
+    ``ask_sm`` false: what the SM runs is left unknown."""
     if flagged is None:
-        flags, isolated, where, count = health_flags(session, d)
+        flags, cables, where, count = health_flags(session, d)
     else:
-        flags, isolated, where, count = dict(flagged), set(), "given", 0
-    sm = sm_routing(session.driver, sm_log, sm_conf)
-    report = check_routes(d.fabric, d.classification, tables.lfts, flagged=flags, isolated=isolated, sm=sm)
+        flags, where = dict(flagged), flagged_from
+        cables, count = isolated_cables(session, d) if isolated is None else isolated
+    if isolated is not None:
+        cables, count = isolated
+    sm = sm_routing(session.driver, sm_log, sm_conf) if ask_sm else None
+    report = check_routes(d.fabric, d.classification, tables.lfts, flagged=flags, isolated=cables, sm=sm)
     return RoutesCheck(d, tables, replace(report, tables=tables.source), where, count)
 
 

@@ -1,0 +1,260 @@
+"""The routes in the TUI: the routes screen, route errors as alerts (enter opens their evidence),
+hot links on the fabric map, and the verdict judged once per what it rests on.
+
+Stores from tests.tui_routes_data: a fat tree with OpenSM-minhop tables stored beside its topology,
+clean, or with one fault planted in the tables (a credit loop, a black hole), or an isolation
+recorded that the tables still route over; and tests.tui_data's store without tables.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from click.testing import CliRunner
+from textual.widgets import DataTable
+
+from fabric.app.readmodel.service import FabricService
+from fabric.app.readmodel.views import NO_DATA
+from fabric.app.session import open_session
+from fabric.cli.main import main
+from fabric.present.routes import CLEAN
+from fabric.present.routes_tui import route_alerts
+from fabric.store import Store
+from tests.advise_fabrics import guid_of
+from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
+from tests.tui_data import build_store, record_operations, uplinks
+from tests.tui_routes_data import BLACK_HOLE, CREDIT_LOOP, lid, routed_store
+from topology.anomaly import Severity
+from topology.generate_routes import minhop_tables, write_dump_lfts
+from topology.route_findings import CREDIT_LOOP as CREDIT_LOOP_KIND
+from topology.route_findings import CROSSES_FLAGGED, CROSSES_ISOLATED, NO_ROUTE
+from tui.app import IbfabApp, build_app
+from tui.mapdata import load_status
+from tui.messages import OpenRoutes, RoutesJudged
+from tui.screens.anomalies import AnomaliesScreen
+from tui.screens.fabric_map import FabricMapScreen
+from tui.screens.routes import RoutesScreen
+from tui.widgets.heatmap import HeatMap
+
+
+def app_on(path: Path) -> IbfabApp:
+    return build_app(FabricService(open_session(db=path)), poll_seconds=None)
+
+
+def route_alert_kinds(app: IbfabApp) -> list[str]:
+    assert app.view is not None
+    return [a.kind for a in route_alerts(app.service.routes_known(app.view))]
+
+
+@run_async
+async def test_clean_tables_are_one_line_no_alert_and_an_even_map(tmp_path: Path) -> None:
+    path, _, sid = routed_store(tmp_path / "clean.db")
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert any(isinstance(m, RoutesJudged) for m in app.messages_seen)
+        assert route_alert_kinds(app) == []
+        assert "no anomaly and no cable at watch or worse" in text_of(app, "#ov-alerts")
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, RoutesScreen)
+        head = text_of(app, "#routes-head")
+        assert f"Forwarding tables stored with topology snapshot {sid}, read from minhop" in head
+        assert "0 error(s), 0 warning(s)" in head
+        assert "the tables are up/down, minimal; consistent with minhop" in head
+        assert head.rstrip().endswith(CLEAN)  # the one line a clean fabric gets
+        assert not app.screen.query_one("#routes-findings", DataTable).display
+        balance = text_of(app, "#routes-balance")
+        assert "leaf -> spine  -     32      768     24   24.0  24" in balance
+        assert "Credit loops: none" in balance
+        # the map's hot links: 32 hosts all-to-all over a fat tree is even, every cable 1.0x
+        await pilot.press("m", "h")
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, FabricMapScreen) and screen.routes_mode
+        cells = screen.query_one(HeatMap).grid.cells
+        assert len(cells) == 8 and {c.status for c in cells.values()} == {"ok"}
+        assert "all-to-all route load" in text_of(app, "#map-title")
+        cell = text_of(app, "#map-cell")
+        assert "leaf-01 x spine-01: 4 cable(s)" in cell
+        assert "24 routes leaf -> spine (1.00x its mean 24.0), 24 routes spine -> leaf (1.00x" in cell
+        await pilot.press("h")
+        assert not screen.routes_mode and "cable health" in text_of(app, "#map-title")
+
+
+@run_async
+async def test_a_credit_loop_is_exactly_one_alert_and_opens_its_cycle(tmp_path: Path) -> None:
+    path, d, _ = routed_store(tmp_path / "loop.db", CREDIT_LOOP)
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert route_alert_kinds(app) == [CREDIT_LOOP_KIND]
+        alerts = text_of(app, "#ov-alerts")
+        assert "error: 1" in alerts and "credit_loop: leaf-01 [9] -> spine-01 [9]" in alerts
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, AnomaliesScreen)
+        rows = table_rows(app, "#anomalies")
+        assert rows[0].startswith("── credit_loop") and rows[1].startswith("ERROR")
+        assert "credit loop: 4 links wait on each other in a ring" in text_of(app, "#anomaly-why")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        opened = [m for m in app.messages_seen if isinstance(m, OpenRoutes)]
+        assert len(opened) == 1 and opened[0].finding is not None
+        assert opened[0].finding.kind == CREDIT_LOOP_KIND
+        assert isinstance(app.screen, RoutesScreen)
+        assert app.screen.query_one("#routes-body").scroll_y > 0  # the findings at the top, not the summary
+        # the cursor is on the loop; its evidence: the cycle link by link with the LIDs making it
+        table = app.screen.query_one("#routes-findings", DataTable)
+        assert str(table.get_row_at(table.cursor_row)[1]) == CREDIT_LOOP_KIND
+        evidence = text_of(app, "#routes-evidence")
+        a, b = lid(d, "cn0001 mlx5_0"), lid(d, "cn0017 mlx5_0")
+        assert f"routes making the waits: LIDs {min(a, b)}, {max(a, b)}" in evidence
+        assert "Credit loop, link by link (4 channels on cycles" in evidence
+        assert "  spine-02 [1] -> leaf-01 [13]  (waits for the next link: routes to LID" in evidence
+        head = text_of(app, "#routes-head")
+        assert "1 error(s), 4 warning(s)" in head and CLEAN not in head
+        assert "the tables are not up/down, not minimal" in head
+        # errors first, then the warnings the same routes cause (not alerts)
+        kinds = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        assert kinds[0] == CREDIT_LOOP_KIND and "down_up" in kinds and "longer_than_minimal" in kinds
+        # the hot links: the loop's spine-02 -> leaf-01 cable carries 64 routes where 24.8 is the mean
+        await pilot.press("m", "h")
+        await pilot.pause(0.1)
+        map_screen = app.screen
+        assert isinstance(map_screen, FabricMapScreen)
+        grid = map_screen.query_one(HeatMap).grid
+        hot = grid.cells[(grid.row_labels.index("leaf-01"), grid.col_labels.index("spine-02"))]
+        assert hot.status == "critical" and app.rows[hot.links[0]].a_port == 13
+
+
+@run_async
+async def test_a_black_hole_is_exactly_one_no_route_alert(tmp_path: Path) -> None:
+    path, d, _ = routed_store(tmp_path / "hole.db", BLACK_HOLE)
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.view is not None
+        (alert,) = route_alerts(app.service.routes_known(app.view))
+        dst = lid(d, "cn0009 mlx5_0")
+        assert (alert.kind, alert.severity, alert.guid) == (NO_ROUTE, Severity.ERROR, guid_of(d, "leaf-02"))
+        assert alert.element == f"leaf-02 -> LID {dst}"
+        assert (
+            alert.message == f"leaf-02 sends LID {dst} (cn0009 mlx5_0) nowhere: 31 host routes never arrive"
+        )
+        assert alert in app.service.alerts(
+            app.view, app.rows, route_alerts(app.service.routes_known(app.view))
+        )
+
+
+@run_async
+async def test_routes_over_an_isolated_cable_are_an_alert(tmp_path: Path) -> None:
+    path, d, _ = routed_store(tmp_path / "iso.db")
+    isolated = uplinks(d.fabric)[0]
+    record_operations(path, d.fabric, isolated)
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert route_alert_kinds(app) == [CROSSES_ISOLATED]
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        assert "1 isolated port(s)" in text_of(app, "#routes-head")
+
+
+@run_async
+async def test_flagged_cables_come_from_the_health_on_screen_as_warnings(tmp_path: Path) -> None:
+    path, _, _ = routed_store(tmp_path / "flagged.db", snapshots=16)  # a critical BER uplink, a flapping one
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.view is not None and app.health is not None
+        verdict = app.service.routes_known(app.view)
+        assert verdict is not None and verdict.judged is not None
+        assert {f.kind for f in verdict.findings} == {CROSSES_FLAGGED}
+        assert route_alert_kinds(app) == []  # warnings: on the routes screen, not alerts
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        assert "health: the health on screen: 2 cable(s) flagged warn or critical" in text_of(
+            app, "#routes-head"
+        )
+
+
+@run_async
+async def test_no_tables_says_so_and_its_command_stores_them(tmp_path: Path) -> None:
+    path, fabric, _, _ = build_store(tmp_path / "none.db")
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert route_alert_kinds(app) == []
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        head = text_of(app, "#routes-head")
+        assert head.startswith("No forwarding tables are stored with topology snapshot 1")
+        assert not app.screen.query_one("#routes-balance").display
+        # nothing coloured on the map
+        await pilot.press("m", "h")
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, FabricMapScreen)
+        assert {c.status for c in screen.query_one(HeatMap).grid.cells.values()} == {NO_DATA}
+        assert "no forwarding tables stored with topology snapshot 1" in text_of(app, "#map-title")
+        # the command said runs as said (FILE: a dump of the fabric's tables) and g shows them judged
+        (line,) = [ln.strip() for ln in head.splitlines() if ln.strip().startswith("ibfab routes --snapshot")]
+        dump = tmp_path / "fabric.lfts"
+        with dump.open("wb") as fh:
+            write_dump_lfts(fabric, minhop_tables(fabric), fh)
+        argv = [str(dump) if w == "FILE" else w for w in shlex.split(line)[1:]]
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 0, res.stderr
+        assert "stored the tables with topology snapshot 1" in res.stderr
+        judged = sum(isinstance(m, RoutesJudged) for m in app.messages_seen)
+        await pilot.press("t", "g")
+        for _ in range(1200):  # a 60 s deadline, not a speed check
+            await pilot.pause(0.05)
+            if sum(isinstance(m, RoutesJudged) for m in app.messages_seen) > judged:
+                break
+        await settle(pilot, app)
+        assert "Forwarding tables stored with topology snapshot 1" in text_of(app, "#routes-head")
+
+
+def test_judged_once_per_what_the_verdict_rests_on(tmp_path: Path) -> None:
+    path, _, sid = routed_store(tmp_path / "cache.db")
+    svc = FabricService(open_session(db=path))
+    view = svc.load_view()
+    assert view is not None and svc.routes_known(view) is None
+    first = svc.routes(view, None)
+    assert svc.routes(view, None) is first and svc.routes_known(view) is first
+    assert first.judged is not None and first.loads
+    # the same tables stored again (a new dump): judged again
+    with Store.open(path) as store:
+        t = store.load_routes(sid)
+        assert t is not None
+        store.save_routes(sid, t, None, source="again", taken_at=1.0)
+    second = svc.routes(view, None)
+    assert second is not first and second.judged is not None
+    assert svc.routes(view, None) is second
+
+
+def test_report_without_a_terminal_lists_route_alerts(tmp_path: Path) -> None:
+    from tui.program import main as program
+
+    path, _, _ = routed_store(tmp_path / "report.db", CREDIT_LOOP)
+    res = CliRunner().invoke(program, ["tui", "--db", str(path), "--report"])
+    assert res.exit_code == 0, res.output
+    assert "ERROR    credit_loop: leaf-01 [9] -> spine-01 [9]" in res.stdout
+
+
+def test_load_shades() -> None:
+    assert [load_status(x) for x in (None, 0.0, 1.0, 1.25, 1.4, 1.5, 1.9, 2.0, 2.6)] == [
+        NO_DATA,
+        "ok",
+        "ok",
+        "ok",
+        "watch",
+        "watch",
+        "warn",
+        "warn",
+        "critical",
+    ]
