@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification, NodeClass, Role
-from topology.model import Fabric, Guid, NodeKind, PortRef
+from topology.model import Fabric, Guid, PortRef
 from topology.naming import parse_hca_description
 
 MIN_PEERS = 3  # hosts that make a layout a shape of the fabric (fewer: a fault is not told from a design)
@@ -98,7 +98,7 @@ def _hosts(fabric: Fabric, cls: Classification) -> list[_Host]:
             continue  # (looked at first: on a rail fabric that is nearly every host)
         placed: dict[int, PortRef] = {}
         for c in members:
-            port = _leaf_port(fabric, c.guid)
+            port = fabric.switch_port_of(c.guid)
             if c.hca_index is None or port is None or c.hca_index in placed:
                 break
             placed[c.hca_index] = port
@@ -117,14 +117,6 @@ def _hosts(fabric: Fabric, cls: Classification) -> list[_Host]:
                 )
             )
     return out
-
-
-def _leaf_port(fabric: Fabric, hca: Guid) -> PortRef | None:
-    for _, far, _ in fabric.neighbours(hca):
-        node = fabric.nodes.get(far.guid)
-        if node is not None and node.kind is NodeKind.SWITCH:
-            return far
-    return None
 
 
 def _second_records(fabric: Fabric) -> set[tuple[str, int]]:

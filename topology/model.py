@@ -298,6 +298,15 @@ class Fabric:
         """(local port, remote end, link) for every cable of ``guid`` (a loopback cable twice)."""
         return self._adjacency.get(guid, ())
 
+    def switch_port_of(self, guid: Guid) -> PortRef | None:
+        """The switch port the first of ``guid``'s cables lands on (an HCA's leaf port); None when
+        none of its cables reaches a switch."""
+        for _, far, _ in self.neighbours(guid):
+            node = self.nodes.get(far.guid)
+            if node is not None and node.kind is NodeKind.SWITCH:
+                return far
+        return None
+
     def switches(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.kind is NodeKind.SWITCH]
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification, Role
-from topology.model import Fabric, Guid, NodeKind, PortRef
+from topology.model import Fabric, Guid
 from topology.unnamed import likely_machines
 
 
@@ -35,7 +35,7 @@ def unnamed_anomalies(
     out = []
     for key, hcas in machines.items():
         hcas.sort()
-        ports = [p for g in hcas if (p := _leaf_port(fabric, g)) is not None]
+        ports = [p for g in hcas if (p := fabric.switch_port_of(g)) is not None]
         if len(hcas) == 1:
             g = hcas[0]
             guess = said.get(g) or (likely[g].phrase if g in likely else "")
@@ -56,16 +56,8 @@ def unnamed_anomalies(
     return out
 
 
-def _leaf_port(fabric: Fabric, hca: Guid) -> PortRef | None:
-    for _, far, _ in fabric.neighbours(hca):
-        node = fabric.nodes.get(far.guid)
-        if node is not None and node.kind is NodeKind.SWITCH:
-            return far
-    return None
-
-
 def _where(fabric: Fabric, cls: Classification, hca: Guid) -> str:
-    port = _leaf_port(fabric, hca)
+    port = fabric.switch_port_of(hca)
     if port is None:
         return ""
     c = cls.nodes.get(port.guid)

@@ -23,7 +23,7 @@ from topology.addressing import addressing_anomalies
 from topology.anomaly import Anomaly, Severity
 from topology.classify import Classification, NodeClass, Role, far_guids
 from topology.hostfaults import missing_hcas
-from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, NodeKind, PortRef, link_gbps
+from topology.model import SPEED_ORDER, SPEED_RANK, Fabric, Guid, Link, PortRef, link_gbps
 
 
 def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
@@ -42,14 +42,6 @@ def find_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
 def _label(cls: Classification, guid: Guid) -> str:
     c = cls.nodes.get(guid)
     return c.name if c is not None else str(guid)
-
-
-def _leaf_port_of(fabric: Fabric, hca: Guid) -> PortRef | None:
-    for _, far, _ in fabric.neighbours(hca):
-        node = fabric.nodes.get(far.guid)
-        if node is not None and node.kind is NodeKind.SWITCH:
-            return far
-    return None
 
 
 # -- rails: miswires, hosts missing a rail, unnamed HCAs -----------------------------------------
@@ -117,7 +109,7 @@ def _single_leaf_host(
         return []
     leaf = members[0].leaf
     assert leaf is not None
-    ports = sorted(p for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
+    ports = sorted(p for c in members if (p := fabric.switch_port_of(c.guid)) is not None)
     return [
         Anomaly(
             "single_leaf_host",
@@ -150,7 +142,7 @@ def _miswires(fabric: Fabric, cls: Classification, host: str, members: list[Node
     for c in sorted(wrong, key=lambda c: c.hca_index or 0):
         assert c.leaf is not None
         leaf = cls.nodes[c.leaf]
-        port = _leaf_port_of(fabric, c.guid)
+        port = fabric.switch_port_of(c.guid)
         if port is not None:
             ports.append(port)
         parts.append(
@@ -188,7 +180,7 @@ def _missing_rails(
         return []
     out: list[Anomaly] = []
     # Rail leaves are cabled alike: the host's usual port number on its other rail leaves.
-    usual = Counter(p.port for c in members if (p := _leaf_port_of(fabric, c.guid)) is not None)
+    usual = Counter(p.port for c in members if (p := fabric.switch_port_of(c.guid)) is not None)
     port_no = usual.most_common(1)[0][0] if usual else None
     for rail, leaf in missing:
         there = "nothing answers at"
