@@ -44,8 +44,10 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
+# Unit tests run on every core (pytest-xdist); the lab, sshd and Slurm tests one at a time, as
+# they start simulators and servers of their own.
 unit: venv
-	$(BIN)/pytest -q -m 'not lab and not sshd'
+	$(BIN)/pytest -q -n auto -m 'not lab and not sshd and not slurm'
 
 # Each stage says when it starts and how long it took, so a long run shows where it is.
 # $(call stage,N/TOTAL NAME,COMMAND)
@@ -59,7 +61,7 @@ endef
 test: install
 	$(call stage,1/4 lint: ruff and import contracts,$(MAKE) --no-print-directory lint)
 	$(call stage,2/4 typecheck: mypy,$(MAKE) --no-print-directory typecheck)
-	$(call stage,3/4 unit tests: no lab / sshd / Slurm,$(BIN)/pytest -q -ra -m 'not lab and not sshd and not slurm')
+	$(call stage,3/4 unit tests: no lab / sshd / Slurm,$(BIN)/pytest -q -ra -n auto -m 'not lab and not sshd and not slurm')
 	$(call stage,4/4 lab / sshd / Slurm tests,$(BIN)/pytest -q -ra -m 'lab or sshd or slurm')
 
 bench: install

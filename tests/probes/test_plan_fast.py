@@ -46,6 +46,8 @@ def test_real_captures_plan_the_same_both_ways(capture: Path) -> None:
     planned = 0
     for pattern in ("pairwise", "rail-pairs", "leaf-pairs"):
         for per_host in (False, True):
+            if pattern == "pairwise" and per_host and len(found.classification.hosts) > 300:
+                continue  # the oracle's all-pairs walk takes 12 s a plan at 628 hosts: compared once
             try:
                 fast, simple = _both(found.fabric, found.classification, pattern, per_host=per_host)
             except IbfabError:  # fewer than two named hosts: both ways refuse it

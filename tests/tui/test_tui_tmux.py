@@ -35,14 +35,15 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", self.session, *keys)
 
-    def wait_for(self, text: str, timeout: float = 60.0) -> str:
+    def wait_for(self, *texts: str, timeout: float = 60.0) -> str:
+        """The screen once every one of ``texts`` is on it (a screen is drawn in parts)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             shown = self.screen()
-            if text in shown:
+            if all(text in shown for text in texts):
                 return shown
             time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+        raise AssertionError(f"{texts!r} never all appeared; screen:\n{self.screen()}")
 
 
 @pytest.fixture
@@ -63,22 +64,18 @@ def test_navigate_filter_detail_quit(tmux: Tmux, tmp_path: Path) -> None:
         timeout=30,
         env=env,
     )
-    shown = tmux.wait_for("health at snapshot #16")
-    assert "switches 20 (16 leaf, 4 spine)" in shown and "critical: 2" in shown
+    tmux.wait_for("health at snapshot #16", "switches 20 (16 leaf, 4 spine)", "critical: 2")
     tmux.keys("l")
-    shown = tmux.wait_for("128 of 128 links")
-    assert "STATUS   SCORE BER" in shown and "CRITICAL" in shown  # status in words with NO_COLOR
+    tmux.wait_for("128 of 128 links", "STATUS   SCORE BER", "CRITICAL")  # status in words with NO_COLOR
     tmux.keys("/")  # and the filter right behind it: keys typed before the filter box has focus go to it
     tmux.keys("-l", "spine-01")
     tmux.keys("Enter")
-    shown = tmux.wait_for("16 of 128 links")
-    assert "filter: spine-01" in shown
+    shown = tmux.wait_for("16 of 128 links", "filter: spine-01")
     lines = [ln for ln in shown.splitlines() if "leaf-su" in ln]
     assert lines and all("spine-01" in ln for ln in lines)
     assert "CRITICAL 0" in lines[0] and "leaf-su01-r0" in lines[0]
     tmux.keys("Enter")
-    shown = tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1")
-    assert "status CRITICAL  score 0" in shown
+    tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1", "status CRITICAL  score 0")
     tmux.wait_for("counter history: per-sample deltas")
     tmux.keys("Escape")
     tmux.wait_for("16 of 128 links")
@@ -102,24 +99,23 @@ def test_walk_overview_anomalies_element_links_recommendations_quit(tmux: Tmux, 
         timeout=30,
         env=env,
     )
-    shown = tmux.wait_for("health at snapshot #16")
     # at 80x24 the overview opens on what is wrong: the two critical cables, the miswired host
-    shown = tmux.wait_for("WHAT IS WRONG (3, worst first")
-    assert "CRITICAL  cable" in shown and "ERROR     host   dgx-0002" in shown
+    tmux.wait_for(
+        "health at snapshot #16",
+        "WHAT IS WRONG (3, worst first",
+        "CRITICAL  cable",
+        "ERROR     host   dgx-0002",
+    )
     tmux.keys("e")
-    shown = tmux.wait_for("3 of 3 findings in 2 kind(s)")
-    assert "── link health" in shown and "── rail_miswire" in shown
+    tmux.wait_for("3 of 3 findings in 2 kind(s)", "── link health", "── rail_miswire")
     tmux.keys("Enter")  # the worst finding: the critical cable
-    shown = tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1")
-    assert "status CRITICAL  score 0" in shown
+    tmux.wait_for("leaf-su01-r0 port 5  <->  spine-01 port 1", "status CRITICAL  score 0")
     tmux.keys("l")
-    shown = tmux.wait_for("128 of 128 links")
+    tmux.wait_for("128 of 128 links")
     tmux.keys("/dgx-0001 mlx5_0", "Enter")  # one write: / and the text behind it
-    shown = tmux.wait_for("filter: dgx-0001 mlx5_0")
-    assert "1 of 128 links" in shown and "dgx-0001 mlx5_0" in shown
+    tmux.wait_for("filter: dgx-0001 mlx5_0", "1 of 128 links")
     tmux.keys("r")
-    shown = tmux.wait_for("recommendation(s); enter shows the plan")
-    assert "isolate_port" in shown
+    tmux.wait_for("recommendation(s); enter shows the plan", "isolate_port")
     tmux.keys("Escape")
     tmux.wait_for("filter: dgx-0001 mlx5_0")  # back one step: the links screen as it was
     tmux.keys("q")
