@@ -124,9 +124,9 @@ def test_hosts_slurm_will_not_give_are_reported_and_the_rest_swept(
     try:
         start = time.monotonic()
         res = invoke(slurm, "sweep", "run", "--input", topo, "--pattern", "pairwise", "--launcher", "slurm",
-                     "--node-map", node_map, "--timeout", "20", "--no-retest", "--json")  # fmt: skip
+                     "--node-map", node_map, "--timeout", "60", "--no-retest", "--json")  # fmt: skip
         assert res.exit_code == 0, res.output
-        assert time.monotonic() - start < 60
+        assert time.monotonic() - start < 240  # a deadline: the drained node is not waited for
     finally:
         s.resume("node2")
         slurm.wait_idle(("node2",))
@@ -154,7 +154,7 @@ def test_nodes_and_idle_choose_the_hosts_and_say_which_were_left_out(
     slurm: SlurmCluster, topo: str, node_map: str
 ) -> None:
     base = ["sweep", "run", "--input", topo, "--pattern", "pairwise", "--launcher", "slurm",
-            "--node-map", node_map, "--timeout", "20", "--no-retest"]  # fmt: skip
+            "--node-map", node_map, "--timeout", "60", "--no-retest"]  # fmt: skip
     res = invoke(slurm, *base, "--nodes", "node[1-2]")
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
