@@ -24,6 +24,7 @@ from tui.messages import ActionApplied, OpenDetail
 from tui.screens.anomalies import AnomaliesScreen
 from tui.screens.confirm import GRACE_S, ConfirmChange
 from tui.screens.detail import DetailScreen
+from tui.screens.help import HelpScreen
 from tui.screens.links import LinksScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.recommendations import RecommendationsScreen
@@ -102,6 +103,11 @@ async def test_a_screen_key_slash_and_text_in_one_burst_reach_the_new_screens_fi
         assert isinstance(links, LinksScreen) and links.query_one(Input).value == "dgx-0001 mlx5_0"
         # under a modal a screen key does nothing (it would open a screen over the plan window)
         await pilot.press("question_mark")
+        for _ in range(1200):  # the help mounts in its own time on a loaded machine (a deadline)
+            if isinstance(app.screen, HelpScreen):
+                break
+            await pilot.pause(0.05)
+        assert [type(s) for s in app.screen_stack] == [OverviewScreen, LinksScreen, HelpScreen]
         await pilot.press("l", "e", "1")
         assert len(app.screen_stack) == 3
         await pilot.press("escape")

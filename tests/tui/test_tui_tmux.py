@@ -59,12 +59,15 @@ def test_navigate_filter_detail_quit(tmux: Tmux, tmp_path: Path) -> None:
     done = tmp_path / "exited"
     command = f"{IBFAB} tui --db {path} --poll 0; echo $? > {done}; sleep 60"
     subprocess.run(
-        [*tmux.base, "new-session", "-d", "-s", tmux.session, "-x", "100", "-y", "30", command],
+        [*tmux.base, "new-session", "-d", "-s", tmux.session, "-x", "100", "-y", "50", command],
         check=True,
         timeout=30,
         env=env,
     )
-    tmux.wait_for("health at snapshot #16", "switches 20 (16 leaf, 4 spine)", "critical: 2")
+    # 50 rows: what is wrong first, the highlighted entry, then the fabric's summary
+    tmux.wait_for(
+        "health at snapshot #16", "WHAT IS WRONG (3", "switches 20 (16 leaf, 4 spine)", "critical: 2"
+    )
     tmux.keys("l")
     tmux.wait_for("128 of 128 links", "STATUS   SCORE BER", "CRITICAL")  # status in words with NO_COLOR
     tmux.keys("/")  # and the filter right behind it: keys typed before the filter box has focus go to it
