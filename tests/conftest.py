@@ -20,6 +20,10 @@ def realdata_files(tool: str) -> list[Path]:
 
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytest-xdist's workers set COLUMNS=80 and LINES=24; a test and the programs it starts (the
+    # TUI in tmux, tables sized to the terminal) see the terminal as a plain run does.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     # Never touch the user's real store or lab directory from a test.
     monkeypatch.setenv("IBFAB_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("IBFAB_LAB_DIR", str(tmp_path / "labs"))
