@@ -67,6 +67,8 @@ _SLOTS_RE = re.compile(r"not enough slots available in the system to satisfy the
 _LAUNCH_RE = re.compile(
     r"^(?:(?:mpirun|ORTE|PRTE) was unable to .*|srun: error: .*|.*mpirun: (?:command )?not found)"
 )
+# srun's word that a rank ended with an exit code: that it failed, not why (its own lines say why).
+_TASK_EXIT_RE = re.compile(r"srun: error: \S+: tasks? [\d,-]+: Exited with exit code \d+$")
 _NOTICED = "mpirun noticed that process rank "
 _NOTICED_RE = re.compile(r"mpirun noticed that process rank \d++ .* exited on signal .*")
 _PARAM_RE = re.compile(r"\b(\w++(?: iters)?+):?\s++(\d++(?:\(\w++\))?+)")
@@ -218,7 +220,7 @@ def error_line(
     failures: list[NcclFailure],
 ) -> str | None:
     """The one line an operator needs, most fundamental failure first."""
-    if launch_error:
+    if launch_error and not (failures and _TASK_EXIT_RE.match(launch_error)):
         return launch_error
     if hard := [f for f in failures if f.kind != "test"]:
         hosts = ", ".join(sorted({f.host for f in hard}))

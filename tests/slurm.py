@@ -144,7 +144,9 @@ def _parent(pid: int) -> int | None:
         return None
 
 
-def _config(directory: Path, nodes: tuple[str, ...], addresses: dict[str, str], ports: dict[str, int]) -> str:
+def _config(
+    directory: Path, nodes: tuple[str, ...], addresses: dict[str, str], ports: dict[str, int], cpus: int = 2
+) -> str:
     ctld_port = free_port()
     lines = [
         "ClusterName=ibfabtest",
@@ -175,8 +177,10 @@ def _config(directory: Path, nodes: tuple[str, ...], addresses: dict[str, str], 
         "SlurmdTimeout=10",
         "MessageTimeout=5",
         "KillWait=2",
+        # More CPUs than the machine has (a GPU node's one rank per GPU): slurmd reports the config's.
+        *(["SlurmdParameters=config_overrides"] if cpus != 2 else []),
         *(
-            f"NodeName={n} NodeHostname=localhost NodeAddr={addresses[n]} Port={ports[n]} CPUs=2 State=UNKNOWN"
+            f"NodeName={n} NodeHostname=localhost NodeAddr={addresses[n]} Port={ports[n]} CPUs={cpus} State=UNKNOWN"
             for n in nodes
         ),
         f"PartitionName={PARTITION} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
@@ -194,8 +198,9 @@ def _topology(nodes: tuple[str, ...]) -> str:
 
 
 @contextmanager
-def start_slurm(directory: Path, nodes: int = 4) -> Iterator[SlurmCluster]:
-    """Start slurmctld and ``nodes`` slurmd on loopback, wait until all are idle, stop them by PID."""
+def start_slurm(directory: Path, nodes: int = 4, cpus: int = 2) -> Iterator[SlurmCluster]:
+    """Start slurmctld and ``nodes`` slurmd on loopback, wait until all are idle, stop them by PID.
+    Each node has ``cpus`` CPUs (more than the machine's: slurmd takes the config's word)."""
     if not (os.path.exists(SLURMCTLD) and os.path.exists(SLURMD) and shutil.which("srun")):
         pytest.skip("slurmctld, slurmd and slurm-client are not all installed")
     if os.geteuid() != 0:
@@ -209,7 +214,7 @@ def start_slurm(directory: Path, nodes: int = 4) -> Iterator[SlurmCluster]:
     names = tuple(f"node{k}" for k in range(1, nodes + 1))
     addresses = {n: f"127.0.0.1{k}" for k, n in enumerate(names, 1)}
     ports = {n: free_port(addresses[n]) for n in names}
-    (directory / "slurm.conf").write_text(_config(directory, names, addresses, ports))
+    (directory / "slurm.conf").write_text(_config(directory, names, addresses, ports, cpus))
     (directory / "topology.conf").write_text(_topology(names))
     env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf"), MARKER: str(directory)}
     procs: dict[int, subprocess.Popen[bytes]] = {}

@@ -35,6 +35,16 @@ class CulpritFound(IbfabError):
 @click.option("--partition", metavar="P", help="--slurm: the partition to allocate from.")
 @click.option("--reservation", metavar="R", help="--slurm: the reservation to allocate in.")
 @click.option("--node-map", metavar="FILE", help="--slurm: fabric host -> Slurm node where names differ.")
+@click.option(
+    "--mpi", default="pmix", show_default=True, help="--slurm: srun --mpi plugin ('none' for none)."
+)
+@click.option(
+    "--gres/--no-gres",
+    "request_gpus",
+    default=True,
+    show_default=True,
+    help="--slurm: ask for the GPUs as a generic resource (--gpus-per-node); off where GPUs are no GRES.",
+)
 @click.option("--binary", default="all_reduce_perf", show_default=True, help="The nccl-tests binary.")
 @click.option("--binary-dir", default="", metavar="DIR", help="Where the binaries are on the hosts.")
 @click.option("--gpus-per-node", default=8, show_default=True, type=click.IntRange(1, 64))
@@ -58,6 +68,8 @@ def triage_group(
     partition: str | None,
     reservation: str | None,
     node_map: str | None,
+    mpi: str,
+    request_gpus: bool,
     binary: str,
     binary_dir: str,
     gpus_per_node: int,
@@ -109,7 +121,8 @@ def triage_group(
         else:
             report = run.triage_slurm(
                 hosts_range, discovery, opts, session, partition=partition, reservation=reservation,
-                gpus_per_node=gpus_per_node, timeout=timeout,
+                gpus_per_node=gpus_per_node, timeout=timeout, mpi=None if mpi == "none" else mpi,
+                request_gpus=request_gpus,
             )  # fmt: skip
     if as_json:
         write_json(triage_to_dict(report))

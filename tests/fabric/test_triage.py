@@ -172,6 +172,29 @@ def test_pairs_that_report_nothing_are_a_failure_of_that_pair() -> None:
     assert missing.error == "no HCA on that rail"
 
 
+def test_pair_results_stay_with_their_own_pairs() -> None:
+    """A backend gives back only the pairs it ran (a Slurm sweep leaves out a pair whose node was
+    lost), in its own order: each result is its pair's, and a pair without one is a failure of it."""
+    d = fabric_of("rail-small")
+    on = PairsOnFabric(d.fabric, d.classification, {})
+    asked = [("dgx-0001", "dgx-0002", 0), ("dgx-0002", "dgx-0003", 0), ("dgx-0003", "dgx-0001", 1)]
+    probes, keep = on.probes(asked)
+    first, _, third = probes
+    ran = [
+        PairResult(third.client, third.server, 0, 150.0, 400.0, True, None, "slurm"),
+        PairResult(first.client, first.server, 0, 390.0, 400.0, True, None, "slurm"),
+    ]
+    a, b, c = on.outcomes(asked, keep, ran)
+    assert (a.client, a.server, a.rail, a.gbps, a.error) == ("dgx-0001", "dgx-0002", 0, 390.0, None)
+    assert (b.client, b.server, b.gbps, b.error) == (
+        "dgx-0002",
+        "dgx-0003",
+        None,
+        "not run: no result came back",
+    )
+    assert (c.client, c.server, c.rail, c.gbps) == ("dgx-0003", "dgx-0001", 1, 150.0)
+
+
 def test_the_command_refuses_what_it_cannot_run() -> None:
     runner = CliRunner()
     res = runner.invoke(main, ["triage", "--lab", "x"])

@@ -115,6 +115,14 @@ def test_judge_names_the_real_failures() -> None:
         error("nccl-tests-issue369-gh200-2nodes-wrong-out-of-bounds-FAILED.txt")
     )
     assert "vendor err 81" in str(error("nccl-issue928-ib-completion-error4-vendor81-excerpt.txt"))
+    # srun's own line says only that a rank exited (as real srun prints it, tests/integration/
+    # test_triage_slurm.py): the ranks' lines say why
+    busy = files["nccl-tests-issue369-gh200-2x4-cuda-busy-failure.txt"].read_text()
+    srun_said = "srun: error: gpu-1-7: task 4: Exited with exit code 1\n"
+    run = judge(job, CommandResult("head", (), 1, busy, srun_said, 1.0), "all_reduce_perf", 0.0)
+    assert str(run.error).startswith(
+        "gpu-1-1: Test CUDA failure common.cu:1304 'CUDA-capable device(s) is/are busy or unavailable'"
+    )
     # A clean table but a non-zero exit is not a success.
     ok_text = files["superbench-all_reduce_perf-1node-8xA100-old-format.txt"].read_text()
     run = judge(job, CommandResult("head", (), 137, ok_text, "Killed\n", 1.0), "all_reduce_perf", 0.0)

@@ -57,6 +57,7 @@ class RunOutcome:
     hosts: tuple[str, ...]
     result: NcclTestResult | None
     error: str | None = None
+    ranks: int | None = None  # the ranks launched, for an output that does not list them
 
 
 class TriageBackend(Protocol):
@@ -309,7 +310,13 @@ def _split_pair(
 def _collective_runs(st: _State, outcomes: Sequence[RunOutcome], suspects: set[str]) -> list[RoundRun]:
     runs = []
     for o in outcomes:
-        verdict = judge_busbw(o.result, st.facts) if o.result is not None else None
+        # Judged on the hosts the test ran on: nccl-tests names each rank's host as the machine
+        # calls itself, which need not be the fabric's name for it (or is not printed at all).
+        verdict = (
+            judge_busbw(o.result, st.facts, hosts=o.hosts, nranks=o.result.nranks or o.ranks)
+            if o.result is not None
+            else None
+        )
         error = o.error or (o.result.error if o.result is not None else None)
         slow = error is not None or (verdict is not None and verdict.verdict == "low")
         bar = verdict.model.low_gbs if verdict is not None and verdict.model is not None else None

@@ -27,11 +27,11 @@ def _parallel(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
         return list(pool.map(lambda f: f(), jobs))
 
 
-def _outcome(hosts: Sequence[str], runs: Sequence[NcclRun]) -> RunOutcome:
+def _outcome(hosts: Sequence[str], runs: Sequence[NcclRun], ranks: int) -> RunOutcome:
     run = runs[0] if runs else None
     if run is None:
-        return RunOutcome(tuple(hosts), None, "nothing ran")
-    return RunOutcome(tuple(hosts), run.result, run.error)
+        return RunOutcome(tuple(hosts), None, "nothing ran", ranks)
+    return RunOutcome(tuple(hosts), run.result, run.error, ranks)
 
 
 class PairsOnFabric:
@@ -63,24 +63,24 @@ class PairsOnFabric:
         keep: Sequence[tuple[str, str, int] | None],
         results: Sequence[PairResult],
     ) -> list[PairOutcome]:
-        it = iter(results)
+        # By the pair's HCAs, not by order: a backend leaves out the pairs it could not run (a
+        # Slurm node lost mid-round), and the rest must stay with their own pairs.
+        got = {(r.client.guid, r.server.guid): r for r in results}
         out = []
         for want, asked in zip(keep, pairs, strict=True):
             if want is None:
                 out.append(PairOutcome(asked[0], asked[1], asked[2], None, None, "no HCA on that rail"))
                 continue
-            r = next(it)
-            rates = [x for x in (self.design.get(r.client.guid), self.design.get(r.server.guid)) if x]
-            out.append(
-                PairOutcome(
-                    want[0],
-                    want[1],
-                    want[2],
-                    r.gbps,
-                    min(rates) if rates else r.line_rate_gbps,
-                    None if r.ok else r.error,
+            client, server = self.host_eps[want[0]][want[2]], self.host_eps[want[1]][want[2]]
+            rates = [x for x in (self.design.get(client.guid), self.design.get(server.guid)) if x]
+            r = got.get((client.guid, server.guid))
+            if r is None:
+                out.append(
+                    PairOutcome(*want, None, min(rates) if rates else None, "not run: no result came back")
                 )
-            )
+            else:
+                expected = min(rates) if rates else r.line_rate_gbps
+                out.append(PairOutcome(*want, r.gbps, expected, None if r.ok else r.error))
         return out
 
 
@@ -99,6 +99,7 @@ class LaunchedBackend:
         gpus_per_node: int = 8,
         timeout: float = 1800.0,
         plan_extra: Mapping[str, Any] | None = None,
+        node_of: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.run_on_head = run_on_head
@@ -109,10 +110,11 @@ class LaunchedBackend:
         self.gpus_per_node = gpus_per_node
         self.timeout = timeout
         self.plan_extra = dict(plan_extra or {})
+        self.node_of = dict(node_of or {})  # fabric host -> the launcher's name for it (a Slurm node)
 
     def _run(self, hosts: Sequence[str]) -> RunOutcome:
         plan = plan_nccl(
-            list(hosts),
+            [self.node_of.get(h, h) for h in hosts],
             self.opts,
             launcher=self.launcher,
             gpus_per_node=self.gpus_per_node,
@@ -123,7 +125,7 @@ class LaunchedBackend:
             return self.run_on_head(hosts[0], argv, t)
 
         run: RunOnHead = on_head
-        return _outcome(hosts, run_nccl(run, plan, self.timeout))
+        return _outcome(hosts, run_nccl(run, plan, self.timeout), self.gpus_per_node * len(hosts))
 
     def single_nodes(self, hosts: Sequence[str]) -> list[RunOutcome]:
         return _parallel([partial(self._run, [h]) for h in hosts])

@@ -4,6 +4,7 @@ are held for the triage's length as a sweep holds them (no other ibfab probe run
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 PAIR_SIZE = 8388608
 PAIR_ITERATIONS = 5000
+PAIR_TIMEOUT = 120.0  # seconds for one ib_write_bw pair (8 MiB x 5000 takes seconds), or --timeout
 
 
 def _hosts(hosts_range: str, facts: FabricFacts) -> list[str]:
@@ -175,6 +177,11 @@ def triage_slurm(
     )  # fmt: skip
     design = _design(discovery, facts)
     keys = node_lock_keys(list(node_of.values()), node_map)
+    # Every node at once or nothing: a node Slurm will not give stops the triage before it allocates.
+    _, refused = slurm.check_hosts(request.hosts, partition, reservation)
+    if refused:
+        raise SlurmUnavailable(f"triage needs every node; Slurm will not give {describe(refused)}", refused)
+    steps = itertools.count(1)
     with host_locks(session.store).hold(keys, 0, "triage"), slurm.allocation(request) as alloc:
         if alloc.unavailable:
             raise SlurmUnavailable(
@@ -183,17 +190,19 @@ def triage_slurm(
             )
         pairs = SlurmSweepBackend(
             slurm, alloc, PerftestSteps(PerftestOptions("ib_write_bw", size=PAIR_SIZE, iterations=PAIR_ITERATIONS)),
-            node_of=node_of, line_rates=design,
+            node_of=node_of, line_rates=design, timeout=min(timeout, PAIR_TIMEOUT),
         )  # fmt: skip
 
         def on_slurm(head: str, argv: Sequence[str], t: float) -> object:
             del head
-            return run_in_allocation(slurm, alloc, argv, "triage", t)
+            # A step name of its own: a test that overruns is cancelled by name, and the others
+            # of its round, still running, must not be cancelled with it.
+            return run_in_allocation(slurm, alloc, argv, f"triage-{next(steps)}", t)
 
         backend = LaunchedBackend(
             "slurm", on_slurm, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
             launcher="srun", gpus_per_node=gpus_per_node, timeout=timeout,
-            plan_extra={"mpi": mpi, "request_gpus": request_gpus},
+            plan_extra={"mpi": mpi, "request_gpus": request_gpus}, node_of=node_of,
         )  # fmt: skip
         return triage(hosts, facts, backend)
 
