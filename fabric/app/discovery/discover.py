@@ -13,13 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.app.discovery.ibdiag_files import ibdiagnet_files
 from fabric.app.source import SourceKind
 from topology.anomaly import Anomaly
 from topology.chassis import Chassis, board_chassis, find_chassis
 from topology.classify import Classification, classify
 from topology.errors import CommandFailed, UsageError
-from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
 from topology.wiring import find_anomalies
@@ -257,6 +255,10 @@ def _by_name(tiers: Counter[tuple[int, int, str]]) -> dict[str, int]:
 
 def discover_ibdiagnet(path: str | Path) -> Discovery:
     """Discovery (classification, anomalies) of the fabric an ibdiagnet run saw."""
+    # Imported here: ``discover --input FILE`` (a capture) reads no ibdiagnet run.
+    from fabric.app.discovery.ibdiag_files import ibdiagnet_files
+    from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
+
     files = ibdiagnet_files(path)
     text = read_db_csv(files.db_csv)
     source = str(files.db_csv)
