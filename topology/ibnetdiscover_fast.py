@@ -53,16 +53,20 @@ _RECORD = re.compile(
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 # One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every
-# line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
+# line it keeps is matched the same way by the general parser's first pattern (_PORT_STRICT),
 # so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
 # such as "s=4 w=2" falls back).
 # Numbers are bounded here (topology.bounds): a port of 1-3 digits, a width of 1-2, a LID in
 # 0-49151 or 65535 (the alternatives below, tried in C); anything else falls back, and the
 # line parser names the line.
+# The far end's 16 GUID characters are not checked one by one here (a tenth of the matching):
+# the line is kept only if its far key is a record's own port key, whose GUID the record line
+# checked (16 lower-case hex digits), else the builder's short cut steps aside (a far end with
+# no record of its own). So a line whose far GUID is not in that form never reaches the Fabric.
 _LID = r"(?:[0-3]?\d{1,4}|4[0-8]\d{3}|490\d\d|491[0-4]\d|4915[01]|65535)"
 _PORT_LINE = re.compile(
     r"^\[(\d{1,3}+)\](?:\([^)\n]*+\))*+[ \t]++"
-    r'"[SH]-([0-9a-f]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
+    r'"[SH]-([^"\n]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
     rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
     r"(\d{1,2}+x[A-Z][A-Z0-9]*+)$",
     re.M | re.A,
