@@ -63,11 +63,15 @@ _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 # the line is kept only if its far key is a record's own port key, whose GUID the record line
 # checked (16 lower-case hex digits), else the builder's short cut steps aside (a far end with
 # no record of its own). So a line whose far GUID is not in that form never reaches the Fabric.
+# The runs up to a closing quote or parenthesis ([^"], [^)]: one comparison a character, where
+# [^"\n] is a set, a quarter of the matching) may run past the end of the line; a match that
+# does takes the next line's start with it, and the count of one match per port line (in
+# parse_canonical) refuses the text.
 _LID = r"(?:[0-3]?\d{1,4}|4[0-8]\d{3}|490\d\d|491[0-4]\d|4915[01]|65535)"
 _PORT_LINE = re.compile(
-    r"^\[(\d{1,3}+)\](?:\([^)\n]*+\))*+[ \t]++"
-    r'"[SH]-([^"\n]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
-    rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
+    r"^\[(\d{1,3}+)\](?:\([^)]*+\))*+[ \t]++"
+    r'"[SH]-([^"]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
+    rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
     r"(\d{1,2}+x[A-Z][A-Z0-9]*+)$",
     re.M | re.A,
 )

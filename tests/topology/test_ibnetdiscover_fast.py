@@ -145,7 +145,17 @@ def _perturbations() -> dict[str, str]:
         "upper-case far GUID": _edit(SMALL, port, _far_guid(lines[port], str.upper)),
         "far GUID not hex": _edit(SMALL, port, _far_guid(lines[port], lambda g: "g" + g[1:])),
         "far GUID with a quote": _edit(SMALL, port, _far_guid(lines[port], lambda g: g[:8] + '"' + g[9:])),
+        # a quoted description or a parenthesis closed on the next line: one match over two lines
+        "description closed on the next line": _edit(SMALL, port, _split_at(lines[port], "mlx5_0")),
+        "parenthesis closed on the next line": _edit(SMALL, hca_port, _split_at(lines[hca_port], ")")),
     }
+
+
+def _split_at(line: str, mark: str) -> str:
+    """``line`` broken in two just before the last ``mark`` in it, the second starting with "["
+    as a port line does (both stay in the record's block of port lines)."""
+    i = line.rindex(mark)
+    return line[:i] + "\n[" + line[i:]
 
 
 def _far_guid(line: str, change: Callable[[str], str]) -> str:
