@@ -30,7 +30,6 @@ reach a command line). Settings missing here are filled from ``~/.ssh/config`` b
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -216,6 +215,8 @@ _Raw = tuple[str, dict[str, Any]]
 
 
 def _toml_entries(text: str, source: str) -> list[_Raw]:
+    import tomllib  # here: every command imports this module, few read a TOML inventory
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -17,7 +17,7 @@ is not line-to-fabric) do the boards' names decide (``MF0;dir-1:MCS8500/L05/U1``
 or a switch's management port is part of the switch, not an outside cable.
 
 The chassis's name is the system name its boards' descriptions share (``dir-1``,
-topology.plannames.system_name), empty where they share none.
+topology.systemname), empty where they share none.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from topology.boards import chassis_boards
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, NodeKind
 from topology.naming import has_own_name
-from topology.plannames import system_name
+from topology.systemname import system_name
 
 # An HCA on a board that is part of the switch itself: not a cable out of the chassis.
 _PART_OF_SWITCH = (Role.AGGREGATION, Role.SWITCH_MGMT)

@@ -432,8 +432,10 @@ def far_guids(fabric: Fabric, guid: Guid) -> list[Guid]:
     return list(map(_GUID, map(_FAR, fabric.neighbours(guid))))
 
 
+# Fields by position (a PortRef is a named tuple (guid, port)): an item is read at C level, a
+# named field through its descriptor. This runs over every switch port, several times.
 _FAR = operator.itemgetter(1)
-_GUID = operator.attrgetter("guid")
+_GUID = operator.itemgetter(0)
 
 
 def _tiers(

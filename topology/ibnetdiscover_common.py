@@ -54,14 +54,15 @@ def record_node(
     port count, the GUID, the description and the tail after it) and its header's values; its
     LID is the one the node line states, else ``port_lid`` (an HCA's, from its port lines). A
     ValueError says why when a number is out of range."""
-    if len(nports) > 3 or int(nports) > MAX_PORT:
+    count = int(nports) if len(nports) <= 3 else MAX_PORT + 1
+    if count > MAX_PORT:
         raise ValueError(f"{nports[:8]} ports: a node has at most {MAX_PORT}")
     lid = node_lid(tail) if "lid" in tail else None
     return Node(
         guid,
         kind,
         description.strip(),
-        int(nports),
+        count,
         lid if lid is not None else (Lid(port_lid) if port_lid is not None else None),
         sysimg,
         header_int(vendid) if vendid else None,

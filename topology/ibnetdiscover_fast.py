@@ -1,7 +1,7 @@
 """The line parser's inner loop for ``ibnetdiscover`` files in the tool's own canonical spelling.
 
-``parse_canonical(text, source)`` reads a whole file with a few C-level regex calls per record
-(one for the record, one ``findall`` for its port lines) and fills the parser's one builder
+``parse_canonical(text, source)`` reads a whole file with two C-level regex passes (one over the
+records, one ``findall`` over all their port lines) and fills the parser's one builder
 (:class:`topology.ibnetdiscover_build.Builder`) in bulk: the same nodes, port lines and LIDs the
 line parser would give it, so the Fabric is made by the same code (cables paired by
 :func:`~topology.ibnetdiscover_build.cables`). It reads only what it can read completely: header
@@ -20,7 +20,10 @@ from __future__ import annotations
 import functools
 import operator
 import re
+from collections.abc import Iterator, Sequence
+from itertools import accumulate, chain, compress, repeat
 from operator import itemgetter
+from typing import TypeVar, cast
 
 from topology.ibnetdiscover_build import Builder, Listings, Unnumbered
 from topology.ibnetdiscover_common import (
@@ -28,13 +31,9 @@ from topology.ibnetdiscover_common import (
     origin_of,
     record_node,
 )
-from topology.model import (
-    Fabric,
-    Guid,
-    Node,
-    NodeKind,
-    normalise_guid,
-)
+from topology.model import Fabric, Guid, Node, NodeKind, normalise_guid
+
+T = TypeVar("T")
 
 # Both patterns use possessive quantifiers (*+, ++: the engine keeps no backtracking state) and
 # the port lines ASCII digits only. That is about a quarter faster on 100k port lines, and it can
@@ -54,17 +53,25 @@ _RECORD = re.compile(
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
 # One port line: port, far end as a key (guid"[port), own lid (HCA lines), width x speed. Every
-# line it matches is matched the same way by the general parser's first pattern (_PORT_STRICT),
+# line it keeps is matched the same way by the general parser's first pattern (_PORT_STRICT),
 # so both read the same values: one quoted far description, then only "lid N WxS" (a -f suffix
 # such as "s=4 w=2" falls back).
 # Numbers are bounded here (topology.bounds): a port of 1-3 digits, a width of 1-2, a LID in
 # 0-49151 or 65535 (the alternatives below, tried in C); anything else falls back, and the
 # line parser names the line.
+# The far end's 16 GUID characters are not checked one by one here (a tenth of the matching):
+# the line is kept only if its far key is a record's own port key, whose GUID the record line
+# checked (16 lower-case hex digits), else the builder's short cut steps aside (a far end with
+# no record of its own). So a line whose far GUID is not in that form never reaches the Fabric.
+# The runs up to a closing quote or parenthesis ([^"], [^)]: one comparison a character, where
+# [^"\n] is a set, a quarter of the matching) may run past the end of the line; a match that
+# does takes the next line's start with it, and the count of one match per port line (in
+# parse_canonical) refuses the text.
 _LID = r"(?:[0-3]?\d{1,4}|4[0-8]\d{3}|490\d\d|491[0-4]\d|4915[01]|65535)"
 _PORT_LINE = re.compile(
-    r"^\[(\d{1,3}+)\](?:\([^)\n]*+\))*+[ \t]++"
-    r'"[SH]-([0-9a-f]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
-    rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"\n]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
+    r"^\[(\d{1,3}+)\](?:\([^)]*+\))*+[ \t]++"
+    r'"[SH]-([^"]{16}"\[\d{1,3}+)\](?:\([0-9a-f]++\))?[ \t]*+#[ \t]*+'
+    rf'(?:lid[ \t]++({_LID})[ \t]++lmc[ \t]++\d++[ \t]++)?"[^"]*+"[ \t]*+lid[ \t]++{_LID}[ \t]++'
     r"(\d{1,2}+x[A-Z][A-Z0-9]*+)$",
     re.M | re.A,
 )
@@ -78,65 +85,174 @@ def _sysimg(text: str) -> Guid:
 
 
 def parse_canonical(text: str, source: str) -> Fabric | None:
-    """The Fabric of ``text`` when every line of it is in the canonical spelling, else None."""
+    """The Fabric of ``text`` when every line of it is in the canonical spelling, else None.
+
+    Read in columns: one per field of the records and one per field of all their port lines (in
+    file order), each made by a C-level map, zip or join over the whole file. Nothing runs per
+    port line in Python, and per record little more than its node's construction: this runs for
+    every record and port of a 16k-HCA fabric."""
     if "\r" in text:
         return None
-    nodes: dict[Guid, Node] = {}
-    lids: dict[tuple[Guid, int], int] = {}  # every LID the records state: a switch's port 0, each HCA port
-    hca_lids: list[tuple[Guid, str, str]] = []  # (GUID, port, LID) of single-port HCA records
-    ports = _Ports()
-    record_match, ports_of = _RECORD.match, _PORT_LINE.findall
-    size, pos = len(text), 0
-    while pos < size:
-        m = record_match(text, pos)
-        if m is None:
-            tail = _GAP.match(text, pos)
-            if tail is not None and tail.end() == size:
-                break  # blank and comment lines to the end
-            return None
-        pos = m.end()
-        vendid, devid, plain_sysimg, sysimg, record, nports_text, gtext, desc, rest, block = m.groups()
-        guid = Guid("0x" + gtext)
-        if guid in nodes:
-            return None
-        found_ports = ports_of(block)
-        if len(found_ports) != block.count("\n") + (not block.endswith("\n") and bool(block)):
-            return None  # a line under the record is not a plain port line
-        port_lid: int | None = None
-        if record == "Ca":
-            # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``).
-            if len(found_ports) == 1 and found_ports[0][2]:
-                hca_lids.append((guid, found_ports[0][0], found_ports[0][2]))  # made in bulk below
-            else:
-                for p in found_ports:
-                    if p[2]:
-                        lids.setdefault((guid, int(p[0])), int(p[2]))
-            own = found_ports[0][2] if found_ports else ""
-            port_lid = int(own) if own else next((int(p[2]) for p in found_ports if p[2]), None)
-        try:
-            sysimg_guid = Guid("0x" + plain_sysimg) if plain_sysimg else (_sysimg(sysimg) if sysimg else None)
-            node = nodes[guid] = record_node(
-                _KIND[record], nports_text, guid, desc, rest, sysimg_guid, vendid, devid, port_lid
-            )
-        except ValueError:
-            return None  # a number out of range: the line parser says so, with the line
-        nports = node.nports
-        if record != "Ca" and node.lid is not None:
-            lids[(guid, 0)] = node.lid
-        ports.add(guid, gtext, nports, found_ports)
-    listings = ports.listings()
-    if not nodes or listings is None:
+    records = list(_RECORD.finditer(text))
+    if not records or not _whole(records, text):
         return None
-    if hca_lids:
-        guids, numbers, values = zip(*hca_lids, strict=True)
-        lids.update(zip(zip(guids, map(int, numbers), strict=True), map(int, values), strict=True))
+    vendids, devids, plain_sysimgs, sysimgs, kinds, nports, gtexts, descs, tails, blocks = zip(
+        *map(_GROUPS, records), strict=True
+    )
+    guids = cast("list[Guid]", list(map("0x".__add__, gtexts)))
+    if len(set(guids)) != len(guids):
+        return None  # a GUID two records have
+    # Every line under a record must be a port line: one match per line, or the line parser reads it.
+    counts = list(map(str.count, blocks, repeat("\n")))
+    counts[-1] += not blocks[-1].endswith("\n") and bool(blocks[-1])  # the text's last line, unended
+    # One findall over all the blocks joined (a call per record costs more than the matching).
+    # Each intermediate is dropped as soon as its columns are made: the blocks and their join
+    # are another copy of the text, the matches' tuples a third of the peak memory at 16k HCAs.
+    joined = "".join(blocks)
+    del records, blocks
+    found = _PORT_LINE.findall(joined)
+    del joined
+    if len(found) != sum(counts):
+        return None
+    numbers, fars, own_lids, views = zip(*found, strict=True) if found else ((), (), (), ())
+    del found
+    starts = list(accumulate(counts, initial=0))  # each record's first port line
+    is_ca = list(map("Ca".__eq__, kinds))
+    # An HCA's LID is printed on its port lines (``# lid 647 lmc 0 "leaf" ...``): its node's is
+    # the first one stated.
+    port_lids: list[int | None] = [None] * len(guids)
+    for i in compress(range(len(guids)), is_ca):
+        for lid in own_lids[starts[i] : starts[i + 1]]:
+            if lid:
+                port_lids[i] = int(lid)
+                break
+    try:
+        sysimg_guids = [
+            Guid("0x" + plain) if plain else (_sysimg(other) if other else None)
+            for plain, other in zip(plain_sysimgs, sysimgs, strict=True)
+        ]
+        made = list(
+            map(
+                record_node,
+                map(_KIND.__getitem__, kinds),
+                nports,
+                guids,
+                descs,
+                tails,
+                sysimg_guids,
+                vendids,
+                devids,
+                port_lids,
+            )
+        )
+    except ValueError:
+        return None  # a number out of range: the line parser says so, with the line
+    # Port numbers by lookup (a quarter of the cost of int() per line); the pattern allows up to
+    # three digits, so one not in the table (256 and up, a leading zero) is over a byte or not
+    # in the tool's spelling: the line parser reads it.
+    port_numbers = list(map(_PORT_NUMBER.get, numbers))
+    if None in port_numbers:
+        return None
+    ports = cast("list[int]", port_numbers)
+    limits = [node.nports or _NO_LIMIT for node in made]  # a port count of 0: unknown, no limit
+    if any(map(operator.gt, ports, _per_line(limits, counts))):
+        return None  # a port beyond its record's port count
     builder = Builder(
-        source, nodes=nodes, own_lids=lids, origin=_origin(text), numbered=False, listings=listings
+        source,
+        nodes=dict(zip(guids, made, strict=True)),
+        own_lids=_lids(guids, made, is_ca, counts, starts, ports, own_lids),
+        origin=_origin(text),
+        numbered=False,
+        listings=_listings(gtexts, guids, counts, numbers, fars, ports, views),
     )
     try:
         return builder.fabric()
     except Unnumbered:
         return None  # the line parser names the line
+
+
+_GROUPS = re.Match.groups
+_NO_LIMIT = 1 << 30
+_PORT_NUMBER = {str(n): n for n in range(256)}  # a port number is one byte
+
+
+def _whole(records: list[re.Match[str]], text: str) -> bool:
+    """Whether the records found cover the text: the first from its start, each from where the
+    one before it ends, and only blank and comment lines after the last."""
+    starts = list(map(re.Match.start, records))
+    ends = list(map(re.Match.end, records))
+    if starts[0] != 0 or starts[1:] != ends[:-1]:
+        return False
+    tail = _GAP.match(text, ends[-1])
+    return tail is not None and tail.end() == len(text)
+
+
+def _per_line(values: Sequence[T], counts: Sequence[int]) -> Iterator[T]:
+    """Each record's value once per port line of its: a column beside the port lines'."""
+    return chain.from_iterable(map(repeat, values, counts))
+
+
+def _lids(
+    guids: list[Guid],
+    made: list[Node],
+    is_ca: list[bool],
+    counts: list[int],
+    starts: list[int],
+    ports: list[int],
+    own_lids: Sequence[str],
+) -> dict[tuple[Guid, int], int]:
+    """Every LID the records state, in the order the line parser has them: a switch's on its
+    port 0 and an HCA's on each of its ports, record by record, except that HCAs with one port
+    line (most of a large fabric) come last, in bulk."""
+    lids: dict[tuple[Guid, int], int] = {}
+    single = [ca and n == 1 for ca, n in zip(is_ca, counts, strict=True)]
+    for i in compress(range(len(guids)), map(operator.not_, single)):
+        if not is_ca[i]:
+            lid = made[i].lid
+            if lid is not None:
+                lids[(guids[i], 0)] = lid
+            continue
+        for j in range(starts[i], starts[i + 1]):
+            if own_lids[j]:
+                lids.setdefault((guids[i], ports[j]), int(own_lids[j]))
+    firsts = list(compress(starts, single))  # their one port line
+    keys = zip(compress(guids, single), map(ports.__getitem__, firsts), strict=True)
+    values = map(own_lids.__getitem__, firsts)
+    lids.update((key, int(lid)) for key, lid in zip(keys, values, strict=True) if lid)
+    return lids
+
+
+def _listings(
+    gtexts: Sequence[str],
+    guids: list[Guid],
+    counts: list[int],
+    numbers: Sequence[str],
+    fars: Sequence[str],
+    ports: list[int],
+    views: Sequence[str],
+) -> Listings:
+    """Every port line as the builder's columns (no line numbers), its ends keyed as the port
+    lines name a far end (``guid"[port``: no text made for the far ends). A far end with no
+    record of its own, or one that does not list the cable back, leaves the builder's short
+    cut, which then steps aside (Unnumbered) for the line parser."""
+    prefixes = list(map(operator.add, gtexts, repeat('"[')))  # the key prefix of a record's own ports
+    view_of = {view: _view(view) for view in set(views)}
+    width_speed = list(map(view_of.__getitem__, views))
+    return Listings(
+        near=list(map(operator.add, _per_line(prefixes, counts), numbers)),
+        far=list(fars),
+        guids=list(_per_line(guids, counts)),
+        ports=ports,
+        widths=list(map(itemgetter(0), width_speed)),
+        speeds=list(map(itemgetter(1), width_speed)),
+        lines=[0] * len(ports),
+    )
+
+
+def _view(text: str) -> tuple[int, str]:
+    """``4xNDR`` -> (4, "NDR")."""
+    width, _, speed = text.partition("x")
+    return int(width), speed
 
 
 def _origin(text: str) -> tuple[str, str] | None:
@@ -151,54 +267,3 @@ def _origin(text: str) -> tuple[str, str] | None:
                 return origin
         end = i  # not a line of its own, or not in that form: the general parser skips it too
     return None
-
-
-class _Ports:
-    """Every port line of the file in flat, parallel lists: built with C-level list operations
-    per record, handed to the builder as columns at the end (this runs for every port of a
-    16k-HCA fabric)."""
-
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, ...]] = []  # the port-line matches
-        self.owner: list[Guid] = []  # the record each line is in
-        self.prefix: list[str] = []  # its GUID text + '"[': the key prefix of its own ports
-        self.limit: list[int] = []  # its port count (unknown: no limit)
-
-    def add(self, guid: Guid, gtext: str, nports: int, lines: list[tuple[str, ...]]) -> None:
-        n = len(lines)
-        self.lines += lines
-        self.owner += [guid] * n
-        self.prefix += [gtext + '"['] * n
-        self.limit += [nports or _NO_LIMIT] * n
-
-    def listings(self) -> Listings | None:
-        """Every port line as the builder's columns (no line numbers), its ends keyed as the
-        port lines name a far end (``guid"[port``: no text made for the far ends), or None when a
-        port is beyond its record's port count or any (one byte). A far end with no record of
-        its own, or one that does not list the cable back, leaves the builder's short cut, which
-        then steps aside (Unnumbered) for the line parser."""
-        lines = self.lines
-        numbers = [p[0] for p in lines]
-        ints = list(map(int, numbers))
-        if any(map(operator.gt, ints, self.limit)) or (ints and max(ints) > 255):
-            return None
-        views = list(map(_view, [p[3] for p in lines]))
-        return Listings(
-            near=list(map(operator.add, self.prefix, numbers)),
-            far=[p[1] for p in lines],
-            guids=self.owner,
-            ports=ints,
-            widths=list(map(itemgetter(0), views)),
-            speeds=list(map(itemgetter(1), views)),
-            lines=[0] * len(ints),
-        )
-
-
-_NO_LIMIT = 1 << 30
-
-
-@functools.lru_cache(maxsize=256)
-def _view(text: str) -> tuple[int, str]:
-    """``4xNDR`` -> (4, "NDR")."""
-    width, _, speed = text.partition("x")
-    return int(width), speed

@@ -236,10 +236,12 @@ def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: 
         if size > max_bytes:
             raise InputFileError(what, name, 0, f"{size} bytes, larger than {_mib(max_bytes)}: not read")
     chunks: list[bytes] = []
-    total = lines = 0
+    total = 0
     line_len = 0  # bytes since the last line break
     # Chunks of max_line bytes: a line inside one is shorter than the limit, so only the line
-    # running into each chunk and the one running out of it need counting.
+    # running into each chunk and the one running out of it need counting. The line breaks are
+    # counted only for the error (the long line starts after those of the chunks before it):
+    # counting them in every file read cost as much as decoding it.
     while chunk := fh.read(max_line):
         total += len(chunk)
         if total > max_bytes:
@@ -252,10 +254,10 @@ def _read_bounded(fh: BinaryIO, name: str, what: str, max_bytes: int, max_line: 
         else:
             line_len += first
             if line_len <= max_line:
-                lines += chunk.count(b"\n")
                 line_len = len(chunk) - chunk.rfind(b"\n") - 1
         if line_len > max_line:
-            raise InputFileError(what, name, lines + 1, f"line {lines + 1} is longer than {_mib(max_line)}")
+            line = sum(c.count(b"\n") for c in chunks) + 1
+            raise InputFileError(what, name, line, f"line {line} is longer than {_mib(max_line)}")
         chunks.append(chunk)
     return b"".join(chunks)
 

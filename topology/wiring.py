@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from topology._speed import gc_paused
 from topology.addressing import addressing_anomalies
@@ -125,8 +125,10 @@ def _single_leaf_host(
 
 
 def _host_group(members: list[NodeClass]) -> int | None:
-    groups = Counter(c.group for c in members if c.group is not None)
-    return groups.most_common(1)[0][0] if groups else None
+    """The group most of a host's HCAs are in (a tie: the first seen). Counted on the list, not
+    with a Counter: a host has a few HCAs, and this runs once per host."""
+    groups = [c.group for c in members if c.group is not None]
+    return max(dict.fromkeys(groups), key=groups.count) if groups else None
 
 
 def _miswires(fabric: Fabric, cls: Classification, host: str, members: list[NodeClass]) -> list[Anomaly]:
@@ -510,8 +512,10 @@ def _degraded_links(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     ]
 
 
-_A_GUID, _B_GUID = attrgetter("a.guid"), attrgetter("b.guid")
-_WIDTH, _SPEED = attrgetter("width"), attrgetter("speed")
+# A Link's fields by position (a named tuple (a, b, width, speed) of PortRefs (guid, port)): an
+# item is read at C level, a named field through its descriptor; these run over every cable.
+_A_END, _B_END, _GUID_OF = itemgetter(0), itemgetter(1), itemgetter(0)
+_WIDTH, _SPEED = itemgetter(2), itemgetter(3)
 _Token = tuple[int, int, tuple[object, ...] | None]  # see _degraded_links
 _Class = tuple[tuple[int, int], tuple[object, ...], int, str]
 
@@ -538,7 +542,7 @@ def _cable_classes(
     Cables whose two ends have a fixed token (``token``) are counted by their tokens with
     C-level map and Counter (49k cables at 16k HCAs), and each distinct pair becomes its class
     once. The rest (an end whose token depends on the cable) go through ``classes`` one by one."""
-    ga, gb = list(map(_A_GUID, links)), list(map(_B_GUID, links))
+    ga, gb = list(map(_GUID_OF, map(_A_END, links))), list(map(_GUID_OF, map(_B_END, links)))
     ta, tb = list(map(token.get, ga)), list(map(token.get, gb))
     fast = None not in ta and None not in tb and not any(map(operator.eq, ga, gb))
     out: Counter[_Class] = Counter()

@@ -121,6 +121,16 @@ def test_a_10_mb_line_is_named_by_number_never_echoed(tmp_path: Path) -> None:
     assert f"{capture}:3:" in out and "line 3 is longer than 1 MiB" in out and "xxxxxxxxxx" not in out
 
 
+def test_a_long_line_after_megabytes_of_short_ones_is_named_by_its_number(tmp_path: Path) -> None:
+    # the line breaks of every chunk read before the long line are counted (3 MiB of lines)
+    capture = tmp_path / "capture.txt"
+    short = "# " + "y" * 97 + "\n"  # 100 bytes
+    n = 3 * (1 << 20) // len(short) + 7
+    capture.write_text(short * n + "z" * 2_000_000 + "\n")
+    out = _one_line_error(["discover", "--input", str(capture)], 3)
+    assert f"{capture}:{n + 1}:" in out and f"line {n + 1} is longer than 1 MiB" in out
+
+
 def test_a_long_unparsable_line_under_the_limit_is_cut_in_the_error(tmp_path: Path) -> None:
     capture = tmp_path / "capture.txt"
     capture.write_text('Switch 36 "S-0001" # "' + "y" * 500_000 + "\n")

@@ -9,6 +9,7 @@ or error.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -140,7 +141,27 @@ def _perturbations() -> dict[str, str]:
         "empty": "",
         "sysimgguid with a garbage tail": SMALL.replace("sysimgguid=0x", "sysimgguid=0xzz", 1),
         "line indented before a record": SMALL.replace("\nvendid=", "\n  vendid=", 1),
+        # the fast path leaves a port line's far GUID to the pairing (it must be a record's own)
+        "upper-case far GUID": _edit(SMALL, port, _far_guid(lines[port], str.upper)),
+        "far GUID not hex": _edit(SMALL, port, _far_guid(lines[port], lambda g: "g" + g[1:])),
+        "far GUID with a quote": _edit(SMALL, port, _far_guid(lines[port], lambda g: g[:8] + '"' + g[9:])),
+        # a quoted description or a parenthesis closed on the next line: one match over two lines
+        "description closed on the next line": _edit(SMALL, port, _split_at(lines[port], "mlx5_0")),
+        "parenthesis closed on the next line": _edit(SMALL, hca_port, _split_at(lines[hca_port], ")")),
     }
+
+
+def _split_at(line: str, mark: str) -> str:
+    """``line`` broken in two just before the last ``mark`` in it, the second starting with "["
+    as a port line does (both stay in the record's block of port lines)."""
+    i = line.rindex(mark)
+    return line[:i] + "\n[" + line[i:]
+
+
+def _far_guid(line: str, change: Callable[[str], str]) -> str:
+    """``line`` with the 16 digits of its far end's GUID changed."""
+    head, far, tail = line.partition('"S-') if '"S-' in line else line.partition('"H-')
+    return head + far + change(tail[:16]) + tail[16:]
 
 
 PERTURBED = _perturbations()

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.app.discovery.ibdiag_files import ibdiagnet_files
 from fabric.app.source import SourceKind
 from topology.anomaly import Anomaly
 from topology.chassis import Chassis, board_chassis, find_chassis
-from topology.classify import Classification, classify
+from topology.classify import Classification, Role, classify
 from topology.errors import CommandFailed, UsageError
-from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
 from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.model import Fabric
 from topology.wiring import find_anomalies
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from fabric.store import TopologySummary
 
 IBNETDISCOVER_TIMEOUT = 300.0
+_ROLE = attrgetter("role")
 TIER_NAMES = {0: "hca", 1: "leaf", 2: "spine", 3: "core"}
 
 
@@ -199,12 +199,14 @@ def discovery_to_dict(d: Discovery) -> dict[str, Any]:
 
 def summary(d: Discovery) -> dict[str, Any]:
     cls = d.classification
+    # Roles compared and counted as members (a member's .value is a Python-level property: this
+    # runs over every node of the fabric, and each command that shows the summary pays it).
     tiers = Counter(
         (c.section, c.tier if c.tier is not None else 99, c.tier_name)
         for c in cls.nodes.values()
-        if c.role.value == "switch"
+        if c.role is Role.SWITCH
     )
-    roles = Counter(c.role.value for c in cls.nodes.values())
+    roles = {role.value: n for role, n in Counter(map(_ROLE, cls.nodes.values())).items()}
     return {
         "source": d.source,
         "switches": len(d.fabric.switches()),
@@ -257,6 +259,10 @@ def _by_name(tiers: Counter[tuple[int, int, str]]) -> dict[str, int]:
 
 def discover_ibdiagnet(path: str | Path) -> Discovery:
     """Discovery (classification, anomalies) of the fabric an ibdiagnet run saw."""
+    # Imported here: ``discover --input FILE`` (a capture) reads no ibdiagnet run.
+    from fabric.app.discovery.ibdiag_files import ibdiagnet_files
+    from topology.ibdiag_csv import parse_db_csv_fabric, read_db_csv
+
     files = ibdiagnet_files(path)
     text = read_db_csv(files.db_csv)
     source = str(files.db_csv)
