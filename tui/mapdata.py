@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fabric.app.readmodel.routes import RowLoads
+from fabric.app.readmodel.route_loads import RowLoads
 from fabric.app.readmodel.views import NO_DATA, FabricView, LinkRow, RowStatus, status_order
 from fabric.app.sweeps.bandwidth import SweepBandwidth
 

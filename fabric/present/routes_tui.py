@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fabric.app.readmodel.routes import CableLoad, RoutesVerdict
+from fabric.app.readmodel.route_loads import CableLoad
+from fabric.app.readmodel.routes import RoutesVerdict
 from fabric.app.readmodel.views import Alert, LinkRow
 from fabric.present.routes import (
     CLEAN,

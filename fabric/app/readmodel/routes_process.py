@@ -24,7 +24,7 @@ from topology.errors import IbfabError, StoreError
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
-    from fabric.app.readmodel.routes import JudgedRoutes
+    from fabric.app.readmodel.route_loads import JudgedRoutes
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class RoutesJob:
 def judge_stored(job: RoutesJob) -> JudgedRoutes | None:
     """The judgement (None: no tables stored with the snapshot); what the child runs."""
     from fabric.app.discovery.discover import analyse
-    from fabric.app.readmodel.routes import judged_of
+    from fabric.app.readmodel.route_loads import judged_of
     from fabric.app.routes.check import check_routes_of
     from fabric.app.routes.tables import TablesRead
     from fabric.app.session import open_session
