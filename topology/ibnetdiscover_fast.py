@@ -42,13 +42,20 @@ T = TypeVar("T")
 # A record: the blank and comment lines before it, its header lines (in the tool's order; another
 # order or spelling falls back), the node line, and the block of port lines under it.
 _RECORD = re.compile(
-    r"(?:[ \t]*+\n|#[^\n]*+\n)*+"
+    r"^(?:"
     # a header's value is its first word, as the general parser reads it (value.split()[0])
     r"(?:vendid=[ \t]*+(\S*+)[^\n]*+\n)?(?:devid=[ \t]*+(\S*+)[^\n]*+\n)?"
     r"(?:sysimgguid=[ \t]*+(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*+))[^\n]*+\n)?"
     r"(?:(?:switchguid|caguid)=[^\n]*+\n)?"
     r'(Switch|Ca)[ \t]++(\d++)[ \t]++"[SH]-([0-9a-f]{16})"[ \t]*+#[ \t]*+"([^"\n]*+)"([^\n]*+)\n'
     r"((?:\[[^\n]*+(?:\n|\Z))*+)"
+    # or a blank or comment line; or nothing, where neither starts. Every alternative is anchored
+    # at a line start (a failed attempt elsewhere costs one step) and takes one line or one record,
+    # so the matches tile the text without a search ahead (a search would try each later position
+    # up to the end of a long run of blanks: quadratic on adversarial text). The first empty
+    # match ends the records (_tiles).
+    r")|^(?P<gap>[ \t]*+\n|#[^\n]*+\n)|(?P<no_record>)",
+    re.M,
 )
 # Blank and comment lines after the last record.
 _GAP = re.compile(r"(?:[ \t]*\n|#[^\n]*\n)*[ \t]*")
@@ -93,8 +100,8 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
     every record and port of a 16k-HCA fabric."""
     if "\r" in text:
         return None
-    records = list(_RECORD.finditer(text))
-    if not records or not _whole(records, text):
+    records = _tiles(text)
+    if not records:
         return None
     vendids, devids, plain_sysimgs, sysimgs, kinds, nports, gtexts, descs, tails, blocks = zip(
         *map(_GROUPS, records), strict=True
@@ -171,20 +178,25 @@ def parse_canonical(text: str, source: str) -> Fabric | None:
         return None  # the line parser names the line
 
 
-_GROUPS = re.Match.groups
+_GROUPS = operator.itemgetter(*range(1, 11))  # a record's ten groups
 _NO_LIMIT = 1 << 30
 _PORT_NUMBER = {str(n): n for n in range(256)}  # a port number is one byte
 
 
-def _whole(records: list[re.Match[str]], text: str) -> bool:
-    """Whether the records found cover the text: the first from its start, each from where the
-    one before it ends, and only blank and comment lines after the last."""
-    starts = list(map(re.Match.start, records))
-    ends = list(map(re.Match.end, records))
-    if starts[0] != 0 or starts[1:] != ends[:-1]:
-        return False
-    tail = _GAP.match(text, ends[-1])
-    return tail is not None and tail.end() == len(text)
+def _tiles(text: str) -> list[re.Match[str]] | None:
+    """The records of ``text`` when records, blank and comment lines cover all of it (blanks
+    without a line end at the very end too), else None."""
+    records: list[re.Match[str]] = []
+    end = 0
+    for m in _RECORD.finditer(text):
+        kind = m.lastgroup
+        if kind == "no_record":
+            break
+        end = m.end()
+        if kind != "gap":
+            records.append(m)
+    tail = _GAP.match(text, end)
+    return records if tail is not None and tail.end() == len(text) else None
 
 
 def _per_line(values: Sequence[T], counts: Sequence[int]) -> Iterator[T]:
