@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import logging
-import os
 import pickle
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from topology.errors import IbfabError, StoreError
+from fabric.app.childjob import ChildJob, child_main
+from topology.errors import StoreError
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
@@ -144,17 +141,6 @@ def load_health(data: bytes) -> HealthWindow | None:
     return None if payload is None else view_of(*payload)
 
 
-# How the child hands the store's warnings (a damaged snapshot skipped...) to the parent: one line
-# each on its stderr, which the parent reads (the child's stderr is a pipe, never the terminal).
-WARNING_PREFIX = "ibfab-warning: "
-
-
-class _WarningLines(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(WARNING_PREFIX + " ".join(record.getMessage().split()) + "\n")
-        sys.stderr.flush()
-
-
 # Not ``-m fabric.app.health.window``: run as __main__, the module would pickle its helpers under
 # that name and the parent could not find them.
 _CHILD = "import sys; from fabric.app.health.window import _child_main; sys.exit(_child_main(sys.argv[1:]))"
@@ -162,31 +148,20 @@ _CHILD = "import sys; from fabric.app.health.window import _child_main; sys.exit
 
 def _child_main(argv: list[str]) -> int:
     """``python -c _CHILD DB WINDOW_S THRESHOLDS|-``: the pickled view (or the error in one line)
-    on stdout, nothing else there (stray prints go to stderr)."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
-    from fabric.app.session import open_session
+    on stdout (:func:`fabric.app.childjob.child_main`)."""
 
-    try:
+    def compute() -> bytes:
+        from fabric.app.session import open_session
+
         window_s = float(argv[1])
         session = open_session(db=Path(argv[0]), thresholds_file=None if argv[2] == "-" else Path(argv[2]))
-        data = dump_health(compute_health(session, window_s))
-    except IbfabError as exc:
-        data = pickle.dumps(("error", exc.one_line()))
-    except Exception as exc:  # to the parent as one line, never a traceback
-        data = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
-    out.write(data)
-    out.close()
-    return 0
+        return dump_health(compute_health(session, window_s))
+
+    return child_main(compute)
 
 
-class HealthProcess:
-    """One health computation in a child Python process.
-
-    A subprocess rather than multiprocessing: under Textual ``sys.stderr`` is not a real file, and
-    multiprocessing's spawn start (its resource tracker) fails on that; a subprocess has its own
-    pipes and a pid to kill.
+class HealthProcess(ChildJob):
+    """One health computation in a child Python process (:class:`fabric.app.childjob.ChildJob`).
 
     >>> job = HealthProcess(session)  # doctest: +SKIP
     >>> view = job.result()        # doctest: +SKIP  (waits; raises StoreError if it failed)
@@ -196,52 +171,19 @@ class HealthProcess:
         """The child builds its own session from the store's path and the thresholds file (a path
         crosses the process boundary; the file was checked when the session was built)."""
         thresholds_file = session.thresholds_file
-        root = str(Path(__file__).resolve().parents[2])  # the directory holding the fabric package
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self.cancelled = False
-        self.warnings: tuple[str, ...] = ()  # what the store warned of while the child read it
-        self._process = subprocess.Popen(
+        super().__init__(
+            _CHILD,
             [
-                sys.executable,
-                "-c",
-                _CHILD,
                 str(session.store.path),
                 repr(window_s),
                 str(thresholds_file) if thresholds_file is not None else "-",
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # a Ctrl-C meant for the UI does not reach it
+            topic="health",
+            process="computing process",
+            work="computation",
         )
 
     def result(self) -> HealthWindow | None:
-        """Wait for the child (the GIL is free meanwhile) and return its view; the store's
-        warnings it logged are in :attr:`warnings` then."""
-        data, err = self._process.communicate()
-        lines = err.decode(errors="replace").splitlines()
-        self.warnings = tuple(
-            ln.removeprefix(WARNING_PREFIX) for ln in lines if ln.startswith(WARNING_PREFIX)
-        )
-        if self.cancelled:
-            raise StoreError("health: computation cancelled")
-        if self._process.returncode != 0 or not data:
-            last = [ln for ln in lines if ln.strip() and not ln.startswith(WARNING_PREFIX)][-1:] or [
-                "no output"
-            ]
-            raise StoreError(
-                f"health: the computing process failed (exit code {self._process.returncode}): {last[0]}"
-            )
-        return load_health(data)
-
-    def cancel(self) -> None:
-        """Stop the child now (a newer computation replaces it, or the UI is closing)."""
-        self.cancelled = True
-        if self._process.poll() is None:
-            self._process.kill()
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
+        """Wait for the child and return its view; the store's warnings it logged are in
+        :attr:`warnings` then."""
+        return load_health(self.output())

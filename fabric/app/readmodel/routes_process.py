@@ -10,17 +10,14 @@ error in one line): on a 16,384-HCA fabric ~6 s of the child's CPU, none of the 
 
 from __future__ import annotations
 
-import logging
-import os
 import pickle
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric.app.health.window import WARNING_PREFIX
-from topology.errors import IbfabError, StoreError
+from fabric.app.childjob import ChildJob, child_main
+from topology.errors import StoreError
 from topology.model import LinkKey
 
 if TYPE_CHECKING:
@@ -70,73 +67,38 @@ def judge_stored(job: RoutesJob) -> JudgedRoutes | None:
     return judged_of(check)
 
 
-class _WarningLines(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(WARNING_PREFIX + " ".join(record.getMessage().split()) + "\n")
-        sys.stderr.flush()
-
-
 # Not ``-m``: run as __main__, the module would pickle its records under that name.
 _CHILD = "import sys; from fabric.app.readmodel.routes_process import _child_main; sys.exit(_child_main())"
 
 
 def _child_main() -> int:
-    """The pickled job on stdin; the pickled judgement (or the error in one line) on stdout,
-    nothing else there (stray prints go to stderr)."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    logging.getLogger("fabric").addHandler(_WarningLines(logging.WARNING))
-    try:
+    """The pickled job on stdin; the pickled judgement (or the error in one line) on stdout
+    (:func:`fabric.app.childjob.child_main`)."""
+
+    def compute() -> bytes:
         job = pickle.loads(sys.stdin.buffer.read())  # our own parent wrote it
-        data = pickle.dumps(("ok", judge_stored(job)), protocol=pickle.HIGHEST_PROTOCOL)
-    except IbfabError as exc:
-        data = pickle.dumps(("error", exc.one_line()))
-    except Exception as exc:  # to the parent as one line, never a traceback
-        data = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
-    out.write(data)
-    out.close()
-    return 0
+        return pickle.dumps(("ok", judge_stored(job)), protocol=pickle.HIGHEST_PROTOCOL)
+
+    return child_main(compute)
 
 
-class RoutesProcess:
-    """One judgement in a child Python process: ``.result()`` waits (the GIL free meanwhile),
-    ``.cancel()`` kills it."""
+class RoutesProcess(ChildJob):
+    """One judgement in a child Python process (:class:`fabric.app.childjob.ChildJob`):
+    ``.result()`` waits (the GIL free meanwhile), ``.cancel()`` kills it."""
 
     def __init__(self, job: RoutesJob) -> None:
-        root = str(Path(__file__).resolve().parents[3])  # the directory holding the fabric package
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self.cancelled = False
-        self.warnings: tuple[str, ...] = ()
-        self._input = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # a Ctrl-C meant for the UI does not reach it
+        super().__init__(
+            _CHILD,
+            [],
+            topic="routes",
+            process="judging process",
+            work="judgement",
+            job=pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL),
         )
 
     def result(self) -> JudgedRoutes | None:
         """The judgement (None: no tables stored); a StoreError when the child failed."""
-        try:
-            data, err = self._process.communicate(self._input)
-        except (BrokenPipeError, OSError) as exc:  # killed before it read its job
-            raise StoreError(f"routes: the judging process stopped ({exc})") from exc
-        lines = err.decode(errors="replace").splitlines()
-        self.warnings = tuple(
-            ln.removeprefix(WARNING_PREFIX) for ln in lines if ln.startswith(WARNING_PREFIX)
-        )
-        if self.cancelled:
-            raise StoreError("routes: judgement cancelled")
-        if self._process.returncode != 0 or not data:
-            last = [ln for ln in lines if ln.strip() and not ln.startswith(WARNING_PREFIX)][-1:] or [
-                "no output"
-            ]
-            raise StoreError(
-                f"routes: the judging process failed (exit code {self._process.returncode}): {last[0]}"
-            )
+        data = self.output()
         try:
             kind, payload = pickle.loads(data)  # our own child wrote it
         except Exception as exc:  # a child of another ibfab version, a truncated pipe
@@ -145,8 +107,3 @@ class RoutesProcess:
             raise StoreError(str(payload))
         result: JudgedRoutes | None = payload
         return result
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self._process.poll() is None:
-            self._process.kill()
