@@ -6,6 +6,7 @@ from __future__ import annotations
 from fabric.app.triage.bisect import Culprit, RoundRun, TriageReport, TriageRound
 from fabric.app.triage.lost import LostNode
 from probes.inventory import fold_names
+from probes.labnccl import PlantedNode
 from probes.nccl_model import LOW
 
 _KIND = {
@@ -101,6 +102,12 @@ def culprit_lines(c: Culprit) -> list[str]:
     return lines
 
 
+def planted_line(lab: str, node: PlantedNode) -> str:
+    if node.kind == "lost":
+        return f"lab {lab}: {node.host} planted lost from round {node.from_round} of a triage (simulated)"
+    return f"lab {lab}: {node.host} planted slow ({node.kind}, {node.factor:g} of its rate; simulated)"
+
+
 def lost_lines(x: LostNode) -> list[str]:
     """A node lost mid-triage: a node finding (never its cables), with what was said."""
     state = f"; Slurm state: {x.state}" if x.state else ""
@@ -167,4 +174,4 @@ def render_triage(report: TriageReport, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["culprit_lines", "lost_lines", "render_triage", "undecided_lines"]
+__all__ = ["culprit_lines", "lost_lines", "planted_line", "render_triage", "undecided_lines"]

@@ -95,6 +95,36 @@ def slurm_step(
     return None
 
 
+def slurm_pair(
+    nodes: Sequence[str],
+    said: Mapping[str, str],
+    host_of: Mapping[str, str],
+    states: Callable[[Sequence[str]], Sequence[SlurmNode]],
+    why: str,
+) -> Unjudged:
+    """A pair Slurm did not run (``why``, its words): the nodes of its steps that srun could not
+    reach (``said``: node -> srun's words) are lost when srun names them or Slurm shows them down;
+    else the reason is not known."""
+    try:
+        read = {n.name: n for n in states(list(nodes))}
+    except IbfabError:
+        read = {}
+    lost = []
+    for node in nodes:
+        words = said.get(node)
+        info = read.get(node)
+        named = words is not None and any(n == node for n, _ in named_lost(f"srun: error: {words}"))
+        if named or (info is not None and is_lost(info)):
+            lost.append(
+                NodeLost(
+                    host_of.get(node, node),
+                    f"{node}: {words or why}",
+                    None if info is None else _state_text(info),
+                )
+            )
+    return Unjudged(tuple(lost), why)
+
+
 _SSH_LOST = re.compile(
     r"^ssh: (?:connect to host (?P<a>\S+) port \d+: .*|Could not resolve hostname (?P<b>[^\s:]+).*)$", re.M
 )
@@ -105,7 +135,7 @@ def mpirun_launch(hosts: Sequence[str], result: CommandResult, head: str) -> Unj
     ssh's own words, on mpirun's stderr, naming one of ``hosts`` it could not reach."""
     if result.failure in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT, FailureKind.REFUSED):
         return Unjudged((NodeLost(head, f"ssh {head}: {result.message}"),), result.message or "")
-    lost = []
+    lost: list[NodeLost] = []
     for m in _SSH_LOST.finditer(result.stderr):
         name = m.group("a") or m.group("b")
         if name in hosts and name not in {x.host for x in lost}:
@@ -117,4 +147,4 @@ def _last(text: str) -> str:
     return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "no message")
 
 
-__all__ = ["LostNode", "NodeLost", "Unjudged", "mpirun_launch", "slurm_step"]
+__all__ = ["LostNode", "NodeLost", "Unjudged", "mpirun_launch", "slurm_pair", "slurm_step"]
