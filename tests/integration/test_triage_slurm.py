@@ -144,7 +144,9 @@ def test_a_clean_set_is_cleared_and_the_allocation_released(
     assert res.exit_code == 0, res.output
     assert any(line.startswith("the fabric is fine") for line in res.output.splitlines()), res.output
     [job] = [j for j in triage_jobs(slurm) if j not in before and j != doc["slurm_job_ids"][0]]
-    assert f"Slurm job {job}: its steps ran the tests (sacct -j {job} for their logs)" in res.output.splitlines()
+    assert (
+        f"Slurm job {job}: its steps ran the tests (sacct -j {job} for their logs)" in res.output.splitlines()
+    )
     assert slurm.jobs() == []
 
 
