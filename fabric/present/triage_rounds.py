@@ -38,11 +38,23 @@ def _round_lines(rnd: TriageRound, limit: int) -> list[str]:
     if unjudged:
         head += f", {len(unjudged)} not judged"
     lines = [head]
-    shown = rnd.runs if rnd.kind in ("halves", "whole set", "split pairs") else [*slow, *unjudged]
+    every = rnd.kind in ("halves", "whole set", "split pairs")
+    shown = rnd.runs if every else slow
     for r in shown[:limit]:
         lines.append(f"  {r.label}: {_value(r)}")
     if len(shown) > limit:
         lines.append(f"  ... and {len(shown) - limit} more")
+    if not every:  # a lost node's many tests (every pair, both ways, every rail) in one line
+        groups: dict[tuple[str, ...], list[RoundRun]] = {}
+        for r in unjudged:
+            assert r.unjudged is not None
+            groups.setdefault(tuple(x.host for x in r.unjudged.lost), []).append(r)
+        for lost, runs in groups.items():
+            first = runs[0]
+            more = (
+                f"{len(runs)} test(s) with {fold_names(list(lost))}, first " if len(runs) > 1 and lost else ""
+            )
+            lines.append(f"  {more}{first.label}: {_value(first)}")
     if rnd.cleared_kind == "gpus":
         best = [r.measured for r in rnd.runs if r.measured is not None]
         lines.append(
