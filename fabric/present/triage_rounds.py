@@ -50,11 +50,11 @@ def _round_lines(rnd: TriageRound, limit: int) -> list[str]:
             assert r.unjudged is not None
             groups.setdefault(tuple(x.host for x in r.unjudged.lost), []).append(r)
         for lost, runs in groups.items():
-            first = runs[0]
-            more = (
-                f"{len(runs)} test(s) with {fold_names(list(lost))}, first " if len(runs) > 1 and lost else ""
-            )
-            lines.append(f"  {more}{first.label}: {_value(first)}")
+            if not lost:  # each failure of a reason not known, as it was said
+                lines += [f"  {r.label}: {_value(r)}" for r in runs[:limit]]
+                continue
+            more = f"{len(runs)} test(s) with {fold_names(list(lost))}, first " if len(runs) > 1 else ""
+            lines.append(f"  {more}{runs[0].label}: {_value(runs[0])}")
     if rnd.cleared_kind == "gpus":
         best = [r.measured for r in rnd.runs if r.measured is not None]
         lines.append(
