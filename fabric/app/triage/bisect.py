@@ -20,6 +20,12 @@ tested again.
 At most ceil(log2 n) + 2 rounds find one slow node or cable among n hosts (2 + ceil(log2 n) for
 a node only the collective sees; 3 for a cable or a GPU-bound node; 4 to clear a clean set).
 The first culprit ends the triage; other tests that were slow are listed beside it.
+
+A test that lost a node (:mod:`fabric.app.triage.lost`) is not judged, never slow: the node is a
+finding of its own, the rounds go on without it (one more round in the budget for each round that
+lost one), and a conclusion that rested on a run with it (a slow half) is not drawn by
+elimination. A test that did not start for a reason naming no node blames nothing; where the
+verdict needed it, the triage ends undecided.
 """
 
 from __future__ import annotations
