@@ -189,6 +189,39 @@ def test_mpirun_that_cannot_reach_a_node_loses_it_and_goes_on() -> None:
     assert lost.said == "ssh: connect to host dgx-0002 port 22: No route to host"
 
 
+class LostHead(FakeHeads):
+    """After ``after`` launches, ``lost`` answers no ssh at all (the transport's failure record)."""
+
+    def __init__(self, lost: str, after: int) -> None:
+        super().__init__()
+        self.lost, self.after = lost, after
+
+    def __call__(self, head: str, argv: Sequence[str], timeout: float) -> CommandResult:
+        if head == self.lost and len(self.launches) >= self.after:
+            return CommandResult(
+                head, tuple(argv), None, "", "", 0.0, FailureKind.UNREACHABLE, "No route to host"
+            )
+        return super().__call__(head, argv, timeout)
+
+
+def test_a_head_that_stops_answering_is_lost_not_a_crash() -> None:
+    d = fabric_of("rail-small")
+    facts = fabric_facts(d.fabric, d.classification, "rail-small")
+    design = {g: 400.0 for g, c in d.classification.nodes.items() if c.tier == 0}
+    heads = LostHead("dgx-0001", after=8)  # the first host: the head of the first half
+    backend = LaunchedBackend(
+        "ssh", heads, NcclTestOptions("all_reduce_perf", min_bytes="1M", max_bytes="8G"), FinePairs(),
+        PairsOnFabric(d.fabric, d.classification, design),
+        lost_of=lambda hosts, res: mpirun_launch(hosts, res, hosts[0]),
+    )  # fmt: skip
+    report = triage(sorted(facts.hosts), facts, backend)
+    c = report.culprit
+    assert c is not None and (c.kind, c.hosts) == ("node", ("dgx-0006",))
+    assert [(x.host, x.round, x.said) for x in report.lost] == [
+        ("dgx-0001", 3, "ssh dgx-0001: No route to host")
+    ]
+
+
 def test_mpirun_classifier() -> None:
     hosts = ["dgx-0001", "dgx-0002"]
     ok = CommandResult("dgx-0001", ("mpirun",), 0, "", "", 1.0)

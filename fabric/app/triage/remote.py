@@ -22,6 +22,7 @@ from probes.plan import endpoints
 from probes.sweep import Backend
 from probes.transport import CommandResult
 from topology.classify import Classification
+from topology.errors import UsageError
 from topology.model import Fabric, Guid
 
 
@@ -135,16 +136,31 @@ class LaunchedBackend:
         )
 
         launches: list[CommandResult] = []
+        seen: list[CommandResult] = []
         launch_argv = {job.argv for job in plan.jobs}
 
         def on_head(argv: Sequence[str], t: float) -> Any:
             res = self.run_on_head(hosts[0], argv, t)
-            if tuple(argv) in launch_argv and isinstance(res, CommandResult):
-                launches.append(res)
+            if isinstance(res, CommandResult):
+                seen.append(res)
+                if tuple(argv) in launch_argv:
+                    launches.append(res)
             return res
 
         run: RunOnHead = on_head
-        outcome = _outcome(hosts, run_nccl(run, plan, self.timeout), self.gpus_per_node * len(hosts))
+        ranks = self.gpus_per_node * len(hosts)
+        try:
+            runs = run_nccl(run, plan, self.timeout)
+        except UsageError:  # the hostfile could not be written: a head that no longer answers is lost
+            head = (
+                self.lost_of(hosts, seen[-1])
+                if self.lost_of is not None and seen and seen[-1].failure
+                else None
+            )
+            if head is None or not head.lost:
+                raise
+            return RunOutcome(tuple(hosts), None, head.said, ranks, unjudged=head)
+        outcome = _outcome(hosts, runs, ranks)
         lost = self.lost_of(hosts, launches[0]) if self.lost_of is not None and launches else None
         return (
             outcome

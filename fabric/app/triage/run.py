@@ -115,6 +115,7 @@ def triage_ssh(
     from probes.perftest import PerftestOptions
     from probes.ssh import ssh_transport_factory
     from probes.sweep import SshPerftestBackend
+    from probes.transport import CommandResult, HostError
 
     ssh = session.ssh
     if not ssh.inventory:
@@ -135,7 +136,10 @@ def triage_ssh(
     )
 
     def on_head(head: str, argv: Sequence[str], t: float) -> object:
-        return run_on_host(head, argv, t, ssh, ok_codes=range(256))
+        try:
+            return run_on_host(head, argv, t, ssh, ok_codes=range(256))
+        except HostError as exc:  # a record, so the triage can tell a head that stopped answering
+            return CommandResult(head, tuple(argv), None, "", "", 0.0, exc.kind, exc.message)
 
     backend = LaunchedBackend(
         "ssh", on_head, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
