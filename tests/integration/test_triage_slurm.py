@@ -45,18 +45,24 @@ WRITE_BW = REAL / "ib_write_bw" / "superbench-loopback-8M-hdr-server-client-conc
 # busbw columns scaled by half when $IBFAB_STANDIN_SLOW is one of the step's nodes (that node's
 # GPU-to-HCA path is slow: fine alone, slow across the network). On $IBFAB_STANDIN_HANG it hangs (a
 # collective stuck); on $IBFAB_STANDIN_FAIL it prints a real CUDA failure and exits 1. On
-# $IBFAB_STANDIN_LOSE, alone, it prints its run and then kills that node's slurmd (by the PID the
-# test recorded when it started it, $IBFAB_STANDIN_LOSE_PID): the node is lost mid-triage.
+# $IBFAB_STANDIN_LOSE, as rank 0 of a step of $IBFAB_STANDIN_LOSE_NODES nodes (1: its run alone), it
+# prints its run and then kills that node's slurmd by the PID the test recorded when it started it
+# ($IBFAB_STANDIN_LOSE_PID): the node is lost mid-triage, every later step there fails to launch.
 ALL_REDUCE_PERF = f"""#!/bin/sh
 [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_HANG" ] && exec sleep 300
 [ "$SLURM_PROCID" = 0 ] || exit 0
 [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_FAIL" ] && {{ cat {CUDA_BUSY}; exit 1; }}
-[ "$SLURM_STEP_NUM_NODES" = 1 ] && [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_LOSE" ] && {{
-  cat {ONE_NODE}; kill -9 "$IBFAB_STANDIN_LOSE_PID"; exit 0; }}
-[ "$SLURM_STEP_NUM_NODES" = 1 ] && exec cat {ONE_NODE}
-f=1
-for n in $(scontrol show hostnames "$SLURM_STEP_NODELIST"); do [ "$n" = "$IBFAB_STANDIN_SLOW" ] && f=0.5; done
-exec awk -v f=$f 'NF == 12 && $1 !~ /^#/ {{$5 /= f; $6 *= f; $7 *= f; $9 /= f; $10 *= f; $11 *= f}} {{print}}' {TWO_NODES}
+if [ "$SLURM_STEP_NUM_NODES" = 1 ]; then
+  cat {ONE_NODE}
+else
+  f=1
+  for n in $(scontrol show hostnames "$SLURM_STEP_NODELIST"); do [ "$n" = "$IBFAB_STANDIN_SLOW" ] && f=0.5; done
+  awk -v f=$f 'NF == 12 && $1 !~ /^#/ {{$5 /= f; $6 *= f; $7 *= f; $9 /= f; $10 *= f; $11 *= f}} {{print}}' {TWO_NODES}
+fi
+if [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_LOSE" ] && [ "$SLURM_STEP_NUM_NODES" = "${{IBFAB_STANDIN_LOSE_NODES:-1}}" ]; then
+  kill -9 "$IBFAB_STANDIN_LOSE_PID"
+fi
+exit 0
 """
 
 # The stand-in for perftest's ib_write_bw (no HCA here): a real 8 MiB run over HDR, the client's
@@ -249,9 +255,35 @@ def test_a_node_lost_mid_triage_is_a_node_finding_not_its_cables(
         assert all(t["busbw"]["verdict"] == "normal" for r in rest for t in r["tests"])
         assert len(doc["rounds"]) <= doc["round_budget"] == BUDGET + 1
         assert doc["slurm_job_ids"] == triage_jobs(cluster)
-        # the loss was real: Slurm itself finds node3 not responding
-        deadline = time.monotonic() + 60
-        while "NOT_RESPONDING" not in (state := node_state(cluster, "node3")) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert "NOT_RESPONDING" in state
+        assert_not_responding(cluster, "node3")
         assert cluster.jobs() == []
+
+
+def test_a_node_lost_in_a_collective_step_is_named_from_srun(tmp_path: Path, site: dict[str, str]) -> None:
+    """node3's slurmd is killed right after the collective of the second half (cn0003, cn0004) ran:
+    the whole set's step, next, fails to launch there. srun names node3 among the step's four
+    nodes; the node is lost in that round and nothing is blamed."""
+    with start_slurm(tmp_path / "cluster", nodes=4, cpus=8) as cluster:
+        pid = str(cluster.node_pids["node3"])
+        res = triage(cluster, site, "--json", lose="node3", lose_nodes="2", lose_pid=pid)
+        assert res.exit_code == 4, res.output
+        doc = json.loads(res.stdout)
+        assert [r["kind"] for r in doc["rounds"]] == ["single-node", "pairs", "halves", "whole set"]
+        assert doc["culprit"] is None and doc["undecided"] is None
+        [lost] = doc["lost_nodes"]
+        assert (lost["host"], lost["round"]) == ("cn0003", 4) and "failed on node node3" in lost["said"]
+        halves, [whole] = doc["rounds"][2]["tests"], doc["rounds"][3]["tests"]
+        assert [t["hosts"] for t in halves] == [["cn0001", "cn0002"], ["cn0003", "cn0004"]]
+        assert all(t["busbw"]["verdict"] == "normal" for t in halves)  # node3 answered then
+        assert whole["hosts"] == ["cn0001", "cn0002", "cn0003", "cn0004"] and not whole["slow"]
+        assert [x["host"] for x in whole["not_judged"]["lost"]] == ["cn0003"]
+        assert_not_responding(cluster, "node3")
+        assert cluster.jobs() == []
+
+
+def assert_not_responding(cluster: SlurmCluster, node: str) -> None:
+    """The loss was real: Slurm itself finds the node not responding (within its SlurmdTimeout)."""
+    deadline = time.monotonic() + 60
+    while "NOT_RESPONDING" not in (state := node_state(cluster, node)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "NOT_RESPONDING" in state
