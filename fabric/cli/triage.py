@@ -90,7 +90,8 @@ def triage_group(
     A node that stops answering mid-triage is named as lost (drain and check it), never its cables,
     and the rounds go on without it.
 
-    Exits 4 when it names a culprit or a lost node, or cannot decide; 0 when the fabric is fine."""
+    Exits 4 when it names a culprit or a lost node, cannot decide, or could not judge a test; 0 when
+    the fabric is fine."""
     if ctx.invoked_subcommand is not None:
         return
     if not hosts_range:
@@ -139,6 +140,8 @@ def triage_group(
         )
     if report.undecided is not None:
         raise CulpritFound(f"triage could not decide ({report.undecided}): nothing is blamed")
+    if report.not_judged:
+        raise CulpritFound(f"triage could not judge {len(report.not_judged)} test(s): nothing is blamed")
 
 
 @triage_group.command("plant")

@@ -165,6 +165,11 @@ def render_triage(report: TriageReport, limit: int = 8) -> str:
         lines += culprit_lines(report.culprit)
     elif report.undecided is not None:
         lines += undecided_lines(report)
+    elif report.not_judged and not report.lost:
+        lines.append(
+            f"the tests judged ran at the rate the fabric should give, but {len(report.not_judged)} test(s) did "
+            "not run, for a reason not known (above): nothing is blamed, and the fabric is not cleared"
+        )
     elif report.lost:
         lines.append(
             f"the hosts still answering ran at the rate the fabric should give (without "

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
-from fabric.app.triage.bisect import RunOutcome, TriageReport, round_budget, triage
+from fabric.app.triage.bisect import PairOutcome, RunOutcome, TriageReport, round_budget, triage
 from fabric.app.triage.lost import NodeLost, Unjudged, mpirun_launch, slurm_pair, slurm_step
 from fabric.app.triage.records import triage_to_dict
 from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
@@ -332,3 +333,63 @@ def test_a_lost_plant_round_trips() -> None:
     bad = format_planted({"dgx-0003": PlantedNode("dgx-0003", "lost", 1.0, 0)})
     with pytest.raises(ParseError, match="round 0"):
         parse_planted(bad, "nodes.json")
+
+
+def test_a_slow_node_then_lost_is_not_blamed_by_elimination() -> None:
+    """dgx-0004 makes its half slow (PCIe-bound), then stops answering: the half's hosts still
+    answering run at rate without it. Its slowness is not placed on them, nor guessed on it."""
+    # one node both slow and (later) lost: two plants of it, keyed apart
+    backend_planted = {
+        "dgx-0004": PlantedNode("dgx-0004", "pcie", 0.5),
+        "dgx-0004-lost": PlantedNode("dgx-0004", "lost", 1.0, 4),
+    }
+    d = fabric_of("rail-small")
+    facts = fabric_facts(d.fabric, d.classification, "rail-small")
+    sim = SimulatedBackend(d.fabric, d.classification, facts, backend_planted)
+    report = triage(sorted(facts.hosts), facts, sim)
+    assert report.culprit is None and [(x.host, x.round) for x in report.lost] == [("dgx-0004", 4)]
+    assert report.undecided == "suspects_lost"
+    [(n, slow_half)] = report.undecided_evidence[:1]
+    assert n == 3 and slow_half.slow and "dgx-0004" in slow_half.hosts
+    assert "the slow set's hosts still answering ran at rate without the lost node" in render_triage(report)
+
+
+def test_too_few_hosts_left_is_said() -> None:
+    planted = {**lost_at("dgx-0001", 1), **lost_at("dgx-0002", 2)}
+    report = run_triage("rail-small", 3, planted=planted)
+    assert report.culprit is None and report.undecided == "too_few_hosts"
+    assert [(x.host, x.round) for x in report.lost] == [("dgx-0001", 1), ("dgx-0002", 2)]
+
+
+class UnknownPair:
+    """The lab backend, but one pair of the ring does not run for a reason that names no node."""
+
+    SAID = "srun: error: Job step creation temporarily disabled, retrying"
+
+    def __init__(self, inner: SimulatedBackend) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.single_nodes = inner.single_nodes
+        self.collectives = inner.collectives
+
+    def pairs(self, pairs: Sequence[tuple[str, str, int]]) -> list[PairOutcome]:
+        out = self.inner.pairs(pairs)
+        first = out[0]
+        return [replace(first, gbps=None, error=self.SAID, unjudged=Unjudged((), self.SAID)), *out[1:]]
+
+
+def test_a_pair_that_did_not_run_for_a_reason_not_known_clears_nothing_and_blames_nothing() -> None:
+    d = fabric_of("rail-small")
+    facts = fabric_facts(d.fabric, d.classification, "rail-small")
+    report = triage(
+        sorted(facts.hosts), facts, UnknownPair(SimulatedBackend(d.fabric, d.classification, facts, {}))
+    )
+    assert report.culprit is None and report.lost == () and report.undecided is None
+    assert report.rounds[1].cleared_kind is None and len(report.not_judged) == 1
+    assert not report.fabric_fine  # a test not judged: the fabric is not cleared
+    text = render_triage(report)
+    assert "1 test(s) did not run, for a reason not known (above): nothing is blamed" in text
+    assert (
+        f"dgx-0001 -> dgx-0002 rail 0: not judged: did not run, for a reason not known ({UnknownPair.SAID})"
+        in text
+    )

@@ -147,8 +147,8 @@ class TriageReport:
 
     @property
     def fabric_fine(self) -> bool:
-        """Nothing named, nothing lost, nothing left undecided."""
-        return self.culprit is None and not self.lost and self.undecided is None
+        """Nothing named, nothing lost, nothing left undecided, every test judged."""
+        return self.culprit is None and not self.lost and self.undecided is None and not self.not_judged
 
     @property
     def not_judged(self) -> tuple[tuple[int, RoundRun], ...]:

@@ -75,7 +75,7 @@ class SimulatedBackend:
         self.paths: dict[tuple[Guid, Guid], Sequence[Link]] = {}
         self.names = {g: c.name for g, c in cls.nodes.items()}
         self.planted = {h: p for h, p in planted.items() if p.kind != "lost"}
-        self.lost_from = {h: p.from_round for h, p in planted.items() if p.kind == "lost"}
+        self.lost_from = {p.host: p.from_round for p in planted.values() if p.kind == "lost"}
         self.gpus_per_node = gpus_per_node
         self.round = 0
 
