@@ -13,17 +13,21 @@ from dataclasses import replace
 import pytest
 
 from fabric.app.triage.bisect import PairOutcome, RunOutcome, TriageReport, round_budget, triage
-from fabric.app.triage.lost import NodeLost, Unjudged, mpirun_launch, slurm_pair, slurm_step
+from fabric.app.triage.lost import NodeLost, Unjudged, mpirun_launch, slurm_pair, slurm_step, ssh_pairs_lost
 from fabric.app.triage.records import triage_to_dict
 from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
 from fabric.app.triage.simulated import SimulatedBackend
 from fabric.present.triage_rounds import render_triage
+from probes.inventory import HostEntry
 from probes.labnccl import PlantedNode, format_planted, parse_planted
 from probes.nccl import NcclTestOptions
 from probes.nccl_model import fabric_facts
+from probes.perftest import PerftestOptions
 from probes.slurm_parse import SlurmNode, parse_nodes
+from probes.sweep import SshPerftestBackend
 from probes.transport import CommandResult, FailureKind
 from tests.advise_fabrics import fabric_of
+from tests.conftest import REALDATA
 from tests.fabric.test_triage import SPECS, FakeHeads, FinePairs, host_cable, run_triage
 from topology.errors import ParseError
 
@@ -393,3 +397,59 @@ def test_a_pair_that_did_not_run_for_a_reason_not_known_clears_nothing_and_blame
         f"dgx-0001 -> dgx-0002 rail 0: not judged: did not run, for a reason not known ({UnknownPair.SAID})"
         in text
     )
+
+
+class Hosts:
+    """Hosts at their SSH boundary for ib_write_bw: each prints the real HDR capture, except
+    ``lost``, which ssh cannot reach (the transport's failure record)."""
+
+    GOOD = (REALDATA / "ib_write_bw" / "superbench-loopback-8M-hdr-server-client-concat.txt").read_text()
+
+    def __init__(self, host: str, lost: str) -> None:
+        self._host, self.lost = host, lost
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
+        if self._host == self.lost:
+            return CommandResult(
+                self._host, tuple(argv), None, "", "", 0.0, FailureKind.UNREACHABLE, "No route to host"
+            )
+        out = self.GOOD if argv[0] != "sh" or "exec" in argv[-1] else ""
+        return CommandResult(self._host, tuple(argv), 0, out, "", 0.1)
+
+    def require(self, result: CommandResult, ok_codes: Sequence[int] = (0,)) -> CommandResult:
+        return result
+
+    def close(self) -> None:
+        pass
+
+
+def test_ssh_pairs_of_a_host_ssh_cannot_reach_lose_it_not_its_cables() -> None:
+    """Before, each pair of the host was a failed (slow) pair both ways: its cable on rail 0 was
+    named. Now the host is lost in the pairs round and the rest is triaged without it."""
+    d = fabric_of("rail-small")
+    facts = fabric_facts(d.fabric, d.classification, "rail-small")
+    hosts = sorted(facts.hosts)
+    design = {g: 200.0 for g, c in d.classification.nodes.items() if c.tier == 0}
+    pairs = SshPerftestBackend(
+        {h: HostEntry(h) for h in hosts}, lambda e: Hosts(e.name, "dgx-0002"), PerftestOptions("ib_write_bw"),
+        start_delay=0.0, line_rates=design,
+    )  # fmt: skip
+    backend = LaunchedBackend(
+        "ssh", LosingHeads("dgx-0002", after=8), NcclTestOptions("all_reduce_perf", min_bytes="1M", max_bytes="8G"),
+        pairs, PairsOnFabric(d.fabric, d.classification, design),
+        lost_of=lambda hosts, res: mpirun_launch(hosts, res, hosts[0]), pairs_lost=ssh_pairs_lost(pairs),
+    )  # fmt: skip
+    report = triage(hosts, facts, backend)
+    assert [(x.host, x.round, x.said) for x in report.lost] == [
+        ("dgx-0002", 2, "ssh dgx-0002: No route to host")
+    ]
+    mine = [r for r in report.rounds[1].runs if "dgx-0002" in r.hosts]
+    assert len(mine) == 2 * 8 and all(not r.slow and r.unjudged is not None for r in mine)
+    assert not any(r.slow for r in report.rounds[1].runs)  # the other pairs ran at the HDR rate
+    # the slow node of the fake heads (dgx-0006) is still found, without dgx-0002
+    c = report.culprit
+    assert c is not None and (c.kind, c.hosts) == ("node", ("dgx-0006",))

@@ -16,11 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from probes.slurm_lost import is_lost, named_lost, not_started
 from probes.slurm_parse import SlurmNode
 from probes.transport import CommandResult, FailureKind
 from topology.errors import IbfabError
+from topology.model import Guid
+
+if TYPE_CHECKING:
+    from probes.pairs import PairResult, Probe
+    from probes.slurm_sweep import SlurmSweepBackend
+    from probes.sweep import SshPerftestBackend
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,57 @@ def slurm_pair(
     return Unjudged(tuple(lost), why)
 
 
+PairsLost = Callable[[Sequence["Probe"], Sequence["PairResult"]], dict[tuple[Guid, Guid], Unjudged]]
+
+
+def slurm_pairs_lost(
+    backend: SlurmSweepBackend,
+    node_of: Mapping[str, str],
+    states: Callable[[Sequence[str]], Sequence[SlurmNode]],
+) -> PairsLost:
+    """For a round of pairs run as steps of ``backend``: why each pair it did not run was not (its
+    last word on the pair, :class:`probes.slurm_sweep.Unmeasured`), the nodes it lost named."""
+    host_of = {n: h for h, n in node_of.items()}
+
+    def lost(probes: Sequence[Probe], results: Sequence[PairResult]) -> dict[tuple[Guid, Guid], Unjudged]:
+        ran = {(r.client.guid, r.server.guid) for r in results}
+        why = {(u.probe.client.guid, u.probe.server.guid): u.why for u in backend.unmeasured}
+        out = {}
+        for p in probes:
+            key = (p.client.guid, p.server.guid)
+            if key not in ran:
+                nodes = [node_of.get(p.client.host, p.client.host), node_of.get(p.server.host, p.server.host)]
+                out[key] = slurm_pair(
+                    nodes, backend.lost, host_of, states, why.get(key, "not run: no result came back")
+                )
+        return out
+
+    return lost
+
+
+def ssh_pairs_lost(backend: SshPerftestBackend) -> PairsLost:
+    """For a round of pairs over SSH: a failed pair whose client or server host ssh could not reach
+    (unreachable, refused, the connection timed out) lost that host."""
+
+    def lost(probes: Sequence[Probe], results: Sequence[PairResult]) -> dict[tuple[Guid, Guid], Unjudged]:
+        out = {}
+        for r in results:
+            run = None if r.ok else backend.outputs.get((r.client.guid, r.server.guid, r.attempt))
+            if run is None:
+                continue
+            gone = [
+                NodeLost(host, f"ssh {host}: {res.message}")
+                for host, res in ((r.server.host, run.server), (r.client.host, run.client))
+                if res.failure in _UNANSWERED
+            ]
+            if gone:
+                out[(r.client.guid, r.server.guid)] = Unjudged(tuple(gone), gone[0].said)
+        return out
+
+    return lost
+
+
+_UNANSWERED = (FailureKind.UNREACHABLE, FailureKind.TIMEOUT, FailureKind.REFUSED)
 _SSH_LOST = re.compile(
     r"^ssh: (?:connect to host (?P<a>\S+) port \d+: .*|Could not resolve hostname (?P<b>[^\s:]+).*)$", re.M
 )
@@ -133,7 +191,7 @@ _SSH_LOST = re.compile(
 def mpirun_launch(hosts: Sequence[str], result: CommandResult, head: str) -> Unjudged | None:
     """Whether a launch over SSH lost a node: the head itself unreachable (its ssh failed), or
     ssh's own words, on mpirun's stderr, naming one of ``hosts`` it could not reach."""
-    if result.failure in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT, FailureKind.REFUSED):
+    if result.failure in _UNANSWERED:
         return Unjudged((NodeLost(head, f"ssh {head}: {result.message}"),), result.message or "")
     lost: list[NodeLost] = []
     for m in _SSH_LOST.finditer(result.stderr):
@@ -147,4 +205,14 @@ def _last(text: str) -> str:
     return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "no message")
 
 
-__all__ = ["LostNode", "NodeLost", "Unjudged", "mpirun_launch", "slurm_pair", "slurm_step"]
+__all__ = [
+    "LostNode",
+    "NodeLost",
+    "PairsLost",
+    "Unjudged",
+    "mpirun_launch",
+    "slurm_pair",
+    "slurm_pairs_lost",
+    "slurm_step",
+    "ssh_pairs_lost",
+]

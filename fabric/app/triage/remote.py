@@ -3,7 +3,7 @@ SSH (an inventory; each collective launched by ``mpirun`` on its first host) or 
 one Slurm allocation. The tests of one round start together (a thread each) and the round ends
 when all are back; a test that fails is a record with its reason, never an exception. A test that
 lost a node (:mod:`fabric.app.triage.lost`) is told apart by the hooks the SSH or Slurm triage
-gives: ``lost_of`` for a launch, ``pairs_lost`` for the pairs a round did not run."""
+gives: ``lost_of`` for a launch, ``pairs_lost`` for a round's pairs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from fabric.app.triage.bisect import PairOutcome, RunOutcome
-from fabric.app.triage.lost import Unjudged
+from fabric.app.triage.lost import PairsLost, Unjudged
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import NcclRun, RunOnHead, plan_nccl, run_nccl
 from probes.pairs import Endpoint, PairResult, Probe
@@ -82,7 +82,7 @@ class PairsOnFabric:
             rates = [x for x in (self.design.get(client.guid), self.design.get(server.guid)) if x]
             r = got.get((client.guid, server.guid))
             why = (unjudged or {}).get((client.guid, server.guid))
-            if r is None and why is not None:
+            if why is not None:  # a node lost (or no start for a reason not known): not judged
                 out.append(PairOutcome(*want, None, min(rates) if rates else None, why.said, unjudged=why))
             elif r is None:
                 out.append(
@@ -111,7 +111,7 @@ class LaunchedBackend:
         plan_extra: Mapping[str, Any] | None = None,
         node_of: Mapping[str, str] | None = None,
         lost_of: Callable[[Sequence[str], CommandResult], Unjudged | None] | None = None,
-        pairs_lost: Callable[[Sequence[Probe]], Mapping[tuple[Guid, Guid], Unjudged]] | None = None,
+        pairs_lost: PairsLost | None = None,
     ) -> None:
         self.name = name
         self.run_on_head = run_on_head
@@ -124,7 +124,7 @@ class LaunchedBackend:
         self.plan_extra = dict(plan_extra or {})
         self.node_of = dict(node_of or {})  # fabric host -> the launcher's name for it (a Slurm node)
         self.lost_of = lost_of  # (hosts, the launch's result) -> the test lost a node, or did not start
-        self.pairs_lost = pairs_lost  # the probes asked -> why those not run were not
+        self.pairs_lost = pairs_lost  # (the probes asked, the results) -> the pairs that lost a node
 
     def _run(self, hosts: Sequence[str]) -> RunOutcome:
         plan = plan_nccl(
@@ -177,9 +177,7 @@ class LaunchedBackend:
     def pairs(self, pairs: Sequence[tuple[str, str, int]]) -> list[PairOutcome]:
         probes, keep = self.on_fabric.probes(pairs)
         results = self.pairs_backend.run_round(probes, 0) if probes else []
-        ran = {(r.client.guid, r.server.guid) for r in results}
-        missing = [p for p in probes if (p.client.guid, p.server.guid) not in ran]
-        lost = self.pairs_lost(missing) if self.pairs_lost is not None and missing else {}
+        lost = self.pairs_lost(probes, results) if self.pairs_lost is not None else {}
         return self.on_fabric.outcomes(pairs, keep, results, lost)
 
 

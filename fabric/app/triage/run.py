@@ -109,7 +109,7 @@ def triage_ssh(
     the inventory's hosts (the session's ``ssh.inventory``)."""
     from fabric.app.drivers import run_on_host
     from fabric.app.source import with_identity
-    from fabric.app.triage.lost import mpirun_launch
+    from fabric.app.triage.lost import mpirun_launch, ssh_pairs_lost
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
     from probes.inventory import read_inventory
     from probes.perftest import PerftestOptions
@@ -145,7 +145,7 @@ def triage_ssh(
         "ssh", on_head, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
         gpus_per_node=gpus_per_node, timeout=timeout,
         plan_extra={"mpirun": mpirun, "allow_run_as_root": allow_run_as_root},
-        lost_of=lambda hosts, res: mpirun_launch(hosts, res, hosts[0]),
+        lost_of=lambda hosts, res: mpirun_launch(hosts, res, hosts[0]), pairs_lost=ssh_pairs_lost(pairs),
     )  # fmt: skip
     return _held(hosts, facts, backend, lock_keys(hosts, session.driver), session.store)
 
@@ -168,9 +168,8 @@ def triage_slurm(
     by srun, ib_write_bw pairs as a sweep's steps); released on every way out."""
     from fabric.app.slurm import connect
     from fabric.app.sweeps.nccl_slurm import run_in_allocation
-    from fabric.app.triage.lost import Unjudged, slurm_pair, slurm_step
+    from fabric.app.triage.lost import slurm_pairs_lost, slurm_step
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
-    from probes.pairs import Probe
     from probes.perftest import PerftestOptions
     from probes.slurm import AllocationRequest, SlurmUnavailable, describe
     from probes.slurm_sweep import PerftestSteps, SlurmSweepBackend
@@ -209,28 +208,15 @@ def triage_slurm(
             # of its round, still running, must not be cancelled with it.
             return run_in_allocation(slurm, alloc, argv, f"triage-{next(steps)}", t)
 
-        host_of = {n: h for h, n in node_of.items()}
-
         def states(nodes: Sequence[str]) -> list[SlurmNode]:
             return slurm.nodes(nodes)
-
-        def pairs_lost(missing: Sequence[Probe]) -> dict[tuple[Guid, Guid], Unjudged]:
-            # Why the sweep's steps did not run these pairs: its last word on each (Unmeasured).
-            why = {(u.probe.client.guid, u.probe.server.guid): u.why for u in pairs.unmeasured}
-            out = {}
-            for p in missing:
-                key = (p.client.guid, p.server.guid)
-                nodes = [node_of.get(p.client.host, p.client.host), node_of.get(p.server.host, p.server.host)]
-                out[key] = slurm_pair(
-                    nodes, pairs.lost, host_of, states, why.get(key, "not run: no result came back")
-                )
-            return out
 
         backend = LaunchedBackend(
             "slurm", on_slurm, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
             launcher="srun", gpus_per_node=gpus_per_node, timeout=timeout,
             plan_extra={"mpi": mpi, "request_gpus": request_gpus}, node_of=node_of,
-            lost_of=lambda hosts, res: slurm_step(hosts, res, node_of, states), pairs_lost=pairs_lost,
+            lost_of=lambda hosts, res: slurm_step(hosts, res, node_of, states),
+            pairs_lost=slurm_pairs_lost(pairs, node_of, states),
         )  # fmt: skip
         # The job whose steps ran every test: an operator finds their logs with sacct -j.
         return replace(triage(hosts, facts, backend), slurm_jobs=(alloc.job_id,))
