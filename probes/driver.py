@@ -153,7 +153,7 @@ class FabricDriver:
         """The simulated slow nodes planted in the fabric."""
         raise self._simulator_only("a simulated slow node")
 
-    def plant_node(self, host: str, kind: str, factor: float) -> PlantedNode:
+    def plant_node(self, host: str, kind: str, factor: float, from_round: int = 1) -> PlantedNode:
         raise self._simulator_only("planting a slow node")
 
     def clear_nodes(self) -> int:

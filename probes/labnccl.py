@@ -15,7 +15,9 @@ carries ``SIMULATED`` in its source. The model:
   every cable of the routes between ring neighbours (a cable as trained: a degraded cable counts
   at its trained rate); the ring goes at its slowest rail, times :data:`NCCL_EFFICIENCY` (what
   a healthy run reaches of the bound, :mod:`probes.nccl_model`), and no faster than its slowest
-  node's GPUs.
+  node's GPUs;
+* a node planted ``lost`` stops answering from round ``from_round`` of a triage on (its slurmd or
+  sshd gone): no test that includes it runs from then on (:mod:`fabric.app.triage.simulated`).
 
 Planted faults are kept as JSON (:func:`parse_planted`, :func:`format_planted`) in the lab's
 directory by :mod:`fabric.app.triage.labnodes`.
@@ -37,17 +39,19 @@ NVLINK_BUSBW = 480.0  # GB/s: an 8-GPU node's single-node all_reduce
 NCCL_EFFICIENCY = 0.94  # of the network bound (2 DGX A100 with 8 HDR HCAs reach 94 %)
 SIZES = tuple(1 << k for k in range(20, 34))  # 1 MiB .. 8 GiB, nccl-tests -b 1M -e 8G
 _LATENCY_US = 60.0
-FAULT_KINDS = ("gpu", "pcie")
+FAULT_KINDS = ("gpu", "pcie", "lost")
 
 
 @dataclass(frozen=True, slots=True)
 class PlantedNode:
     """A simulated node made slow: its GPUs (``gpu``) or its GPU-to-HCA path (``pcie``) reach
-    ``factor`` of their healthy rate."""
+    ``factor`` of their healthy rate; or made ``lost`` from round ``from_round`` of a triage on
+    (``factor`` 1: it is not slow while it answers)."""
 
     host: str
     kind: str
     factor: float
+    from_round: int = 1
 
 
 def parse_planted(text: str, source: str = "<planted nodes>") -> dict[str, PlantedNode]:
@@ -56,9 +60,13 @@ def parse_planted(text: str, source: str = "<planted nodes>") -> dict[str, Plant
         doc = json.loads(text)
         out = {}
         for item in doc["nodes"]:
-            node = PlantedNode(str(item["host"]), str(item["kind"]), float(item["factor"]))
-            if node.kind not in FAULT_KINDS or not 0.0 < node.factor <= 1.0:
-                raise ValueError(f"{node.host}: kind {node.kind!r}, factor {node.factor}")
+            node = PlantedNode(
+                str(item["host"]), str(item["kind"]), float(item["factor"]), int(item.get("from_round", 1))
+            )
+            if node.kind not in FAULT_KINDS or not 0.0 < node.factor <= 1.0 or node.from_round < 1:
+                raise ValueError(
+                    f"{node.host}: kind {node.kind!r}, factor {node.factor}, round {node.from_round}"
+                )
             out[node.host] = node
         return out
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -67,7 +75,12 @@ def parse_planted(text: str, source: str = "<planted nodes>") -> dict[str, Plant
 
 def format_planted(nodes: Mapping[str, PlantedNode]) -> str:
     items = [
-        {"host": n.host, "kind": n.kind, "factor": n.factor}
+        {
+            "host": n.host,
+            "kind": n.kind,
+            "factor": n.factor,
+            **({"from_round": n.from_round} if n.kind == "lost" else {}),
+        }
         for n in sorted(nodes.values(), key=lambda x: x.host)
     ]
     return json.dumps({"format": "ibfab-lab-nodes/1", "nodes": items}, indent=1) + "\n"

@@ -87,7 +87,11 @@ def triage_group(
     the hosts still suspect; at most ceil(log2 n)+2 rounds. Prints each round, what it ruled out,
     and the culprit with its evidence, or that the fabric is fine and the problem is elsewhere.
 
-    Exits 4 when it names a culprit, 0 when the fabric is fine."""
+    A node that stops answering mid-triage is named as lost (drain and check it), never its cables,
+    and the rounds go on without it.
+
+    Exits 4 when it names a culprit or a lost node, cannot decide, or could not judge a test; 0 when
+    the fabric is fine."""
     if ctx.invoked_subcommand is not None:
         return
     if not hosts_range:
@@ -130,21 +134,40 @@ def triage_group(
         click.echo(render_triage(report))
     if report.culprit is not None:
         raise CulpritFound(f"triage named a culprit: {report.culprit.kind} {', '.join(report.culprit.hosts)}")
+    if report.lost:
+        raise CulpritFound(
+            f"triage lost node(s): {', '.join(x.host for x in report.lost)} (drain and check them)"
+        )
+    if report.undecided is not None:
+        raise CulpritFound(f"triage could not decide ({report.undecided}): nothing is blamed")
+    if report.not_judged:
+        raise CulpritFound(f"triage could not judge {len(report.not_judged)} test(s): nothing is blamed")
 
 
 @triage_group.command("plant")
 @click.option("--lab", "lab_name", required=True, metavar="NAME", help="The lab.")
 @click.argument("host")
 @click.option(
-    "--kind", type=click.Choice(["gpu", "pcie"]), required=True, help="Slow GPUs, or a slow GPU-to-HCA path."
+    "--kind",
+    type=click.Choice(["gpu", "pcie", "lost"]),
+    required=True,
+    help="Slow GPUs, a slow GPU-to-HCA path, or a node that stops answering.",
 )
 @click.option("--factor", default=0.5, show_default=True, type=float, help="The share of its healthy rate.")
-def plant_cmd(lab_name: str, host: str, kind: str, factor: float) -> None:
-    """Plant a simulated slow node in a lab (its GPUs, or its GPU-to-HCA path)."""
-    node = lab_session(lab_name).driver.plant_node(host, kind, factor)
-    click.echo(
-        f"lab {lab_name}: {node.host} planted slow ({node.kind}, {node.factor:g} of its rate; simulated)"
-    )
+@click.option(
+    "--round",
+    "from_round",
+    default=1,
+    show_default=True,
+    type=int,
+    help="--kind lost: lost from this round on.",
+)
+def plant_cmd(lab_name: str, host: str, kind: str, factor: float, from_round: int) -> None:
+    """Plant a simulated slow node in a lab (its GPUs, or its GPU-to-HCA path), or a lost one."""
+    from fabric.present.triage_rounds import planted_line
+
+    node = lab_session(lab_name).driver.plant_node(host, kind, factor, from_round)
+    click.echo(planted_line(lab_name, node))
 
 
 @triage_group.command("clear")

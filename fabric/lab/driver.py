@@ -149,15 +149,20 @@ class LabDriver(FabricDriver):
             return {}
         return parse_planted(read_input_text(path, "planted nodes"), str(path))
 
-    def plant_node(self, host: str, kind: str, factor: float = 0.5) -> PlantedNode:
+    def plant_node(self, host: str, kind: str, factor: float = 0.5, from_round: int = 1) -> PlantedNode:
         """Make ``host`` of the lab a slow node: its GPUs (``gpu``) or its GPU-to-HCA path
-        (``pcie``) reach ``factor`` of their healthy rate in the simulation."""
+        (``pcie``) reach ``factor`` of their healthy rate in the simulation; or a node ``lost``
+        from round ``from_round`` of a triage on."""
         if kind not in FAULT_KINDS:
             raise UsageError(f"slow node kind must be one of {', '.join(FAULT_KINDS)}, not {kind!r}")
-        if not 0.0 < factor < 1.0:
+        if kind == "lost":
+            if from_round < 1:
+                raise UsageError(f"a node is lost from round 1 or later, not {from_round}")
+            factor = 1.0
+        elif not 0.0 < factor < 1.0:
             raise UsageError(f"factor must be between 0 and 1 (the share of its healthy rate), not {factor}")
         nodes = self.planted_nodes()
-        node = PlantedNode(host, kind, factor)
+        node = PlantedNode(host, kind, factor, from_round)
         nodes[host] = node
         self._planted_path().write_text(format_planted(nodes), encoding="utf-8")
         return node

@@ -4,7 +4,9 @@ that the fabric is fine and the problem is elsewhere)."""
 from __future__ import annotations
 
 from fabric.app.triage.bisect import Culprit, RoundRun, TriageReport, TriageRound
+from fabric.app.triage.lost import LostNode
 from probes.inventory import fold_names
+from probes.labnccl import PlantedNode
 from probes.nccl_model import LOW
 
 _KIND = {
@@ -17,6 +19,10 @@ _KIND = {
 
 
 def _value(r: RoundRun) -> str:
+    if r.unjudged is not None:
+        if r.unjudged.lost:
+            return f"not judged: {fold_names([x.host for x in r.unjudged.lost])} lost ({r.unjudged.said})"
+        return f"not judged: did not run, for a reason not known ({r.unjudged.said})"
     if r.error:
         return f"failed: {r.error}"
     if r.measured is None:
@@ -27,13 +33,28 @@ def _value(r: RoundRun) -> str:
 
 def _round_lines(rnd: TriageRound, limit: int) -> list[str]:
     slow = [r for r in rnd.runs if r.slow]
+    unjudged = [r for r in rnd.runs if r.unjudged is not None]
     head = f"round {rnd.number}: {_KIND.get(rnd.kind, rnd.kind)}: {len(rnd.runs)} test(s), {len(slow) or 'none'} slow"
+    if unjudged:
+        head += f", {len(unjudged)} not judged"
     lines = [head]
-    shown = rnd.runs if rnd.kind in ("halves", "whole set", "split pairs") else slow
+    every = rnd.kind in ("halves", "whole set", "split pairs")
+    shown = rnd.runs if every else slow
     for r in shown[:limit]:
         lines.append(f"  {r.label}: {_value(r)}")
     if len(shown) > limit:
         lines.append(f"  ... and {len(shown) - limit} more")
+    if not every:  # a lost node's many tests (every pair, both ways, every rail) in one line
+        groups: dict[tuple[str, ...], list[RoundRun]] = {}
+        for r in unjudged:
+            assert r.unjudged is not None
+            groups.setdefault(tuple(x.host for x in r.unjudged.lost), []).append(r)
+        for lost, runs in groups.items():
+            if not lost:  # each failure of a reason not known, as it was said
+                lines += [f"  {r.label}: {_value(r)}" for r in runs[:limit]]
+                continue
+            more = f"{len(runs)} test(s) with {fold_names(list(lost))}, first " if len(runs) > 1 else ""
+            lines.append(f"  {more}{runs[0].label}: {_value(runs[0])}")
     if rnd.cleared_kind == "gpus":
         best = [r.measured for r in rnd.runs if r.measured is not None]
         lines.append(
@@ -93,15 +114,67 @@ def culprit_lines(c: Culprit) -> list[str]:
     return lines
 
 
+def planted_line(lab: str, node: PlantedNode) -> str:
+    if node.kind == "lost":
+        return f"lab {lab}: {node.host} planted lost from round {node.from_round} of a triage (simulated)"
+    return f"lab {lab}: {node.host} planted slow ({node.kind}, {node.factor:g} of its rate; simulated)"
+
+
+def lost_lines(x: LostNode) -> list[str]:
+    """A node lost mid-triage: a node finding (never its cables), with what was said."""
+    state = f"; Slurm state: {x.state}" if x.state else ""
+    return [
+        f"node {x.host}: LOST in round {x.round} (it stopped answering): drain it and check the node, "
+        "not its cables; the triage went on without it",
+        f"  evidence: round {x.round}: {x.test}: {x.said}{state}",
+    ]
+
+
+_UNDECIDED = {
+    "unknown_failure": "a test did not run, for a reason that names no node: nothing is blamed",
+    "suspects_lost": (
+        "the slow set's hosts still answering ran at rate without the lost node: the slowness cannot be "
+        "placed among them (it may have been the lost node's); nothing is blamed"
+    ),
+    "too_few_hosts": "fewer than two hosts still answer: nothing more can be tested",
+    "budget": "the rounds allowed were spent before a verdict (a lost node costs a round)",
+}
+
+
+def undecided_lines(report: TriageReport) -> list[str]:
+    lines = [f"undecided: {_UNDECIDED.get(report.undecided or '', report.undecided or '')}"]
+    if report.undecided_evidence:
+        lines.append("  evidence:")
+        lines += [f"    round {n}: {r.label}: {_value(r)}" for n, r in report.undecided_evidence]
+    return lines
+
+
 def render_triage(report: TriageReport, limit: int = 8) -> str:
     lines = [
         f"triage of {fold_names(list(report.hosts))} ({len(report.hosts)} hosts, backend {report.backend}): "
         f"{len(report.rounds)} round(s) of at most {report.budget}"
     ]
+    if report.slurm_jobs:
+        jobs = ", ".join(report.slurm_jobs)
+        lines.append(f"Slurm job {jobs}: its steps ran the tests (sacct -j {jobs} for their logs)")
     for rnd in report.rounds:
         lines += _round_lines(rnd, limit)
+    for x in report.lost:
+        lines += lost_lines(x)
     if report.culprit is not None:
         lines += culprit_lines(report.culprit)
+    elif report.undecided is not None:
+        lines += undecided_lines(report)
+    elif report.not_judged and not report.lost:
+        lines.append(
+            f"the tests judged ran at the rate the fabric should give, but {len(report.not_judged)} test(s) did "
+            "not run, for a reason not known (above): nothing is blamed, and the fabric is not cleared"
+        )
+    elif report.lost:
+        lines.append(
+            f"the hosts still answering ran at the rate the fabric should give (without "
+            f"{fold_names([x.host for x in report.lost])}, which could not be judged)"
+        )
     elif report.whole_set_ran:
         lines.append(
             "the fabric is fine: every node's GPUs, every HCA and cable, and the whole set ran at the rate the "
@@ -118,4 +191,4 @@ def render_triage(report: TriageReport, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["culprit_lines", "render_triage"]
+__all__ = ["culprit_lines", "lost_lines", "planted_line", "render_triage", "undecided_lines"]

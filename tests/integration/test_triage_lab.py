@@ -1,6 +1,6 @@
 """`ibfab triage --lab`: the real discovery and OpenSM's routes of an ibsim fabric, the runs
 simulated (lab-simulated): a clean set cleared, a planted PCIe-bound node, a GPU-bound node and a
-slow host cable each found alone within ceil(log2 n)+2 rounds; the hosts held as a sweep holds them."""
+slow host cable each found alone, a node planted lost named lost (never its cables) within ceil(log2 n)+2 rounds; the hosts held as a sweep holds them."""
 
 from __future__ import annotations
 
@@ -67,6 +67,23 @@ def test_clean_then_each_planted_node(clean_lab: str) -> None:
     )
     code, report, _ = triage("--hosts", HOSTS, "--lab", clean_lab)
     assert code == 4 and report["culprit"]["hosts"] == ["dgx-0003"] and len(report["rounds"]) == 1
+
+    # a node that stops answering from round 2 on: named lost (drain it), not its cables, and the
+    # others triaged without it
+    CliRunner().invoke(main, ["triage", "clear", "--lab", clean_lab])
+    res = CliRunner().invoke(
+        main, ["triage", "plant", "--lab", clean_lab, "dgx-0005", "--kind", "lost", "--round", "2"]
+    )
+    assert res.exit_code == 0 and "planted lost from round 2" in res.stdout
+    code, report, err = triage("--hosts", HOSTS, "--lab", clean_lab)
+    assert code == 4 and err.splitlines() == [
+        "ibfab: error: triage lost node(s): dgx-0005 (drain and check them)"
+    ]
+    assert report["culprit"] is None and report["undecided"] is None
+    assert [(x["host"], x["round"], x["action"]) for x in report["lost_nodes"]] == [("dgx-0005", 2, "drain")]
+    assert all("dgx-0005" not in t["hosts"] for r in report["rounds"][2:] for t in r["tests"])
+    assert all(not t["slow"] for r in report["rounds"] for t in r["tests"])
+    CliRunner().invoke(main, ["triage", "clear", "--lab", clean_lab])
 
     # another ibfab probe holding a host: the triage does not start (exit 9)
     with host_locks(StoreAccess.at()).hold(

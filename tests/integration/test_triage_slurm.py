@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,25 @@ WRITE_BW = REAL / "ib_write_bw" / "superbench-loopback-8M-hdr-server-client-conc
 # one DGX A100 alone, else two DGX A100 with 8 HDR HCAs each (188.7 GB/s busbw), its time, algbw and
 # busbw columns scaled by half when $IBFAB_STANDIN_SLOW is one of the step's nodes (that node's
 # GPU-to-HCA path is slow: fine alone, slow across the network). On $IBFAB_STANDIN_HANG it hangs (a
-# collective stuck); on $IBFAB_STANDIN_FAIL it prints a real CUDA failure and exits 1.
+# collective stuck); on $IBFAB_STANDIN_FAIL it prints a real CUDA failure and exits 1. On
+# $IBFAB_STANDIN_LOSE, as rank 0 of a step of $IBFAB_STANDIN_LOSE_NODES nodes (1: its run alone), it
+# prints its run and then kills that node's slurmd by the PID the test recorded when it started it
+# ($IBFAB_STANDIN_LOSE_PID): the node is lost mid-triage, every later step there fails to launch.
 ALL_REDUCE_PERF = f"""#!/bin/sh
 [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_HANG" ] && exec sleep 300
 [ "$SLURM_PROCID" = 0 ] || exit 0
 [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_FAIL" ] && {{ cat {CUDA_BUSY}; exit 1; }}
-[ "$SLURM_STEP_NUM_NODES" = 1 ] && exec cat {ONE_NODE}
-f=1
-for n in $(scontrol show hostnames "$SLURM_STEP_NODELIST"); do [ "$n" = "$IBFAB_STANDIN_SLOW" ] && f=0.5; done
-exec awk -v f=$f 'NF == 12 && $1 !~ /^#/ {{$5 /= f; $6 *= f; $7 *= f; $9 /= f; $10 *= f; $11 *= f}} {{print}}' {TWO_NODES}
+if [ "$SLURM_STEP_NUM_NODES" = 1 ]; then
+  cat {ONE_NODE}
+else
+  f=1
+  for n in $(scontrol show hostnames "$SLURM_STEP_NODELIST"); do [ "$n" = "$IBFAB_STANDIN_SLOW" ] && f=0.5; done
+  awk -v f=$f 'NF == 12 && $1 !~ /^#/ {{$5 /= f; $6 *= f; $7 *= f; $9 /= f; $10 *= f; $11 *= f}} {{print}}' {TWO_NODES}
+fi
+if [ "$SLURMD_NODENAME" = "$IBFAB_STANDIN_LOSE" ] && [ "$SLURM_STEP_NUM_NODES" = "${{IBFAB_STANDIN_LOSE_NODES:-1}}" ]; then
+  kill -9 "$IBFAB_STANDIN_LOSE_PID"
+fi
+exit 0
 """
 
 # The stand-in for perftest's ib_write_bw (no HCA here): a real 8 MiB run over HDR, the client's
@@ -98,13 +109,28 @@ def triage(cluster: SlurmCluster, site: dict[str, str], *args: str, **standin: s
     return CliRunner().invoke(main, argv, env=env)
 
 
+def triage_jobs(cluster: SlurmCluster) -> list[str]:
+    """The ids of the jobs named ibfab-triage Slurm still shows (ended ones too, for MinJobAge)."""
+    out = cluster.client("scontrol", "-o", "show", "job", check=False).stdout
+    return [
+        line.split()[0].removeprefix("JobId=")
+        for line in out.splitlines()
+        if line.startswith("JobId=") and " JobName=ibfab-triage " in f"{line} "
+    ]
+
+
 def test_a_clean_set_is_cleared_and_the_allocation_released(
     slurm: SlurmCluster, site: dict[str, str]
 ) -> None:
+    before = triage_jobs(slurm)
     res = triage(slurm, site, "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["backend"] == "slurm" and doc["fabric_fine"] and doc["whole_set_ran"]
+    # the report names the one job Slurm ran it as (its steps' logs: sacct -j)
+    [job] = [j for j in triage_jobs(slurm) if j not in before]
+    assert doc["slurm_job_ids"] == [job]
+    assert doc["lost_nodes"] == [] and doc["undecided"] is None
     rounds = doc["rounds"]
     assert [r["kind"] for r in rounds] == ["single-node", "pairs", "halves", "whole set"]
     assert len(rounds) <= BUDGET
@@ -123,6 +149,10 @@ def test_a_clean_set_is_cleared_and_the_allocation_released(
     res = triage(slurm, site)
     assert res.exit_code == 0, res.output
     assert any(line.startswith("the fabric is fine") for line in res.output.splitlines()), res.output
+    [job] = [j for j in triage_jobs(slurm) if j not in before and j != doc["slurm_job_ids"][0]]
+    assert (
+        f"Slurm job {job}: its steps ran the tests (sacct -j {job} for their logs)" in res.output.splitlines()
+    )
     assert slurm.jobs() == []
 
 
@@ -183,3 +213,77 @@ def test_a_step_that_fails_or_hangs_is_a_recorded_failure(slurm: SlurmCluster, s
     assert (c["kind"], c["hosts"], c["reason"]) == ("node", ["cn0002"], "single_node_failed")
     assert doc["also_slow"] == ["cn0004 alone"]
     assert slurm.jobs() == []  # and the fixture checks no sleep is left on any node
+
+
+def node_state(cluster: SlurmCluster, node: str) -> str:
+    line = cluster.client("scontrol", "-o", "show", "node", node).stdout
+    return next(f for f in line.split() if f.startswith("State="))
+
+
+def test_a_node_lost_mid_triage_is_a_node_finding_not_its_cables(
+    tmp_path: Path, site: dict[str, str]
+) -> None:
+    """node3's slurmd is killed (by the PID this test's cluster recorded) right after its run alone:
+    every later step there fails to launch. The node is named lost with srun's words and its Slurm
+    state, no cable is suspected, and the other three hosts are triaged without it (found clean)."""
+    with start_slurm(tmp_path / "cluster", nodes=4, cpus=8) as cluster:
+        res = triage(cluster, site, "--json", lose="node3", lose_pid=str(cluster.node_pids["node3"]))
+        assert res.exit_code == 4, res.output
+        assert res.stderr.splitlines() == ["ibfab: error: triage lost node(s): cn0003 (drain and check them)"]
+        doc = json.loads(res.stdout)
+        assert doc["culprit"] is None and doc["undecided"] is None and not doc["fabric_fine"]
+        [lost] = doc["lost_nodes"]
+        assert (lost["host"], lost["round"], lost["action"]) == ("cn0003", 2, "drain")
+        assert "failed on node node3" in lost["said"] and "cn0003" in lost["test"]
+        # its state as read right after (slurmctld may not have noticed yet: allocated, or +not_responding)
+        assert lost["slurm_state"] is not None and lost["slurm_state"].split("+")[0] in ("allocated", "down")
+        single, pairs, *rest = doc["rounds"]
+        assert single["ruled_out"] == "gpus" and not any(t["slow"] for t in single["tests"])
+        # every pair of node3 (both ways, every rail) is not judged, never slow; the others ran at rate
+        mine = [t for t in pairs["tests"] if "cn0003" in t["hosts"]]
+        assert len(mine) == 2 * 8 and all(
+            not t["slow"] and t["not_judged"]["reason"] == "node_lost" and t["measured"] is None for t in mine
+        )
+        assert {x["host"] for t in mine for x in t["not_judged"]["lost"]} == {"cn0003"}
+        others = [t for t in pairs["tests"] if "cn0003" not in t["hosts"]]
+        assert len(others) == 2 * 8 and all(
+            t["not_judged"] is None and t["measured"] == pytest.approx(201.80, abs=0.01) for t in others
+        )
+        assert pairs["ruled_out"] is None  # not every cable was tested both ways
+        # the rest of the bisection, without it: every collective judged normal
+        assert rest and all("cn0003" not in t["hosts"] for r in rest for t in r["tests"])
+        assert all(t["busbw"]["verdict"] == "normal" for r in rest for t in r["tests"])
+        assert len(doc["rounds"]) <= doc["round_budget"] == BUDGET + 1
+        assert doc["slurm_job_ids"] == triage_jobs(cluster)
+        assert_not_responding(cluster, "node3")
+        assert cluster.jobs() == []
+
+
+def test_a_node_lost_in_a_collective_step_is_named_from_srun(tmp_path: Path, site: dict[str, str]) -> None:
+    """node3's slurmd is killed right after the collective of the second half (cn0003, cn0004) ran:
+    the whole set's step, next, fails to launch there. srun names node3 among the step's four
+    nodes; the node is lost in that round and nothing is blamed."""
+    with start_slurm(tmp_path / "cluster", nodes=4, cpus=8) as cluster:
+        pid = str(cluster.node_pids["node3"])
+        res = triage(cluster, site, "--json", lose="node3", lose_nodes="2", lose_pid=pid)
+        assert res.exit_code == 4, res.output
+        doc = json.loads(res.stdout)
+        assert [r["kind"] for r in doc["rounds"]] == ["single-node", "pairs", "halves", "whole set"]
+        assert doc["culprit"] is None and doc["undecided"] is None
+        [lost] = doc["lost_nodes"]
+        assert (lost["host"], lost["round"]) == ("cn0003", 4) and "failed on node node3" in lost["said"]
+        halves, [whole] = doc["rounds"][2]["tests"], doc["rounds"][3]["tests"]
+        assert [t["hosts"] for t in halves] == [["cn0001", "cn0002"], ["cn0003", "cn0004"]]
+        assert all(t["busbw"]["verdict"] == "normal" for t in halves)  # node3 answered then
+        assert whole["hosts"] == ["cn0001", "cn0002", "cn0003", "cn0004"] and not whole["slow"]
+        assert [x["host"] for x in whole["not_judged"]["lost"]] == ["cn0003"]
+        assert_not_responding(cluster, "node3")
+        assert cluster.jobs() == []
+
+
+def assert_not_responding(cluster: SlurmCluster, node: str) -> None:
+    """The loss was real: Slurm itself finds the node not responding (within its SlurmdTimeout)."""
+    deadline = time.monotonic() + 60
+    while "NOT_RESPONDING" not in (state := node_state(cluster, node)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "NOT_RESPONDING" in state

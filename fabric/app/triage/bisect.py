@@ -20,6 +20,12 @@ tested again.
 At most ceil(log2 n) + 2 rounds find one slow node or cable among n hosts (2 + ceil(log2 n) for
 a node only the collective sees; 3 for a cable or a GPU-bound node; 4 to clear a clean set).
 The first culprit ends the triage; other tests that were slow are listed beside it.
+
+A test that lost a node (:mod:`fabric.app.triage.lost`) is not judged, never slow: the node is a
+finding of its own, the rounds go on without it (one more round in the budget for each round that
+lost one), and a conclusion that rested on a run with it (a slow half) is not drawn by
+elimination. A test that did not start for a reason naming no node blames nothing; where the
+verdict needed it, the triage ends undecided.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from fabric.app.triage.lost import LostNode, Unjudged
 from probes.expect import SLOW_RATIO
 from probes.labtraffic import PERFTEST_EFFICIENCY
 from probes.nccl_model import LARGE_BYTES, LOW, BusbwVerdict, FabricFacts, judge_busbw
@@ -48,6 +55,7 @@ class PairOutcome:
     expected_gbps: float | None
     error: str | None = None
     route: tuple[str, ...] = ()  # the cables between the two HCAs, as names
+    unjudged: Unjudged | None = None  # a node lost, or no start for a reason not known: not judged
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,7 @@ class RunOutcome:
     result: NcclTestResult | None
     error: str | None = None
     ranks: int | None = None  # the ranks launched, for an output that does not list them
+    unjudged: Unjudged | None = None  # a node lost, or no start for a reason not known: not judged
 
 
 class TriageBackend(Protocol):
@@ -86,6 +95,7 @@ class RoundRun:
     verdict: BusbwVerdict | None = None
     rail: int | None = None
     route: tuple[str, ...] = ()  # ib_write_bw: the cables between the two HCAs
+    unjudged: Unjudged | None = None  # says nothing about the fabric (never slow)
 
 
 @dataclass(frozen=True)
@@ -130,10 +140,19 @@ class TriageReport:
     culprit: Culprit | None
     also_slow: tuple[str, ...] = ()  # other tests slow beside the culprit (labels)
     budget: int = 0
+    lost: tuple[LostNode, ...] = ()  # nodes that stopped answering: node findings, never cables
+    undecided: str | None = None  # why the rounds ended without a verdict (see UNDECIDED)
+    undecided_evidence: tuple[tuple[int, RoundRun], ...] = ()
+    slurm_jobs: tuple[str, ...] = ()  # the Slurm job(s) whose steps ran the tests (sacct -j)
 
     @property
     def fabric_fine(self) -> bool:
-        return self.culprit is None
+        """Nothing named, nothing lost, nothing left undecided, every test judged."""
+        return self.culprit is None and not self.lost and self.undecided is None and not self.not_judged
+
+    @property
+    def not_judged(self) -> tuple[tuple[int, RoundRun], ...]:
+        return tuple((r.number, run) for r in self.rounds for run in r.runs if run.unjudged is not None)
 
     @property
     def whole_set_ran(self) -> bool:
@@ -153,13 +172,43 @@ def best_busbw(result: NcclTestResult) -> float | None:
     return max((max(r.out_of_place.busbw, r.in_place.busbw) for r in rows), default=None)
 
 
+# Why the rounds may end without a verdict (TriageReport.undecided).
+UNDECIDED = (
+    "unknown_failure",  # a test the verdict needed did not start, for a reason that names no node
+    "suspects_lost",  # the slow set's hosts still answering ran at rate: its slowness left with the lost node
+    "too_few_hosts",  # fewer than two hosts still answer
+    "budget",  # the rounds allowed (one more for each round that lost a node) were spent
+)
+
+
 @dataclass
 class _State:
     facts: FabricFacts
-    hosts: list[str]
+    hosts: list[str]  # the hosts still answering
     rounds: list[TriageRound] = field(default_factory=list)
     cleared: list[str] = field(default_factory=list)
     also_slow: list[str] = field(default_factory=list)
+    lost: list[LostNode] = field(default_factory=list)
+    budget: int = 0
+    undecided: str | None = None
+    undecided_evidence: tuple[tuple[int, RoundRun], ...] = ()
+
+    def lose(self, number: int, runs: Sequence[RoundRun]) -> set[str]:
+        """Record the nodes round ``number`` lost and test without them from now on; a round that
+        lost one gives the bisection one more round (its tests run again without it)."""
+        gone: set[str] = set()
+        for r in runs:
+            for x in r.unjudged.lost if r.unjudged is not None else ():
+                if x.host in self.hosts and x.host not in gone:
+                    self.lost.append(LostNode(x.host, number, r.label, x.said, x.state))
+                    gone.add(x.host)
+        if gone:
+            self.hosts = [h for h in self.hosts if h not in gone]
+            self.budget += 1
+        return gone
+
+    def undecide(self, why: str, evidence: Sequence[tuple[int, RoundRun]]) -> None:
+        self.undecided, self.undecided_evidence = why, tuple(evidence)
 
     def add(
         self,
@@ -176,15 +225,29 @@ class _State:
         return number
 
 
+def _lost_in(runs: Sequence[RoundRun]) -> set[str]:
+    return {x.host for r in runs if r.unjudged is not None for x in r.unjudged.lost}
+
+
+def _unjudged_run(label: str, hosts: Sequence[str], unit: str, u: Unjudged, error: str | None) -> RoundRun:
+    return RoundRun(label, tuple(hosts), None, unit, None, False, error or u.said, unjudged=u)
+
+
 def _single_round(st: _State, backend: TriageBackend) -> Culprit | None:
     outcomes = backend.single_nodes(st.hosts)
     best = {
-        o.hosts[0]: best_busbw(o.result) if o.result is not None and o.result.ok else None for o in outcomes
+        o.hosts[0]: best_busbw(o.result)
+        if o.unjudged is None and o.result is not None and o.result.ok
+        else None
+        for o in outcomes
     }
     runs: list[RoundRun] = []
     bad: list[RoundRun] = []
     for o in outcomes:
         host = o.hosts[0]
+        if o.unjudged is not None:
+            runs.append(_unjudged_run(f"{host} alone", (host,), "GB/s busbw", o.unjudged, o.error))
+            continue
         others = [v for h, v in best.items() if h != host and v is not None]
         ref = statistics.median(others) if others else None
         value = best[host]
@@ -195,8 +258,11 @@ def _single_round(st: _State, backend: TriageBackend) -> Culprit | None:
         runs.append(run)
         if slow:
             bad.append(run)
-    suspects = [r.hosts[0] for r in bad] or st.hosts
-    number = st.add("single-node", runs, [], suspects, None if bad else "gpus")
+    gone = _lost_in(runs)
+    suspects = [r.hosts[0] for r in bad] or [h for h in st.hosts if h not in gone]
+    judged_all = all(r.unjudged is None for r in runs)
+    number = st.add("single-node", runs, [], suspects, None if bad or not judged_all else "gpus")
+    st.lose(number, runs)
     if not bad:
         return None
     first = min(bad, key=lambda r: (r.error is None, r.measured or 0.0))
@@ -210,11 +276,13 @@ def _pair_bar(p: PairOutcome) -> float | None:
 
 
 def _pair_run(p: PairOutcome) -> RoundRun:
+    label = f"{p.client} -> {p.server} rail {p.rail}"
+    if p.unjudged is not None:
+        return replace(_unjudged_run(label, (p.client, p.server), "Gb/s", p.unjudged, p.error), rail=p.rail)
     bar = _pair_bar(p)
     slow = p.error is not None or p.gbps is None or (bar is not None and p.gbps < bar)
     return RoundRun(
-        f"{p.client} -> {p.server} rail {p.rail}", (p.client, p.server), p.gbps, "Gb/s", bar, slow, p.error, None,
-        p.rail, p.route,
+        label, (p.client, p.server), p.gbps, "Gb/s", bar, slow, p.error, None, p.rail, p.route
     )  # fmt: skip
 
 
@@ -235,16 +303,19 @@ def _cable_culprit(
 
 
 def _pairs_round(st: _State, backend: TriageBackend) -> Culprit | None:
-    n = len(st.hosts)
-    rails = min(len(st.facts.of(h) or ()) for h in st.hosts)
+    ring = list(st.hosts)
+    n = len(ring)
+    rails = min(len(st.facts.of(h) or ()) for h in ring)
     # a ring: host i writes to host i+1 (two hosts: each to the other), on every rail at once
-    wanted = [(st.hosts[i], st.hosts[(i + 1) % n], r) for r in range(rails) for i in range(n)]
+    wanted = [(ring[i], ring[(i + 1) % n], r) for r in range(rails) for i in range(n)]
     outcomes = backend.pairs(wanted)
     runs = [_pair_run(p) for p in outcomes]
     slow = [r for r in runs if r.slow]
-    number = st.add(
-        "pairs", runs, [], sorted({h for r in slow for h in r.hosts}) or st.hosts, None if slow else "cables"
-    )
+    gone = _lost_in(runs)
+    judged_all = all(r.unjudged is None for r in runs)
+    suspects = sorted({h for r in slow for h in r.hosts}) or [h for h in ring if h not in gone]
+    number = st.add("pairs", runs, [], suspects, None if slow or not judged_all else "cables")
+    st.lose(number, runs)
     if not slow:
         return None
     by_rail: dict[int, list[RoundRun]] = {}
@@ -262,7 +333,7 @@ def _pairs_round(st: _State, backend: TriageBackend) -> Culprit | None:
             st.also_slow += [r.label for r in slow if r not in count[host]]
             return culprit
         if n == 2:
-            a, b = st.hosts
+            a, b = ring
             for h in (a, b):
                 hca = (st.facts.of(h) or ())[rail]
                 if hca.below_design:
@@ -279,8 +350,9 @@ def _split_pair(
     pair: RoundRun,
     evidence: list[tuple[int, RoundRun]],
     slow: list[RoundRun],
-) -> Culprit:
-    """One pair slow one way: each end against a host whose rail ran fine, in one round."""
+) -> Culprit | None:
+    """One pair slow one way: each end against a host whose rail ran fine, in one round. A test of
+    it that lost a node leaves the pair to the halving (None), unless the other test was slow."""
     a, b = pair.hosts
     rail = pair.rail or 0
     busy = {h for r in slow if r.rail == rail for h in r.hosts}
@@ -291,9 +363,16 @@ def _split_pair(
     outcomes = backend.pairs([(a, c, rail), (d, b, rail)])
     runs = [_pair_run(p) for p in outcomes]
     number = st.add("split pairs", runs, [], [a, b])
+    st.lose(number, runs)
     a_slow, b_slow = runs[0].slow, runs[1].slow
     st.also_slow += [r.label for r in slow if r is not pair]
-    if a_slow and not b_slow:
+    unjudged = [r for r in runs if r.unjudged is not None]
+    if unjudged and not (a_slow or b_slow):
+        st.also_slow.append(pair.label)
+        if not _lost_in(unjudged):
+            st.undecide("unknown_failure", [*evidence, *((number, r) for r in unjudged)])
+        return None
+    if a_slow and not b_slow:  # (b's test slow, or not judged: a's is slow against a fine rail)
         return _cable_culprit(st, a, rail, "split", [*evidence, (number, runs[0]), (number, runs[1])])
     if b_slow and not a_slow:
         return _cable_culprit(st, b, rail, "split", [*evidence, (number, runs[1]), (number, runs[0])])
@@ -310,6 +389,17 @@ def _split_pair(
 def _collective_runs(st: _State, outcomes: Sequence[RunOutcome], suspects: set[str]) -> list[RoundRun]:
     runs = []
     for o in outcomes:
+        joined = [h for h in o.hosts if h not in suspects]
+        label = (
+            ", ".join(o.hosts)
+            if len(o.hosts) <= 4
+            else f"{o.hosts[0]} .. {o.hosts[-1]} ({len(o.hosts)} hosts)"
+        )
+        if joined:
+            label += f" (with cleared {', '.join(joined)})"
+        if o.unjudged is not None:
+            runs.append(_unjudged_run(label, o.hosts, "GB/s busbw", o.unjudged, o.error))
+            continue
         # Judged on the hosts the test ran on: nccl-tests names each rank's host as the machine
         # calls itself, which need not be the fabric's name for it (or is not printed at all).
         verdict = (
@@ -321,14 +411,6 @@ def _collective_runs(st: _State, outcomes: Sequence[RunOutcome], suspects: set[s
         slow = error is not None or (verdict is not None and verdict.verdict == "low")
         bar = verdict.model.low_gbs if verdict is not None and verdict.model is not None else None
         measured = best_busbw(o.result) if o.result is not None else None
-        joined = [h for h in o.hosts if h not in suspects]
-        label = (
-            ", ".join(o.hosts)
-            if len(o.hosts) <= 4
-            else f"{o.hosts[0]} .. {o.hosts[-1]} ({len(o.hosts)} hosts)"
-        )
-        if joined:
-            label += f" (with cleared {', '.join(joined)})"
         runs.append(RoundRun(label, o.hosts, measured, "GB/s busbw", bar, slow, error, verdict))
     return runs
 
@@ -338,7 +420,7 @@ def _tests(st: _State, pool: list[str]) -> tuple[list[list[str]], list[list[str]
     outside the pool), a different one for each; a half left without one waits (untested)."""
     cut = (len(pool) + 1) // 2
     halves = [h for h in (pool[:cut], pool[cut:]) if h]
-    pads = [h for h in st.cleared if h not in pool] + [
+    pads = [h for h in st.cleared if h not in pool and h in st.hosts] + [
         h for h in st.hosts if h not in pool and h not in st.cleared
     ]
     tests: list[list[str]] = []
@@ -356,37 +438,66 @@ def _tests(st: _State, pool: list[str]) -> tuple[list[list[str]], list[list[str]
 
 
 def _halves(st: _State, backend: TriageBackend) -> Culprit | None:
-    """Halve the hosts under suspicion until one is left (see the module docstring)."""
+    """Halve the hosts under suspicion until one is left (see the module docstring). A test that
+    lost a node is not judged: the rest of its hosts stay suspect and run again without it."""
     pool = list(st.hosts)
     known_slow = False  # the pool is known to hold a culprit (a run of it, or of its half, was slow)
     slow_evidence: tuple[tuple[int, RoundRun], ...] = ()
-    budget = round_budget(len(st.hosts))
-    while len(st.rounds) < budget:
+    slow_hosts: set[str] = set()  # the hosts of that slow run (the culprit was one of them)
+    while len(st.rounds) < st.budget:
+        pool = [h for h in pool if h in st.hosts]
+        if known_slow and not pool and slow_hosts & {x.host for x in st.lost}:
+            st.undecide("suspects_lost", slow_evidence)  # the slow run's hosts left were all lost
+            return None
+        if len(st.hosts) < 2 or not pool:
+            if len(st.hosts) < 2:
+                st.undecide("too_few_hosts", slow_evidence)
+            return None
         tests, untested = _tests(st, pool)
         whole = tests == [pool]
         runs = _collective_runs(st, backend.collectives(tests), set(pool))
-        slow = [(t, r) for t, r in zip(tests, runs, strict=True) if r.slow]
-        fine = [h for t, r in zip(tests, runs, strict=True) if not r.slow for h in t]
+        done = list(zip(tests, runs, strict=True))
+        gone = _lost_in(runs)
+        slow = [(t, r) for t, r in done if r.slow]
+        fine = [h for t, r in done if not r.slow and r.unjudged is None for h in t]
+        waiting = [h for t, r in done if r.unjudged is not None for h in t if h in pool and h not in gone]
+        unknown = [r for _, r in done if r.unjudged is not None and not r.unjudged.lost]
         kind = "whole set" if whole else "halves"
         if slow:
             test, run = slow[0]
             st.also_slow += [r.label for _, r in slow[1:]]
             suspects = [h for h in test if h in pool]
             number = st.add(kind, runs, fine, suspects)
+            st.lose(number, runs)
             if len(suspects) == 1:
                 reason = "alone_with_cleared" if len(test) > 1 else "by_elimination"
                 return Culprit("node", tuple(suspects), None, None, None, reason, ((number, run),))
             if whole and len(pool) == 2 and not untested and not st.cleared:
                 return Culprit("pair", tuple(pool), None, None, None, "two_hosts", ((number, run),))
-            pool, known_slow, slow_evidence = suspects, True, ((number, run),)
+            pool, known_slow, slow_evidence, slow_hosts = suspects, True, ((number, run),), set(test)
             continue
-        number = st.add(kind, runs, fine, [h for u in untested for h in u])
+        number = st.add(kind, runs, fine, [*waiting, *(h for u in untested for h in u)])
+        st.lose(number, runs)
+        if unknown:  # no node to blame, and nothing to follow: say so and stop
+            st.undecide("unknown_failure", [*slow_evidence, *((number, r) for r in unknown)])
+            return None
+        trusted = known_slow and not slow_hosts & {x.host for x in st.lost}
+        if gone:  # the lost test's other hosts (and any half left waiting) run again without it
+            pool = [*waiting, *(h for u in untested for h in u)]
+            if not pool and known_slow:
+                st.undecide("suspects_lost", (*slow_evidence, *((number, r) for r in runs)))
+            if not pool:
+                return None
+            continue
         if untested:
             pool = untested[0]
-            if known_slow:  # its other half ran fine: the one left holds the culprit
+            if trusted:  # its other half ran fine: the one left holds the culprit
                 evidence = (*slow_evidence, *((number, r) for r in runs))
                 return Culprit("node", tuple(pool), None, None, None, "by_elimination", evidence)
             continue
+        if known_slow and not trusted:  # slow with a node since lost, fine without it
+            st.undecide("suspects_lost", (*slow_evidence, *((number, r) for r in runs)))
+            return None
         if whole or len(pool) == 1:
             return (
                 None  # the whole set ran at the rate the fabric should give (or every host did, with others)
@@ -403,27 +514,38 @@ def _halves(st: _State, backend: TriageBackend) -> Culprit | None:
             )
         runs = _collective_runs(st, backend.collectives([pool]), set(pool))
         again = st.add("whole set", runs, [] if runs[0].slow else pool, pool if runs[0].slow else [])
+        if st.lose(again, runs) or runs[0].unjudged is not None:
+            if not runs[0].unjudged or not runs[0].unjudged.lost:
+                st.undecide("unknown_failure", [(again, runs[0])])
+            return None  # the halves ran at rate; the whole set (without the lost node) could not be judged
         if not runs[0].slow:
             return None
         evidence = (*((number, r) for r in st.rounds[number - 1].runs), (again, runs[0]))
         return Culprit("across", tuple(pool), None, None, None, "across_halves", evidence)
+    if st.lost or any(r.unjudged is not None for rnd in st.rounds for r in rnd.runs):
+        st.undecide("budget", slow_evidence)
     return None
 
 
 def triage(hosts: Sequence[str], facts: FabricFacts, backend: TriageBackend) -> TriageReport:
-    """Run the rounds (see the module docstring) and name the culprit, or none."""
-    st = _State(facts, list(hosts))
-    culprit = _single_round(st, backend)
-    if culprit is None:
-        culprit = _pairs_round(st, backend)
-    if culprit is None:
-        culprit = _halves(st, backend)
+    """Run the rounds (see the module docstring) and name the culprit, or none; name the nodes
+    lost on the way, and what could not be decided."""
+    st = _State(facts, list(hosts), budget=round_budget(len(hosts)))
+    culprit = None
+    for stage in (_single_round, _pairs_round, _halves):
+        if len(st.hosts) < 2:
+            st.undecide("too_few_hosts", ())
+        if culprit is not None or st.undecided is not None:
+            break
+        culprit = stage(st, backend)
     return TriageReport(
-        tuple(hosts), backend.name, tuple(st.rounds), culprit, tuple(st.also_slow), round_budget(len(hosts))
-    )
+        tuple(hosts), backend.name, tuple(st.rounds), culprit, tuple(st.also_slow), st.budget,
+        tuple(st.lost), st.undecided, st.undecided_evidence,
+    )  # fmt: skip
 
 
 __all__ = [
+    "UNDECIDED",
     "Culprit",
     "PairOutcome",
     "RoundRun",

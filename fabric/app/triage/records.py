@@ -132,6 +132,13 @@ def _run_to_dict(r: RoundRun) -> dict[str, Any]:
         "slow_under": _num(r.bar),
         "slow": r.slow,
         "error": r.error,
+        "not_judged": None
+        if r.unjudged is None
+        else {
+            "reason": r.unjudged.reason,
+            "said": r.unjudged.said,
+            "lost": [{"host": x.host, "said": x.said, "slurm_state": x.state} for x in r.unjudged.lost],
+        },
         "route": list(r.route),
         "busbw": None if r.verdict is None else busbw_to_dict(r.verdict),
     }
@@ -172,6 +179,24 @@ def triage_to_dict(report: TriageReport) -> dict[str, Any]:
             "evidence": [{"round": n, **_run_to_dict(r)} for n, r in c.evidence],
         },
         "also_slow": list(report.also_slow),
+        "lost_nodes": [
+            {
+                "host": x.host,
+                "round": x.round,
+                "test": x.test,
+                "said": x.said,
+                "slurm_state": x.state,
+                "action": "drain",
+            }
+            for x in report.lost
+        ],
+        "undecided": None
+        if report.undecided is None
+        else {
+            "reason": report.undecided,
+            "evidence": [{"round": n, **_run_to_dict(r)} for n, r in report.undecided_evidence],
+        },
+        "slurm_job_ids": list(report.slurm_jobs),
     }
 
 

@@ -1,22 +1,28 @@
 """The triage's backends on real hosts: nccl-tests through a launcher and ib_write_bw pairs, over
 SSH (an inventory; each collective launched by ``mpirun`` on its first host) or as job steps of
 one Slurm allocation. The tests of one round start together (a thread each) and the round ends
-when all are back; a test that fails is a record with its reason, never an exception."""
+when all are back; a test that fails is a record with its reason, never an exception. A test that
+lost a node (:mod:`fabric.app.triage.lost`) is told apart by the hooks the SSH or Slurm triage
+gives: ``lost_of`` for a launch, ``pairs_lost`` for a round's pairs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from fabric.app.triage.bisect import PairOutcome, RunOutcome
+from fabric.app.triage.lost import PairsLost, Unjudged
 from probes.nccl import NcclTestOptions
 from probes.nccl_run import NcclRun, RunOnHead, plan_nccl, run_nccl
 from probes.pairs import Endpoint, PairResult, Probe
 from probes.plan import endpoints
 from probes.sweep import Backend
+from probes.transport import CommandResult
 from topology.classify import Classification
+from topology.errors import UsageError
 from topology.model import Fabric, Guid
 
 
@@ -62,6 +68,7 @@ class PairsOnFabric:
         pairs: Sequence[tuple[str, str, int]],
         keep: Sequence[tuple[str, str, int] | None],
         results: Sequence[PairResult],
+        unjudged: Mapping[tuple[Guid, Guid], Unjudged] | None = None,
     ) -> list[PairOutcome]:
         # By the pair's HCAs, not by order: a backend leaves out the pairs it could not run (a
         # Slurm node lost mid-round), and the rest must stay with their own pairs.
@@ -74,7 +81,10 @@ class PairsOnFabric:
             client, server = self.host_eps[want[0]][want[2]], self.host_eps[want[1]][want[2]]
             rates = [x for x in (self.design.get(client.guid), self.design.get(server.guid)) if x]
             r = got.get((client.guid, server.guid))
-            if r is None:
+            why = (unjudged or {}).get((client.guid, server.guid))
+            if why is not None:  # a node lost (or no start for a reason not known): not judged
+                out.append(PairOutcome(*want, None, min(rates) if rates else None, why.said, unjudged=why))
+            elif r is None:
                 out.append(
                     PairOutcome(*want, None, min(rates) if rates else None, "not run: no result came back")
                 )
@@ -100,6 +110,8 @@ class LaunchedBackend:
         timeout: float = 1800.0,
         plan_extra: Mapping[str, Any] | None = None,
         node_of: Mapping[str, str] | None = None,
+        lost_of: Callable[[Sequence[str], CommandResult], Unjudged | None] | None = None,
+        pairs_lost: PairsLost | None = None,
     ) -> None:
         self.name = name
         self.run_on_head = run_on_head
@@ -111,6 +123,8 @@ class LaunchedBackend:
         self.timeout = timeout
         self.plan_extra = dict(plan_extra or {})
         self.node_of = dict(node_of or {})  # fabric host -> the launcher's name for it (a Slurm node)
+        self.lost_of = lost_of  # (hosts, the launch's result) -> the test lost a node, or did not start
+        self.pairs_lost = pairs_lost  # (the probes asked, the results) -> the pairs that lost a node
 
     def _run(self, hosts: Sequence[str]) -> RunOutcome:
         plan = plan_nccl(
@@ -121,11 +135,38 @@ class LaunchedBackend:
             **self.plan_extra,
         )
 
+        launches: list[CommandResult] = []
+        seen: list[CommandResult] = []
+        launch_argv = {job.argv for job in plan.jobs}
+
         def on_head(argv: Sequence[str], t: float) -> Any:
-            return self.run_on_head(hosts[0], argv, t)
+            res = self.run_on_head(hosts[0], argv, t)
+            if isinstance(res, CommandResult):
+                seen.append(res)
+                if tuple(argv) in launch_argv:
+                    launches.append(res)
+            return res
 
         run: RunOnHead = on_head
-        return _outcome(hosts, run_nccl(run, plan, self.timeout), self.gpus_per_node * len(hosts))
+        ranks = self.gpus_per_node * len(hosts)
+        try:
+            runs = run_nccl(run, plan, self.timeout)
+        except UsageError:  # the hostfile could not be written: a head that no longer answers is lost
+            head = (
+                self.lost_of(hosts, seen[-1])
+                if self.lost_of is not None and seen and seen[-1].failure
+                else None
+            )
+            if head is None or not head.lost:
+                raise
+            return RunOutcome(tuple(hosts), None, head.said, ranks, unjudged=head)
+        outcome = _outcome(hosts, runs, ranks)
+        lost = self.lost_of(hosts, launches[0]) if self.lost_of is not None and launches else None
+        return (
+            outcome
+            if lost is None
+            else replace(outcome, result=None, error=outcome.error or lost.said, unjudged=lost)
+        )
 
     def single_nodes(self, hosts: Sequence[str]) -> list[RunOutcome]:
         return _parallel([partial(self._run, [h]) for h in hosts])
@@ -136,7 +177,8 @@ class LaunchedBackend:
     def pairs(self, pairs: Sequence[tuple[str, str, int]]) -> list[PairOutcome]:
         probes, keep = self.on_fabric.probes(pairs)
         results = self.pairs_backend.run_round(probes, 0) if probes else []
-        return self.on_fabric.outcomes(pairs, keep, results)
+        lost = self.pairs_lost(probes, results) if self.pairs_lost is not None else {}
+        return self.on_fabric.outcomes(pairs, keep, results, lost)
 
 
 __all__ = ["LaunchedBackend", "PairsOnFabric"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fabric.app.hostlocks import host_locks, lock_keys, node_lock_keys
@@ -19,6 +20,7 @@ from topology.model import Guid, Link
 if TYPE_CHECKING:
     from fabric.app.discovery.discover import Discovery
     from fabric.app.session import Session, StoreAccess
+    from probes.slurm_parse import SlurmNode
 
 PAIR_SIZE = 8388608
 PAIR_ITERATIONS = 5000
@@ -107,11 +109,13 @@ def triage_ssh(
     the inventory's hosts (the session's ``ssh.inventory``)."""
     from fabric.app.drivers import run_on_host
     from fabric.app.source import with_identity
+    from fabric.app.triage.lost import mpirun_launch, ssh_pairs_lost
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
     from probes.inventory import read_inventory
     from probes.perftest import PerftestOptions
     from probes.ssh import ssh_transport_factory
     from probes.sweep import SshPerftestBackend
+    from probes.transport import CommandResult, HostError
 
     ssh = session.ssh
     if not ssh.inventory:
@@ -132,12 +136,16 @@ def triage_ssh(
     )
 
     def on_head(head: str, argv: Sequence[str], t: float) -> object:
-        return run_on_host(head, argv, t, ssh, ok_codes=range(256))
+        try:
+            return run_on_host(head, argv, t, ssh, ok_codes=range(256))
+        except HostError as exc:  # a record, so the triage can tell a head that stopped answering
+            return CommandResult(head, tuple(argv), None, "", "", 0.0, exc.kind, exc.message)
 
     backend = LaunchedBackend(
         "ssh", on_head, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
         gpus_per_node=gpus_per_node, timeout=timeout,
         plan_extra={"mpirun": mpirun, "allow_run_as_root": allow_run_as_root},
+        lost_of=lambda hosts, res: mpirun_launch(hosts, res, hosts[0]), pairs_lost=ssh_pairs_lost(pairs),
     )  # fmt: skip
     return _held(hosts, facts, backend, lock_keys(hosts, session.driver), session.store)
 
@@ -160,6 +168,7 @@ def triage_slurm(
     by srun, ib_write_bw pairs as a sweep's steps); released on every way out."""
     from fabric.app.slurm import connect
     from fabric.app.sweeps.nccl_slurm import run_in_allocation
+    from fabric.app.triage.lost import slurm_pairs_lost, slurm_step
     from fabric.app.triage.remote import LaunchedBackend, PairsOnFabric
     from probes.perftest import PerftestOptions
     from probes.slurm import AllocationRequest, SlurmUnavailable, describe
@@ -199,12 +208,18 @@ def triage_slurm(
             # of its round, still running, must not be cancelled with it.
             return run_in_allocation(slurm, alloc, argv, f"triage-{next(steps)}", t)
 
+        def states(nodes: Sequence[str]) -> list[SlurmNode]:
+            return slurm.nodes(nodes)
+
         backend = LaunchedBackend(
             "slurm", on_slurm, opts, pairs, PairsOnFabric(discovery.fabric, discovery.classification, design),
             launcher="srun", gpus_per_node=gpus_per_node, timeout=timeout,
             plan_extra={"mpi": mpi, "request_gpus": request_gpus}, node_of=node_of,
+            lost_of=lambda hosts, res: slurm_step(hosts, res, node_of, states),
+            pairs_lost=slurm_pairs_lost(pairs, node_of, states),
         )  # fmt: skip
-        return triage(hosts, facts, backend)
+        # The job whose steps ran every test: an operator finds their logs with sacct -j.
+        return replace(triage(hosts, facts, backend), slurm_jobs=(alloc.job_id,))
 
 
 __all__ = ["fabric_of", "triage_lab", "triage_slurm", "triage_ssh"]

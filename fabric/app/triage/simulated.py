@@ -1,13 +1,15 @@
 """The triage's lab backend: simulated single-node runs and collectives (:mod:`probes.labnccl`)
 and simulated ib_write_bw pairs (:mod:`probes.labtraffic`) on a fabric, clearly named
 ``lab-simulated``. The runs of one round are computed as if each ran alone (halves share no
-host; spine cables two halves both cross are not modelled as shared)."""
+host; spine cables two halves both cross are not modelled as shared). Each call is one round; a
+node planted ``lost`` answers no test from its round on, as a node whose slurmd or sshd died."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
 from fabric.app.triage.bisect import PairOutcome, RunOutcome
+from fabric.app.triage.lost import NodeLost, Unjudged
 from probes.labnccl import SIMULATED, PlantedNode, SimulatedCluster
 from probes.labtraffic import PortKey, simulate_round
 from probes.nccl_model import FabricFacts
@@ -72,8 +74,22 @@ class SimulatedBackend:
         self.route_of = route_of
         self.paths: dict[tuple[Guid, Guid], Sequence[Link]] = {}
         self.names = {g: c.name for g, c in cls.nodes.items()}
-        self.planted = dict(planted)
+        self.planted = {h: p for h, p in planted.items() if p.kind != "lost"}
+        self.lost_from = {p.host: p.from_round for p in planted.values() if p.kind == "lost"}
         self.gpus_per_node = gpus_per_node
+        self.round = 0
+
+    def _next_round(self) -> None:
+        self.round += 1
+
+    def _lost(self, hosts: Sequence[str]) -> Unjudged | None:
+        """The test over ``hosts`` does not run when one of them is lost by this round."""
+        gone = [
+            NodeLost(h, f"{SIMULATED}: {h} does not answer (planted lost from round {self.lost_from[h]})")
+            for h in hosts
+            if self.lost_from.get(h, self.round + 1) <= self.round
+        ]
+        return Unjudged(tuple(gone), gone[0].said) if gone else None
 
     def _endpoint(self, host: str, rail: int) -> Endpoint | None:
         eps = self.host_eps.get(host, [])
@@ -99,11 +115,23 @@ class SimulatedBackend:
         return SimulatedCluster(self.facts, self.planted, route, self.gpus_per_node)
 
     def single_nodes(self, hosts: Sequence[str]) -> list[RunOutcome]:
+        self._next_round()
         cluster = SimulatedCluster(self.facts, self.planted, {}, self.gpus_per_node)
-        return [RunOutcome((h,), cluster.single_node(h)) for h in hosts]
+        return [
+            RunOutcome((h,), None, lost.said, unjudged=lost)
+            if (lost := self._lost([h])) is not None
+            else RunOutcome((h,), cluster.single_node(h))
+            for h in hosts
+        ]
 
     def collectives(self, sets: Sequence[Sequence[str]]) -> list[RunOutcome]:
-        return [RunOutcome(tuple(s), self._cluster(s).collective(s)) for s in sets]
+        self._next_round()
+        return [
+            RunOutcome(tuple(s), None, lost.said, unjudged=lost)
+            if (lost := self._lost(s)) is not None
+            else RunOutcome(tuple(s), self._cluster(s).collective(s))
+            for s in sets
+        ]
 
     def _design(self, lk: Link) -> float:
         """A cable's design rate: the rate the fabric facts give its HCA end, else as trained."""
@@ -116,11 +144,12 @@ class SimulatedBackend:
         return lk.gbps
 
     def pairs(self, pairs: Sequence[tuple[str, str, int]]) -> list[PairOutcome]:
+        self._next_round()
         probes: list[Probe] = []
         keep: list[tuple[str, str, int] | None] = []
         for client, server, rail in pairs:
             a, b = self._endpoint(client, rail), self._endpoint(server, rail)
-            if a is None or b is None:
+            if a is None or b is None or self._lost([client, server]) is not None:
                 keep.append(None)
                 continue
             self._route(a, b)
@@ -129,6 +158,10 @@ class SimulatedBackend:
         results = iter(simulate_round(self.fabric, probes, self.paths, self.error_rates))
         out = []
         for want, asked in zip(keep, pairs, strict=True):
+            lost = self._lost(asked[:2])
+            if lost is not None:
+                out.append(PairOutcome(*asked, None, None, lost.said, unjudged=lost))
+                continue
             if want is None:
                 out.append(PairOutcome(asked[0], asked[1], asked[2], None, None, "no HCA on that rail"))
                 continue
