@@ -404,6 +404,12 @@ class IbfabApp(App[None]):
                 self._inventory = (state, self.service.cable_inventory())
             return self._inventory[1]
 
+    def _routes_failed(self) -> bool:
+        """The stored tables of the topology on screen could not be judged (the routes screen
+        says why); a verdict that waits for nothing."""
+        verdict = self.service.routes_known(self.view) if self.view is not None else None
+        return verdict is not None and bool(verdict.error)
+
     def status_line(self) -> str:
         """What is loaded, in words (shown at the top of every screen)."""
         if self.errors:
@@ -424,6 +430,12 @@ class IbfabApp(App[None]):
                 parts.append("no counters yet (ibfab counters collect)")
             else:
                 parts.append(f"health at snapshot #{self.health.snapshot_id}")
+            # routes are judged once health is there (judge_routes): until the verdict comes,
+            # loading["routes"] is a judgement running in its child process
+            if not self.loading["health"] and self.loading["routes"]:
+                parts.append("judging routes…")
+            elif not self.loading["health"] and self._routes_failed():
+                parts.append("routes not judged (t: why)")
         return " | ".join(parts)
 
 

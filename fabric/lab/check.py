@@ -21,6 +21,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from fabric.lab import simulator as lab
+from fabric.lab.simulator.lifecycle import bring_up, designed, teardown
+from fabric.lab.simulator.state import locked, paths_of, read_state
 from topology.errors import CommandFailed, LabError
 
 # The probes are quick on a working lab (measured: ~0.1 s each); these are deadlines for a
@@ -151,9 +153,9 @@ def restart(name: str = "default") -> lab.LabState:
     and bring its design up again; LabError when there is no such lab or it does not come up."""
     # the simulator's own steps (its lock, teardown and bring-up), so a restart is exactly a down and an
     # up of the same design, never a second lab beside the first
-    paths = lab._paths(name)
-    with lab._locked(paths.root / "lab.lock"):
-        state = lab._read_state(paths)
+    paths = paths_of(name)
+    with locked(paths.root / "lab.lock"):
+        state = read_state(paths)
         if state is None:
             raise LabError(f"no lab named {name!r} (start one with 'ibfab lab up --name {name}')")
         if (paths.root / lab.TWIN_FILE).is_file():
@@ -163,5 +165,5 @@ def restart(name: str = "default") -> lab.LabState:
                 f"'ibfab lab up --from SOURCE --name {name}'"
             )
         design = lab.design_of(name)
-        lab._teardown(paths, state)
-        return lab._bring_up(paths, name, lab._designed(design))
+        teardown(paths, state)
+        return bring_up(paths, name, designed(design))

@@ -113,9 +113,7 @@ def test_a_lab_that_refuses_new_clients_says_so_and_restart_brings_it_back(runni
     assert f"lab {running} restarted" in result.stdout
     new = lab.status(running)
     assert (new.ibsim_pid, new.opensm_pid) != (state.ibsim_pid, state.opensm_pid)
-    assert not any(
-        lab._alive(pid, p) for pid, p in ((state.ibsim_pid, "ibsim"), (state.opensm_pid, "opensm"))
-    )
+    assert not any(lab.alive(pid, p) for pid, p in ((state.ibsim_pid, "ibsim"), (state.opensm_pid, "opensm")))
     _works(running)
 
 
@@ -127,7 +125,7 @@ def test_a_lab_whose_process_was_killed_says_so_and_restart_brings_it_back(
     pid = state.ibsim_pid if program == "ibsim" else state.opensm_pid
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + _DEADLINE
-    while lab._alive(pid, program) and time.monotonic() < deadline:
+    while lab.alive(pid, program) and time.monotonic() < deadline:
         time.sleep(0.05)
 
     health = labcheck.check(running)

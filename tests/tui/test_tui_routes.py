@@ -9,13 +9,20 @@ recorded that the tables still route over; and tests.tui_data's store without ta
 from __future__ import annotations
 
 import shlex
+import sqlite3
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
+from fabric.app.health.window import HealthWindow
+from fabric.app.readmodel.routes import RoutesVerdict
 from fabric.app.readmodel.service import FabricService
-from fabric.app.readmodel.views import NO_DATA
+from fabric.app.readmodel.views import NO_DATA, FabricView
 from fabric.app.session import open_session
 from fabric.cli.main import main
 from fabric.present.routes import CLEAN
@@ -217,6 +224,81 @@ async def test_no_tables_says_so_and_its_command_stores_them(tmp_path: Path) -> 
                 break
         await settle(pilot, app)
         assert "Forwarding tables stored with topology snapshot 1" in text_of(app, "#routes-head")
+
+
+async def until(pilot: Pilot[None], ready: Callable[[], bool], what: str) -> None:
+    """Wait for a state (a 60 s deadline for a loaded machine, not a speed check)."""
+    for _ in range(1200):
+        if ready():
+            await pilot.pause()  # the screens redrawn from it
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never {what}")
+
+
+def held_judgement(svc: FabricService, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[int]]:
+    """The service's judgement held until the event is set, then run for real: a judgement takes
+    seconds only on a large fabric, and a test cannot make this one slow otherwise. The list gets
+    the topology id of each judgement asked for."""
+    release, asked = threading.Event(), []
+    judge = svc.routes
+
+    def held(view: FabricView, health: HealthWindow | None) -> RoutesVerdict:
+        asked.append(view.topology.id)
+        release.wait(60)
+        return judge(view, health)
+
+    monkeypatch.setattr(svc, "routes", held)
+    return release, asked
+
+
+@run_async
+async def test_the_status_line_says_routes_are_being_judged_until_the_verdict_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _, sid = routed_store(tmp_path / "clean.db", snapshots=2)
+    svc = FabricService(open_session(db=path))
+    release, asked = held_judgement(svc, monkeypatch)
+    app = build_app(svc, poll_seconds=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(asked) and app.health is not None, "a judgement asked for")
+        assert app.loading["routes"] and not any(isinstance(m, RoutesJudged) for m in app.messages_seen)
+        status = text_of(app, "#status-line")
+        assert status.endswith("health at snapshot #2 | judging routes…"), status
+        await pilot.press("t")  # every screen's status line, the routes screen's too
+        await until(pilot, lambda: isinstance(app.screen, RoutesScreen), "on the routes screen")
+        assert text_of(app, "#status-line").endswith("| judging routes…")
+        assert "judging the forwarding tables stored with topology snapshot" in text_of(app, "#routes-head")
+        release.set()
+        await until(pilot, lambda: not app.loading["routes"], "judged")
+        assert asked == [sid] and any(isinstance(m, RoutesJudged) for m in app.messages_seen)
+        status = text_of(app, "#status-line")
+        assert status.endswith("health at snapshot #2") and "routes" not in status, status
+        assert f"Forwarding tables stored with topology snapshot {sid}" in text_of(app, "#routes-head")
+
+
+@run_async
+async def test_tables_that_cannot_be_judged_clear_the_judging_and_say_where_to_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _, sid = routed_store(tmp_path / "damaged.db", snapshots=2)
+    with sqlite3.connect(path) as db:  # the stored table fails its checksum in the judging process
+        db.execute("UPDATE route_tables SET crc = crc + 1")
+    svc = FabricService(open_session(db=path))
+    release, asked = held_judgement(svc, monkeypatch)
+    app = build_app(svc, poll_seconds=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(asked) and app.health is not None, "a judgement asked for")
+        assert text_of(app, "#status-line").endswith("| judging routes…")
+        release.set()
+        await until(pilot, lambda: not app.loading["routes"], "judged")
+        status = text_of(app, "#status-line")
+        assert "judging" not in status and status.endswith("| routes not judged (t: why)"), status
+        assert not app.errors  # the verdict says it, not a load error
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, RoutesScreen), "on the routes screen")
+        head = text_of(app, "#routes-head")
+        assert f"stored with topology snapshot {sid} cannot be judged" in head and "checksum" in head, head
 
 
 def test_judged_once_per_what_the_verdict_rests_on(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fabric.advise.actions import Action, ActionKind
+from fabric.app.audit import open_changes
 from fabric.app.isolation.isolate import RETEST_WINDOW_SECONDS, current_user
 from fabric.app.slurm import NodeMap
 from fabric.store import AuditEntry, Store
@@ -187,9 +188,7 @@ def apply_drains(
 
 def open_drains(store: Store) -> list[AuditEntry]:
     """Successful drains that no later entry has resumed."""
-    log = store.audit_log()
-    undone = {e.undo_of for e in log if e.undo_of is not None and e.result.startswith("ok")}
-    return [e for e in log if e.action == DRAIN and e.result.startswith("ok") and e.id not in undone]
+    return open_changes(store, DRAIN)
 
 
 @dataclass(frozen=True, slots=True)

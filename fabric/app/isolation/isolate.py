@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fabric.advise.actions import Action, ibportstate_argv, isolate_port, ufm_curl
 from fabric.advise.candidates import Candidate, LinkFinding, link_at, node_label, resolve_port
 from fabric.advise.safety import DesignedUplinks, SafetyPolicy, SafetyReport, check_isolations
+from fabric.app.audit import open_changes
 from fabric.app.discovery.discover import Discovery
 from fabric.app.session import Session
 from fabric.store import AuditEntry, Store
@@ -231,9 +232,7 @@ def apply_plan(
 
 def open_isolations(store: Store) -> list[AuditEntry]:
     """Successful isolations that no later entry has undone."""
-    log = store.audit_log()
-    undone = {e.undo_of for e in log if e.undo_of is not None and e.result.startswith("ok")}
-    return [e for e in log if e.action == ISOLATE and e.result.startswith("ok") and e.id not in undone]
+    return open_changes(store, ISOLATE)
 
 
 @dataclass(frozen=True, slots=True)
