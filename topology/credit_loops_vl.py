@@ -45,7 +45,7 @@ _MISSING = 255
 class Lanes:
     """What is known of the lanes: the SL2VL tables and, where given, the SM's path records."""
 
-    tables: Sl2Vl
+    tables: Sl2Vl | None
     paths: PathSls | None = None
 
 
@@ -53,6 +53,11 @@ def lane_credit_loops(w: Walk, lanes: Lanes) -> CreditLoops:
     """The credit loops of the hosts' routes per VL where ``lanes`` make the VLs known, else the
     one-lane check with a ``lanes`` statement of what was missing."""
     t = lanes.tables
+    if t is None:
+        said = "the SL2VL tables are not known"
+        if lanes.paths is not None:
+            said = f"path records from {lanes.paths.source}, but {said}"
+        return replace(credit_loops(w), lanes=f"one lane: {said}")
     where = f"SL2VL tables from {t.source} ({t.format})"
     keys, rows = _table_arrays(w, t)
     h, d, sl, why = _routes(w, lanes, rows)
