@@ -94,22 +94,22 @@ def _table_arrays(w: Walk, t: Sl2Vl) -> tuple[Array, Array]:
     """(sorted keys ``(s * 256 + in) * 256 + out`` of the switches' tables, their VLs [K, 16])."""
     b = w.bound
     by_lid = b.fabric.by_lid()
-    keys: list[int] = []
-    rows: list[tuple[int, ...]] = []
-    for lid, node_tables in t.nodes.items():
-        node = by_lid.get(lid)
-        if node is None or node.kind is not NodeKind.SWITCH:
-            continue  # an HCA's table: its cable is on no cycle (see the module's words)
-        s = b.index.get(node.guid)
-        if s is None:
-            continue
-        for (i, o), vls in node_tables.rows.items():
-            keys.append((s * 256 + i) * 256 + o)
-            rows.append(vls)
-    k = np.array(keys, np.int64)
-    r = np.array(rows, np.uint8).reshape(-1, 16)
+    lids = np.unique(t.lid)
+    # a LID's switch index (-1: an HCA, whose cable is on no cycle; or a LID the topology lacks)
+    index = np.array(
+        [
+            b.index.get(n.guid, -1)
+            if (n := by_lid.get(int(x))) is not None and n.kind is NodeKind.SWITCH
+            else -1
+            for x in lids.tolist()
+        ],
+        np.int64,
+    )
+    s = index[np.searchsorted(lids, t.lid)]
+    on = s >= 0
+    k = (s[on] * 256 + t.in_port[on].astype(np.int64)) * 256 + t.out_port[on].astype(np.int64)
     order = np.argsort(k, kind="stable")
-    return k[order], r[order]
+    return k[order], t.vls[on][order]
 
 
 def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, str]:
@@ -136,7 +136,12 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
             "the SL of each route is not known (give the SM's path records: saquery -p)",
         )
     lid_hca = {int(b.fabric.nodes[g].lid or 0): i for i, g in enumerate(b.hcas)}
-    src = np.array([lid_hca.get(int(x), -1) for x in paths.slid.tolist()], np.int64)
+    lid_of = np.full(int(max(lid_hca, default=0)) + 2, -1, np.int64)
+    lid_of[np.fromiter(lid_hca.keys(), np.int64, len(lid_hca))] = np.fromiter(
+        lid_hca.values(), np.int64, len(lid_hca)
+    )
+    slid = paths.slid.astype(np.int64)
+    src = np.where(slid < len(lid_of), lid_of[np.minimum(slid, len(lid_of) - 1)], -1)
     at = np.searchsorted(b.dest_lids, paths.dlid)
     at = np.minimum(at, max(len(b.dest_lids) - 1, 0))
     col = np.where((len(b.dest_lids) > 0) & (b.dest_lids[at] == paths.dlid), at, -1).astype(np.int64)
@@ -144,9 +149,11 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
     ok[ok] &= b.dest_hca[col[ok]] >= 0
     ok[ok] &= (group[src[ok]] >= 0) & (group[src[ok]] == group[np.maximum(b.dest_hca[col[ok]], 0)])
     ok[ok] &= src[ok] != b.dest_hca[col[ok]]
-    h, d, sl = src[ok], col[ok], paths.sl[ok].astype(np.int64)
-    triple = np.unique(np.stack([h, d, sl], axis=1), axis=0) if len(h) else np.zeros((0, 3), np.int64)
-    covered = len(np.unique(triple[:, 0] * len(b.dest_lids) + triple[:, 1])) if len(triple) else 0
+    D = max(len(b.dest_lids), 1)
+    key = np.sort((src[ok] * D + col[ok]) * 16 + paths.sl[ok].astype(np.int64))
+    key = key[np.concatenate([[True], key[1:] != key[:-1]])] if len(key) else key  # every (h, d, SL) once
+    pair, sl = np.divmod(key, 16)
+    covered = int((np.diff(pair) != 0).sum()) + 1 if len(pair) else 0  # pair is sorted
     if covered < total:
         if one_vl:
             return all_h, all_d, np.zeros(total, np.int64), ""
@@ -156,7 +163,8 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
             _none(),
             f"the path records ({paths.source}) give the SL of {covered} of the {total} host routes judged",
         )
-    return triple[:, 0], triple[:, 1], triple[:, 2], ""
+    h, d = np.divmod(pair, D)
+    return h, d, sl, ""
 
 
 def _none() -> Array:
@@ -211,5 +219,7 @@ def _trace(
         return _none(), _none(), _none()
     u, v, wd = np.concatenate(us), np.concatenate(vs), np.concatenate(ws)
     both = u * (int(max(u.max(initial=0), v.max(initial=0))) + 1) + v
-    _, first = np.unique(both, return_index=True)
+    order = np.argsort(both, kind="stable")
+    both = both[order]
+    first = order[np.concatenate([[True], both[1:] != both[:-1]])]
     return u[first], v[first], wd[first]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -62,15 +63,36 @@ class PortTables:
     lid: int
     switch: bool | None  # None: the form does not say (smpquery); the topology does
     rows: Mapping[tuple[int, int], tuple[int, ...]]
-    line: int  # where its header is
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sl2Vl:
+    """Every table row read: ``lid[k]``'s row for in port ``in_port[k]`` and out port
+    ``out_port[k]`` maps SL s to VL ``vls[k, s]``."""
+
     source: str
     format: str
-    nodes: Mapping[int, PortTables]  # by LID
-    lines: Mapping[tuple[int, int, int], int] = field(default_factory=dict)  # (lid, in, out) -> line
+    lid: np.ndarray[Any, Any]  # int32 [K]
+    in_port: np.ndarray[Any, Any]  # int16 [K]
+    out_port: np.ndarray[Any, Any]  # int16 [K]
+    vls: np.ndarray[Any, Any]  # uint8 [K, 16]
+    switch_lids: frozenset[int] = frozenset()  # the LIDs the form says are switches (OpenSM's)
+    hca_lids: frozenset[int] = frozenset()
+
+    @cached_property
+    def nodes(self) -> dict[int, PortTables]:
+        """The rows by LID (a view for people and tests; the checks read the arrays)."""
+        out: dict[int, dict[tuple[int, int], tuple[int, ...]]] = {}
+        for lid, i, o, row in zip(
+            self.lid.tolist(), self.in_port.tolist(), self.out_port.tolist(), self.vls.tolist(), strict=True
+        ):
+            out.setdefault(lid, {})[(i, o)] = tuple(row)
+        return {
+            lid: PortTables(
+                lid, True if lid in self.switch_lids else False if lid in self.hca_lids else None, rows
+            )
+            for lid, rows in out.items()
+        }
 
     def vl(self, lid: int, in_port: int, out_port: int, sl: int) -> int | None:
         t = self.nodes.get(lid)
@@ -78,7 +100,7 @@ class Sl2Vl:
         return None if row is None else row[sl]
 
     def entries(self) -> int:
-        return sum(len(t.rows) for t in self.nodes.values())
+        return len(self.lid)
 
 
 def _vls(text: str, sep: str, source: str, n: int, line: str) -> tuple[int, ...]:
@@ -106,7 +128,14 @@ class _Node:
 
 def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int, int] | None = None) -> Sl2Vl:
     """The tables in ``text`` (either form above). ``port_counts`` (a switch's number of ports by
-    its LID, from the topology) refuses a port the switch does not have."""
+    its LID, from the topology) refuses a port the switch does not have.
+
+    smpquery's rows are fixed width; a fabric's worth (half a million rows) is decoded as numpy
+    columns when every line is a header, the ruler or such a row, each LID's (in, out) listed once
+    and in range; anything else is read line by line, which names the line that is wrong."""
+    fast = _fast_smpquery(text, source, port_counts)
+    if fast is not None:
+        return fast
     fmt: str | None = None
     nodes: dict[int, _Node] = {}
     lines: dict[tuple[int, int, int], int] = {}
@@ -192,11 +221,81 @@ def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int,
         raise ParseError(TOOL, source, 0, "", "no SL2VL table found")
     if fmt == SMPQUERY and here is not None and not header_rows:
         raise ParseError(TOOL, source, header_at, "", "an SL2VL table header without rows: cut short?")
+    keys = [(x.lid, i, o, vls) for x in nodes.values() for (i, o), vls in x.rows.items()]
     return Sl2Vl(
         source,
         fmt,
-        {lid: PortTables(lid, x.switch, dict(x.rows), x.line) for lid, x in nodes.items()},
-        lines,
+        np.array([k[0] for k in keys], np.int32),
+        np.array([k[1] for k in keys], np.int16),
+        np.array([k[2] for k in keys], np.int16),
+        np.array([k[3] for k in keys], np.uint8).reshape(-1, 16),
+        frozenset(x.lid for x in nodes.values() if x.switch),
+        frozenset(x.lid for x in nodes.values() if x.switch is False),
+    )
+
+
+_ROW_WIDTH = 71  # "ports: in %2d, out %2d: " and "|%2u" x 16 and "|"
+_HEAD = "# SL2VL table: Lid "
+_RULER = "#                 SL: |"
+
+
+def _fast_smpquery(text: str, source: str, port_counts: Mapping[int, int] | None) -> Sl2Vl | None:
+    if not text.startswith(_HEAD) or "ibwarn" in text or "sim_connect" in text:
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    heads = [k for k, ln in enumerate(lines) if ln.startswith(_HEAD)]
+    rulers = text.count("\n" + _RULER)
+    row_at = [k for k, ln in enumerate(lines) if ln.startswith("ports: in ")]
+    rows = [lines[k] for k in row_at]
+    if len(heads) + rulers + len(rows) != len(lines) or not rows:
+        return None
+    if any(len(r) != _ROW_WIDTH for r in rows):
+        return None
+    lid_text = [lines[k][len(_HEAD) :] for k in heads]
+    if not all(x.isascii() and x.isdigit() for x in lid_text):
+        return None
+    head_lids = np.array([int(x) for x in lid_text], np.int64)
+    at = np.array(row_at, np.int64)
+    owner = np.searchsorted(np.array(heads, np.int64), at) - 1
+    if (owner < 0).any() or len(np.unique(owner)) != len(heads):
+        return None  # a row before any header, or a header without rows
+    buf = np.frombuffer("".join(rows).encode("ascii", "replace"), np.uint8).reshape(-1, _ROW_WIDTH)
+    for col, want in ((12, b", out "), (20, b": ")):
+        if not (buf[:, col : col + len(want)] == np.frombuffer(want, np.uint8)).all():
+            return None
+    if not (buf[:, 22:_ROW_WIDTH:3] == ord("|")).all():
+        return None
+
+    def two(col: int) -> np.ndarray[Any, Any] | None:
+        hi, lo = buf[:, col].astype(np.int64), buf[:, col + 1].astype(np.int64)
+        ok = ((hi == 32) | ((hi >= 48) & (hi <= 57))) & (lo >= 48) & (lo <= 57)
+        return None if not ok.all() else np.where(hi == 32, 0, hi - 48) * 10 + lo - 48
+
+    cols = [two(c) for c in (10, 18, *range(23, _ROW_WIDTH, 3))]
+    if any(c is None for c in cols):
+        return None
+    in_port, out_port = cols[0], cols[1]
+    vls = np.stack(cols[2:], axis=1)  # type: ignore[arg-type]
+    assert in_port is not None and out_port is not None
+    lid = head_lids[owner]
+    if (vls > MAX_VL).any() or ((lid < 1) | (lid > MAX_UNICAST_LID)).any():
+        return None
+    if port_counts is not None:
+        top = np.array([port_counts.get(int(x), MAX_PORT) for x in head_lids.tolist()], np.int64)[owner]
+        if (in_port > top).any() or (out_port > top).any():
+            return None
+    keys = np.sort((lid * 256 + in_port) * 256 + out_port)
+    if (keys[1:] == keys[:-1]).any():
+        return None
+    return Sl2Vl(
+        source,
+        SMPQUERY,
+        lid.astype(np.int32),
+        in_port.astype(np.int16),
+        out_port.astype(np.int16),
+        vls.astype(np.uint8),
     )
 
 
@@ -265,8 +364,19 @@ _PR_START = "PathRecord dump:"
 _PR_FIELD = re.compile(r"^\s+(\w+)\.{2,}(\S+)\s*$")
 
 
+_PR_LINES = 17  # "PathRecord dump:" and its 16 fields, as saquery prints every record
+
+
 def parse_path_records(text: str | Iterable[str], source: str = "<path records>") -> PathSls:
-    """The (slid, dlid, sl) of every ``PathRecord dump:`` block of ``saquery -p`` output."""
+    """The (slid, dlid, sl) of every ``PathRecord dump:`` block of ``saquery -p`` output.
+
+    A whole fabric's records (half a million pairs, 300 MB) are read by position when every
+    record is whole, as saquery prints it (17 lines, ``dlid`` 5th, ``slid`` 6th, ``sl`` 12th);
+    anything else is read line by line, which names the line that is wrong."""
+    if isinstance(text, str):
+        fast = _fast_path_records(text, source)
+        if fast is not None:
+            return fast
     lines = text.splitlines() if isinstance(text, str) else text
     slid: list[int] = []
     dlid: list[int] = []
@@ -325,3 +435,68 @@ def parse_path_records(text: str | Iterable[str], source: str = "<path records>"
         np.array(sl, np.uint8),
         len(slid),
     )
+
+
+_PR_VALUE = 26  # "\t\tdlid" and its dots: every value starts here
+
+
+def _fast_path_records(text: str, source: str) -> PathSls | None:
+    blocks = text.count(_PR_START)
+    if not blocks or not text.endswith("\n") or "ibwarn" in text or "sim_connect" in text:
+        return None
+    buf = np.frombuffer(text.encode("utf-8", "replace"), np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    if len(ends) != blocks * _PR_LINES:
+        return None
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    head = starts[0::_PR_LINES]
+    want = np.frombuffer(_PR_START.encode(), np.uint8)
+    if not (
+        (ends[0::_PR_LINES] - head == len(want)).all()
+        and (buf[head[:, None] + np.arange(len(want))] == want).all()
+    ):
+        return None
+    field = np.ones(len(starts), bool)
+    field[0::_PR_LINES] = False
+    fs = starts[field]
+    if not ((ends[field] - fs > _PR_VALUE).all() and (buf[fs] == 9).all() and (buf[fs + 1] == 9).all()):
+        return None
+    values = []
+    for k, name in ((4, "dlid"), (5, "slid"), (11, "sl")):
+        s0, e0 = starts[k::_PR_LINES], ends[k::_PR_LINES]
+        label = np.frombuffer(("\t\t" + name).ljust(_PR_VALUE, ".").encode(), np.uint8)
+        if not (buf[s0[:, None] + np.arange(_PR_VALUE)] == label).all():
+            return None
+        values.append(_numbers(buf, s0 + _PR_VALUE, e0, hexa=name == "sl"))
+    dlid, slid, sl = values
+    if dlid is None or slid is None or sl is None:
+        return None
+    if (sl > MAX_SL).any() or (
+        (slid < 1) | (slid > MAX_UNICAST_LID) | (dlid < 1) | (dlid > MAX_UNICAST_LID)
+    ).any():
+        return None
+    return PathSls(source, slid.astype(np.int32), dlid.astype(np.int32), sl.astype(np.uint8), blocks)
+
+
+def _numbers(
+    buf: np.ndarray[Any, Any], start: np.ndarray[Any, Any], end: np.ndarray[Any, Any], *, hexa: bool
+) -> np.ndarray[Any, Any] | None:
+    """The numbers written from ``start`` to ``end`` in each line: decimal (up to 5 digits), or
+    ``0x`` and one hex digit (an SL); None when any is not."""
+    width = end - start
+    if hexa:
+        if not ((width == 3) & (buf[start] == 48) & (buf[start + 1] == 120)).all():
+            return None
+        d = buf[start + 2].astype(np.int64)
+        v = np.where(d <= 57, d - 48, (d | 32) - 87)
+        ok = ((d >= 48) & (d <= 57)) | (((d | 32) >= 97) & ((d | 32) <= 102))
+        return v if ok.all() else None
+    if not ((width >= 1) & (width <= 5)).all():
+        return None
+    pos = end[:, None] - 5 + np.arange(5)  # the last 5 bytes; those before the number count 0
+    inside = pos >= start[:, None]
+    d = buf[np.where(inside, pos, start[:, None])].astype(np.int64) - 48
+    if not ((d >= 0) & (d <= 9) | ~inside).all():
+        return None
+    out: np.ndarray[Any, Any] = (np.where(inside, d, 0) * (10 ** np.arange(4, -1, -1))).sum(axis=1)
+    return out

@@ -120,3 +120,31 @@ def test_a_path_record_cut_short() -> None:
     bad = "\n".join(lines[:17]).replace("sl......................0x0", "sl......................0x1F")
     with pytest.raises(ParseError, match=r"p.txt:12: .*SL 31 out of range"):
         parse_path_records(bad, "p.txt")
+
+
+@pytest.mark.parametrize(
+    "name", ["saquery-p-ring5-dfsssp.txt", "saquery-p-ring5-dfsssp-qos.txt", "saquery-p-ring5-minhop.txt"]
+)
+def test_whole_records_read_in_one_pass_as_line_by_line(name: str) -> None:
+    body = text(name)
+    fast = parse_path_records(body, name)  # whole saquery records: the one-pass reader
+    slow = parse_path_records(iter(body.splitlines()), name)  # a stream: line by line
+    assert fast.records == slow.records
+    for a, b in ((fast.slid, slow.slid), (fast.dlid, slow.dlid), (fast.sl, slow.sl)):
+        assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "smpquery-sl2vl-ring5-dfsssp.txt",
+        "smpquery-sl2vl-ring5-dfsssp-qos.txt",
+        "smpquery-sl2vl-ring5-minhop.txt",
+    ],
+)
+def test_smpquery_rows_decoded_as_columns_as_line_by_line(name: str) -> None:
+    body = text(name)
+    fast = parse_sl2vl(body, name)  # fixed-width rows: decoded as numpy columns
+    slow = parse_sl2vl("\n" + body, name)  # a leading blank line: read line by line
+    assert fast.entries() == slow.entries()
+    assert fast.nodes == slow.nodes
