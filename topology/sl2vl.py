@@ -367,16 +367,18 @@ _PR_FIELD = re.compile(r"^\s+(\w+)\.{2,}(\S+)\s*$")
 _PR_LINES = 17  # "PathRecord dump:" and its 16 fields, as saquery prints every record
 
 
-def parse_path_records(text: str | Iterable[str], source: str = "<path records>") -> PathSls:
+def parse_path_records(text: str | bytes | Iterable[str], source: str = "<path records>") -> PathSls:
     """The (slid, dlid, sl) of every ``PathRecord dump:`` block of ``saquery -p`` output.
 
     A whole fabric's records (half a million pairs, 300 MB) are read by position when every
     record is whole, as saquery prints it (17 lines, ``dlid`` 5th, ``slid`` 6th, ``sl`` 12th);
     anything else is read line by line, which names the line that is wrong."""
-    if isinstance(text, str):
-        fast = _fast_path_records(text, source)
+    if isinstance(text, str | bytes):
+        fast = _fast_path_records(text.encode("utf-8", "replace") if isinstance(text, str) else text, source)
         if fast is not None:
             return fast
+        if isinstance(text, bytes):
+            text = text.decode("utf-8-sig", "replace")
     lines = text.splitlines() if isinstance(text, str) else text
     slid: list[int] = []
     dlid: list[int] = []
@@ -440,15 +442,21 @@ def parse_path_records(text: str | Iterable[str], source: str = "<path records>"
 _PR_VALUE = 26  # "\t\tdlid" and its dots: every value starts here
 
 
-def _fast_path_records(text: str, source: str) -> PathSls | None:
-    blocks = text.count(_PR_START)
-    if not blocks or not text.endswith("\n") or "ibwarn" in text or "sim_connect" in text:
+def _fast_path_records(data: bytes, source: str) -> PathSls | None:
+    blocks = data.count(_PR_START.encode())
+    if not blocks or not data.endswith(b"\n") or b"ibwarn" in data or b"sim_connect" in data:
         return None
-    buf = np.frombuffer(text.encode("utf-8", "replace"), np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    if len(ends) != blocks * _PR_LINES:
+    if data.count(b"\n") != blocks * _PR_LINES or len(data) >= 1 << 31:
         return None
-    starts = np.concatenate([[0], ends[:-1] + 1])
+    buf = np.frombuffer(data, np.uint8)
+    step = 1 << 25  # line ends found a chunk at a time: no whole-file mask in memory
+    ends = np.concatenate(
+        [
+            np.flatnonzero(buf[c : c + step] == 10).astype(np.int32) + np.int32(c)
+            for c in range(0, len(buf), step)
+        ]
+    )
+    starts = np.concatenate([np.zeros(1, np.int32), ends[:-1] + 1])
     head = starts[0::_PR_LINES]
     want = np.frombuffer(_PR_START.encode(), np.uint8)
     if not (
