@@ -71,12 +71,11 @@ def lane_credit_loops(w: Walk, lanes: Lanes) -> CreditLoops:
     traced = _trace(w, keys, rows, h, d, sl)
     if isinstance(traced, str):
         return replace(credit_loops(w), lanes=f"one lane: {where}, but {traced}")
-    u, v, witness = traced
+    u, v, witness, used = traced
     if lanes.paths is not None:
         said = f"per VL: {where}; the SL of every host route from {lanes.paths.source} (path records)"
     else:
         said = f"per VL: {where}, which map every SL to one VL on each port (the SL does not matter)"
-    used = tuple(sorted({int(x) for x in np.concatenate([u, v]) % 16})) if len(u) else ()
     if not len(u):
         return CreditLoops(0, 0, 0, (), (), said, True, (), used)
     count, left, ring = find_cycle(u, v)
@@ -173,14 +172,15 @@ def _none() -> Array:
 
 def _trace(
     w: Walk, keys: Array, rows: Array, h: Array, d: Array, sl: Array
-) -> tuple[Array, Array, Array] | str:
+) -> tuple[Array, Array, Array, tuple[int, ...]] | str:
     """The (channel, VL) dependencies of the routes: (from node, to node, a destination column
-    whose routes make the wait) with node ``(s * 256 + port) * 16 + VL``; or which table a route
-    needs that is not given."""
+    whose routes make the wait) with node ``(s * 256 + port) * 16 + VL``, and the VLs the routes
+    use on switch-to-switch cables; or which table a route needs that is not given."""
     b = w.bound
-    hca_at = np.full(len(b.hcas), -1, np.int64)  # the leaf port each HCA is cabled to
+    hca_at = np.full(len(b.hcas), -1, np.int64)  # the port of its switch each HCA is cabled to
     si, pi = np.nonzero(b.far_hca >= 0)
-    hca_at[b.far_hca[si, pi]] = pi
+    mine = b.hca_switch[b.far_hca[si, pi]] == si  # a second port cabled elsewhere is not its route
+    hca_at[b.far_hca[si, pi][mine][::-1]] = pi[mine][::-1]  # the lowest such port
     s = b.hca_switch[h].astype(np.int64)
     i = hca_at[h]
     live = (s >= 0) & (i >= 0)
@@ -189,6 +189,7 @@ def _trace(
     us: list[Array] = []
     vs: list[Array] = []
     ws: list[Array] = []
+    seen = np.zeros(16, bool)  # VLs the routes use on switch-to-switch cables
     for _ in range(b.nswitches + 1):
         if not len(s):
             break
@@ -208,6 +209,7 @@ def _trace(
             return f"they lack LID {lid} in port {int(i[k])} out port {int(o[k])}, which host routes use"
         vl = rows[pos, sl].astype(np.int64)
         node = (s * 256 + o) * 16 + vl
+        seen[vl] = True
         wait = prev >= 0
         us.append(prev[wait])
         vs.append(node[wait])
@@ -215,11 +217,12 @@ def _trace(
         prev = node
         i = b.far_port[s, o].astype(np.int64)
         s = t
+    used = tuple(int(x) for x in np.flatnonzero(seen))
     if not us:
-        return _none(), _none(), _none()
+        return _none(), _none(), _none(), used
     u, v, wd = np.concatenate(us), np.concatenate(vs), np.concatenate(ws)
     both = u * (int(max(u.max(initial=0), v.max(initial=0))) + 1) + v
     order = np.argsort(both, kind="stable")
     both = both[order]
     first = order[np.concatenate([[True], both[1:] != both[:-1]])]
-    return u[first], v[first], wd[first]
+    return u[first], v[first], wd[first], used
