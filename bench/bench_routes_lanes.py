@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_routes import build, ibfab, timed  # noqa: E402
+from bench_routes import build, ibfab, timed
 
 
 def lanes_files(topo: Path, folder: Path) -> tuple[Path, Path]:
@@ -60,8 +60,10 @@ def lanes_files(topo: Path, folder: Path) -> tuple[Path, Path]:
                     if a != b:
                         fh.write(_record(a, b, (a + b) % 8))
     took = time.perf_counter() - start
-    print(f"  (made {sl2vl.name} {sl2vl.stat().st_size / 1e6:.0f} MB, {paths.name} "
-          f"{paths.stat().st_size / 1e6:.0f} MB in {took:.0f} s)")
+    print(
+        f"  (made {sl2vl.name} {sl2vl.stat().st_size / 1e6:.0f} MB, {paths.name} "
+        f"{paths.stat().st_size / 1e6:.0f} MB in {took:.0f} s)"
+    )
     return sl2vl, paths
 
 
@@ -108,7 +110,9 @@ def main() -> None:
         per_vl = best([*ibfab(topo, dump), "--sl2vl", str(sl2vl), "--path-records", str(paths)], env)
         for what, (wall, cpu, rss, codes) in (("one lane (baseline)", one), ("per VL", per_vl)):
             print(f"  {what}: wall {wall:.2f} s, cpu {cpu:.2f} s, peak {rss:.0f} MiB, exit {sorted(codes)}")
-        print(f"  per VL / one lane: wall {per_vl[0] / one[0]:.1f}x, cpu {per_vl[1] / max(one[1], 1e-9):.1f}x")
+        print(
+            f"  per VL / one lane: wall {per_vl[0] / one[0]:.1f}x, cpu {per_vl[1] / max(one[1], 1e-9):.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -39,7 +40,7 @@ def lab(name: str, *up: str) -> Iterator[str]:
         run("lab", "down", "--name", name)
 
 
-def credit(name: str, *extra: str) -> tuple[int, dict[str, object]]:
+def credit(name: str, *extra: str) -> tuple[int, dict[str, Any]]:
     code, out, err = run("routes", "check", "--lab", name, "--json", *extra)
     assert code in (0, 10), out + err
     return code, json.loads(out)["credit_loops"]
