@@ -22,7 +22,7 @@ from topology.classify import Role
 from topology.credit_loops_vl import Lanes
 from topology.errors import UsageError
 from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
-from topology.textfile import read_input_bytes, read_input_text
+from topology.textfile import decode_input, read_input_bytes, read_input_text
 
 MAX_LIVE_QUERIES = 20_000
 QUERY_TIMEOUT = 30.0
@@ -49,7 +49,11 @@ def read_lanes(
     if sl2vl:
         tables = parse_sl2vl(read_input_text(sl2vl, "SL2VL tables"), sl2vl, port_counts=port_counts_by_lid(d))
     if path_records:
-        paths = parse_path_records(read_input_bytes(path_records, "path records"), path_records)
+        data = read_input_bytes(path_records, "path records")
+        if b"\0" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # binary, or UTF-16: refused or decoded
+            paths = parse_path_records(decode_input(data, path_records, "path records"), path_records)
+        else:  # bytes as saquery writes them: its records decoded as columns, a 300 MB file in seconds
+            paths = parse_path_records(data, path_records)
     if live:
         if not session.source.runs_tools:
             raise UsageError(
