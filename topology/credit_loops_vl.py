@@ -38,7 +38,6 @@ from topology.sl2vl import PathSls, Sl2Vl
 
 Array = np.ndarray[Any, Any]
 MAX_ROUTES = 4_000_000  # (source, destination, SL) rows traced at most (a few hundred MB of arrays)
-_MISSING = 255
 
 
 @dataclass(frozen=True)
@@ -115,19 +114,17 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
     """(source HCA, destination column, SL) of every host route judged, or why they are not known."""
     b = w.bound
     group = w.traffic.group
-    hosts = np.flatnonzero(group >= 0)
-    dest_cols = np.flatnonzero(b.dest_hca >= 0)
-    dest_cols = dest_cols[group[b.dest_hca[dest_cols]] >= 0]
-    same = group[hosts][:, None] == group[b.dest_hca[dest_cols]][None, :]
-    same &= hosts[:, None] != b.dest_hca[dest_cols][None, :]
-    hi, di = np.nonzero(same)
-    all_h, all_d = hosts[hi].astype(np.int64), dest_cols[di].astype(np.int64)
-    total = len(all_h)
+    # host routes judged: each host to every other HCA LID of its group
+    g_dest = group[b.dest_hca[b.dest_hca >= 0]]
+    g_dest = g_dest[g_dest >= 0]
+    n = max(w.traffic.groups, 1)
+    hosts_in = np.bincount(group[group >= 0], minlength=n)
+    total = int((hosts_in * np.bincount(g_dest, minlength=n)).sum()) - len(g_dest)
     one_vl = bool(len(rows)) and bool((rows == rows[:, :1]).all())
     paths = lanes.paths
+    if one_vl and (paths is None or total > MAX_ROUTES):
+        return _every_route(w, total)
     if paths is None:
-        if one_vl:
-            return all_h, all_d, np.zeros(total, np.int64), ""
         return (
             _none(),
             _none(),
@@ -155,7 +152,7 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
     covered = int((np.diff(pair) != 0).sum()) + 1 if len(pair) else 0  # pair is sorted
     if covered < total:
         if one_vl:
-            return all_h, all_d, np.zeros(total, np.int64), ""
+            return _every_route(w, total)
         return (
             _none(),
             _none(),
@@ -164,6 +161,27 @@ def _routes(w: Walk, lanes: Lanes, rows: Array) -> tuple[Array, Array, Array, st
         )
     h, d = np.divmod(pair, D)
     return h, d, sl, ""
+
+
+def _every_route(w: Walk, total: int) -> tuple[Array, Array, Array, str]:
+    """Every host route judged on SL 0 (the tables map every SL to one VL: any SL would do), or
+    why not: more routes than :data:`MAX_ROUTES` (counted before any pair is made)."""
+    if total > MAX_ROUTES:
+        return (
+            _none(),
+            _none(),
+            _none(),
+            f"{total} host routes are more than the {MAX_ROUTES} traced per lane",
+        )
+    b = w.bound
+    group = w.traffic.group
+    hosts = np.flatnonzero(group >= 0)
+    dest_cols = np.flatnonzero(b.dest_hca >= 0)
+    dest_cols = dest_cols[group[b.dest_hca[dest_cols]] >= 0]
+    same = group[hosts][:, None] == group[b.dest_hca[dest_cols]][None, :]
+    same &= hosts[:, None] != b.dest_hca[dest_cols][None, :]
+    hi, di = np.nonzero(same)
+    return hosts[hi].astype(np.int64), dest_cols[di].astype(np.int64), np.zeros(len(hi), np.int64), ""
 
 
 def _none() -> Array:
