@@ -11,8 +11,10 @@ nothing, until only cycles (and what joins them) remain; one cycle is then walke
 by link, with a destination LID whose routes make each of its waits.
 
 Lanes: the SL a route uses is not in the forwarding tables (engines such as dfsssp and lash spread
-routes over SLs, hence VLs, to break cycles), so every route is taken to use one lane; a cycle found
-is a credit loop only if its routes share a VL, and the report says the lanes were not known.
+routes over SLs, hence VLs, to break cycles), so here every route is taken to use one lane; a cycle
+found is a credit loop only if its routes share a VL, and the report says the lanes were not known.
+Where the SL2VL tables and the routes' SLs are known, :mod:`topology.credit_loops_vl` builds the
+graph per virtual lane instead (nodes are (channel, VL)) and fills the same :class:`CreditLoops`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from topology.anomaly import Severity
 from topology.route_findings import CREDIT_LOOP, Hop, RouteFinding
 from topology.route_walk import Walk
 
+Array = np.ndarray[Any, Any]
+
 LANES_UNKNOWN = "one lane: the SL of each route and the SL-to-VL tables are not known"
 
 
@@ -37,6 +41,9 @@ class CreditLoops:
     cycle: tuple[Hop, ...]  # one cycle, link by link (empty: none)
     witnesses: tuple[int, ...]  # per hop of the cycle: a LID whose routes make that wait
     lanes: str = LANES_UNKNOWN
+    lanes_known: bool = False  # the graph is per VL (credit_loops_vl), not one lane
+    vls: tuple[int, ...] = ()  # per hop of the cycle: the VL its routes use there (lanes known)
+    vls_used: tuple[int, ...] = ()  # the VLs the hosts' routes use on switch-to-switch cables
 
     @property
     def found(self) -> bool:
@@ -51,6 +58,9 @@ class CreditLoops:
             "cycle": [h.to_dict() for h in self.cycle],
             "witness_lids": list(self.witnesses),
             "lanes": self.lanes,
+            "lanes_known": self.lanes_known,
+            "cycle_vls": list(self.vls),
+            "vls_used": list(self.vls_used),
         }
 
 
@@ -63,6 +73,32 @@ def credit_loops(w: Walk) -> CreditLoops:
     q = keys % 256
     t = b.far_switch.ravel()[src].astype(np.int64)
     dst = t * 256 + q
+    count, left, ring = find_cycle(src, dst)
+    if not left:
+        return CreditLoops(count, len(keys), 0, (), ())
+    hops = channel_hops(w, ring)
+    witnesses = tuple(_witness(w, ring[i], ring[(i + 1) % len(ring)]) for i in range(len(ring)))
+    return CreditLoops(count, len(keys), left, hops, witnesses)
+
+
+def channel_hops(w: Walk, ring: list[int]) -> tuple[Hop, ...]:
+    """The channels ``s * 256 + p`` of ``ring`` as hops: the switch, its port and the far end."""
+    b = w.bound
+    return tuple(
+        Hop(
+            b.switches[c // 256],
+            c % 256,
+            b.switches[int(b.far_switch[c // 256, c % 256])],
+            int(b.far_port[c // 256, c % 256]),
+        )
+        for c in ring
+    )
+
+
+def find_cycle(src: Array, dst: Array) -> tuple[int, int, list[int]]:
+    """(nodes, nodes left after peeling, one cycle's node ids in order) of the graph of the edges
+    ``src[k] -> dst[k]`` (node ids any int64). Peeling drops every node nothing waits on or that
+    waits on nothing until only cycles (and what joins them) remain."""
     nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
     u, v = inv[: len(src)], inv[len(src) :]
     alive = np.ones(len(nodes), bool)
@@ -76,31 +112,19 @@ def credit_loops(w: Walk) -> CreditLoops:
         alive &= ~drop
     left = int(alive.sum())
     if not left:
-        return CreditLoops(len(nodes), len(keys), 0, (), ())
+        return len(nodes), 0, []
     live = alive[u] & alive[v]
     nxt: dict[int, int] = {}
     for a, c in zip(u[live].tolist(), v[live].tolist(), strict=True):
         nxt.setdefault(a, c)
-    start = int(np.flatnonzero(alive)[0])
     order: list[int] = []
     at: dict[int, int] = {}
-    here = start
+    here = int(np.flatnonzero(alive)[0])
     while here not in at:
         at[here] = len(order)
         order.append(here)
         here = nxt[here]
-    ring = [int(nodes[i]) for i in order[at[here] :]]
-    hops = tuple(
-        Hop(
-            b.switches[c // 256],
-            c % 256,
-            b.switches[int(b.far_switch[c // 256, c % 256])],
-            int(b.far_port[c // 256, c % 256]),
-        )
-        for c in ring
-    )
-    witnesses = tuple(_witness(w, ring[i], ring[(i + 1) % len(ring)]) for i in range(len(ring)))
-    return CreditLoops(len(nodes), len(keys), left, hops, witnesses)
+    return len(nodes), left, [int(nodes[i]) for i in order[at[here] :]]
 
 
 def _witness(w: Walk, c1: int, c2: int) -> int:
@@ -126,5 +150,10 @@ def credit_loop_finding(loops: CreditLoops) -> RouteFinding | None:
         path=loops.cycle,
         count=loops.in_cycles,
         lids=tuple(sorted({x for x in loops.witnesses if x})),
-        detail={"channels_in_cycles": loops.in_cycles, "cycle_links": len(loops.cycle), "lanes": loops.lanes},
+        detail={
+            "channels_in_cycles": loops.in_cycles,
+            "cycle_links": len(loops.cycle),
+            "lanes": loops.lanes,
+            **({"vls": list(loops.vls)} if loops.lanes_known else {}),
+        },
     )

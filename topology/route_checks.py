@@ -10,7 +10,8 @@
   between its roots: that is by design);
 * routes the hosts' traffic uses that are longer than the cabling's shortest, or turn down then up
   against the tiers discovery found (warnings);
-* credit loops (:mod:`topology.credit_loops`), balance (:mod:`topology.route_balance`), the
+* credit loops (:mod:`topology.credit_loops`; per VL, :mod:`topology.credit_loops_vl`, where the
+  SL2VL tables and the routes' SLs are given), balance (:mod:`topology.route_balance`), the
   engine's look and what the SM says (:mod:`topology.route_engine`);
 * routes over cables that link health flags or that were isolated (given by the caller);
 * switches without a table (their routes are unknown, never taken for black holes), switches in
@@ -29,6 +30,7 @@ import numpy as np
 from topology.anomaly import Severity
 from topology.classify import Classification
 from topology.credit_loops import CreditLoops, credit_loop_finding, credit_loops
+from topology.credit_loops_vl import Lanes, lane_credit_loops
 from topology.lft import Lfts
 from topology.model import Fabric, Guid, LinkKey
 from topology.route_balance import Balance, balance
@@ -110,9 +112,11 @@ def check_routes(
     flagged: Mapping[LinkKey, str] | None = None,
     isolated: Collection[LinkKey] = (),
     sm: SmRouting | None = None,
+    lanes: Lanes | None = None,
 ) -> RouteReport:
     """Every check on ``lfts`` over ``fabric`` (``flagged``: cables health flags, with their
-    status; ``isolated``: cables isolated by ibfab; ``sm``: what the SM says it runs)."""
+    status; ``isolated``: cables isolated by ibfab; ``sm``: what the SM says it runs;
+    ``lanes``: the SL2VL tables and path records, for credit loops per VL)."""
     bound = bind(fabric, lfts)
     traffic = compute_traffic(bound, cls)
     tiers = tiers_of(bound, cls)
@@ -123,7 +127,7 @@ def check_routes(
     findings += _loops(w)
     findings += _longer(w)
     findings += _down_up(w)
-    credit = credit_loops(w)
+    credit = credit_loops(w) if lanes is None else lane_credit_loops(w, lanes)
     cl = credit_loop_finding(credit)
     if cl is not None:
         findings.append(cl)

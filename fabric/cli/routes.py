@@ -83,6 +83,22 @@ def routes_group(
     "--sm-log", metavar="FILE", help="The SM's log (OpenSM's opensm.log): the engine it ran, any that failed."
 )
 @click.option("--sm-conf", metavar="FILE", help="opensm.conf: the routing_engine the SM is set to run.")
+@click.option(
+    "--sl2vl",
+    metavar="FILE",
+    help="SL-to-VL tables (smpquery sl2vl output, OpenSM's opensm-sl2vl.dump): credit loops per VL.",
+)
+@click.option(
+    "--path-records",
+    metavar="FILE",
+    help="The SM's path records (saquery -p output): the SL of each route, for credit loops per VL.",
+)
+@click.option(
+    "--lanes",
+    "live_lanes",
+    is_flag=True,
+    help="Read the SL2VL tables (smpquery sl2vl) and path records (saquery -p) where tools run.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON form.")
 @click.option("--no-links", is_flag=True, help="Leave the per-link route counts out of --json.")
 @click.option("--all", "show_all", is_flag=True, help="List every finding, not the first 40.")
@@ -90,6 +106,9 @@ def check_cmd(
     tables: str | None,
     sm_log: str | None,
     sm_conf: str | None,
+    sl2vl: str | None,
+    path_records: str | None,
+    live_lanes: bool,
     as_json: bool,
     no_links: bool,
     show_all: bool,
@@ -98,16 +117,20 @@ def check_cmd(
     """Judge the forwarding tables: routes that never arrive, loops, credit loops, up/down turns,
     balance, routes over flagged or isolated cables, the engine against what the SM says.
 
+    Credit loops are judged per virtual lane where the SL2VL tables and the SL of every host
+    route are given (--sl2vl and --path-records, or --lanes), else as one lane, and said so.
+
     \b
     Exit status:
       0   no error-level finding (warnings may be listed)
       10  at least one error-level finding
       2, 3, ...  usage error, unreadable tables or topology (one line on stderr)
     """
-    from fabric.app.routes import check_routes_of
+    from fabric.app.routes import check_routes_of, read_lanes
 
     session, d, read = _read(opts, tables)
-    result = check_routes_of(session, d, read, sm_log=sm_log, sm_conf=sm_conf)
+    lanes = read_lanes(session, d, sl2vl=sl2vl, path_records=path_records, live=live_lanes)
+    result = check_routes_of(session, d, read, sm_log=sm_log, sm_conf=sm_conf, lanes=lanes)
     if as_json:
         write_json(result.to_dict(with_links=not no_links))
     else:

@@ -164,6 +164,13 @@ def sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
     if f.kind == FORWARDING_LOOP:
         loop = " -> ".join(name_of(names, g) for g in d.get("loop", ()))
         return f"forwarding loop for {lid} between {loop}: {hit} go round for ever"
+    if f.kind == CREDIT_LOOP and d.get("vls"):
+        lanes = sorted(set(d["vls"]))
+        on = f"on VL {lanes[0]}" if len(lanes) == 1 else f"on VLs {', '.join(str(x) for x in lanes)}"
+        return (
+            f"credit loop {on}: {d.get('cycle_links')} links wait on each other in a ring "
+            f"({d.get('channels_in_cycles')} (channel, VL) nodes on cycles); a full set of buffers deadlocks them"
+        )
     if f.kind == CREDIT_LOOP:
         return (
             f"credit loop: {d.get('cycle_links')} links wait on each other in a ring "
@@ -229,6 +236,8 @@ def evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
         out.append(start + path_text(f.path, names))
     if f.lids and len(f.lids) > 1 and f.kind not in (CREDIT_LOOP,):
         out.append(f"LIDs: {_lids(f)}")
+    if f.kind == CREDIT_LOOP and f.detail.get("vls"):
+        out.append(f"VL of each link: {', '.join(str(x) for x in f.detail['vls'])}")
     if f.kind == CREDIT_LOOP and f.lids:
         out.append(f"routes making the waits: LIDs {', '.join(str(x) for x in f.lids)}")
         out.append(f"lanes: {f.detail.get('lanes')}")
@@ -263,14 +272,23 @@ def balance_lines(
 def credit_lines(c: CreditLoops, names: Mapping[str, str]) -> list[str]:
     """That there is no credit loop (and over what), else one cycle link by link."""
     if not c.found:
+        if c.lanes_known:
+            used = ", ".join(str(x) for x in c.vls_used) or "none"
+            return [
+                f"Credit loops: none ({c.dependencies} dependencies of the hosts' routes over "
+                f"{c.channels} (channel, VL) nodes, VLs used {used}; {c.lanes})"
+            ]
         return [
             f"Credit loops: none ({c.dependencies} channel dependencies of the hosts' routes over "
             f"{c.channels} channels; {c.lanes})"
         ]
-    out = [f"Credit loop, link by link ({c.in_cycles} channels on cycles; {c.lanes}):"]
-    for hop, lid in zip(c.cycle, c.witnesses, strict=True):
+    what = "(channel, VL) nodes" if c.lanes_known else "channels"
+    out = [f"Credit loop, link by link ({c.in_cycles} {what} on cycles; {c.lanes}):"]
+    vls = c.vls if c.lanes_known else (None,) * len(c.cycle)
+    for hop, lid, vl in zip(c.cycle, c.witnesses, vls, strict=True):
         out.append(
             f"  {name_of(names, hop.switch)} [{hop.port}] -> {name_of(names, hop.to)} [{hop.to_port}]"
+            + (f" on VL {vl}" if vl is not None else "")
             + (f"  (waits for the next link: routes to LID {lid})" if lid else "")
         )
     return out

@@ -19,13 +19,16 @@ from fabric.counters.parse import read_ibdiagnet_pm, read_ibqueryerrors, read_pe
 from probes.nccl_parse import read_nccl_tests
 from probes.opensm import parse_opensm_log
 from probes.perftest import read_perftest
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, ROOT
 from topology.cables import read_cables
 from topology.errors import MAX_ERROR_CHARS, ParseError
 from topology.textfile import MAX_INPUT_BYTES, input_lines
 
 SMALL = str(REALDATA / "ibnetdiscover" / "ufm-sdk-small-lab-hdr-edr-fdr-15nodes.txt")
 CASES = ("oversized", "binary", "bad_utf8", "directory", "missing")
+_RING = ROOT / "tests" / "data" / "sl2vl"
+RING_CHECK = ["routes", "check", "--input", str(_RING / "ibnetdiscover-ring5.txt")]
+RING_CHECK += ["--tables", str(_RING / "dump_fts-ring5-dfsssp.txt")]
 
 
 def _make(case: str, path: Path) -> Path:
@@ -71,6 +74,8 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     ),
     "place --free": (["place", "--input", SMALL, "--free", "FILE", "--nodes", "2"], "free.txt"),
     "hosts run -i": (["hosts", "run", "-i", "FILE", "--", "true"], "inv.toml"),
+    "routes check --sl2vl": ([*RING_CHECK, "--sl2vl", "FILE"], "x.sl2vl"),
+    "routes check --path-records": ([*RING_CHECK, "--path-records", "FILE"], "pr.txt"),
     "health --thresholds": (["health", "--thresholds", "FILE", "--db", "DB"], "t.toml"),
 }
 # Where the answer is not exit 3 (a refusal of the input), and why.

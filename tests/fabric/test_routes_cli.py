@@ -4,6 +4,7 @@ error-level finding, the store round trip, and every bad-input case as one line 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,106 @@ def test_sm_log_and_conf(tmp_path: Path) -> None:
     assert code == 10
     assert "the SM fell back: torus-2QoS could not build the tables, minhop configured the switches" in out
     assert "the SM says minhop after torus-2QoS failed; opensm.conf: routing_engine torus-2QoS,minhop" in out
+
+
+# -- credit loops per virtual lane (real ring captures: tests/data/sl2vl/README.md) -----------
+RING = ROOT / "tests" / "data" / "sl2vl"
+
+
+def _ring(run: str, *extra: str) -> tuple[int, str, str]:
+    return run_ring(f"dump_fts-ring5-{run}.txt", *extra)
+
+
+def run_ring(fts: str, *extra: str) -> tuple[int, str, str]:
+    return run(
+        "routes",
+        "check",
+        "--input",
+        str(RING / "ibnetdiscover-ring5.txt"),
+        "--tables",
+        str(RING / fts),
+        *extra,
+    )
+
+
+def _lanes(run: str) -> tuple[str, ...]:
+    return (
+        "--sl2vl",
+        str(RING / f"smpquery-sl2vl-ring5-{run}.txt"),
+        "--path-records",
+        str(RING / f"saquery-p-ring5-{run}.txt"),
+    )
+
+
+def test_without_lanes_the_ring_loop_is_an_error_saying_one_lane() -> None:
+    code, out, _ = _ring("dfsssp")
+    assert code == 10
+    assert "ERROR credit loop: 5 links wait on each other in a ring" in out
+    assert "lanes: one lane: the SL of each route and the SL-to-VL tables are not known" in out
+
+
+def test_dfsssp_lanes_break_the_loop_exit_0() -> None:
+    code, out, _ = _ring("dfsssp", *_lanes("dfsssp"))
+    assert code == 0, out
+    assert (
+        "Credit loops: none (" in out and "VLs used 0, 1, 2, 3, 4, 5, 6, 7; per VL: SL2VL tables from" in out
+    )
+    assert "nothing to report" in out
+
+
+def test_minhop_lanes_show_the_loop_on_vl0_link_by_link() -> None:
+    code, out, _ = _ring("minhop", *_lanes("minhop"))
+    assert code == 10
+    assert "ERROR credit loop on VL 0: 5 links wait on each other in a ring" in out
+    assert "VL of each link: 0, 0, 0, 0, 0" in out
+    assert "ring-sw01 [7] -> ring-sw02 [8] on VL 0  (waits for the next link: routes to LID " in out
+    code, out, _ = _ring("minhop", *_lanes("minhop"), "--json")
+    c = json.loads(out)["credit_loops"]
+    assert (c["found"], c["lanes_known"], c["cycle_vls"], c["vls_used"]) == (True, True, [0] * 5, [0])
+    assert c["lanes"].startswith("per VL: SL2VL tables from ")
+    f = next(f for f in json.loads(out)["findings"] if f["kind"] == "credit_loop")
+    assert f["detail"]["vls"] == [0] * 5
+
+
+def test_opensm_sl2vl_dump_is_read_as_well() -> None:
+    code, out, _ = run_ring(
+        "opensm-lfts-ring5-dfsssp-qos.dump",
+        "--sl2vl",
+        str(RING / "opensm-sl2vl-ring5-dfsssp-qos.dump"),
+        "--path-records",
+        str(RING / "saquery-p-ring5-dfsssp-qos.txt"),
+        "--json",
+    )
+    c = json.loads(out)["credit_loops"]
+    assert code == 0 and not c["found"] and c["lanes_known"]
+    assert "(opensm-sl2vl.dump)" in c["lanes"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            lambda t: t.replace("|14| 7|", "|14|99|", 1),
+            r"smpquery-sl2vl\.txt:3: sl2vl output: VL 99 out of range \(0-15\)",
+        ),
+        (lambda t: t[: t.index("|14| 7|", 500)], r"smpquery-sl2vl\.txt:\d+: sl2vl output: 14 VLs where 16"),
+        (
+            lambda t: t.replace("out  7:", "out  9:", 1),
+            r"smpquery-sl2vl\.txt:3: sl2vl output: out port 9 beyond LID 5's 8 ports",
+        ),
+    ],
+)
+def test_bad_sl2vl_text_is_one_line_exit_3(tmp_path: Path, edit: object, expected: str) -> None:
+    bad = tmp_path / "smpquery-sl2vl.txt"
+    bad.write_text(edit((RING / "smpquery-sl2vl-ring5-dfsssp.txt").read_text()))  # type: ignore[operator]
+    code, _, err = _ring(
+        "dfsssp", "--sl2vl", str(bad), "--path-records", str(RING / "saquery-p-ring5-dfsssp.txt")
+    )
+    assert code == 3
+    assert re.search(expected, one_line_error(err)), err
+
+
+def test_lanes_live_needs_a_source_that_runs_tools() -> None:
+    code, _, err = _ring("dfsssp", "--lanes")
+    assert code == 2
+    assert "--lanes reads the SL2VL tables and path records where tools run" in one_line_error(err)

@@ -328,9 +328,12 @@ def test_json_form_is_stable() -> None:
         "channels",
         "channels_in_cycles",
         "cycle",
+        "cycle_vls",
         "dependencies",
         "found",
         "lanes",
+        "lanes_known",
+        "vls_used",
         "witness_lids",
     ]
 

@@ -5,6 +5,8 @@ what else is known about it, each piece with where it came from:
 
 * the cables link health flags (``warn``, ``critical``: the store's newest assessment, as
   ``ibfab health`` gives it) and the ports ibfab isolated and has not undone (the audit log);
+* the lanes, where given (:mod:`fabric.app.routes.lanes`: SL2VL tables and the SM's path records),
+  so that credit loops are judged per virtual lane;
 * what the SM says it routes with: its log (given, or the lab's own) for the engine that
   configured the switches last and any that failed before it, opensm.conf for the engine it is
   set to run.
@@ -21,6 +23,7 @@ from fabric.app.routes.tables import TablesRead
 from fabric.app.session import Session, StoreAccess
 from probes.driver import FabricDriver
 from probes.opensm import parse_opensm_conf, parse_routing_log
+from topology.credit_loops_vl import Lanes
 from topology.lft import Lfts
 from topology.model import LinkKey
 from topology.route_checks import RouteReport, check_routes
@@ -122,12 +125,14 @@ def check_routes_of(
     flagged_from: str = "given",
     isolated: tuple[set[LinkKey], int] | None = None,
     ask_sm: bool = True,
+    lanes: Lanes | None = None,
 ) -> RoutesCheck:
     """Judge ``tables`` over the fabric ``d`` with the session's store's health flags and
     isolations and what the SM says. ``flagged`` given: those flags instead of the store's newest
     assessment (``flagged_from`` says where they came from: the TUI's health window);
     ``isolated`` given: those cables (and isolation count) instead of reading the audit log;
-    ``ask_sm`` false: what the SM runs is left unknown."""
+    ``ask_sm`` false: what the SM runs is left unknown; ``lanes``: the SL2VL tables and path
+    records (:mod:`fabric.app.routes.lanes`), for credit loops per VL."""
     if flagged is None:
         flags, cables, where, count = health_flags(session, d)
     else:
@@ -136,7 +141,9 @@ def check_routes_of(
     if isolated is not None:
         cables, count = isolated
     sm = sm_routing(session.driver, sm_log, sm_conf) if ask_sm else None
-    report = check_routes(d.fabric, d.classification, tables.lfts, flagged=flags, isolated=cables, sm=sm)
+    report = check_routes(
+        d.fabric, d.classification, tables.lfts, flagged=flags, isolated=cables, sm=sm, lanes=lanes
+    )
     return RoutesCheck(d, tables, replace(report, tables=tables.source), where, count)
 
 

@@ -1,0 +1,115 @@
+"""Where the lanes of the routes come from: SL2VL tables and the SM's path records.
+
+* ``--sl2vl FILE``: saved ``smpquery sl2vl`` output (concatenated) or OpenSM's
+  ``opensm-sl2vl.dump``; ``--path-records FILE``: saved ``saquery -p`` output (one query for all
+  paths, or ``--slid``/``--dlid`` queries concatenated);
+* ``--lanes``: both read live where the source runs tools (this machine, an SSH management host, a
+  lab), through the session's driver: ``smpquery sl2vl <lid> <port>`` for every switch port cabled
+  to another switch (the tables a cycle can run through; an HCA's cable is on none), and
+  ``saquery -p --slid A --dlid B`` for every host route judged. A query per switch port and per
+  host pair: refused beyond :data:`MAX_LIVE_QUERIES` (save ``saquery -p`` once instead).
+
+The SA's own SL2VLTableRecords (``saquery SL2VL``) are not read: OpenSM answers them from what it
+set, and without QoS it sets nothing (measured in the lab: every record all VL 0 while the ports
+map SL n to VL n), so they are not the ports' tables.
+"""
+
+from __future__ import annotations
+
+from fabric.app.discovery.discover import Discovery
+from fabric.app.session import Session
+from topology.classify import Role
+from topology.credit_loops_vl import Lanes
+from topology.errors import UsageError
+from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
+from topology.textfile import decode_input, read_input_bytes, read_input_text
+
+MAX_LIVE_QUERIES = 20_000
+QUERY_TIMEOUT = 30.0
+
+
+def port_counts_by_lid(d: Discovery) -> dict[int, int]:
+    return {n.lid: n.nports for n in d.fabric.switches() if n.lid is not None}
+
+
+def read_lanes(
+    session: Session,
+    d: Discovery,
+    *,
+    sl2vl: str | None = None,
+    path_records: str | None = None,
+    live: bool = False,
+) -> Lanes | None:
+    """The lanes known for the fabric ``d``: the files given, else (``live``) what the tools say;
+    None when nothing was asked for (the one-lane check, said so)."""
+    if not (sl2vl or path_records or live):
+        return None
+    tables: Sl2Vl | None = None
+    paths: PathSls | None = None
+    if sl2vl:
+        tables = parse_sl2vl(read_input_text(sl2vl, "SL2VL tables"), sl2vl, port_counts=port_counts_by_lid(d))
+    if path_records:
+        data = read_input_bytes(path_records, "path records")
+        if b"\0" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # binary, or UTF-16: refused or decoded
+            paths = parse_path_records(decode_input(data, path_records, "path records"), path_records)
+        else:  # bytes as saquery writes them: its records decoded as columns, a 300 MB file in seconds
+            paths = parse_path_records(data, path_records)
+    if live:
+        if not session.source.runs_tools:
+            raise UsageError(
+                "--lanes reads the SL2VL tables and path records where tools run (--lab, --ssh, this "
+                "machine); for this source give --sl2vl FILE and --path-records FILE"
+            )
+        if tables is None:
+            tables = live_tables(session, d)
+        if paths is None:
+            paths = live_path_records(session, d)
+    return Lanes(tables, paths)
+
+
+def _host_lids(d: Discovery) -> list[tuple[int, int | None]]:
+    """(LID, rail) of the compute hosts' HCAs, as the routes check judges their traffic."""
+    cls = d.classification
+    rail = cls.rail_optimized
+    out: list[tuple[int, int | None]] = []
+    for n in d.fabric.hcas():
+        c = cls.nodes.get(n.guid)
+        if n.lid is None or c is None or c.role is not Role.COMPUTE:
+            continue
+        if rail and c.rail is None:
+            continue
+        out.append((n.lid, c.rail if rail else None))
+    return out
+
+
+def live_tables(session: Session, d: Discovery) -> Sl2Vl:
+    switches = {n.guid for n in d.fabric.switches()}
+    queries: list[list[str]] = []
+    for n in d.fabric.switches():
+        if n.lid is None:
+            continue
+        for port, far, _ in d.fabric.neighbours(n.guid):
+            if far.guid in switches and port > 0:
+                queries.append(["smpquery", "sl2vl", str(n.lid), str(port)])
+    _refuse_many(len(queries), "switch ports", "--sl2vl FILE")
+    text = "".join(session.driver.run_tool(q, QUERY_TIMEOUT).stdout for q in queries)
+    where = f"smpquery sl2vl on {session.source.label}"
+    return parse_sl2vl(text or "", where, port_counts=port_counts_by_lid(d))
+
+
+def live_path_records(session: Session, d: Discovery) -> PathSls:
+    hosts = _host_lids(d)
+    pairs = [(a, b) for a, ra in hosts for b, rb in hosts if a != b and ra == rb]
+    _refuse_many(len(pairs), "host pairs", "--path-records FILE (saquery -p saved once)")
+    text = "".join(
+        session.driver.run_tool(["saquery", "-p", "--slid", str(a), "--dlid", str(b)], QUERY_TIMEOUT).stdout
+        for a, b in pairs
+    )
+    return parse_path_records(text, f"saquery -p on {session.source.label}")
+
+
+def _refuse_many(count: int, what: str, instead: str) -> None:
+    if count > MAX_LIVE_QUERIES:
+        raise UsageError(
+            f"--lanes would query {count} {what} one by one (more than {MAX_LIVE_QUERIES}): give {instead}"
+        )
