@@ -29,10 +29,9 @@ from dataclasses import dataclass
 
 from probes.expect import SLOW_RATIO, Crossing, DesignRates, crossings, design_rate
 from probes.pairs import Endpoint, PairResult, Probe
-from topology.lft import Lfts
 from topology.model import Fabric, Guid, Link
-from topology.route_pairs import PairRoutes, bind_tables
-from topology.routes import ForwardingTables, RouteError
+from topology.route_pairs import PairRoutes, RouteTables, bind_tables
+from topology.routes import RouteError
 
 Paths = Mapping[tuple[Guid, Guid], Sequence[Link]]
 # (link, GUID the data leaves from); None for "either direction".
@@ -266,7 +265,7 @@ def followup_probes(
     fabric_paths: Paths | None = None,
     *,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | Lfts | None = None,
+    tables: RouteTables | None = None,
     limit: int = 64,
     budget: int = 4096,
 ) -> tuple[list[Probe], dict[tuple[Guid, Guid], list[Link]]]:

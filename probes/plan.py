@@ -42,10 +42,9 @@ from probes.plan_retest import RetestPlan, outliers, retest_plan
 from topology.bulk import gc_paused
 from topology.classify import Classification, Role
 from topology.errors import UsageError
-from topology.lft import Lfts
 from topology.model import Fabric, Guid, Link, LinkKey
-from topology.route_pairs import PairRoutes, bind_tables
-from topology.routes import ForwardingTables, UpDown
+from topology.route_pairs import PairRoutes, RouteTables, bind_tables
+from topology.routes import UpDown
 from topology.wiring import links_below_peers
 
 PATTERNS = ("rail-pairs", "pairwise", "leaf-pairs", "custom")
@@ -146,7 +145,7 @@ def plan_sweep(
     fabric: Fabric,
     cls: Classification,
     pattern: str,
-    routes: ForwardingTables | Lfts | None = None,
+    routes: RouteTables | None = None,
     *,
     per_host: bool = False,
     pairs_text: str | None = None,
@@ -191,7 +190,7 @@ def _plan_sweep(
     fabric: Fabric,
     cls: Classification,
     pattern: str,
-    routes: ForwardingTables | Lfts | None,
+    routes: RouteTables | None,
     per_host: bool,
     pairs_text: str | None,
     pairs_source: str,

@@ -41,7 +41,7 @@ from probes.sweep import PairRun, Progress, SweepOutcome, perftest_side_error, r
 from probes.transport import CommandResult, FailureKind
 from topology.errors import IbfabError, UsageError
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables
+from topology.route_pairs import RouteTables
 
 Paths = dict[tuple[Guid, Guid], Sequence[Link]]
 
@@ -380,7 +380,7 @@ def run_slurm_sweep(
     retest: bool = True,
     progress: Progress | None = None,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | None = None,
+    tables: RouteTables | None = None,
     candidates: Sequence[Endpoint] = (),
     names: Mapping[Guid, str] | None = None,
     base_port: int = 18515,

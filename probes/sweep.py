@@ -33,7 +33,7 @@ from probes.plan import SweepPlan, retest_plan
 from probes.transport import CommandResult, Transport
 from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables
+from topology.route_pairs import RouteTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +337,7 @@ def run_sweep(
     max_followups: int = 3,
     progress: Progress | None = None,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | None = None,
+    tables: RouteTables | None = None,
     candidates: Sequence[Endpoint] = (),
     names: Mapping[Guid, str] | None = None,
 ) -> SweepOutcome:

@@ -26,6 +26,8 @@ from topology.routes import RouteError
 
 Array = np.ndarray[Any, Any]
 Route = tuple[Link, ...]
+# forwarding tables in either form: arrays (what is read from a dump), or ``{switch: {LID: port}}``
+RouteTables = Lfts | Mapping[Guid, Mapping[int, int]]
 _MAX_HOPS = 64  # a route of more switch hops than this is taken for a loop
 
 # why a suffix stops (besides arriving)
@@ -41,7 +43,7 @@ class _Start:
     key: tuple[int, int, int]
 
 
-def bind_tables(fabric: Fabric, tables: Lfts | Mapping[Guid, Mapping[int, int]]) -> Bound:
+def bind_tables(fabric: Fabric, tables: RouteTables) -> Bound:
     """:func:`topology.route_walk.bind` of tables in either form (``{switch: {LID: port}}`` is
     laid into arrays first)."""
     lfts = tables if isinstance(tables, Lfts) else Lfts.from_mapping(tables)
@@ -209,16 +211,14 @@ class PairRoutes:
 
 
 def pair_routes(
-    fabric: Fabric, tables: Lfts | Mapping[Guid, Mapping[int, int]], pairs: Iterable[tuple[Guid, Guid]]
+    fabric: Fabric, tables: RouteTables, pairs: Iterable[tuple[Guid, Guid]]
 ) -> dict[tuple[Guid, Guid], Route | RouteError]:
     """The routes of ``pairs`` (source HCA, destination HCA) through ``tables``: each pair's
     cables in order, or the RouteError that stops it."""
     return PairRoutes(bind_tables(fabric, tables))(pairs)
 
 
-def pair_route(
-    fabric: Fabric, tables: Lfts | Mapping[Guid, Mapping[int, int]], src: Guid, dst: Guid
-) -> Route:
+def pair_route(fabric: Fabric, tables: RouteTables, src: Guid, dst: Guid) -> Route:
     """The cables from HCA ``src`` to HCA ``dst`` through ``tables``, in order; RouteError when
     broken (a loop, a black hole, another node)."""
     return PairRoutes(bind_tables(fabric, tables)).route(src, dst)

@@ -14,6 +14,7 @@ from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
+from tests.oracles.routes import all_paths
 from topology.route_pairs import pair_route, pair_routes
 from topology.routes import RouteError, UpDown, parse_lft_dump, path_diversity
 
@@ -178,6 +179,11 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
         assert int(far_guid, 16) in (int(far.guid, 16), int(far.guid, 16) + 1)
         assert far.port == int(far_port)
         here = far.guid
+    # every pair of the lab's HCAs routed as the oracle's dict walk routes it
+    hcas = [n.guid for n in d.fabric.hcas()]
+    pairs = [(x, y) for x in hcas for y in hcas]
+    ours, oracle = pair_routes(d.fabric, lfts, pairs), all_paths(d.fabric, lfts, pairs)
+    assert all(isinstance(ours[k], tuple) and list(ours[k]) == oracle[k] for k in pairs)  # type: ignore[arg-type]
 
 
 def test_dr_path_avoids_the_cable_it_is_told_to() -> None:
