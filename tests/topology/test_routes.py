@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from fabric.app.session import Session
+from tests.oracles.routes import all_paths
 from topology.classify import classify
 from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
-from tests.oracles.routes import all_paths
 from topology.route_pairs import pair_route, pair_routes
 from topology.routes import RouteError, UpDown, parse_lft_dump, path_diversity
 
