@@ -182,8 +182,8 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
     # every pair of the lab's HCAs routed as the oracle's dict walk routes it
     hcas = [n.guid for n in d.fabric.hcas()]
     pairs = [(x, y) for x in hcas for y in hcas]
-    ours, oracle = pair_routes(d.fabric, lfts, pairs), all_paths(d.fabric, lfts, pairs)
-    assert all(isinstance(ours[k], tuple) and list(ours[k]) == oracle[k] for k in pairs)  # type: ignore[arg-type]
+    routed, oracle = pair_routes(d.fabric, lfts, pairs), all_paths(d.fabric, lfts, pairs)
+    assert all(isinstance(routed[k], tuple) and list(routed[k]) == oracle[k] for k in pairs)
 
 
 def test_dr_path_avoids_the_cable_it_is_told_to() -> None:
