@@ -183,7 +183,9 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
     hcas = [n.guid for n in d.fabric.hcas()]
     pairs = [(x, y) for x in hcas for y in hcas]
     routed, oracle = pair_routes(d.fabric, lfts, pairs), all_paths(d.fabric, lfts, pairs)
-    assert all(isinstance(routed[k], tuple) and list(routed[k]) == oracle[k] for k in pairs)
+    for k in pairs:
+        got = routed[k]
+        assert isinstance(got, tuple) and list(got) == oracle[k], k
 
 
 def test_dr_path_avoids_the_cable_it_is_told_to() -> None:
