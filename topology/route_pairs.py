@@ -51,8 +51,9 @@ def bind_tables(fabric: Fabric, tables: RouteTables) -> Bound:
 
 
 class PairRoutes:
-    """The routes between HCA pairs over bound tables; every suffix walked is kept, so asking
-    again for more pairs (a plan growing a layer at a time) walks only what is new."""
+    """The routes between HCA pairs over bound tables; every pair answered and every suffix
+    walked is kept, so asking again for more pairs (a plan growing a layer at a time) walks only
+    what is new."""
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
@@ -66,27 +67,35 @@ class PairRoutes:
             self._cabled[s * 256 + port] = True
         # (switch, destination column, destination HCA) -> the rest of the route from the switch
         self._suffix: dict[tuple[int, int, int], Route | RouteError] = {}
+        self._done: dict[tuple[Guid, Guid], Route | RouteError] = {}  # every pair answered
+        self._firsts: dict[Guid, tuple[Link, Guid] | None] = {}  # an HCA -> its cable, far end
+        self._columns: dict[Guid, tuple[int | None, int | None]] = {}  # an HCA -> (column, index)
 
     def __call__(self, pairs: Iterable[tuple[Guid, Guid]]) -> dict[tuple[Guid, Guid], Route | RouteError]:
         """Each pair's cables in order from the source HCA to the destination HCA, or its
         RouteError."""
         out: dict[tuple[Guid, Guid], Route | RouteError] = {}
         starts: dict[tuple[Guid, Guid], tuple[Link, tuple[int, int, int]]] = {}
+        done = self._done
         for key in pairs:
-            if key in out or key in starts:
-                continue
-            got = self._start(*key)
-            if isinstance(got, _Start):
-                starts[key] = (got.first, got.key)
-            else:
+            got = done.get(key)
+            if got is not None:
                 out[key] = got
+                continue
+            if key in starts:
+                continue
+            first = self._start(*key)
+            if isinstance(first, _Start):
+                starts[key] = (first.first, first.key)
+            else:
+                out[key] = done[key] = first
         new = {k for _, k in starts.values() if k not in self._suffix}
         if new:
             self._walk(sorted(new))
         suffix = self._suffix
-        for key, (first, k) in starts.items():
+        for key, (link, k) in starts.items():
             tail = suffix[k]
-            out[key] = tail if isinstance(tail, RouteError) else (first, *tail)
+            out[key] = done[key] = tail if isinstance(tail, RouteError) else (link, *tail)
         return out
 
     def route(self, src: Guid, dst: Guid) -> Route:
@@ -104,7 +113,7 @@ class PairRoutes:
     def _start(self, src: Guid, dst: Guid) -> _Start | Route | RouteError:
         """(the source's cable, its switch, the destination's column) of a pair that goes
         through the tables; else its whole answer (no switch between, or an error)."""
-        fabric, b = self.fabric, self.bound
+        fabric = self.fabric
         for g in (src, dst):
             if g not in fabric.nodes:
                 return RouteError(f"no node {g} in the fabric")
@@ -113,19 +122,25 @@ class PairRoutes:
             return RouteError(f"{self._name(dst)} has no LID: cannot route to it")
         if src == dst:
             return ()
-        first = fabric.neighbours(src)
-        if not first:
+        if src in self._firsts:
+            first = self._firsts[src]
+        else:
+            cabled = fabric.neighbours(src)
+            first = self._firsts[src] = (cabled[0][2], cabled[0][1].guid) if cabled else None
+        if first is None:
             return RouteError(f"{self._name(src)} has no cable")
-        _, far, link = first[0]
-        if far.guid == dst:
+        link, far = first
+        if far == dst:
             return (link,)
-        s = b.index.get(far.guid)
+        s = self.bound.index.get(far)
         if s is None:
-            return RouteError(f"LID {lid} delivered to {self._name(far.guid)}, not to {self._name(dst)}")
-        d = b.lid_column(lid)
-        h = self._hca.get(dst)
+            return RouteError(f"LID {lid} delivered to {self._name(far)}, not to {self._name(dst)}")
+        key = self._columns.get(dst)
+        if key is None:
+            key = self._columns[dst] = (self.bound.lid_column(lid), self._hca.get(dst))
+        d, h = key
         if d is None or h is None:  # a LID the bound tables have no column for
-            return RouteError(f"switch {self._name(far.guid)} has no route to LID {lid} (black hole)")
+            return RouteError(f"switch {self._name(far)} has no route to LID {lid} (black hole)")
         return _Start(link, (s, d, h))
 
     def _walk(self, keys: list[tuple[int, int, int]]) -> None:
