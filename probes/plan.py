@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes.pairs import Endpoint, PairResult, Probe, rail_key
 from probes.plan_coverage import Coverage, RoundCoverage, bound_counted, coverage_by_round
@@ -43,9 +43,11 @@ from topology.bulk import gc_paused
 from topology.classify import Classification, Role
 from topology.errors import UsageError
 from topology.model import Fabric, Guid, Link, LinkKey
-from topology.route_pairs import PairRoutes, RouteTables, bind_tables
 from topology.routes import UpDown
 from topology.wiring import links_below_peers
+
+if TYPE_CHECKING:
+    from topology.route_pairs import RouteTables
 
 PATTERNS = ("rail-pairs", "pairwise", "leaf-pairs", "custom")
 
@@ -200,7 +202,11 @@ def _plan_sweep(
     eps = probe_ends(fabric, cls, pattern, include_service)
     updown = UpDown(fabric, cls)
     # the tables bound as arrays once; every route the plan asks for is walked over them
-    router = PairRoutes(bind_tables(fabric, routes)) if routes is not None else None
+    router = None
+    if routes is not None:
+        from topology.route_pairs import PairRoutes, bind_tables  # numpy, for plans with routes only
+
+        router = PairRoutes(bind_tables(fabric, routes))
     columns: Columns | None = None
     if pattern == "pairwise":
         probes, columns = pairwise_probes(eps, per_host)  # in their final order already

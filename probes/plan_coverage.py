@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from probes.pairs import Endpoint, Probe
 from topology.classify import Classification, Role
 from topology.model import Fabric, Guid, Link
-from topology.route_pairs import PairRoutes
 from topology.routes import RouteError, UpDown
+
+if TYPE_CHECKING:
+    from topology.route_pairs import PairRoutes
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,17 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes.pairs import Endpoint, Probe, parse_pair_file
 from probes.plan_coverage import coverage_by_round
 from topology.classify import Classification
 from topology.errors import UsageError
 from topology.model import Fabric, Guid
-from topology.route_pairs import PairRoutes
 from topology.routes import UpDown
+
+if TYPE_CHECKING:
+    from topology.route_pairs import PairRoutes
 
 
 def circle(items: Sequence[Any]) -> list[list[tuple[Any, Any]]]:
