@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-
 from probes.plan import SweepPlan, plan_sweep
 from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
