@@ -29,6 +29,7 @@ Route = tuple[Link, ...]
 # forwarding tables in either form: arrays (what is read from a dump), or ``{switch: {LID: port}}``
 RouteTables = Lfts | Mapping[Guid, Mapping[int, int]]
 _MAX_HOPS = 64  # a route of more switch hops than this is taken for a loop
+_BLOCK = 1 << 18  # (switch, destination) routes walked at once
 
 # why a suffix stops (besides arriving)
 _GOING, _ARRIVED, _NO_TABLE, _NO_ENTRY, _SELF, _NO_CABLE, _OTHER_NODE, _LOOP = range(8)
@@ -90,8 +91,9 @@ class PairRoutes:
             else:
                 out[key] = done[key] = first
         new = {k for _, k in starts.values() if k not in self._suffix}
-        if new:
-            self._walk(sorted(new))
+        ordered = sorted(new)
+        for i in range(0, len(ordered), _BLOCK):  # a block at a time: memory of a block's hops
+            self._walk(ordered[i : i + _BLOCK])
         suffix = self._suffix
         for key, (link, k) in starts.items():
             tail = suffix[k]

@@ -219,3 +219,13 @@ def test_mapping_and_array_tables_plan_alike() -> None:
     assert a.paths == b.paths and a.coverage == b.coverage
     assert a.coverage.from_routes and not a.coverage.unroutable
     assert np.array_equal(t.ports, bind_tables(d.fabric, t).lfts.ports)
+
+
+def test_routes_walked_in_small_blocks_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    import topology.route_pairs as route_pairs
+
+    d, t = tables("rail-3tier")
+    loop(d, t)
+    whole = assert_same_as_oracle(d, t)
+    monkeypatch.setattr(route_pairs, "_BLOCK", 7)
+    assert assert_same_as_oracle(d, t) == whole
