@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from probes.labtraffic import PortKey
     from probes.transport import CommandResult, Transport
     from topology.design import Design
+    from topology.lft import Lfts
     from topology.model import Guid
-    from topology.routes import ForwardingTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class FabricDriver:
         """The SM's dump of the forwarding tables when this driver knows one (None: give --routes)."""
         return None
 
-    def forwarding_tables(self) -> ForwardingTables | None:
+    def forwarding_tables(self) -> Lfts | None:
         """The fabric's forwarding tables when this driver can read them unasked (None: give --routes)."""
         return None
 

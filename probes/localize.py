@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from probes.expect import SLOW_RATIO, Crossing, DesignRates, crossings, design_rate
 from probes.pairs import Endpoint, PairResult, Probe
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables, RouteError, all_paths
+from topology.route_pairs import PairRoutes, RouteTables, bind_tables
+from topology.routes import RouteError
 
 Paths = Mapping[tuple[Guid, Guid], Sequence[Link]]
 # (link, GUID the data leaves from); None for "either direction".
@@ -264,7 +265,7 @@ def followup_probes(
     fabric_paths: Paths | None = None,
     *,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | None = None,
+    tables: RouteTables | None = None,
     limit: int = 64,
     budget: int = 4096,
 ) -> tuple[list[Probe], dict[tuple[Guid, Guid], list[Link]]]:
@@ -285,6 +286,8 @@ def followup_probes(
     if fabric_paths is not None:
         known.update({k: list(v) for k, v in fabric_paths.items()})
 
+    routers: list[PairRoutes] = []  # the tables bound once, when a path is first missing
+
     def paths_of(batch: list[tuple[Endpoint, Endpoint]]) -> None:
         missing = [(a.guid, b.guid) for a, b in batch if (a.guid, b.guid) not in known]
         if not missing:
@@ -292,8 +295,10 @@ def followup_probes(
         if fabric is None or tables is None:
             known.update(dict.fromkeys(missing))
             return
-        for k, got in all_paths(fabric, tables, missing).items():
-            known[k] = None if isinstance(got, RouteError) else got
+        if not routers:
+            routers.append(PairRoutes(bind_tables(fabric, tables)))
+        for k, got in routers[0](missing).items():
+            known[k] = None if isinstance(got, RouteError) else list(got)
 
     used_pairs = {r.key for g in groups for s in g for r in (*s.slow_pairs, *s.fast_pairs)}
     chosen: list[Probe] = []

@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from probes.fanout import HostLocks
 from probes.labstep import parse_step_output, round_document
@@ -41,7 +41,9 @@ from probes.sweep import PairRun, Progress, SweepOutcome, perftest_side_error, r
 from probes.transport import CommandResult, FailureKind
 from topology.errors import IbfabError, UsageError
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables
+
+if TYPE_CHECKING:
+    from topology.route_pairs import RouteTables
 
 Paths = dict[tuple[Guid, Guid], Sequence[Link]]
 
@@ -380,7 +382,7 @@ def run_slurm_sweep(
     retest: bool = True,
     progress: Progress | None = None,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | None = None,
+    tables: RouteTables | None = None,
     candidates: Sequence[Endpoint] = (),
     names: Mapping[Guid, str] | None = None,
     base_port: int = 18515,

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from probes.expect import RouteRate, efficiency, judge, route_rates, with_route
 from probes.inventory import HostEntry
@@ -33,7 +33,9 @@ from probes.plan import SweepPlan, retest_plan
 from probes.transport import CommandResult, Transport
 from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables
+
+if TYPE_CHECKING:
+    from topology.route_pairs import RouteTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +339,7 @@ def run_sweep(
     max_followups: int = 3,
     progress: Progress | None = None,
     fabric: Fabric | None = None,
-    tables: ForwardingTables | None = None,
+    tables: RouteTables | None = None,
     candidates: Sequence[Endpoint] = (),
     names: Mapping[Guid, str] | None = None,
 ) -> SweepOutcome:

@@ -27,8 +27,8 @@ from probes.plan import endpoints, plan_sweep
 from probes.sweep import LabTrafficBackend, SweepOutcome, run_sweep
 from topology.classify import Classification
 from topology.generate import lower_speed
+from topology.lft import Lfts
 from topology.model import Fabric, Guid, Link, LinkKey
-from topology.routes import ForwardingTables
 
 KINDS = ("width", "speed", "drops")
 
@@ -40,7 +40,7 @@ class Shape:
     spec: str
     fabric: Fabric
     cls: Classification
-    tables: ForwardingTables
+    tables: Lfts
     names: dict[Guid, str] = field(default_factory=dict)
 
 

@@ -6,12 +6,9 @@ The API is small on purpose (the advice layer uses it for what-if):
   concatenated), ``dump_fts`` output, OpenSM's ``opensm-lfts.dump`` and ``opensm.fdbs`` (written to
   ``OSM_TMP_DIR``) -> :data:`ForwardingTables`, ``{switch node GUID: {destination LID: out port}}``.
   Port 0 means "this switch"; an entry absent (or port 255) means "no route".
-* :func:`path`: the links a packet from one HCA to another crosses, following the destination's LID
-  hop by hop through the tables (HCA LIDs come from the :class:`Fabric`). A forwarding loop, a missing
-  entry, a port without a cable or delivery to the wrong HCA raises :class:`RouteError` naming the
-  switch and the LID.
-* :func:`all_paths`: the same for many pairs; suffixes are shared (a switch forwards by destination
-  only, so the path from a switch to a LID is computed once).
+* :class:`RouteError`: a route that cannot be followed. The routes of HCA pairs themselves are
+  walked over the tables bound as arrays, by :mod:`topology.route_pairs` (the one route walk with
+  :mod:`topology.route_walk`).
 * :func:`path_diversity`: how many equal-cost up/down paths join two leaves, from the cabling alone
   (parallel cables count separately); independent of the tables, so it answers "what if".
 * :class:`UpDown`: the cabling view behind it: which leaf uplinks lie on a shortest up/down path
@@ -39,7 +36,6 @@ from topology.errors import IbfabError
 from topology.model import Fabric, Guid, Link, LinkKey, NodeKind, PortRef
 
 ForwardingTables = Mapping[Guid, Mapping[int, int]]
-_MAX_HOPS = 64
 
 
 class RouteError(IbfabError):
@@ -63,107 +59,6 @@ def read_lft_dump(path: str | Path) -> dict[Guid, dict[int, int]]:
     from topology.lft import read_lfts
 
     return read_lfts(path).to_mapping()
-
-
-class _Router:
-    """Follows destination LIDs through the tables, remembering every switch-to-LID suffix."""
-
-    def __init__(self, fabric: Fabric, tables: ForwardingTables) -> None:
-        self.fabric = fabric
-        self.tables = tables
-        self._ports: dict[Guid, dict[int, tuple[Guid, Link]]] = {}
-        self._suffix: dict[tuple[Guid, int], tuple[Link, ...]] = {}
-
-    def _port_map(self, switch: Guid) -> dict[int, tuple[Guid, Link]]:
-        ports = self._ports.get(switch)
-        if ports is None:
-            ports = {p: (far.guid, lk) for p, far, lk in self.fabric.neighbours(switch)}
-            self._ports[switch] = ports
-        return ports
-
-    def _name(self, guid: Guid) -> str:
-        node = self.fabric.nodes.get(guid)
-        return f"{node.description} ({guid})" if node is not None else guid
-
-    def path(self, src: Guid, dst: Guid) -> list[Link]:
-        fabric = self.fabric
-        for g in (src, dst):
-            if g not in fabric.nodes:
-                raise RouteError(f"no node {g} in the fabric")
-        dst_node = fabric.nodes[dst]
-        if dst_node.lid is None:
-            raise RouteError(f"{self._name(dst)} has no LID: cannot route to it")
-        if src == dst:
-            return []
-        first = fabric.neighbours(src)
-        if not first:
-            raise RouteError(f"{self._name(src)} has no cable")
-        _, far, link = first[0]
-        if far.guid == dst:
-            return [link]
-        return [link, *self._from_switch(far.guid, dst_node.lid, dst)]
-
-    def _from_switch(self, switch: Guid, dlid: int, dst: Guid) -> tuple[Link, ...]:
-        key = (switch, dlid)
-        cached = self._suffix.get(key)
-        if cached is not None:
-            return cached
-        walked: list[tuple[Guid, Link]] = []
-        seen: set[Guid] = set()
-        here = switch
-        tail: tuple[Link, ...] = ()
-        while True:
-            if (here, dlid) in self._suffix:
-                tail = self._suffix[(here, dlid)]
-                break
-            if here in seen or len(walked) > _MAX_HOPS:
-                raise RouteError(f"forwarding loop for LID {dlid} at switch {self._name(here)}")
-            seen.add(here)
-            node = self.fabric.nodes.get(here)
-            if node is None or node.kind is not NodeKind.SWITCH:
-                raise RouteError(f"LID {dlid} delivered to {self._name(here)}, not to {self._name(dst)}")
-            table = self.tables.get(here)
-            if table is None:
-                raise RouteError(f"no forwarding table for switch {self._name(here)}")
-            port = table.get(dlid)
-            if port is None:
-                raise RouteError(f"switch {self._name(here)} has no route to LID {dlid} (black hole)")
-            if port == 0:
-                raise RouteError(f"switch {self._name(here)} claims LID {dlid} for itself")
-            hop = self._port_map(here).get(port)
-            if hop is None:
-                raise RouteError(
-                    f"switch {self._name(here)} sends LID {dlid} to port {port}, which has no cable (black hole)"
-                )
-            far, link = hop
-            walked.append((here, link))
-            if far == dst:
-                break
-            here = far
-        # Store the suffix of every switch walked, so later pairs to the same LID reuse it.
-        for i in range(len(walked) - 1, -1, -1):
-            tail = (walked[i][1], *tail)
-            self._suffix[(walked[i][0], dlid)] = tail
-        return self._suffix[key]
-
-
-def path(fabric: Fabric, tables: ForwardingTables, src_hca: Guid, dst_hca: Guid) -> list[Link]:
-    """The links from HCA ``src_hca`` to HCA ``dst_hca`` (node GUIDs), in order; RouteError if broken."""
-    return _Router(fabric, tables).path(src_hca, dst_hca)
-
-
-def all_paths(
-    fabric: Fabric, tables: ForwardingTables, pairs: Iterable[tuple[Guid, Guid]]
-) -> dict[tuple[Guid, Guid], list[Link] | RouteError]:
-    """:func:`path` for every pair; a pair that cannot be routed maps to its :class:`RouteError`."""
-    router = _Router(fabric, tables)
-    out: dict[tuple[Guid, Guid], list[Link] | RouteError] = {}
-    for src, dst in pairs:
-        try:
-            out[(src, dst)] = router.path(src, dst)
-        except RouteError as exc:
-            out[(src, dst)] = exc
-    return out
 
 
 class UpDown:

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from probes.labtraffic import PortKey
     from probes.transport import Transport
     from topology.design import Design
+    from topology.lft import Lfts
     from topology.model import Guid
-    from topology.routes import ForwardingTables
 
 # Simulated slow nodes planted in a lab (``ibfab triage plant``): JSON in the lab's directory, read
 # by the lab's simulated nccl-tests. A lab host has no GPU; these are the simulation's.
@@ -84,14 +84,14 @@ class LabDriver(FabricDriver):
         dump = Path(simulator.opensm_dump_dir(self.name)) / "opensm-lfts.dump"
         return dump if dump.is_file() else None
 
-    def forwarding_tables(self) -> ForwardingTables:
-        """OpenSM's opensm-lfts.dump, else dump_fts run against the lab."""
-        from topology.routes import parse_lft_dump, read_lft_dump
+    def forwarding_tables(self) -> Lfts:
+        """OpenSM's opensm-lfts.dump, else dump_fts run against the lab (as arrays)."""
+        from topology.lft import parse_lfts, read_lfts
 
         dump = Path(simulator.opensm_dump_dir(self.name)) / "opensm-lfts.dump"
         if dump.is_file() and dump.stat().st_size:
-            return read_lft_dump(dump)
-        return parse_lft_dump(self.run_tool(["dump_fts"], timeout=300).stdout, f"lab {self.name} dump_fts")
+            return read_lfts(dump)
+        return parse_lfts(self.run_tool(["dump_fts"], timeout=300).stdout, f"lab {self.name} dump_fts")
 
     # -- locks --------------------------------------------------------------------------------
     def host_lock_prefix(self) -> str:

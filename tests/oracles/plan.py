@@ -1,6 +1,7 @@
 """The sweep planner's oracle: the plan made probe by probe (the circle method's rounds walked
 pair by pair, probes sorted by comparing endpoints, coverage and bound counted one probe at a
-time). :func:`probes.plan.plan_sweep` makes the same plan with arrays (tests/probes/test_plan_fast.py).
+time, routes by the dict walk of tests/oracles/routes.py). :func:`probes.plan.plan_sweep` makes
+the same plan with arrays (tests/probes/test_plan_fast.py).
 
 The patterns' own rules (rail-pairs' layers, leaf-pairs, a custom file, resolving rounds) are
 shared with the planner: what is checked here is how the plan is made, not which pairs a
@@ -14,9 +15,13 @@ from collections.abc import Sequence
 import probes.plan as planner
 from probes.pairs import Endpoint, Probe
 from probes.plan import Coverage, RoundCoverage, SweepPlan
+from probes.plan_coverage import leaf_spine_cables
+from tests.oracles.routes import all_paths
 from topology.classify import Classification
+from topology.lft import Lfts
 from topology.model import Fabric, Guid, Link
-from topology.routes import ForwardingTables, RouteError, UpDown, all_paths
+from topology.route_pairs import PairRoutes, bind_tables
+from topology.routes import ForwardingTables, RouteError, UpDown
 from topology.wiring import links_below_peers
 
 
@@ -24,7 +29,7 @@ def plan_sweep_oracle(
     fabric: Fabric,
     cls: Classification,
     pattern: str,
-    routes: ForwardingTables | None = None,
+    routes: ForwardingTables | Lfts | None = None,
     *,
     per_host: bool = False,
     pairs_text: str | None = None,
@@ -39,8 +44,10 @@ def plan_sweep_oracle(
         # the circle method gives every endpoint one probe per round: the hints are the rounds
         probes = [Probe(client, server, hint) for hint, client, server in made.hinted]
     else:
+        # the patterns' rules are shared (rail-pairs adds layers by the planner's coverage)
+        router = PairRoutes(bind_tables(fabric, routes)) if routes is not None else None
         made = planner.pattern_pairs(
-            fabric, cls, pattern, eps, updown, routes, per_host, pairs_text, pairs_source, max_extra_layers
+            fabric, cls, pattern, eps, updown, router, per_host, pairs_text, pairs_source, max_extra_layers
         )
         probes = planner.schedule(made.hinted, per_host, made.fixed)
     probes.sort(key=lambda p: (p.round, p.client, p.server))
@@ -98,10 +105,10 @@ def coverage_of(
     cls: Classification,
     updown: UpDown,
     probes: Sequence[Probe],
-    routes: ForwardingTables | None,
+    routes: ForwardingTables | Lfts | None,
     eps: Sequence[Endpoint],
 ) -> tuple[Coverage, dict[tuple[Guid, Guid], tuple[Link, ...]]]:
-    cables = planner._leaf_spine_cables(cls, fabric)
+    cables = leaf_spine_cables(cls, fabric)
     paths: dict[tuple[Guid, Guid], tuple[Link, ...]] = {}
     unroutable: list[str] = []
     per_round: dict[int, set[Link]] = defaultdict(set)
@@ -109,7 +116,8 @@ def coverage_of(
     count_by_round: dict[int, int] = defaultdict(int)
     ends: dict[Guid, int] = defaultdict(int)
     if routes is not None:
-        found = all_paths(fabric, routes, [(p.client.guid, p.server.guid) for p in probes])
+        tables = routes.to_mapping() if isinstance(routes, Lfts) else routes  # the dict walk's form
+        found = all_paths(fabric, tables, [(p.client.guid, p.server.guid) for p in probes])
         for key, got in found.items():
             if isinstance(got, RouteError):
                 unroutable.append(f"{key[0]} -> {key[1]}: {got}")

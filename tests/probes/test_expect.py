@@ -11,16 +11,16 @@ from topology.classify import classify
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Guid, Link
-from topology.routes import path
+from topology.route_pairs import pair_route
 
 E1, E2, E3 = (
     Endpoint(n, "mlx5_0", g, leaf, 0) for n, g, leaf in (("n1", H1, L1), ("n2", H2, L2), ("n3", H3, L1))
 )
 
 
-def _paths() -> dict[tuple[Guid, Guid], list[Link]]:
+def _paths() -> dict[tuple[Guid, Guid], tuple[Link, ...]]:
     f = small_fabric()
-    return {(a, b): path(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H2, H1), (H1, H3))}
+    return {(a, b): pair_route(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H2, H1), (H1, H3))}
 
 
 def test_a_probe_alone_should_get_its_narrowest_link() -> None:
@@ -40,11 +40,11 @@ def test_probes_of_a_round_crossing_a_link_the_same_way_share_it() -> None:
 
 def test_a_link_below_its_peers_is_expected_at_its_peers_rate() -> None:
     f = small_fabric()
-    uplink = path(f, TABLES, H1, H2)[1]
+    uplink = pair_route(f, TABLES, H1, H2)[1]
     assert uplink.key == ((L1, 11), (S2, 1))
     # Trained at 1x (100 Gb/s): the route should still give 400, so a pair through it is slow.
     narrow = Link(uplink.a, uplink.b, 1, uplink.speed)
-    paths = {(H1, H2): [narrow if lk.key == uplink.key else lk for lk in path(f, TABLES, H1, H2)]}
+    paths = {(H1, H2): [narrow if lk.key == uplink.key else lk for lk in pair_route(f, TABLES, H1, H2)]}
     assert route_rates([Probe(E1, E2, 0)], paths, {uplink.key: 400.0})[(H1, H2)].gbps == 400.0
     assert route_rates([Probe(E1, E2, 0)], paths, {})[(H1, H2)].gbps == 100.0
 

@@ -10,7 +10,7 @@ from probes.localize import final_results, followup_probes, rank, tied, unexplai
 from probes.pairs import Endpoint, PairResult, Probe
 from tests.topology.test_routes import H1, H2, H3, L1, L2, S1, S2, TABLES, small_fabric
 from topology.model import Fabric, Guid, Link, PortRef
-from topology.routes import path
+from topology.route_pairs import pair_route
 
 
 def ep(guid: Guid, leaf: Guid, name: str) -> Endpoint:
@@ -36,9 +36,9 @@ def test_only_a_link_that_every_crossing_pair_found_slow_is_a_suspect() -> None:
     f = small_fabric()
     # n1 and n3 both write to n2 through the same uplink; only n1 is slow: n1's own cable is the one.
     paths = {
-        (H1, H2): path(f, TABLES, H1, H2),
-        (H3, H2): path(f, TABLES, H3, H2),
-        (H2, H1): path(f, TABLES, H2, H1),
+        (H1, H2): pair_route(f, TABLES, H1, H2),
+        (H3, H2): pair_route(f, TABLES, H3, H2),
+        (H2, H1): pair_route(f, TABLES, H2, H1),
     }
     results = [result(E1, E2, 120.0), result(E3, E2, 390.0), result(E2, E1, 385.0)]
     assert [r.ok for r in results] == [False, True, True]
@@ -54,7 +54,7 @@ def test_only_a_link_that_every_crossing_pair_found_slow_is_a_suspect() -> None:
 def test_links_whose_slow_pairs_a_better_suspect_explains_are_not_suspects() -> None:
     f = small_fabric()
     # Both n1 and n3 are slow to n2: the uplink they share explains both; each host cable only one.
-    paths = {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)}
+    paths = {(H1, H2): pair_route(f, TABLES, H1, H2), (H3, H2): pair_route(f, TABLES, H3, H2)}
     results = [result(E1, E2, 100.0), result(E3, E2, 100.0)]
     suspects = rank(results, paths)
     # leaf-1 -> spine-2 -> leaf-2 -> n2: three links carry both slow pairs and nothing else.
@@ -69,10 +69,10 @@ def test_links_whose_slow_pairs_a_better_suspect_explains_are_not_suspects() -> 
 
 def test_slow_pairs_that_no_cable_explains_are_said_so_not_pinned() -> None:
     f = small_fabric()
-    paths = {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)}
+    paths = {(H1, H2): pair_route(f, TABLES, H1, H2), (H3, H2): pair_route(f, TABLES, H3, H2)}
     # n1 -> n2 slow; n3 -> n2 fast twice over every shared link, and n1's own cable carries a
     # fast pair the same way too (a second probe n1 -> n3): nothing on n1 -> n2's route is all-slow.
-    paths[(H1, H3)] = path(f, TABLES, H1, H3)
+    paths[(H1, H3)] = pair_route(f, TABLES, H1, H3)
     results = [result(E1, E2, 100.0), result(E3, E2, 390.0), result(E1, E3, 390.0)]
     suspects = rank(results, paths)
     assert suspects == []
@@ -89,7 +89,7 @@ def test_a_pair_that_recovers_on_retest_is_not_slow() -> None:
 
 def test_direction_matters_for_a_port_that_drops_what_arrives() -> None:
     f = small_fabric()
-    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    fwd, back = pair_route(f, TABLES, H1, H2), pair_route(f, TABLES, H2, H1)
     results = [result(E1, E2, 100.0), result(E2, E1, 390.0)]
     suspects = rank(results, {(H1, H2): fwd, (H2, H1): back})
     # Every link of the slow path carried it alone: a tie of four that follow-ups must break.
@@ -98,8 +98,8 @@ def test_direction_matters_for_a_port_that_drops_what_arrives() -> None:
 
 def test_followups_cross_one_tied_link_each() -> None:
     f = small_fabric()
-    fwd = path(f, TABLES, H1, H2)
-    back = path(f, TABLES, H2, H1)
+    fwd = pair_route(f, TABLES, H1, H2)
+    back = pair_route(f, TABLES, H2, H1)
     suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
     assert len(tied(suspects)) == 4
     probes, paths = followup_probes(suspects, [E1, E2, E3], fabric=f, tables=TABLES)
@@ -118,25 +118,25 @@ def _with_width(f: Fabric, target: Link, width: int) -> Fabric:
 
 def test_simulated_rate_is_the_slowest_share_on_the_path() -> None:
     f = small_fabric()
-    alone = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): path(f, TABLES, H1, H2)})
+    alone = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): pair_route(f, TABLES, H1, H2)})
     assert alone[0].gbps == pytest.approx(400 * PERFTEST_EFFICIENCY) and alone[0].backend == BACKEND
     assert alone[0].line_rate_gbps == 400.0
     # H1 and H3 both send to H2 through leaf-1's port 11: two shares of that cable and of H2's.
     both = simulate_round(
         f,
         [Probe(E1, E2, 0), Probe(E3, E2, 0)],
-        {(H1, H2): path(f, TABLES, H1, H2), (H3, H2): path(f, TABLES, H3, H2)},
+        {(H1, H2): pair_route(f, TABLES, H1, H2), (H3, H2): pair_route(f, TABLES, H3, H2)},
     )
     assert [r.gbps for r in both] == [pytest.approx(200 * PERFTEST_EFFICIENCY)] * 2
-    uplink = path(f, TABLES, H1, H2)[1]
+    uplink = pair_route(f, TABLES, H1, H2)[1]
     slow = _with_width(f, uplink, 1)
-    one_x = simulate_round(slow, [Probe(E1, E2, 0)], {(H1, H2): path(slow, TABLES, H1, H2)})
+    one_x = simulate_round(slow, [Probe(E1, E2, 0)], {(H1, H2): pair_route(slow, TABLES, H1, H2)})
     assert one_x[0].gbps == pytest.approx(100 * PERFTEST_EFFICIENCY)
 
 
 def test_error_rate_slows_only_data_entering_that_port() -> None:
     f = small_fabric()
-    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    fwd, back = pair_route(f, TABLES, H1, H2), pair_route(f, TABLES, H2, H1)
     spine_port = (S2, 1)  # leaf-1 -> spine-2: data from H1 enters spine-2 here
     got = simulate_round(f, [Probe(E1, E2, 0)], {(H1, H2): fwd}, {spine_port: 30})
     assert got[0].gbps == pytest.approx(400 * PERFTEST_EFFICIENCY * 0.7)
@@ -186,7 +186,7 @@ def test_followup_pairs_start_near_the_tied_link_and_stay_lazy() -> None:
 
 def test_followups_without_routes_give_no_probes_and_no_error() -> None:
     f = small_fabric()
-    fwd, back = path(f, TABLES, H1, H2), path(f, TABLES, H2, H1)
+    fwd, back = pair_route(f, TABLES, H1, H2), pair_route(f, TABLES, H2, H1)
     suspects = rank([result(E1, E2, 100.0), result(E2, E1, 390.0)], {(H1, H2): fwd, (H2, H1): back})
     probes, paths = followup_probes(suspects, [E1, E2, E3])  # no fabric/tables: nothing routable
     assert probes == [] and paths == {}
@@ -196,7 +196,7 @@ def test_a_fast_pair_clears_only_the_cables_it_proves_healthy() -> None:
     from dataclasses import replace
 
     f = small_fabric()
-    paths = {(a, b): path(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H3, H1), (H2, H1))}
+    paths = {(a, b): pair_route(f, TABLES, a, b) for a, b in ((H1, H2), (H3, H2), (H3, H1), (H2, H1))}
 
     def measured(c: Endpoint, s: Endpoint, rnd: int, gbps: float, expected: float) -> PairResult:
         raw = PairResult(c, s, rnd, gbps, 400.0, True, None, "ssh", 0, expected)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from fabric.app.session import Session
+from tests.oracles.routes import all_paths
 from topology.classify import classify
 from topology.errors import ParseError
 from topology.generate import generate, to_ibnetdiscover
 from topology.ibnetdiscover import parse_ibnetdiscover
 from topology.model import Fabric, Guid, Lid, Link, Node, NodeKind, PortRef, normalise_guid
-from topology.routes import RouteError, UpDown, all_paths, parse_lft_dump, path, path_diversity
+from topology.route_pairs import pair_route, pair_routes
+from topology.routes import RouteError, UpDown, parse_lft_dump, path_diversity
 
 L1, L2, S1, S2 = (Guid(f"0x{0x100 + i:016x}") for i in range(4))
 H1, H2, H3 = (Guid(f"0x{0x200 + i:016x}") for i in range(3))
@@ -54,20 +56,20 @@ TABLES = {
 }
 
 
-def names(links: list[Link]) -> list[tuple[str, int, str, int]]:
+def names(links: Sequence[Link]) -> list[tuple[str, int, str, int]]:
     return [(lk.a.guid[-3:], lk.a.port, lk.b.guid[-3:], lk.b.port) for lk in links]
 
 
 def test_path_follows_the_destination_lid_hop_by_hop() -> None:
     f = small_fabric()
-    p = path(f, TABLES, H1, H2)
+    p = pair_route(f, TABLES, H1, H2)
     assert names(p) == [
         ("100", 1, "200", 1),
         ("100", 11, "103", 1),
         ("101", 11, "103", 5),
         ("101", 1, "201", 1),
     ]
-    back = path(f, TABLES, H2, H1)
+    back = pair_route(f, TABLES, H2, H1)
     assert names(back) == [
         ("101", 1, "201", 1),
         ("101", 10, "102", 5),
@@ -75,7 +77,7 @@ def test_path_follows_the_destination_lid_hop_by_hop() -> None:
         ("100", 1, "200", 1),
     ]
     # Same leaf: HCA cable, leaf, HCA cable.
-    assert len(path(f, TABLES, H1, H3)) == 2
+    assert len(pair_route(f, TABLES, H1, H3)) == 2
 
 
 def test_loop_is_an_error_naming_switch_and_lid() -> None:
@@ -83,24 +85,24 @@ def test_loop_is_an_error_naming_switch_and_lid() -> None:
     looping = dict(TABLES)
     looping[S2] = {11: 1}  # spine-2 sends LID 11 back down to leaf-1, which sends it up again
     with pytest.raises(RouteError, match=r"loop for LID 11 at switch MF0;leaf-1"):
-        path(f, looping, H1, H2)
+        pair_route(f, looping, H1, H2)
 
 
 def test_black_holes_missing_entry_and_uncabled_port() -> None:
     f = small_fabric()
     no_entry = {**TABLES, S2: {10: 1}}
     with pytest.raises(RouteError, match=r"spine-2.*no route to LID 11"):
-        path(f, no_entry, H1, H2)
+        pair_route(f, no_entry, H1, H2)
     dead_port = {**TABLES, L1: {11: 9}}
     with pytest.raises(RouteError, match=r"leaf-1.*port 9, which has no cable"):
-        path(f, dead_port, H1, H2)
+        pair_route(f, dead_port, H1, H2)
     with pytest.raises(RouteError, match=r"no forwarding table for switch MF0;spine-2"):
-        path(f, {L1: TABLES[L1]}, H1, H2)
+        pair_route(f, {L1: TABLES[L1]}, H1, H2)
 
 
-def test_all_paths_keeps_errors_per_pair_and_shares_suffixes() -> None:
+def test_pair_routes_keeps_errors_per_pair_and_shares_suffixes() -> None:
     f = small_fabric()
-    got = all_paths(f, {**TABLES, L2: {11: 1}}, [(H1, H2), (H2, H1), (H3, H2)])
+    got = pair_routes(f, {**TABLES, L2: {11: 1}}, [(H1, H2), (H2, H1), (H3, H2)])
     assert isinstance(got[(H2, H1)], RouteError)
     assert names(got[(H1, H2)])[1:] == names(got[(H3, H2)])[1:]  # type: ignore[arg-type]
 
@@ -165,7 +167,7 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
     assert one == {leaf.guid: lfts[leaf.guid]}
     assert len(one[leaf.guid]) == 84  # every LID of the lab: 64 HCAs + 20 switches
     src, dst = d.fabric.find("dgx-0001 mlx5_0"), d.fabric.find("dgx-0008 mlx5_7")
-    ours = path(d.fabric, lfts, src.guid, dst.guid)
+    ours = pair_route(d.fabric, lfts, src.guid, dst.guid)
     trace = lab.run_tool(rail_lab, ["ibtracert", str(src.lid), str(dst.lid)]).stdout
     hops = re.findall(r"^\[(\d+)\] -> \w+ port \{(0x[0-9a-f]+)\}\[(\d+)\]", trace, re.MULTILINE)
     assert len(hops) == len(ours) == 4
@@ -177,6 +179,13 @@ def test_lab_dumps_agree_and_paths_match_ibtracert(rail_lab: str) -> None:
         assert int(far_guid, 16) in (int(far.guid, 16), int(far.guid, 16) + 1)
         assert far.port == int(far_port)
         here = far.guid
+    # every pair of the lab's HCAs routed as the oracle's dict walk routes it
+    hcas = [n.guid for n in d.fabric.hcas()]
+    pairs = [(x, y) for x in hcas for y in hcas]
+    routed, oracle = pair_routes(d.fabric, lfts, pairs), all_paths(d.fabric, lfts, pairs)
+    for k in pairs:
+        got = routed[k]
+        assert isinstance(got, tuple) and list(got) == oracle[k], k
 
 
 def test_dr_path_avoids_the_cable_it_is_told_to() -> None:

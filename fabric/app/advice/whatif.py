@@ -3,7 +3,6 @@ degraded, AR on/off), routed by the fabric's forwarding tables when they can be 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,8 @@ from fabric.advise.whatif import RouteFn, Scenario, WhatIf, parse_share, what_if
 from fabric.app.discovery.discover import Discovery
 from probes.inventory import expand_hosts
 from topology.errors import UsageError
-from topology.routes import path, read_lft_dump
+from topology.lft import read_lfts
+from topology.route_pairs import PairRoutes, bind_tables
 
 if TYPE_CHECKING:
     from probes.driver import FabricDriver
@@ -26,7 +26,7 @@ def route_function(d: Discovery, driver: FabricDriver, lft: str | None) -> Route
         lft = str(dump) if dump is not None else None
     if lft is None:
         return None
-    return functools.partial(path, d.fabric, read_lft_dump(lft))
+    return PairRoutes(bind_tables(d.fabric, read_lfts(lft))).route
 
 
 def run_whatif(

@@ -24,8 +24,8 @@ from probes.pairs import Endpoint, PairResult
 from probes.plan import SweepPlan, endpoints, plan_sweep
 from probes.sweep import Backend, LabTrafficBackend, Progress, SweepOutcome, run_sweep
 from topology.errors import IbfabError, StoreError, TransportError, UsageError
+from topology.lft import Lfts, read_lfts
 from topology.model import Guid, Link, LinkKey, PortRef
-from topology.routes import ForwardingTables, read_lft_dump
 from topology.textfile import read_input_text
 
 FORMAT = "ibfab-sweep/2"
@@ -34,7 +34,7 @@ FORMAT = "ibfab-sweep/2"
 @dataclass(frozen=True)
 class SweepContext:
     discovery: Discovery
-    tables: ForwardingTables | None
+    tables: Lfts | None
     plan: SweepPlan
     source: str
     include_service: bool = False  # service hosts are probe ends too (follow-up probes included)
@@ -73,9 +73,7 @@ def prepare(
     plan (compute hosts, and service hosts with ``include_service``)."""
     if discovery is None:
         discovery = discover(session)
-    tables: ForwardingTables | None = (
-        read_lft_dump(routes_path) if routes_path is not None else session.driver.forwarding_tables()
-    )
+    tables = read_lfts(routes_path) if routes_path is not None else session.driver.forwarding_tables()
     pairs_text = _read(pairs_path, "pair file", strict=True) if pairs_path else None
     plan = plan_sweep(
         discovery.fabric,

@@ -65,7 +65,8 @@ def triage_lab(hosts_range: str, session: Session, *, gpus_per_node: int = 8) ->
     error rates and planted slow nodes; the runs simulated (``lab-simulated``)."""
     from fabric.app.discovery.discover import discover
     from fabric.app.triage.simulated import SimulatedBackend
-    from topology.routes import RouteError, path
+    from topology.route_pairs import PairRoutes, bind_tables
+    from topology.routes import RouteError
 
     driver = session.driver
     driver.check_ready()
@@ -73,10 +74,11 @@ def triage_lab(hosts_range: str, session: Session, *, gpus_per_node: int = 8) ->
     facts = fabric_facts(d.fabric, d.classification, session.source.label)
     hosts = _hosts(hosts_range, facts)
     tables = driver.forwarding_tables()
+    routes = PairRoutes(bind_tables(d.fabric, tables)) if tables is not None else None
 
     def route(a: Guid, b: Guid) -> list[Link]:
         try:
-            return path(d.fabric, tables, a, b) if tables is not None else []
+            return list(routes.route(a, b)) if routes is not None else []
         except RouteError:
             return []
 

@@ -9,14 +9,15 @@ from fabric.advise.whatif import RouteFn
 from fabric.app.discovery.discover import Discovery
 from fabric.app.twin.build import running_twin, twin_name
 from fabric.app.twin.check import check_isolation
-from topology.model import Fabric, Guid, Link, PortRef
-from topology.routes import ForwardingTables, RouteError, path
+from topology.model import Guid, Link, PortRef
+from topology.route_pairs import PairRoutes, bind_tables
+from topology.routes import RouteError
 from topology.twin_net import topology_key
 
 
-def _route(fabric: Fabric, tables: ForwardingTables, src: Guid, dst: Guid) -> Sequence[Link] | None:
+def _route(routes: PairRoutes, src: Guid, dst: Guid) -> Sequence[Link] | None:
     try:
-        return path(fabric, tables, src, dst)
+        return routes.route(src, dst)
     except RouteError:  # the tables leave the pair without a route (the check says so, as a STOP)
         return None
 
@@ -30,7 +31,7 @@ def twin_routes(d: Discovery, ports: Sequence[PortRef]) -> tuple[RouteFn, RouteF
     check = check_isolation(d, ports, twin.engine)
     if check.tables_before is None or check.tables_after is None or check.fabric_after is None:
         return None
-    before = functools.partial(_route, d.fabric, check.tables_before.to_mapping())
-    after = functools.partial(_route, check.fabric_after, check.tables_after.to_mapping())
+    before = functools.partial(_route, PairRoutes(bind_tables(d.fabric, check.tables_before)))
+    after = functools.partial(_route, PairRoutes(bind_tables(check.fabric_after, check.tables_after)))
     where = f"twin {twin.name} ran it: its OpenSM ({check.after.engine or twin.routing}) re-routed"
     return before, after, where
