@@ -43,6 +43,9 @@ def discover_cmd(
     from fabric.present.discovery import render_discovery
 
     click.echo(render_discovery(d, limit=None if all_anomalies else 40))
+    import os, sys
+    if os.environ.get("FASTX"):
+        sys.stdout.flush(); os._exit(0)
 
 
 @click.group("topology")
