@@ -50,7 +50,14 @@ def test_fold_is_clustershells_own(names: list[str], last_number_only: bool) -> 
 
 
 def test_a_thousand_hosts_and_the_odd_ones() -> None:
-    names = [f"dgx-{i:04d}" for i in range(1024, 0, -1)] + ["login1", "login01", "mgmt", "su1-dgx-02", "n9", "n10"]
+    names = [f"dgx-{i:04d}" for i in range(1024, 0, -1)] + [
+        "login1",
+        "login01",
+        "mgmt",
+        "su1-dgx-02",
+        "n9",
+        "n10",
+    ]
     assert fold_names(names) == reference(names) == "dgx-[0001-1024],login[1,01],mgmt,n[9-10],su1-dgx-02"
     assert host_nodeset(names) == NodeSet.fromlist(names)
     assert len(host_nodeset(names)) == len(set(names))
