@@ -165,17 +165,48 @@ def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
     as Slurm's hostlist expressions read them. A name that is no host name (a NodeDescription's
     ``dgx-[0001-0999]``, ``a[b``) is never read as a range: it follows, quoted, as it is.
     """
-    from ClusterShell.NodeSet import NodeSet
-
     names = list(names)
     hosts = [n for n in names if HOST_NAME_RE.fullmatch(n)]
     others = [repr(n) for n in dict.fromkeys(n for n in names if not HOST_NAME_RE.fullmatch(n))]
     if not last_number_only:
-        ns = NodeSet.fromlist(hosts)
+        ns = host_nodeset(hosts)
     else:
-        ns = NodeSet.fromlist(sorted(set(hosts), key=host_sort_key))
+        ns = host_nodeset(sorted(set(hosts), key=host_sort_key))
         ns.fold_axis = (-1,)
     return ",".join(([str(ns)] if hosts else []) + others)
+
+
+# A host name with one run of digits: ClusterShell reads it as pattern ``prefix%ssuffix`` and
+# the index ``digits`` (kept as that very text: a RangeSet holds ``"%0*d" % (pad, n)``, with the
+# run's own length as pad when it has leading zeros). Runs longer than its limit (1e100) are
+# left to it, and so is every other name (none or several numbers: a multi-axis set).
+_ONE_NUMBER = re.compile(r"([^0-9]*)([0-9]{1,100})([^0-9]*)")
+
+
+def host_nodeset(hosts: Iterable[str]) -> Any:
+    """``NodeSet.fromlist(hosts)`` for host names (HOST_NAME_RE: no brackets, operators or
+    groups), the same set built without ClusterShell parsing each name: the names with one
+    number are gathered by pattern and each pattern's indexes added at once (a tenth of the
+    time at a thousand hosts, where every ``discover`` folds its compute hosts)."""
+    from ClusterShell.NodeSet import NodeSet, NodeSetBase
+    from ClusterShell.RangeSet import RangeSet
+
+    ns = NodeSet()
+    indexes: dict[tuple[str, str], list[str]] = {}
+    rest: list[str] = []
+    for name in hosts:
+        m = _ONE_NUMBER.fullmatch(name)
+        if m is None:
+            rest.append(name)
+            continue
+        prefix, digits, suffix = m.groups()
+        indexes.setdefault((prefix, suffix), []).append(digits)
+    for (prefix, suffix), digits in indexes.items():
+        rs = RangeSet()
+        rs.update(digits)
+        ns.update(NodeSetBase(f"{prefix}%s{suffix}", rs, copy_rangeset=False))
+    ns.updaten(rest)
+    return ns
 
 
 def parse_inventory(text: str, source: str = "<inventory>", fmt: str | None = None) -> Inventory:

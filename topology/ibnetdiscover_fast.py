@@ -42,19 +42,22 @@ T = TypeVar("T")
 # A record: the blank and comment lines before it, its header lines (in the tool's order; another
 # order or spelling falls back), the node line, and the block of port lines under it.
 _RECORD = re.compile(
-    r"^(?:"
+    r"^(?:(?:[ \t]*+\n|#[^\n]*+\n)*+"
     # a header's value is its first word, as the general parser reads it (value.split()[0])
     r"(?:vendid=[ \t]*+(\S*+)[^\n]*+\n)?(?:devid=[ \t]*+(\S*+)[^\n]*+\n)?"
     r"(?:sysimgguid=[ \t]*+(?:0x([0-9a-f]{16})(?=[ \t\n])|(\S*+))[^\n]*+\n)?"
     r"(?:(?:switchguid|caguid)=[^\n]*+\n)?"
     r'(Switch|Ca)[ \t]++(\d++)[ \t]++"[SH]-([0-9a-f]{16})"[ \t]*+#[ \t]*+"([^"\n]*+)"([^\n]*+)\n'
     r"((?:\[[^\n]*+(?:\n|\Z))*+)"
-    # or a blank or comment line; or nothing, where neither starts. Every alternative is anchored
-    # at a line start (a failed attempt elsewhere costs one step) and takes one line or one record,
-    # so the matches tile the text without a search ahead (a search would try each later position
-    # up to the end of a long run of blanks: quadratic on adversarial text). The first empty
-    # match ends the records (_tiles).
-    r")|^(?P<gap>[ \t]*+\n|#[^\n]*+\n)|(?P<no_record>)",
+    # or a run of blank and comment lines that no record follows; or nothing, where neither
+    # starts. Every alternative is anchored at a line start (a failed attempt elsewhere costs one
+    # step) and takes one record or one whole run of gap lines, so the matches tile the text
+    # without a search ahead (a search would try each later position up to the end of a long run
+    # of blanks: quadratic on adversarial text), and a run a record fails after is taken whole
+    # by the gap, never tried again line by line. A record takes the gap before it (one match,
+    # not two: half the matches of a file whose records are one blank line apart). The first
+    # empty match ends the records (_tiles).
+    r")|^(?P<gap>(?:[ \t]*+\n|#[^\n]*+\n)++)|(?P<no_record>)",
     re.M,
 )
 # Blank and comment lines after the last record.

@@ -8,6 +8,7 @@ import click
 
 from fabric.cli.jsonout import write_json
 from fabric.cli.options import build_session, discover_in, source_options, source_session
+from fabric.cli.quickexit import finish
 from topology.errors import UsageError
 
 
@@ -39,10 +40,12 @@ def discover_cmd(
         if snapshot_id is not None:
             out["summary"]["snapshot_id"] = snapshot_id
         write_json(out)
-        return
-    from fabric.present.discovery import render_discovery
+    else:
+        from fabric.present.discovery import render_discovery
 
-    click.echo(render_discovery(d, limit=None if all_anomalies else 40))
+        click.echo(render_discovery(d, limit=None if all_anomalies else 40))
+    if not save:  # all written, no store open: the fabric need not be freed object by object
+        finish()
 
 
 @click.group("topology")

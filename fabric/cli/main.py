@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -14,6 +15,20 @@ from topology.errors import IbfabError
 
 
 class _Root(LazyGroup):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if args is None and standalone_mode:  # the ibfab program itself (reads sys.argv, exits)
+            from fabric.cli import quickexit
+
+            quickexit.allow()
+        return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -319,3 +319,14 @@ def test_the_cables_short_cut_pairs_as_the_general_reading(
     general_reading = parse_ibnetdiscover_text(text, spec)
     assert same(quick, general_reading)
     assert any(lk.width == 1 and lk.speed == "SDR" for lk in quick.links)
+
+
+def test_runs_of_gap_lines_between_records_and_after_the_last() -> None:
+    # A record takes the blank and comment lines before it in one match; a run that no record
+    # follows is taken whole. Either way the fast path reads what the line parser reads.
+    spaced = SMALL.replace("\n\nvendid=", "\n\n# a note\n\n \t\n\nvendid=").rstrip("\n") + "\n\n# end\n\n"
+    fast = parse_canonical(spaced, "t.topo")
+    assert fast is not None and same(fast, general(spaced))
+    # A run of gap lines followed by a line that is no record: the fast path steps aside.
+    stray = SMALL.replace("\n\nvendid=", "\n\n\n# x\n\nnot a record\nvendid=", 1)
+    assert parse_canonical(stray, "t.topo") is None
