@@ -12,6 +12,7 @@ qos_sl2vl cut to the 8 operational VLs: SL n to VL n mod 8) and dumps them (open
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,18 @@ def test_a_clean_fat_tree_with_lanes_reports_nothing() -> None:
         assert code == 0, out + err
         assert "Credit loops: none (" in out and "per VL: SL2VL tables from smpquery sl2vl" in out
         assert "0 error(s), 0 warning(s)" in out
+
+
+def test_lash_on_a_ring_breaks_the_one_lane_loop_over_its_layers() -> None:
+    with lab("ringl", "--from", str(RING), "--routing", "lash") as name:
+        code, one = credit(name)
+        assert code == 10 and one["found"] and not one["lanes_known"]
+        code, per_vl = credit(name, "--lanes")
+        assert code == 0 and not per_vl["found"] and per_vl["lanes_known"]
+        # one VL per layer lash says it needed (its SL n on ibsim's SL n to VL n)
+        log = (lab_dir(name) / "osm.log").read_text()
+        needed = re.findall(r"lash_core: Lanes needed: (\d+)", log)
+        assert needed and per_vl["vls_used"] == list(range(int(needed[-1]))), needed
 
 
 # -- OpenSM with QoS (-Q): its own SL2VL tables on every port ---------------------------------
