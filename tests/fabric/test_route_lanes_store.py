@@ -121,6 +121,40 @@ def test_damaged_lanes_are_refused_not_read(tmp_path: Path) -> None:
         store.load_route_lanes(sid)
 
 
+def test_store_check_finds_damaged_lanes_and_repair_sets_only_them_aside(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sid = stored(path, "dfsssp", lanes_of("dfsssp"))
+    with Store.open(path) as store:
+        assert store.check() == []  # a clean store with lanes: nothing reported
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE route_lanes SET crc = crc + 1")
+    with Store.open(path) as store:
+        found = store.check()
+        assert [(d.kind, d.ref, d.reason) for d in found] == [("route lanes", sid, "checksum mismatch")]
+        assert store.set_aside(found) == 1
+        assert store.check() == []
+        assert store.load_route_lanes(sid) is None and store.load_routes(sid) is not None
+        kept = store._db.execute("SELECT kind, ref, reason FROM quarantine").fetchall()
+        assert kept == [("route lanes", sid, "checksum mismatch")]
+
+
+def test_damaged_route_tables_are_set_aside_with_their_lanes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sid = stored(path, "dfsssp", lanes_of("dfsssp"))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE route_tables SET crc = crc + 1")
+    with Store.open(path) as store:
+        found = store.check()
+        assert [(d.kind, d.ref) for d in found] == [("route tables", sid)]
+        assert store.set_aside(found) == 2
+        assert store.check() == [] and not store.has_routes(sid) and store.load_route_lanes(sid) is None
+        kept = store._db.execute("SELECT kind, reason FROM quarantine ORDER BY id").fetchall()
+        assert kept == [
+            ("route lanes", "its route tables: checksum mismatch"),
+            ("route tables", "checksum mismatch"),
+        ]
+
+
 def test_lanes_too_large_are_refused_before_anything_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
