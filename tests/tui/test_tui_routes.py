@@ -200,6 +200,7 @@ async def test_no_tables_says_so_and_its_command_stores_them(tmp_path: Path) -> 
         await pilot.pause(0.1)
         head = text_of(app, "#routes-head")
         assert head.startswith("No forwarding tables are stored with topology snapshot 1")
+        assert "judged per virtual lane when the lanes are stored with the tables: add --lanes" in head
         assert not app.screen.query_one("#routes-balance").display
         # nothing coloured on the map
         await pilot.press("m", "h")
