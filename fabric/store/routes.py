@@ -39,9 +39,11 @@ class RouteTables(CaptureTables):
         source: str = "",
         taken_at: float | None = None,
         lanes: Lanes | None = None,
+        keep_lanes: bool = False,
     ) -> None:
         """Store ``lfts`` with topology snapshot ``snapshot_id`` (replacing tables stored with it),
-        and ``lanes`` beside them (None: none; lanes stored before with the snapshot go)."""
+        and ``lanes`` beside them (None: none; lanes stored before with the snapshot go, unless
+        ``keep_lanes``: the same tables stored again)."""
         import numpy as np
 
         when = time.time() if taken_at is None else taken_at
@@ -62,6 +64,11 @@ class RouteTables(CaptureTables):
         with self._write() as db:
             if db.execute("SELECT 1 FROM topology_snapshots WHERE id = ?", (snapshot_id,)).fetchone() is None:
                 raise StoreError(f"{self.path}: no topology snapshot {snapshot_id} to store routes with")
+            kept = None
+            if keep_lanes and lane_row is None:
+                kept = db.execute(
+                    "SELECT meta, data, crc FROM route_lanes WHERE snapshot_id = ?", (snapshot_id,)
+                ).fetchone()
             capture_id = None
             if raw_text is not None and len(raw_text) <= RAW_KEEP_BYTES:
                 capture_id = self._insert_capture(
@@ -85,10 +92,11 @@ class RouteTables(CaptureTables):
             )
             db.execute("DELETE FROM route_lanes WHERE snapshot_id = ?", (snapshot_id,))
             if lane_row is not None:
-                lane_meta, lane_data = lane_row
+                kept = (*lane_row, zlib.crc32(lane_row[1]))
+            if kept is not None:
                 db.execute(
                     "INSERT INTO route_lanes (snapshot_id, meta, data, crc) VALUES (?, ?, ?, ?)",
-                    (snapshot_id, lane_meta, lane_data, zlib.crc32(lane_data)),
+                    (snapshot_id, *kept),
                 )
 
     def has_routes(self, snapshot_id: int) -> bool:

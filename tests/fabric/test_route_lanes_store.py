@@ -252,6 +252,26 @@ def test_lanes_given_beside_a_snapshot_are_used_instead_of_the_stored(tmp_path: 
     assert code == 0 and c["lanes_known"] and "stored with" not in str(c["lanes"])
 
 
+def test_a_snapshots_own_tables_saved_again_keep_their_lanes_other_tables_drop_them(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    save(db, "dfsssp", *given("dfsssp"))
+    code, _, err = run_cli("routes", "--db", str(db), "--snapshot", "latest", "--save")
+    assert code == 0 and "stored the tables with topology snapshot 1" in err, err
+    code, c = check_snapshot(db)
+    assert code == 0 and c["lanes_known"]
+    # other tables (here minhop's dump) stored with the snapshot: the old lanes are not theirs
+    code, _, err = run_cli(
+        "routes", "--db", str(db), "--snapshot", "latest", "--tables", str(files("minhop")[0]), "--save"
+    )
+    assert code == 0, err
+    code, c = check_snapshot(db)
+    assert (
+        code == 10
+        and not c["lanes_known"]
+        and "no SL2VL tables or path records are stored" in str(c["lanes"])
+    )
+
+
 def test_routes_shows_the_lanes_read(tmp_path: Path) -> None:
     code, out, err = run_cli(
         "routes", "--input", str(TOPO), "--tables", str(files("dfsssp")[0]), *given("dfsssp")
