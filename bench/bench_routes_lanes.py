@@ -6,7 +6,9 @@ every switch port cabled to another switch (every in port; SL n to VL n, SL 15 t
 starts them), and ``saquery -p`` records for every host route judged (rail all-to-all: 8 x 256 x
 255 = 522,240 pairs; SL (slid + dlid) mod 8). ``ibfab routes check --input --tables --sl2vl
 --path-records`` is timed, best of 3, beside the same check without lanes (the one-lane run,
-the baseline) in the same run; wall and CPU seconds and peak memory of each process.
+the baseline) in the same run; wall and CPU seconds and peak memory of each process. Then the
+same tables and lanes stored (``ibfab routes --save --sl2vl --path-records``) and judged from the
+snapshot alone (``routes check --snapshot latest``: the lanes read back from the store).
 
 At 16,384 HCAs every host route would be 33.5 million pairs (a path record file of about 20 GB);
 more than MAX_ROUTES (4 million) is judged in one lane, said so, so that size is not run here.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_routes import build, ibfab, timed
+from bench_routes import IBFAB, build, ibfab, timed
 
 
 def lanes_files(topo: Path, folder: Path) -> tuple[Path, Path]:
@@ -112,6 +114,23 @@ def main() -> None:
             print(f"  {what}: wall {wall:.2f} s, cpu {cpu:.2f} s, peak {rss:.0f} MiB, exit {sorted(codes)}")
         print(
             f"  per VL / one lane: wall {per_vl[0] / one[0]:.1f}x, cpu {per_vl[1] / max(one[1], 1e-9):.1f}x"
+        )
+        # the same tables and lanes stored (routes --save), then judged from the snapshot alone
+        db = str(Path(tmp) / "bench.db")
+        lanes = ["--sl2vl", str(sl2vl), "--path-records", str(paths)]
+        save = timed(
+            [str(IBFAB), "routes", "--db", db, "--input", str(topo), "--tables", str(dump), *lanes, "--save"],
+            env=env,
+        )
+        size = sum(f.stat().st_size for f in Path(tmp).glob("bench.db*"))
+        stored = best([str(IBFAB), "routes", "check", "--db", db, "--snapshot", "latest"], env)
+        print(
+            f"  routes --save with lanes: wall {save[0]:.2f} s, cpu {save[1]:.2f} s, peak {save[2]:.0f} MiB, "
+            f"exit {save[3]}; store {size / 1e6:.1f} MB"
+        )
+        print(
+            f"  per VL from the stored snapshot: wall {stored[0]:.2f} s, cpu {stored[1]:.2f} s, "
+            f"peak {stored[2]:.0f} MiB, exit {sorted(stored[3])}"
         )
 
 

@@ -80,3 +80,19 @@ def routed_store(path: Path, fault: str | None = None, snapshots: int = 0) -> tu
         sid = store.list_topologies()[-1].id
         store.save_routes(sid, t, None, source="minhop (generated)")
     return path, d, sid
+
+
+def ring_store(path: Path, run: str, with_lanes: bool) -> tuple[Path, int]:
+    """(store path, topology snapshot id) of the real ring of tests/data/sl2vl with ``run``'s
+    (dfsssp or minhop) forwarding tables stored beside it, and its lanes (SL2VL tables, path
+    records) when ``with_lanes``, as ``ibfab routes --save --sl2vl ... --path-records ...`` keeps them."""
+    from tests.fabric.test_route_lanes_store import TOPO, files, lanes_of
+    from topology.ibnetdiscover import read_ibnetdiscover
+    from topology.lft import read_lfts
+
+    with Store.open(path) as store:
+        sid = store.save_topology(read_ibnetdiscover(TOPO), TOPO.read_text(), "ibnetdiscover", str(TOPO))
+        store.save_routes(
+            sid, read_lfts(files(run)[0]), source=run, lanes=lanes_of(run) if with_lanes else None
+        )
+    return path, sid

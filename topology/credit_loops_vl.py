@@ -46,12 +46,15 @@ class Lanes:
 
     tables: Sl2Vl | None
     paths: PathSls | None = None
+    unknown: str = ""  # with neither: why none are known (none stored with a snapshot), said as is
 
 
 def lane_credit_loops(w: Walk, lanes: Lanes) -> CreditLoops:
     """The credit loops of the hosts' routes per VL where ``lanes`` make the VLs known, else the
     one-lane check with a ``lanes`` statement of what was missing."""
     t = lanes.tables
+    if t is None and lanes.paths is None and lanes.unknown:
+        return replace(credit_loops(w), lanes=f"one lane: {lanes.unknown}")
     if t is None:
         said = "the SL2VL tables are not known"
         if lanes.paths is not None:

@@ -56,6 +56,12 @@ def lab() -> None:
 @click.option(
     "--lfts", metavar="DUMP", help="Forwarding tables for OpenSM's file engine to load (a dump_fts)."
 )
+@click.option(
+    "--qos",
+    is_flag=True,
+    help="Run OpenSM with QoS (-Q): it sets every port's SL2VL table (dfsssp and lash then spread "
+    "routes over VLs that way; without it the ports keep ibsim's SL n to VL n).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the lab state as JSON.")
 def up_cmd(
     spec: str | None,
@@ -68,17 +74,18 @@ def up_cmd(
     db: str | None,
     routing: str | None,
     lfts: str | None,
+    qos: bool,
     as_json: bool,
 ) -> None:
     """Generate a fabric (or copy a real one with --from), start ibsim and OpenSM, wait for SUBNET UP."""
     from fabric.app.lab import labs
 
     if from_ref is not None:
-        _twin_up(from_ref, name, engine or routing, sm_log, sm_conf, db, lfts, spec, faults, as_json)
+        _twin_up(from_ref, name, engine or routing, sm_log, sm_conf, db, lfts, spec, faults, as_json, qos)
         return
     if engine or sm_log or sm_conf:
         raise click.UsageError("--engine, --sm-log and --sm-conf go with --from (else use --routing)")
-    state = labs.up(spec, faults, name or "default", routing=routing, lfts_file=lfts)
+    state = labs.up(spec, faults, name or "default", routing=routing, lfts_file=lfts, qos=qos)
     if as_json:
         _echo_json(state.to_dict())
         return
@@ -102,6 +109,7 @@ def _twin_up(
     spec: str | None,
     faults: tuple[str, ...],
     as_json: bool,
+    qos: bool = False,
 ) -> None:
     from fabric.app import twin
     from fabric.present.twin import twin_up_text
@@ -116,6 +124,7 @@ def _twin_up(
         sm_log=sm_log,
         sm_conf=sm_conf,
         lfts_file=lfts,
+        qos=qos,
     )
     if as_json:
         _echo_json(t.to_dict())

@@ -7,7 +7,10 @@ tables stored with it (``ibfab routes --save``): pure functions of a RouteReport
         routes of the hosts' all-to-all (within each rail on a rail fabric) that leave the switch
         by that port, for every switch-to-switch cable in each direction (``direction``:
         ``leaf -> spine``, ...)
-    ibfab_route_credit_loop_channels     channels on credit-loop cycles (0: none)
+    ibfab_route_credit_loop_channels     channels on credit-loop cycles (0: none); (channel, VL)
+                                         nodes where the lanes are stored with the tables
+    ibfab_route_credit_loop_lanes_known{lanes}  1: credit loops judged per VL, 0: in one lane
+                                         (``lanes``: where the lanes came from, or why unknown)
     ibfab_route_findings{kind, severity} findings of ``ibfab routes check`` by kind (present kinds only)
     ibfab_route_errors                   error-level findings (0: none)
 
@@ -61,6 +64,13 @@ def route_families(report: RouteReport, names: Mapping[str, str]) -> tuple[Metri
         "Channels on credit-loop cycles of the hosts' routes (0: no credit loop)",
     )
     loops.add_metric([], float(report.credit.in_cycles if report.credit.found else 0))
+    lanes = GaugeMetricFamily(
+        "ibfab_route_credit_loop_lanes_known",
+        "1: credit loops judged per virtual lane (SL2VL tables and route SLs stored with the tables); "
+        "0: in one lane (the label says why)",
+        labels=("lanes",),
+    )
+    lanes.add_metric([report.credit.lanes], 1.0 if report.credit.lanes_known else 0.0)
     findings = GaugeMetricFamily(
         "ibfab_route_findings", "Findings of 'ibfab routes check' by kind", labels=("kind", "severity")
     )
@@ -70,4 +80,4 @@ def route_families(report: RouteReport, names: Mapping[str, str]) -> tuple[Metri
     errors.add_metric(
         [], float(sum(1 for f in report.findings if f.severity in (Severity.ERROR, Severity.CRITICAL)))
     )
-    return (links, loops, findings, errors)
+    return (links, loops, lanes, findings, errors)

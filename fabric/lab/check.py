@@ -9,7 +9,7 @@ route: no SM needed) and asks the subnet manager who it is (``sminfo``); each an
 what a working lab gives is a :class:`LabProblem` with the tool's own words.
 
 :func:`restart` stops OpenSM and ibsim by their recorded PIDs and brings the same design up
-again (a new socket, fresh client slots, OpenSM sweeping from scratch); what was injected into
+again, OpenSM with the routing and QoS options it had (a new socket, fresh client slots, OpenSM sweeping from scratch); what was injected into
 the running simulator (unplugged cables, set counters) is gone with it.
 """
 
@@ -166,4 +166,4 @@ def restart(name: str = "default") -> lab.LabState:
             )
         design = lab.design_of(name)
         teardown(paths, state)
-        return bring_up(paths, name, designed(design))
+        return bring_up(paths, name, designed(design), state.sm_options)

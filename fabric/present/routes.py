@@ -47,6 +47,7 @@ def render_tables(summary: Mapping[str, Any], limit: int | None = 40) -> str:
         f"{s['switches_in_topology']} switches and {s['lids_in_topology']} LIDs",
     ]
     lines += [f"  note: {n}" for n in s.get("notes", ())]
+    lines += lanes_read_lines(s.get("lanes"))
     rows = [
         (
             w["name"],
@@ -63,6 +64,27 @@ def render_tables(summary: Mapping[str, Any], limit: int | None = 40) -> str:
     if "snapshot_id" in s:
         lines.append(f"\nstored with topology snapshot {s['snapshot_id']}")
     return "\n".join(lines)
+
+
+def lanes_read_lines(lanes: Mapping[str, Any] | None) -> list[str]:
+    """The lanes read beside the tables (``ibfab routes --sl2vl/--path-records/--lanes``)."""
+    if lanes is None:
+        return []
+    t, p = lanes["sl2vl"], lanes["path_records"]
+    return [
+        "  lanes: "
+        + (
+            "no SL2VL tables"
+            if t is None
+            else f"SL2VL tables from {t['source']} ({t['rows']} rows, {t['lids']} LIDs)"
+        )
+        + "; "
+        + (
+            "no path records"
+            if p is None
+            else f"{p['records']} path records from {p['source']} (SLs {', '.join(str(x) for x in p['sls'])})"
+        )
+    ]
 
 
 CLEAN_ROUTES = "Every route delivers, no credit loop, balanced"

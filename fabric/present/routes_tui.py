@@ -49,6 +49,11 @@ def no_tables_text(v: RoutesVerdict) -> str:
             f"  ibfab routes --ssh HOST --save{_db(v)}   (dump_fts on a management host)",
             f"  ibfab routes --ibdiagnet DIR --save{_db(v)}   (an ibdiagnet -r run's ibdiagnet2.fdbs)",
         ]
+    lines += [
+        "",
+        "Credit loops are judged per virtual lane when the lanes are stored with the tables: add --lanes",
+        "(read where tools run), or --sl2vl FILE and --path-records FILE (smpquery sl2vl, saquery -p).",
+    ]
     return "\n".join(lines)
 
 

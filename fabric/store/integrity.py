@@ -1,7 +1,8 @@
 """A store that heals: every blob checked, damaged snapshots set aside in a quarantine.
 
 :meth:`IntegrityTables.check` reads everything once (SQLite's own page check, then every
-topology, capture, port set and counter block against its CRC-32 and by decoding it) and says
+topology, capture, port set, counter block, stored forwarding table and its lanes against its
+CRC-32 and by decoding it) and says
 what is damaged; :meth:`IntegrityTables.set_aside` moves those rows into ``quarantine`` (their
 blobs kept as they were, never read again) so that nothing warns about them any more. Readers
 already skip damaged snapshots on their own; this only makes it final.
@@ -120,6 +121,13 @@ class IntegrityTables(TopologyTables, CounterTables):
                 why = blob_damage(blob, crc, size)
                 if why is not None:
                     found.append(Damage("capture", cid, taken_at, why))
+            for table, kind in (("route_tables", "route tables"), ("route_lanes", "route lanes")):
+                for sid, blob, crc in _each_row(
+                    db, table, "snapshot_id, CAST(data AS BLOB), crc", found, gaps
+                ):
+                    why = blob_damage(blob, crc)
+                    if why is not None:
+                        found.append(Damage(kind, sid, None, why))
             codec = BlockCodec(str(self.path))  # nothing kept from earlier reads
             for (pid,) in _each_row(db, "port_sets", "id", found, gaps):
                 try:
@@ -164,6 +172,13 @@ class IntegrityTables(TopologyTables, CounterTables):
                         (d.ref,),
                     )
                     moved += self._quarantine_row(db, "topology_snapshots", "fabric_json_zlib", d, now)
+                elif d.kind in ("route tables", "route lanes"):
+                    # lanes are of their tables: tables set aside take theirs along
+                    why = d.reason if d.kind == "route lanes" else f"its route tables: {d.reason}"
+                    lanes = Damage("route lanes", d.ref, None, why)
+                    moved += self._quarantine_row(db, "route_lanes", "data", lanes, now)
+                    if d.kind == "route tables":
+                        moved += self._quarantine_row(db, "route_tables", "data", d, now)
                 elif d.kind == "capture":
                     db.execute("DELETE FROM counter_snapshot_captures WHERE capture_id = ?", (d.ref,))
                     db.execute(
@@ -343,4 +358,6 @@ _KIND_OF_TABLE = {
     "port_sets": "port set",
     "counter_snapshots": "counter snapshot",
     "counter_blocks": "counter snapshot",
+    "route_tables": "route tables",
+    "route_lanes": "route lanes",
 }

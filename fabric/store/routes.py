@@ -2,7 +2,9 @@
 
 The array (switches x LIDs, one byte per entry) is kept zlib'd with a CRC-32, the switches and
 what the dump named beside it as JSON, and the dump's text as a capture when it is small enough
-to keep (a 16,384-HCA fabric's dump_lfts is 1.8 GB of text for a 23 MB array).
+to keep (a 16,384-HCA fabric's dump_lfts is 1.8 GB of text for a 23 MB array). The lanes given
+with them (SL2VL tables, path records) are kept in ``route_lanes`` in the same transaction
+(:mod:`fabric.store.route_lanes`); tables stored again without lanes lose the old ones.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from fabric.store.captures import CaptureTables
 from fabric.store.core import StoreDamaged
 from fabric.store.records import RawCapture
+from fabric.store.route_lanes import decode_lanes, encode_lanes
 from topology.errors import StoreError
 from topology.model import Guid
 
 if TYPE_CHECKING:
+    from topology.credit_loops_vl import Lanes
     from topology.lft import Lfts
 
 RAW_KEEP_BYTES = 64 << 20  # a dump up to this size is kept as text too
@@ -34,11 +38,18 @@ class RouteTables(CaptureTables):
         *,
         source: str = "",
         taken_at: float | None = None,
+        lanes: Lanes | None = None,
+        keep_lanes: bool = False,
     ) -> None:
-        """Store ``lfts`` with topology snapshot ``snapshot_id`` (replacing tables stored with it)."""
+        """Store ``lfts`` with topology snapshot ``snapshot_id`` (replacing tables stored with it),
+        and ``lanes`` beside them (None: none; lanes stored before with the snapshot go, unless
+        ``keep_lanes``: the same tables stored again)."""
         import numpy as np
 
         when = time.time() if taken_at is None else taken_at
+        lane_row = None
+        if lanes is not None:  # encoded (and refused when too large) before the write lock
+            lane_row = encode_lanes(lanes, f"{self.path}: routes of topology snapshot {snapshot_id}")
         meta = {
             "switches": list(lfts.switches),
             "switch_lids": list(lfts.switch_lids),
@@ -53,6 +64,11 @@ class RouteTables(CaptureTables):
         with self._write() as db:
             if db.execute("SELECT 1 FROM topology_snapshots WHERE id = ?", (snapshot_id,)).fetchone() is None:
                 raise StoreError(f"{self.path}: no topology snapshot {snapshot_id} to store routes with")
+            kept = None
+            if keep_lanes and lane_row is None:
+                kept = db.execute(
+                    "SELECT meta, data, crc FROM route_lanes WHERE snapshot_id = ?", (snapshot_id,)
+                ).fetchone()
             capture_id = None
             if raw_text is not None and len(raw_text) <= RAW_KEEP_BYTES:
                 capture_id = self._insert_capture(
@@ -74,6 +90,14 @@ class RouteTables(CaptureTables):
                     zlib.crc32(data),
                 ),
             )
+            db.execute("DELETE FROM route_lanes WHERE snapshot_id = ?", (snapshot_id,))
+            if lane_row is not None:
+                kept = (*lane_row, zlib.crc32(lane_row[1]))
+            if kept is not None:
+                db.execute(
+                    "INSERT INTO route_lanes (snapshot_id, meta, data, crc) VALUES (?, ?, ?, ?)",
+                    (snapshot_id, *kept),
+                )
 
     def has_routes(self, snapshot_id: int) -> bool:
         with self._read() as db:
@@ -81,13 +105,34 @@ class RouteTables(CaptureTables):
         return row is not None
 
     def routes_stamp(self, snapshot_id: int) -> tuple[float, int] | None:
-        """(when, CRC) of the tables stored with snapshot ``snapshot_id``, None when it has none:
-        what a reader compares to know the tables changed without loading them."""
+        """(when, CRC) of the tables stored with snapshot ``snapshot_id`` and their lanes, None
+        when it has none: what a reader compares to know they changed without loading them."""
         with self._read() as db:
             row = db.execute(
-                "SELECT taken_at, crc FROM route_tables WHERE snapshot_id = ?", (snapshot_id,)
+                "SELECT t.taken_at, t.crc, l.crc FROM route_tables t"
+                " LEFT JOIN route_lanes l ON l.snapshot_id = t.snapshot_id WHERE t.snapshot_id = ?",
+                (snapshot_id,),
             ).fetchone()
-        return None if row is None else (float(row[0]), int(row[1]))
+        if row is None:
+            return None
+        return float(row[0]), int(row[1]) << 33 | (0 if row[2] is None else 1 << 32 | int(row[2]))
+
+    def load_route_lanes(self, snapshot_id: int) -> Lanes | None:
+        """The lanes stored with the tables of snapshot ``snapshot_id``; None when none are."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT meta, data, crc FROM route_lanes WHERE snapshot_id = ?", (snapshot_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        meta, data, crc = row
+        where = f"{self.path}: lanes of the routes of topology snapshot {snapshot_id}"
+        if zlib.crc32(data) != crc:
+            raise StoreDamaged(f"{where} are damaged (checksum mismatch)")
+        try:
+            return decode_lanes(meta, data, where)
+        except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise StoreDamaged(f"{where} do not read back ({exc})") from exc
 
     def load_routes(self, snapshot_id: int) -> Lfts | None:
         """The tables stored with snapshot ``snapshot_id``; None when it has none."""

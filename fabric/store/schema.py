@@ -293,6 +293,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         _typed_records,
     ),
+    # 8: the lanes of stored forwarding tables (SL2VL tables, the SM's path records), so that a
+    # snapshot's credit loops are judged per VL as the live check was (fabric.store.route_lanes).
+    Migration(
+        8,
+        (
+            """CREATE TABLE route_lanes (
+    snapshot_id INTEGER PRIMARY KEY REFERENCES route_tables (snapshot_id) ON DELETE CASCADE,
+    meta TEXT NOT NULL,               -- JSON: where the tables and path records came from, rows
+    data BLOB NOT NULL,               -- zlib'd arrays (fabric.store.route_lanes.encode_lanes)
+    crc INTEGER NOT NULL              -- CRC-32 of data
+)""",
+        ),
+    ),
 )
 
 
@@ -315,6 +328,7 @@ TABLES: tuple[str, ...] = (
     "quarantine",
     "hourly_counters",
     "route_tables",
+    "route_lanes",
 )
 
 

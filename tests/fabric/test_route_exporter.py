@@ -73,3 +73,56 @@ def test_a_planted_credit_loop_is_served(tmp_path: Path) -> None:
     assert _value(text, "ibfab_route_credit_loop_channels") == 4.0
     assert _value(text, "ibfab_route_errors") == 1.0
     assert 'ibfab_route_findings{kind="credit_loop",severity="error"} 1.0' in text
+
+
+# -- lanes stored with the tables: credit loops per VL (the real ring of tests/data/sl2vl) -----
+def _serve_ring(tmp_path: Path, run: str, with_lanes: bool) -> str:
+    from tests.fabric.test_route_lanes_store import TOPO, files, lanes_of
+    from topology.ibnetdiscover import read_ibnetdiscover
+    from topology.lft import read_lfts
+
+    fabric = read_ibnetdiscover(TOPO)
+    db = tmp_path / "ibfab.db"
+    link = fabric.links[0]
+    with Store.open(db) as store:
+        topology_id = store.save_topology(fabric, "", tool="ibnetdiscover", source="test")
+        store.save_counter_snapshot(
+            1000.0,
+            "test",
+            topology_id,
+            [PortCounterRow(1000.0, link.a.guid, link.a.port, counters={"symbol_errors": 0})],
+        )
+        store.save_routes(topology_id, read_lfts(files(run)[0]), lanes=lanes_of(run) if with_lanes else None)
+    view = read_view(open_session(db=db))
+    assert not view.status.errors, view.status.message
+    return view.text.decode()
+
+
+def _lanes_known(text: str) -> tuple[float, str]:
+    m = re.search(r'^ibfab_route_credit_loop_lanes_known\{lanes="(.*)"\} (\S+)$', text, re.MULTILINE)
+    assert m, text
+    return float(m.group(2)), m.group(1)
+
+
+def test_a_ring_stored_with_dfsssp_lanes_serves_no_credit_loop_per_vl(tmp_path: Path) -> None:
+    text = _serve_ring(tmp_path, "dfsssp", with_lanes=True)
+    assert _value(text, "ibfab_route_credit_loop_channels") == 0.0
+    assert _value(text, "ibfab_route_errors") == 0.0
+    known, lanes = _lanes_known(text)
+    assert known == 1.0 and lanes.startswith("per VL: SL2VL tables from ")
+
+
+def test_a_ring_stored_with_minhop_lanes_serves_the_loop_on_vl0(tmp_path: Path) -> None:
+    text = _serve_ring(tmp_path, "minhop", with_lanes=True)
+    assert _value(text, "ibfab_route_credit_loop_channels") == 10.0  # (channel, VL 0) nodes
+    assert 'ibfab_route_findings{kind="credit_loop",severity="error"} 1.0' in text
+    assert _lanes_known(text)[0] == 1.0
+
+
+def test_a_ring_stored_without_lanes_serves_the_one_lane_loop_and_why(tmp_path: Path) -> None:
+    text = _serve_ring(tmp_path, "dfsssp", with_lanes=False)
+    assert _value(text, "ibfab_route_credit_loop_channels") == 10.0
+    assert _value(text, "ibfab_route_errors") == 1.0
+    known, lanes = _lanes_known(text)
+    assert known == 0.0
+    assert lanes.startswith("one lane: no SL2VL tables or path records are stored with topology snapshot 1")

@@ -9,11 +9,12 @@ routes, SLs and tables:
 
 * no SLs: both find the ring's loop in one lane, through port 7 of every switch;
 * dfsssp's SLs: neither finds a credit loop;
-* minhop's SLs (all 0): both find it on VL 0, the same five channels.
+* minhop's SLs (all 0): both find it on VL 0, the same five channels;
+* lash's SLs (0 and 1, one per layer; ibsim's own tables, no QoS): neither finds a credit loop.
 
 ibdmchk needs a table for every in and out port a path uses, HCA ports included (``Unassigned
-SL2VL entry``): the dfsssp run under QoS, whose captures have out ports 1, 2, 7 and 8, is the one
-compared.
+SL2VL entry``): the dfsssp run under QoS and the lash run, whose captures have out ports 1, 2, 7
+and 8, are the ones compared.
 """
 
 from __future__ import annotations
@@ -126,3 +127,13 @@ def test_minhop_sls_both_find_the_ring_on_vl0(tmp_path: Path) -> None:
     assert {(h.switch, h.port, vl) for h, vl in zip(r.credit.cycle, r.credit.vls, strict=True)} == theirs(
         report
     )
+
+
+def test_lash_sls_neither_finds_a_credit_loop(tmp_path: Path) -> None:
+    lanes = files("lash")
+    report = ibdmchk(tmp_path, lanes)
+    # ibdmchk's VL count is the tables' top VL + 1, not the VLs the paths use: ibsim's own tables
+    # map SL 14 to VL 14 (SL 15 to VL 7), hence 15; the paths' 2 SLs use VLs 0 and 1 (ibfab's vls_used)
+    assert "2 SLs, 15 VLs used" in report and "-I- no credit loops found" in report
+    r = ours("lash", Lanes(*lanes))
+    assert r.credit.lanes_known and not r.credit.found and r.credit.vls_used == (0, 1)

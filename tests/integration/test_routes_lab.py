@@ -41,8 +41,8 @@ SPECS = ("fattree-small", "rail-small", "rail-3tier")
 
 
 @contextmanager
-def running(spec: str, name: str, **kw: str) -> Iterator[str]:
-    lab.up(spec, (), name=name, **kw)
+def running(spec: str, name: str, routing: str | None = None, lfts_file: str | None = None) -> Iterator[str]:
+    lab.up(spec, (), name=name, routing=routing, lfts_file=lfts_file)
     try:
         yield name
     finally:

@@ -4,21 +4,27 @@ the real ``smpquery sl2vl`` and each host route's SL with the real ``saquery -p`
 
 ibsim answers SLtoVL MADs (Get and Set) per in/out port, reports VLCap VL0-7, and starts every
 table at SL n to VL n (SL 15 to VL 7); OpenSM without QoS leaves them so, and dfsssp (8 VLs
-available) answers path records with the SL of the layer it put each route in.
+available) answers path records with the SL of the layer it put each route in. With QoS
+(``ibfab lab up --qos``: OpenSM ``-Q``) OpenSM writes its own tables to every port (its default
+qos_sl2vl cut to the 8 operational VLs: SL n to VL n mod 8) and dumps them (opensm-sl2vl.dump).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from fabric.cli.main import main
+from fabric.lab.driver import LabDriver, lab_dir, status
 from tests.conftest import ROOT
+from topology.sl2vl import parse_sl2vl
 
 pytestmark = pytest.mark.lab
 
@@ -69,3 +75,64 @@ def test_a_clean_fat_tree_with_lanes_reports_nothing() -> None:
         assert code == 0, out + err
         assert "Credit loops: none (" in out and "per VL: SL2VL tables from smpquery sl2vl" in out
         assert "0 error(s), 0 warning(s)" in out
+
+
+def test_lash_on_a_ring_breaks_the_one_lane_loop_over_its_layers() -> None:
+    with lab("ringl", "--from", str(RING), "--routing", "lash") as name:
+        code, one = credit(name)
+        assert code == 10 and one["found"] and not one["lanes_known"]
+        code, per_vl = credit(name, "--lanes")
+        assert code == 0 and not per_vl["found"] and per_vl["lanes_known"]
+        # one VL per layer lash says it needed (its SL n on ibsim's SL n to VL n)
+        log = (lab_dir(name) / "osm.log").read_text()
+        needed = re.findall(r"lash_core: Lanes needed: (\d+)", log)
+        assert needed and per_vl["vls_used"] == list(range(int(needed[-1]))), needed
+
+
+# -- OpenSM with QoS (-Q): its own SL2VL tables on every port ---------------------------------
+def qos_tables_set(name: str, lid: int, port: int) -> bool:
+    """Whether the port's tables read live are OpenSM's QoS ones (SL 8-15 to VL 0-7, where
+    ibsim's own map SL 8 to VL 8) for every in port."""
+    text = LabDriver(name).run_tool(["smpquery", "sl2vl", str(lid), str(port)], 30).stdout
+    rows = parse_sl2vl(text, "smpquery").nodes[lid].rows
+    return bool(rows) and all(row == tuple(range(8)) * 2 for row in rows.values())
+
+
+def test_dfsssp_with_qos_on_a_ring_breaks_the_loop_over_its_own_tables(tmp_path: Path) -> None:
+    with lab("ringq", "--from", str(RING), "--routing", "dfsssp", "--qos") as name:
+        assert status(name).sm_options == ("-R", "dfsssp", "-Q")
+        assert qos_tables_set(name, 1, 7) and qos_tables_set(name, 1, 8)  # ring-sw01's ring ports
+        assert (lab_dir(name) / "opensm" / "opensm-sl2vl.dump").stat().st_size > 0
+        code, one = credit(name)
+        assert code == 10 and one["found"] and not one["lanes_known"]
+        code, per_vl = credit(name, "--lanes")
+        assert code == 0 and not per_vl["found"] and per_vl["lanes_known"]
+        assert len(per_vl["vls_used"]) >= 2
+        # the live lanes stored with the tables, judged again from the snapshot alone
+        db = str(tmp_path / "s.db")
+        code, _, err = run("routes", "--lab", name, "--lanes", "--save", "--db", db)
+        assert code == 0 and "stored the tables and their lanes with topology snapshot 1" in err, err
+        code, out, err = run("routes", "check", "--snapshot", "latest", "--db", db, "--json")
+        assert code == 0, out + err
+        stored = json.loads(out)["credit_loops"]
+        assert not stored["found"] and stored["lanes_known"] and stored["vls_used"] == per_vl["vls_used"]
+        assert f"smpquery sl2vl on lab {name}, stored with topology snapshot 1" in stored["lanes"]
+
+
+def test_minhop_with_qos_on_a_ring_holds_the_loop_on_vl0() -> None:
+    with lab("ringmq", "--from", str(RING), "--routing", "minhop", "--qos") as name:
+        assert qos_tables_set(name, 1, 7)
+        code, per_vl = credit(name, "--lanes")
+        assert code == 10 and per_vl["found"] and per_vl["lanes_known"]
+        assert per_vl["cycle_vls"] == [0] * 5 and per_vl["vls_used"] == [0]
+
+
+def test_without_qos_the_ports_keep_ibsims_tables_and_a_restart_keeps_qos() -> None:
+    with lab("ftq", "--fabric", "fattree-small", "--routing", "dfsssp") as name:
+        assert status(name).sm_options == ("-R", "dfsssp")
+        assert not qos_tables_set(name, 2, 1)  # leaf-01's first port: SL 8 to VL 8, ibsim's
+    with lab("ftq", "--fabric", "fattree-small", "--routing", "dfsssp", "--qos") as name:
+        assert qos_tables_set(name, 2, 1)
+        code, out, err = run("lab", "restart", "--name", name)
+        assert code == 0, out + err
+        assert status(name).sm_options == ("-R", "dfsssp", "-Q") and qos_tables_set(name, 2, 1)

@@ -40,6 +40,7 @@ RUNS = {
         "saquery-p-ring5-dfsssp-qos.txt",
     ),
     "minhop": ("dump_fts-ring5-minhop.txt", "smpquery-sl2vl-ring5-minhop.txt", "saquery-p-ring5-minhop.txt"),
+    "lash": ("dump_fts-ring5-lash.txt", "smpquery-sl2vl-ring5-lash.txt", "saquery-p-ring5-lash.txt"),
 }
 
 
@@ -89,6 +90,20 @@ def test_dfsssp_spreads_the_cycle_over_vls_so_no_credit_loop(run: str) -> None:
     assert f"the SL of every host route from {RUNS[run][2]} (path records)" in c.lanes
     assert r.findings == () or all(f.severity is not Severity.ERROR for f in r.findings)
     assert credit_findings(r) == []
+
+
+def test_lash_puts_the_cycle_on_two_layers_so_no_credit_loop() -> None:
+    """lash (OpenSM's log: "Lanes needed: 2") answers path records with SL 0 or 1, one per layer;
+    with ibsim's own tables (no QoS: SL n to VL n) the routes use VLs 0 and 1 and no cycle is left."""
+    r = judge("lash", lanes_of("lash"))
+    c = r.credit
+    assert not c.found and c.lanes_known
+    assert c.vls_used == (0, 1)
+    assert sorted(set(paths(RUNS["lash"][2]).sl.tolist())) == [0, 1]
+    assert credit_findings(r) == [] and all(f.severity is not Severity.ERROR for f in r.findings)
+    # the cycle is broken by its SLs: the same tables with every route on SL 0 hold it on VL 0
+    r = judge("lash", Lanes(tables(RUNS["lash"][1]), paths(RUNS["minhop"][2])))
+    assert r.credit.found and r.credit.vls == (0,) * 5
 
 
 def test_minhop_routes_all_on_sl0_hold_the_loop_on_vl0_alone() -> None:

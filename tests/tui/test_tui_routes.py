@@ -29,9 +29,10 @@ from fabric.present.routes import CLEAN
 from fabric.present.routes_tui import route_alerts
 from fabric.store import Store
 from tests.advise_fabrics import guid_of
+from tests.conftest import ROOT
 from tests.tui.test_tui import SIZE, run_async, settle, table_rows, text_of
 from tests.tui_data import build_store, record_operations, uplinks
-from tests.tui_routes_data import BLACK_HOLE, CREDIT_LOOP, lid, routed_store
+from tests.tui_routes_data import BLACK_HOLE, CREDIT_LOOP, lid, ring_store, routed_store
 from topology.anomaly import Severity
 from topology.generate_routes import minhop_tables, write_dump_lfts
 from topology.route_findings import CREDIT_LOOP as CREDIT_LOOP_KIND
@@ -199,6 +200,7 @@ async def test_no_tables_says_so_and_its_command_stores_them(tmp_path: Path) -> 
         await pilot.pause(0.1)
         head = text_of(app, "#routes-head")
         assert head.startswith("No forwarding tables are stored with topology snapshot 1")
+        assert "judged per virtual lane when the lanes are stored with the tables: add --lanes" in head
         assert not app.screen.query_one("#routes-balance").display
         # nothing coloured on the map
         await pilot.press("m", "h")
@@ -340,3 +342,77 @@ def test_load_shades() -> None:
         "warn",
         "critical",
     ]
+
+
+# -- lanes stored with the tables: the real ring of tests/data/sl2vl ---------------------------
+RING_FILES = f"{ROOT}/tests/data/sl2vl/"
+
+
+@run_async
+async def test_a_ring_stored_with_dfsssp_lanes_is_judged_per_vl_no_alert(tmp_path: Path) -> None:
+    path, sid = ring_store(tmp_path / "ring.db", "dfsssp", with_lanes=True)
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await until(
+            pilot, lambda: app.view is not None and app.service.routes_known(app.view) is not None, "routes"
+        )
+        assert route_alert_kinds(app) == []
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, RoutesScreen)
+        assert "0 error(s), 0 warning(s)" in text_of(app, "#routes-head")
+        balance = " ".join(text_of(app, "#routes-balance").split())
+        assert (
+            "Credit loops: none (" in balance
+            and "(channel, VL) nodes, VLs used 0, 1, 2, 3, 4, 5, 6, 7" in balance
+        )
+        assert (
+            f"per VL: SL2VL tables from {RING_FILES}smpquery-sl2vl-ring5-dfsssp.txt, stored with topology snapshot {sid}"
+            in balance
+        )
+
+
+@run_async
+async def test_a_ring_stored_without_lanes_alerts_one_lane_and_says_why(tmp_path: Path) -> None:
+    path, sid = ring_store(tmp_path / "ring.db", "dfsssp", with_lanes=False)
+    app = app_on(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await until(
+            pilot, lambda: app.view is not None and app.service.routes_known(app.view) is not None, "routes"
+        )
+        assert route_alert_kinds(app) == [CREDIT_LOOP_KIND]
+        await pilot.press("t")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, RoutesScreen)
+        table = app.screen.query_one("#routes-findings", DataTable)
+        assert str(table.get_row_at(table.cursor_row)[1]) == CREDIT_LOOP_KIND
+        evidence = " ".join(text_of(app, "#routes-evidence").split())
+        assert (
+            "Credit loop, link by link (10 channels on cycles; one lane: no SL2VL tables or path records"
+            in evidence
+        )
+        assert (
+            f"are stored with topology snapshot {sid} (store them with 'ibfab routes --save' and --lanes"
+            in evidence
+        )
+
+
+def test_lanes_stored_later_are_judged_again(tmp_path: Path) -> None:
+    from tests.fabric.test_route_lanes_store import lanes_of
+
+    path, sid = ring_store(tmp_path / "ring.db", "dfsssp", with_lanes=False)
+    svc = FabricService(open_session(db=path))
+    view = svc.load_view()
+    assert view is not None
+    first = svc.routes(view, None)
+    assert first.judged is not None and [f.kind for f in first.errors] == [CREDIT_LOOP_KIND]
+    with Store.open(path) as store:  # the same tables, at the same time, now with their lanes
+        t = store.load_routes(sid)
+        stamp = store.routes_stamp(sid)
+        assert t is not None and stamp is not None
+        store.save_routes(sid, t, None, source="dfsssp", taken_at=stamp[0], lanes=lanes_of("dfsssp"))
+    second = svc.routes(view, None)
+    assert second is not first and second.judged is not None and second.errors == ()
+    assert second.judged.credit.lanes_known

@@ -52,7 +52,9 @@ class ExporterView:
     key: tuple[int, ...] | None = None  # (topology id, counter snapshot id, sweep id) it was built from
     gzipped: bytes = b""  # ``text`` compressed (empty when ``text`` is)
     sweep: SweepSuspects | None = None  # kept: a sweep is re-ranked only when a new one lands
-    routes: tuple[int, tuple[Metric, ...]] | None = None  # kept: (topology id, its route families)
+    # kept: ((topology id, its stored tables' stamp), their route families): judged again when the
+    # tables or their lanes are stored again
+    routes: tuple[tuple[int, tuple[float, int] | None], tuple[Metric, ...]] | None = None
 
     @classmethod
     def of(cls, families: Sequence[Metric], status: ExporterStatus, key: tuple[int, ...] | None) -> Self:
@@ -185,8 +187,9 @@ def _read_data(
             messages.append(f"probe sweep {sweep_id}: {type(exc).__name__}: {exc}")
     routes = previous.routes if previous is not None else None
     try:
-        if routes is None or routes[0] != topology_id:
-            routes = (topology_id, _routes(store, topology_id, fabric, names))
+        routes_key = (topology_id, store.routes_stamp(topology_id))
+        if routes is None or routes[0] != routes_key:
+            routes = (routes_key, _routes(store, topology_id, fabric, names))
         families += routes[1]
     except Exception as exc:  # tables that cannot be judged must not hide the counters
         errors.add("routes_error")
@@ -213,15 +216,18 @@ def _health(
 
 
 def _routes(store: Store, topology_id: int, fabric: Fabric, names: dict[str, str]) -> tuple[Metric, ...]:
-    """The route families of the tables stored with the topology (none when it has none)."""
+    """The route families of the tables stored with the topology (none when it has none), credit
+    loops judged per VL where lanes are stored with them."""
     lfts = store.load_routes(topology_id)
     if lfts is None:
         return ()
+    from fabric.app.routes.lanes import stored_lanes
     from fabric.exports.prometheus_routes import route_families
     from topology.classify import classify
     from topology.route_checks import check_routes
 
-    return route_families(check_routes(fabric, classify(fabric), lfts), names)
+    lanes = stored_lanes(store, topology_id)  # per VL where stored with the tables, else one lane and why
+    return route_families(check_routes(fabric, classify(fabric), lfts, lanes=lanes), names)
 
 
 def _sweep(store: Store, sweep_id: int) -> SweepSuspects:

@@ -32,11 +32,12 @@ def up(
     *,
     routing: str | None = None,
     lfts_file: str | None = None,
+    qos: bool = False,
 ) -> LabState:
     """Generate the fabric ``spec`` (the default preset when None) with ``faults`` planted, start
-    ibsim and OpenSM (routing with ``routing``, loading ``lfts_file`` for its file engine), and
-    wait for SUBNET UP."""
-    return lab.up(spec or DEFAULT_PRESET, faults, name, routing=routing, lfts_file=lfts_file)
+    ibsim and OpenSM (routing with ``routing``, loading ``lfts_file`` for its file engine, with
+    QoS when ``qos``: it sets the ports' SL2VL tables), and wait for SUBNET UP."""
+    return lab.up(spec or DEFAULT_PRESET, faults, name, routing=routing, lfts_file=lfts_file, qos=qos)
 
 
 def simulator_notes(name: str) -> tuple[str, ...]:

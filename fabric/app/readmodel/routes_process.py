@@ -2,7 +2,7 @@
 (:class:`fabric.app.health.window.HealthProcess`, whose reasons hold here too: a subprocess, not
 multiprocessing, under Textual; killed when no longer wanted).
 
-The child reads the topology snapshot and its tables from the store, classifies the fabric,
+The child reads the topology snapshot, its tables and their lanes (per VL where stored) from the store, classifies the fabric,
 judges the tables (:func:`fabric.app.routes.check_routes_of`) with the flags and isolations the
 parent read, and writes back a pickled :class:`fabric.app.readmodel.routes.JudgedRoutes` (or the
 error in one line): on a 16,384-HCA fabric ~6 s of the child's CPU, none of the UI's GIL.
@@ -41,6 +41,7 @@ def judge_stored(job: RoutesJob) -> JudgedRoutes | None:
     from fabric.app.discovery.discover import analyse
     from fabric.app.readmodel.route_loads import judged_of
     from fabric.app.routes.check import check_routes_of
+    from fabric.app.routes.lanes import stored_lanes
     from fabric.app.routes.tables import TablesRead
     from fabric.app.session import open_session
 
@@ -52,17 +53,19 @@ def judge_stored(job: RoutesJob) -> JudgedRoutes | None:
         lfts = store.load_routes(job.topology_id)
         if lfts is None:
             return None
+        lanes = stored_lanes(store, job.topology_id)
         topo = store.load_topology(job.topology_id)
     d = analyse(topo.fabric, source=topo.summary.source)
     check = check_routes_of(
         session,
         d,
-        TablesRead(lfts, None, f"snapshot {job.topology_id}"),
+        TablesRead(lfts, None, f"snapshot {job.topology_id}", job.topology_id),
         sm_log=job.sm_log,
         flagged=job.flagged,
         flagged_from=job.flagged_from,
         isolated=job.isolated,
         ask_sm=job.sm_log is not None,
+        lanes=lanes,
     )
     return judged_of(check)
 

@@ -14,17 +14,19 @@ credit_loops_vl, route_balance, route_engine); the words are fabric.present.rout
 from __future__ import annotations
 
 from fabric.app.routes.check import RoutesCheck, check_routes_of, save_routes, sm_routing, tables_summary
-from fabric.app.routes.lanes import read_lanes
+from fabric.app.routes.lanes import lanes_summary, read_lanes, stored_lanes
 from fabric.app.routes.tables import TablesRead, read_tables, stored_tables
 
 __all__ = [
     "RoutesCheck",
     "TablesRead",
     "check_routes_of",
+    "lanes_summary",
     "read_lanes",
     "read_tables",
     "save_routes",
     "sm_routing",
+    "stored_lanes",
     "stored_tables",
     "tables_summary",
 ]

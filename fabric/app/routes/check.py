@@ -147,17 +147,33 @@ def check_routes_of(
     return RoutesCheck(d, tables, replace(report, tables=tables.source), where, count)
 
 
-def save_routes(d: Discovery, tables: TablesRead, stored: StoreAccess, label: str | None = None) -> int:
-    """Store the tables beside the topology they were read with: the stored snapshot itself when
-    ``d`` came from one, else a new topology snapshot of ``d`` (same id for both); the id."""
+def save_routes(
+    d: Discovery,
+    tables: TablesRead,
+    stored: StoreAccess,
+    label: str | None = None,
+    lanes: Lanes | None = None,
+) -> int:
+    """Store the tables (and ``lanes``: their SL2VL tables and path records, where given) beside
+    the topology they were read with: the stored snapshot itself when ``d`` came from one, else a
+    new topology snapshot of ``d`` (same id for both); the id. Lanes given replace those stored
+    with the snapshot; other tables without lanes drop them; a snapshot's own tables stored again
+    without lanes keep theirs."""
+    if lanes is not None:  # refused when too large, before a topology snapshot is stored for them
+        from fabric.store.route_lanes import check_lanes_size
+
+        check_lanes_size(lanes, str(stored.path))
     if d.stored is not None:
         sid = d.stored.id
     else:
         from fabric.app.discovery.snapshots import save_discovery
 
         sid = save_discovery(d, stored, label, from_ibdiagnet=d.source.startswith("ibdiagnet") or False)
+    same = tables.snapshot_id == sid  # its own stored tables again: the lanes stored with them stay
     with stored.write() as store:
-        store.save_routes(sid, tables.lfts, tables.raw_text, source=tables.source)
+        store.save_routes(
+            sid, tables.lfts, tables.raw_text, source=tables.source, lanes=lanes, keep_lanes=same
+        )
     return sid
 
 

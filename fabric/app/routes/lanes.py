@@ -9,6 +9,11 @@
   ``saquery -p --slid A --dlid B`` for every host route judged. A query per switch port and per
   host pair: refused beyond :data:`MAX_LIVE_QUERIES` (save ``saquery -p`` once instead).
 
+Stored: ``ibfab routes --save`` keeps the lanes it was given (files or ``--lanes``) beside the
+tables (:mod:`fabric.store.route_lanes`); the tables of a snapshot are judged with the lanes
+stored with them (:func:`stored_lanes`) unless others are given, and where none were stored the
+one-lane check says so.
+
 The SA's own SL2VLTableRecords (``saquery SL2VL``) are not read: OpenSM answers them from what it
 set, and without QoS it sets nothing (measured in the lab: every record all VL 0 while the ports
 map SL n to VL n), so they are not the ports' tables.
@@ -16,13 +21,20 @@ map SL n to VL n), so they are not the ports' tables.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from fabric.app.discovery.discover import Discovery
+from fabric.app.routes.tables import TablesRead
 from fabric.app.session import Session
 from topology.classify import Role
 from topology.credit_loops_vl import Lanes
 from topology.errors import UsageError
 from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
 from topology.textfile import decode_input, read_input_bytes, read_input_text
+
+if TYPE_CHECKING:
+    from fabric.store import Store
 
 MAX_LIVE_QUERIES = 20_000
 QUERY_TIMEOUT = 30.0
@@ -39,11 +51,19 @@ def read_lanes(
     sl2vl: str | None = None,
     path_records: str | None = None,
     live: bool = False,
+    read: TablesRead | None = None,
 ) -> Lanes | None:
-    """The lanes known for the fabric ``d``: the files given, else (``live``) what the tools say;
-    None when nothing was asked for (the one-lane check, said so)."""
+    """The lanes known for the fabric ``d``: the files given, else (``live``) what the tools say,
+    else for tables ``read`` from a snapshot the lanes stored with them; None when nothing was
+    asked for (the one-lane check, said so)."""
     if not (sl2vl or path_records or live):
-        return None
+        if read is None or read.snapshot_id is None:
+            return None
+        stored = session.store.read()
+        if stored is None:
+            return None
+        with stored as store:
+            return stored_lanes(store, read.snapshot_id)
     tables: Sl2Vl | None = None
     paths: PathSls | None = None
     if sl2vl:
@@ -65,6 +85,37 @@ def read_lanes(
         if paths is None:
             paths = live_path_records(session, d)
     return Lanes(tables, paths)
+
+
+def stored_lanes(store: Store, snapshot_id: int) -> Lanes:
+    """The lanes stored with the tables of snapshot ``snapshot_id``, their sources saying so; where
+    none were, lanes that say why the check stays in one lane."""
+    kept = store.load_route_lanes(snapshot_id)
+    if kept is None:
+        return Lanes(
+            None,
+            None,
+            f"no SL2VL tables or path records are stored with topology snapshot {snapshot_id} "
+            "(store them with 'ibfab routes --save' and --lanes, or --sl2vl and --path-records)",
+        )
+    stored = f", stored with topology snapshot {snapshot_id}"
+    return Lanes(
+        None if kept.tables is None else replace(kept.tables, source=kept.tables.source + stored),
+        None if kept.paths is None else replace(kept.paths, source=kept.paths.source + stored),
+    )
+
+
+def lanes_summary(lanes: Lanes | None) -> dict[str, object] | None:
+    """What ``ibfab routes`` shows of the lanes read (None: none asked for)."""
+    if lanes is None:
+        return None
+    t, p = lanes.tables, lanes.paths
+    return {
+        "sl2vl": None
+        if t is None
+        else {"source": t.source, "format": t.format, "rows": t.entries(), "lids": len(set(t.lid.tolist()))},
+        "path_records": None if p is None else p.to_dict(),
+    }
 
 
 def _host_lids(d: Discovery) -> list[tuple[int, int | None]]:

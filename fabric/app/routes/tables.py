@@ -34,13 +34,14 @@ class TablesRead:
     lfts: Lfts
     raw_text: str | None  # the dump as read, for the store (None: a file too large, a snapshot)
     source: str  # where they came from, in words ("dump_fts on lab demo", a file, ...)
+    snapshot_id: int | None = None  # the snapshot they are stored with (their lanes are too)
 
 
 def stored_tables(store: Store, snapshot_id: int) -> TablesRead | None:
     """The tables stored with topology snapshot ``snapshot_id`` (``ibfab routes --save``); None
     when none are, or they cannot be read."""
     lfts = store.load_routes(snapshot_id)
-    return None if lfts is None else TablesRead(lfts, None, f"snapshot {snapshot_id}")
+    return None if lfts is None else TablesRead(lfts, None, f"snapshot {snapshot_id}", snapshot_id)
 
 
 def port_counts(d: Discovery) -> dict[Guid, int]:

@@ -69,10 +69,11 @@ def up_from(
     sm_log: str | None = None,
     sm_conf: str | None = None,
     lfts_file: str | None = None,
+    qos: bool = False,
 ) -> Twin:
     """``ibfab lab up --from REF``: the twin of the fabric ``REF`` names (a stored snapshot in the
     session's store), with the site's engine (an ibdiagnet run given as ``REF`` adds its
-    switches' AR state to the evidence)."""
+    switches' AR state to the evidence); ``qos``: its OpenSM runs with QoS (``-Q``)."""
     from pathlib import Path
 
     d = read_from(ref, session)
@@ -81,7 +82,7 @@ def up_from(
     )
     target = name or twin_name(d.fabric)
     with twin_lock(target):
-        return build_twin(d, choice, name=target, lfts_file=lfts_file)
+        return build_twin(d, choice, name=target, lfts_file=lfts_file, qos=qos)
 
 
 def engine_for_check(

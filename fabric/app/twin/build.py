@@ -154,8 +154,10 @@ def build_twin(
     *,
     name: str | None = None,
     lfts_file: str | None = None,
+    qos: bool = False,
 ) -> Twin:
-    """Bring up the twin of ``d`` (stopping a lab of the same name first), discover it and compare."""
+    """Bring up the twin of ``d`` (stopping a lab of the same name first), discover it and compare;
+    ``qos``: its OpenSM runs with QoS (``-Q``), setting the ports' SL2VL tables."""
     start = time.monotonic()
     name = name or twin_name(d.fabric)
     net = twin_net(d.fabric)
@@ -171,6 +173,7 @@ def build_twin(
         "engine": engine.to_dict(),
         "routing": routing,
         "lfts_file": lfts_file,
+        "qos": qos,
         "node_ids": dict(net.node_ids),
         "notes": list(net.notes),
         "built": time.time(),
@@ -188,7 +191,7 @@ def build_twin(
     with contextlib.suppress(LabError):
         lab.down(name)
     up_start = time.monotonic()
-    lab.up_sim(sim, name, routing=routing, lfts_file=lfts_file)
+    lab.up_sim(sim, name, routing=routing, lfts_file=lfts_file, qos=qos)
     up_seconds = time.monotonic() - up_start
     t0 = time.monotonic()
     comparison = _discover_and_compare(name, d.fabric, net)

@@ -46,12 +46,15 @@ def up(
     *,
     routing: str | None = None,
     lfts_file: str | None = None,
+    qos: bool = False,
 ) -> LabState:
     """Generate the fabric, start ibsim and OpenSM, wait for SUBNET UP; LabError on any failure.
 
     ``routing`` is OpenSM's ``-R`` (an engine or a comma list: ``minhop``, ``updn``, ``ftree``,
     ``dfsssp``, ``file``; default minhop); ``lfts_file`` is the dump the ``file`` engine loads
-    (``-U``), copied into the lab so that an edited table can be planted."""
+    (``-U``), copied into the lab so that an edited table can be planted; ``qos`` runs OpenSM
+    with QoS (``-Q``): it then writes its SL2VL tables to every port (its default ``qos_sl2vl``;
+    without QoS it sets none and the ports keep ibsim's SL n to VL n)."""
     paths = paths_of(name)
     design = generate(spec, faults)  # UsageError before anything is touched
     to_ibsim_net(design)  # ... as are faults only ibnetdiscover text shows (no-lid, dup-lid, dup-guid)
@@ -65,7 +68,7 @@ def up(
                     f" first, or 'ibfab lab restart --name {name}' if it is sick"
                 )
             teardown(paths, old)
-        return bring_up(paths, name, designed(design), _routing_args(paths, routing, lfts_file))
+        return bring_up(paths, name, designed(design), _routing_args(paths, routing, lfts_file, qos))
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,14 @@ def designed(design: Design) -> SimFabric:
 
 
 def up_sim(
-    sim: SimFabric, name: str, *, routing: str | None = None, lfts_file: str | None = None
+    sim: SimFabric,
+    name: str,
+    *,
+    routing: str | None = None,
+    lfts_file: str | None = None,
+    qos: bool = False,
 ) -> LabState:
-    """Start ibsim on ``sim`` and OpenSM over it (``routing``, ``lfts_file`` as :func:`up`), wait
+    """Start ibsim on ``sim`` and OpenSM over it (``routing``, ``lfts_file``, ``qos`` as :func:`up`), wait
     for SUBNET UP; LabError on any failure. How a twin of a discovered fabric is brought up."""
     paths = paths_of(name)
     paths.root.mkdir(parents=True, exist_ok=True)
@@ -110,12 +118,15 @@ def up_sim(
                     f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
                 )
             teardown(paths, old)
-        return bring_up(paths, name, sim, _routing_args(paths, routing, lfts_file))
+        return bring_up(paths, name, sim, _routing_args(paths, routing, lfts_file, qos))
 
 
-def _routing_args(paths: LabPaths, routing: str | None, lfts_file: str | None) -> tuple[str, ...]:
+def _routing_args(
+    paths: LabPaths, routing: str | None, lfts_file: str | None, qos: bool = False
+) -> tuple[str, ...]:
+    qos_args = ("-Q",) if qos else ()
     if routing is None and lfts_file is None:
-        return ()
+        return qos_args
     if routing is not None and not re.fullmatch(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*", routing):
         raise UsageError(f"routing engine {routing!r}: give OpenSM engine names such as ftree or updn,dfsssp")
     args: tuple[str, ...] = ("-R", routing or "file")
@@ -128,7 +139,7 @@ def _routing_args(paths: LabPaths, routing: str | None, lfts_file: str | None) -
         paths.root.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         args += ("-U", str(target))
-    return args
+    return args + qos_args
 
 
 def bring_up(paths: LabPaths, name: str, sim: SimFabric, routing: tuple[str, ...] = ()) -> LabState:
@@ -194,6 +205,7 @@ def bring_up(paths: LabPaths, name: str, sim: SimFabric, routing: tuple[str, ...
         "up_seconds": round(time.monotonic() - start, 3),
         "switches": sim.switches,
         "hcas": sim.hcas,
+        "sm_options": list(routing),  # a restart brings OpenSM up with the same
     }
     paths.state.write_text(json.dumps(record, indent=1))
     return status(name)

@@ -42,6 +42,7 @@ class LabState:
     hcas: int  # present HCAs (absent ones planted by faults are not counted)
     ibsim_alive: bool
     opensm_alive: bool
+    sm_options: tuple[str, ...] = ()  # OpenSM's routing and QoS options (-R ENGINE, -U DUMP, -Q)
 
     @property
     def running(self) -> bool:
@@ -50,6 +51,7 @@ class LabState:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["faults"] = list(self.faults)
+        data["sm_options"] = list(self.sm_options)
         data["running"] = self.running
         data["env"] = {"LD_PRELOAD": UMAD2SIM, "IBSIM_SOCKNAME": self.sockname}
         data["tool_cwd"] = str(Path(self.directory) / "scratch")
@@ -125,6 +127,7 @@ def read_state(paths: LabPaths) -> LabState | None:
             hcas=int(data["hcas"]),
             ibsim_alive=alive(ibsim_pid, "ibsim"),
             opensm_alive=alive(opensm_pid, "opensm"),
+            sm_options=tuple(str(x) for x in data.get("sm_options", ())),
         )
     except FileNotFoundError:
         return None
