@@ -186,7 +186,7 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
 
 def test_a_dump_larger_than_a_chunk_reads_whole(monkeypatch: pytest.MonkeyPatch, reference: Lfts) -> None:
     """Lines cut by the chunk boundary join up: read with chunks of a few hundred bytes."""
-    import topology.lft as lft
+    import topology.lft_reader as lft
 
     monkeypatch.setattr(lft, "_CHUNK", 333)
     t = read_lfts(DATA / "dump_fts-fattree-small-minhop.txt")
