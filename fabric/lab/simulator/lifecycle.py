@@ -55,20 +55,10 @@ def up(
     (``-U``), copied into the lab so that an edited table can be planted; ``qos`` runs OpenSM
     with QoS (``-Q``): it then writes its SL2VL tables to every port (its default ``qos_sl2vl``;
     without QoS it sets none and the ports keep ibsim's SL n to VL n)."""
-    paths = paths_of(name)
-    design = generate(spec, faults)  # UsageError before anything is touched
-    to_ibsim_net(design)  # ... as are faults only ibnetdiscover text shows (no-lid, dup-lid, dup-guid)
-    paths.root.mkdir(parents=True, exist_ok=True)
-    with locked(paths.root / "lab.lock"):
-        old = read_state(paths)
-        if old is not None:
-            if old.ibsim_alive or old.opensm_alive:
-                raise LabError(
-                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down'"
-                    f" first, or 'ibfab lab restart --name {name}' if it is sick"
-                )
-            teardown(paths, old)
-        return bring_up(paths, name, designed(design), _routing_args(paths, routing, lfts_file, qos))
+    # UsageError before anything is touched: the spec and faults (generate), and faults only
+    # ibnetdiscover text shows (no-lid, dup-lid, dup-guid: the net file, built by designed)
+    sim = designed(generate(spec, faults))
+    return up_sim(sim, name, routing=routing, lfts_file=lfts_file, qos=qos)
 
 
 @dataclass(frozen=True)
@@ -107,7 +97,8 @@ def up_sim(
     qos: bool = False,
 ) -> LabState:
     """Start ibsim on ``sim`` and OpenSM over it (``routing``, ``lfts_file``, ``qos`` as :func:`up`), wait
-    for SUBNET UP; LabError on any failure. How a twin of a discovered fabric is brought up."""
+    for SUBNET UP; LabError on any failure. How a twin of a discovered fabric is brought up, and
+    the second half of :func:`up`."""
     paths = paths_of(name)
     paths.root.mkdir(parents=True, exist_ok=True)
     with locked(paths.root / "lab.lock"):
@@ -115,7 +106,8 @@ def up_sim(
         if old is not None:
             if old.ibsim_alive or old.opensm_alive:
                 raise LabError(
-                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down' first"
+                    f"lab {name!r} is already running (ibsim pid {old.ibsim_pid}); run 'ibfab lab down'"
+                    f" first, or 'ibfab lab restart --name {name}' if it is sick"
                 )
             teardown(paths, old)
         return bring_up(paths, name, sim, _routing_args(paths, routing, lfts_file, qos))
