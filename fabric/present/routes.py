@@ -291,8 +291,10 @@ def balance_lines(
     return out
 
 
-def credit_lines(c: CreditLoops, names: Mapping[str, str]) -> list[str]:
-    """That there is no credit loop (and over what), else one cycle link by link."""
+def credit_lines(c: CreditLoops, names: Mapping[str, str], *, lanes_shown: bool = False) -> list[str]:
+    """That there is no credit loop (and over what), else one cycle link by link. ``lanes_shown``:
+    the lines above already say how lanes were judged (a finding's evidence), so the cycle's
+    heading does not repeat it."""
     if not c.found:
         if c.lanes_known:
             used = ", ".join(str(x) for x in c.vls_used) or "none"
@@ -305,7 +307,8 @@ def credit_lines(c: CreditLoops, names: Mapping[str, str]) -> list[str]:
             f"{c.channels} channels; {c.lanes})"
         ]
     what = "(channel, VL) nodes" if c.lanes_known else "channels"
-    out = [f"Credit loop, link by link ({c.in_cycles} {what} on cycles; {c.lanes}):"]
+    lanes = ("per VL" if c.lanes_known else "one lane") if lanes_shown else c.lanes
+    out = [f"Credit loop, link by link ({c.in_cycles} {what} on cycles; {lanes}):"]
     vls = c.vls if c.lanes_known else (None,) * len(c.cycle)
     for hop, lid, vl in zip(c.cycle, c.witnesses, vls, strict=True):
         out.append(

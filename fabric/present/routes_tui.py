@@ -90,7 +90,7 @@ def finding_detail(v: RoutesVerdict, f: RouteFinding) -> str:
     """A finding whole with its evidence; a credit loop link by link."""
     lines = [sentence(f, v.names), *evidence(f, v.names)]
     if f.kind == CREDIT_LOOP and v.judged is not None:
-        lines += ["", *credit_lines(v.judged.credit, v.names)]
+        lines += ["", *credit_lines(v.judged.credit, v.names, lanes_shown=True)]
     return "\n".join(lines)
 
 
