@@ -153,20 +153,19 @@ def triage_group(
     required=True,
     help="Slow GPUs, a slow GPU-to-HCA path, or a node that stops answering.",
 )
-@click.option("--factor", default=0.5, show_default=True, type=float, help="The share of its healthy rate.")
+@click.option("--factor", type=float, help="--kind gpu or pcie: the share of its healthy rate (default 0.5).")
 @click.option(
     "--round",
     "from_round",
-    default=1,
-    show_default=True,
     type=int,
-    help="--kind lost: lost from this round on.",
+    help="--kind lost: lost from this round on (default 1).",
 )
-def plant_cmd(lab_name: str, host: str, kind: str, factor: float, from_round: int) -> None:
+def plant_cmd(lab_name: str, host: str, kind: str, factor: float | None, from_round: int | None) -> None:
     """Plant a simulated slow node in a lab (its GPUs, or its GPU-to-HCA path), or a lost one."""
+    from fabric.app.triage.plant import plant_lab_node
     from fabric.present.triage_rounds import planted_line
 
-    node = lab_session(lab_name).driver.plant_node(host, kind, factor, from_round)
+    node = plant_lab_node(lab_session(lab_name), host, kind, factor, from_round)
     click.echo(planted_line(lab_name, node))
 
 
