@@ -100,7 +100,7 @@ def triage_group(
         raise UsageError("choose one of --lab NAME, --inventory FILE (SSH) or --slurm")
     from fabric.app.triage import run
     from fabric.app.triage.records import triage_to_dict
-    from fabric.present.triage_rounds import render_triage
+    from fabric.present.triage_rounds import render_triage, uncleared_line
 
     if lab:
         report = run.triage_lab(hosts_range, lab_session(lab, db), gpus_per_node=gpus_per_node)
@@ -132,16 +132,9 @@ def triage_group(
         write_json(triage_to_dict(report))
     else:
         click.echo(render_triage(report))
-    if report.culprit is not None:
-        raise CulpritFound(f"triage named a culprit: {report.culprit.kind} {', '.join(report.culprit.hosts)}")
-    if report.lost:
-        raise CulpritFound(
-            f"triage lost node(s): {', '.join(x.host for x in report.lost)} (drain and check them)"
-        )
-    if report.undecided is not None:
-        raise CulpritFound(f"triage could not decide ({report.undecided}): nothing is blamed")
-    if report.not_judged:
-        raise CulpritFound(f"triage could not judge {len(report.not_judged)} test(s): nothing is blamed")
+    uncleared = uncleared_line(report)
+    if uncleared is not None:
+        raise CulpritFound(uncleared)
 
 
 @triage_group.command("plant")

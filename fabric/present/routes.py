@@ -66,6 +66,11 @@ def render_tables(summary: Mapping[str, Any], limit: int | None = 40) -> str:
     return "\n".join(lines)
 
 
+def stored_line(snapshot_id: int, *, with_lanes: bool) -> str:
+    """What ``ibfab routes --save`` says it stored (stderr)."""
+    return f"stored the tables{' and their lanes' if with_lanes else ''} with topology snapshot {snapshot_id}"
+
+
 def lanes_read_lines(lanes: Mapping[str, Any] | None) -> list[str]:
     """The lanes read beside the tables (``ibfab routes --sl2vl/--path-records/--lanes``)."""
     if lanes is None:
