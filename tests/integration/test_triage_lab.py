@@ -113,6 +113,17 @@ def test_a_plant_that_would_do_nothing_is_refused(clean_lab: str, args: list[str
     assert Session(Source.lab(clean_lab)).driver.planted_nodes() == {}
 
 
+def test_a_second_plant_of_another_kind_is_refused_not_swapped(clean_lab: str) -> None:
+    plant = ["triage", "plant", "--lab", clean_lab, "dgx-0004"]
+    assert CliRunner().invoke(main, [*plant, "--kind", "pcie"]).exit_code == 0
+    res = CliRunner().invoke(main, [*plant, "--kind", "lost", "--round", "2"])
+    assert res.exit_code == 2 and "dgx-0004 is already planted slow (pcie) in lab triage" in res.stderr
+    res = CliRunner().invoke(main, [*plant, "--kind", "pcie", "--factor", "0.3"])  # the same kind: replanted
+    assert res.exit_code == 0
+    planted = Session(Source.lab(clean_lab)).driver.planted_nodes()
+    assert [(p.host, p.kind, p.factor) for p in planted.values()] == [("dgx-0004", "pcie", 0.3)]
+
+
 def test_a_slow_host_cable_with_opensm_routes(cable_lab: str) -> None:
     code, report, _ = triage("--hosts", HOSTS, "--lab", cable_lab)
     c = report["culprit"]

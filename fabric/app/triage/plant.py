@@ -4,7 +4,8 @@ The plant is keyed by host name and the simulated backend matches it against the
 fabric names; a host the fabric does not have would sit in the lab doing nothing while the
 operator believes a fault is planted. So the lab is discovered and the host checked first, and an
 option that means nothing for the kind asked (``--factor`` of a lost node, ``--round`` of a slow
-one) is refused rather than dropped.
+one) is refused rather than dropped, as is a second plant of another kind on the same host (the
+lab keeps one a host: the first would go without a word).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def plant_lab_node(
     if host not in hosts:
         raise UsageError(
             f"{host} is not a host of {session.source.label} (its hosts: {fold_names(hosts) or 'none'})"
+        )
+    had = driver.planted_nodes().get(host)
+    if had is not None and had.kind != kind:  # the lab keeps one plant a host: it would go unsaid
+        raise UsageError(
+            f"{host} is already planted {'lost' if had.kind == 'lost' else f'slow ({had.kind})'} in "
+            f"{session.source.label}: clear the plants first (ibfab triage clear --lab NAME)"
         )
     return driver.plant_node(
         host, kind, DEFAULT_FACTOR if factor is None else factor, 1 if from_round is None else from_round
