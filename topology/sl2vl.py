@@ -78,6 +78,7 @@ class Sl2Vl:
     vls: np.ndarray[Any, Any]  # uint8 [K, 16]
     switch_lids: frozenset[int] = frozenset()  # the LIDs the form says are switches (OpenSM's)
     hca_lids: frozenset[int] = frozenset()
+    guids: Mapping[int, str] = field(default_factory=dict)  # a switch LID's node GUID (OpenSM's form)
 
     @cached_property
     def nodes(self) -> dict[int, PortTables]:
@@ -123,6 +124,7 @@ class _Node:
     lid: int
     switch: bool | None
     line: int
+    guid: str | None = None
     rows: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
 
@@ -195,6 +197,8 @@ def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int,
                 here = None
                 continue
             here = _node(nodes, lid, m.group(1) == "Switch", n, source, line)
+            if m.group(1) == "Switch":  # a switch's port 0 GUID is its node GUID (a CA's is its port's)
+                here.guid = here.guid or m.group(2).lower()
             continue
         if _OSM_COMMENT.match(line):
             continue
@@ -231,6 +235,7 @@ def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int,
         np.array([k[3] for k in keys], np.uint8).reshape(-1, 16),
         frozenset(x.lid for x in nodes.values() if x.switch),
         frozenset(x.lid for x in nodes.values() if x.switch is False),
+        {x.lid: x.guid for x in nodes.values() if x.guid is not None},
     )
 
 

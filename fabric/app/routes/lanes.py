@@ -31,6 +31,7 @@ from topology.classify import Role
 from topology.credit_loops_vl import Lanes
 from topology.errors import UsageError
 from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
+from topology.sl2vl_fabric import check_tables_fabric
 from topology.textfile import decode_input, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def read_lanes(
     paths: PathSls | None = None
     if sl2vl:
         tables = parse_sl2vl(read_input_text(sl2vl, "SL2VL tables"), sl2vl, port_counts=port_counts_by_lid(d))
+        check_tables_fabric(tables, d.fabric)  # a saved file may be another fabric's
     if path_records:
         data = read_input_bytes(path_records, "path records")
         if b"\0" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # binary, or UTF-16: refused or decoded
