@@ -104,6 +104,19 @@ class Sl2Vl:
         return len(self.lid)
 
 
+def no_tables(source: str, fmt: str = SMPQUERY) -> Sl2Vl:
+    """No table at all: what a fabric without a switch-to-switch cable has to query (no route
+    waits on another switch's buffer there, so no table is needed to judge its lanes)."""
+    return Sl2Vl(
+        source,
+        fmt,
+        np.zeros(0, np.int32),
+        np.zeros(0, np.int16),
+        np.zeros(0, np.int16),
+        np.zeros((0, 16), np.uint8),
+    )
+
+
 def _vls(text: str, sep: str, source: str, n: int, line: str) -> tuple[int, ...]:
     cells = [c for c in (x.strip() for x in text.split(sep)) if c]
     if len(cells) != 16:
