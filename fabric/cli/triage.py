@@ -165,5 +165,7 @@ def plant_cmd(lab_name: str, host: str, kind: str, factor: float | None, from_ro
 @triage_group.command("clear")
 @click.option("--lab", "lab_name", required=True, metavar="NAME", help="The lab.")
 def clear_cmd(lab_name: str) -> None:
-    """Remove the simulated slow nodes planted in a lab."""
-    click.echo(f"lab {lab_name}: {lab_session(lab_name).driver.clear_nodes()} planted slow node(s) removed")
+    """Remove the simulated slow and lost nodes planted in a lab."""
+    from fabric.present.triage_rounds import cleared_line
+
+    click.echo(cleared_line(lab_name, lab_session(lab_name).driver.clear_nodes()))

@@ -127,6 +127,11 @@ def uncleared_line(report: TriageReport) -> str | None:
     return None
 
 
+def cleared_line(lab: str, count: int) -> str:
+    """What ``triage clear`` removed: slow and lost plants alike."""
+    return f"lab {lab}: {count} planted node(s) removed (slow or lost)"
+
+
 def planted_line(lab: str, node: PlantedNode) -> str:
     if node.kind == "lost":
         return f"lab {lab}: {node.host} planted lost from round {node.from_round} of a triage (simulated)"

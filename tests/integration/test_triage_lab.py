@@ -122,6 +122,8 @@ def test_a_second_plant_of_another_kind_is_refused_not_swapped(clean_lab: str) -
     assert res.exit_code == 0
     planted = Session(Source.lab(clean_lab)).driver.planted_nodes()
     assert [(p.host, p.kind, p.factor) for p in planted.values()] == [("dgx-0004", "pcie", 0.3)]
+    res = CliRunner().invoke(main, ["triage", "clear", "--lab", clean_lab])
+    assert res.stdout == f"lab {clean_lab}: 1 planted node(s) removed (slow or lost)\n"
 
 
 def test_a_slow_host_cable_with_opensm_routes(cable_lab: str) -> None:
