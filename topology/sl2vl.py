@@ -379,7 +379,9 @@ class PathSls:
 
 
 _PR_START = "PathRecord dump:"
-_PR_FIELD = re.compile(r"^\s+(\w+)\.{2,}(\S+)\s*$")
+_PR_FIELD = re.compile(
+    r"^\s+(\w+)\.{2,}([^.\s]\S*)\s*$"
+)  # a value never starts with a dot (a line cut in its dots)
 
 
 _PR_LINES = 17  # "PathRecord dump:" and its 16 fields, as saquery prints every record
@@ -403,6 +405,8 @@ def parse_path_records(text: str | bytes | Iterable[str], source: str = "<path r
     sl: list[int] = []
     block: dict[str, tuple[str, int]] | None = None
     block_at = 0
+    first_fields = 0  # the fields of the first record: saquery prints every record alike
+    last = len(lines) if isinstance(lines, list) else -1
 
     def close() -> None:
         if block is None:
@@ -438,14 +442,26 @@ def parse_path_records(text: str | bytes | Iterable[str], source: str = "<path r
             continue
         if line.strip() == _PR_START:
             close()
+            if block is not None and not first_fields:
+                first_fields = len(block)
             block, block_at = {}, n
             continue
         m = _PR_FIELD.match(line)
         if m and block is not None:
             block.setdefault(m.group(1), (m.group(2), n))
             continue
+        if block is not None and n == last:  # the file ends inside a field
+            raise ParseError(PATH_TOOL, source, n, line, "a path record's last line cut short")
         raise ParseError(PATH_TOOL, source, n, line, "not part of a path record (saquery -p output)")
     close()
+    if block is not None and first_fields and len(block) < first_fields:  # the file ends inside a record
+        raise ParseError(
+            PATH_TOOL,
+            source,
+            block_at,
+            "",
+            f"the last path record has {len(block)} fields where the first has {first_fields}: cut short?",
+        )
     if not slid:
         raise ParseError(PATH_TOOL, source, 0, "", "no path record found")
     return PathSls(
