@@ -154,6 +154,6 @@ def credit_loop_finding(loops: CreditLoops) -> RouteFinding | None:
             "channels_in_cycles": loops.in_cycles,
             "cycle_links": len(loops.cycle),
             "lanes": loops.lanes,
-            **({"vls": list(loops.vls)} if loops.lanes_known else {}),
+            **({"cycle_vls": list(loops.vls)} if loops.lanes_known else {}),
         },
     )

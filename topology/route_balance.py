@@ -181,7 +181,8 @@ def balance(w: Walk, cls: Classification) -> Balance:
     key = s_idx.astype(np.int64) * len(names) + direction
     order = np.argsort(key, kind="stable")
     ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    # no switch-to-switch cable (one switch): no group, and reduceat refuses a start on nothing
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]]) if len(ks) else np.zeros(0, np.int64)
     total = np.add.reduceat(routes[order], starts)
     cables = np.diff(np.r_[starts, len(ks)])
     top = np.maximum.reduceat(routes[order], starts)

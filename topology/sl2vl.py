@@ -78,6 +78,7 @@ class Sl2Vl:
     vls: np.ndarray[Any, Any]  # uint8 [K, 16]
     switch_lids: frozenset[int] = frozenset()  # the LIDs the form says are switches (OpenSM's)
     hca_lids: frozenset[int] = frozenset()
+    guids: Mapping[int, str] = field(default_factory=dict)  # a switch LID's node GUID (OpenSM's form)
 
     @cached_property
     def nodes(self) -> dict[int, PortTables]:
@@ -103,6 +104,19 @@ class Sl2Vl:
         return len(self.lid)
 
 
+def no_tables(source: str, fmt: str = SMPQUERY) -> Sl2Vl:
+    """No table at all: what a fabric without a switch-to-switch cable has to query (no route
+    waits on another switch's buffer there, so no table is needed to judge its lanes)."""
+    return Sl2Vl(
+        source,
+        fmt,
+        np.zeros(0, np.int32),
+        np.zeros(0, np.int16),
+        np.zeros(0, np.int16),
+        np.zeros((0, 16), np.uint8),
+    )
+
+
 def _vls(text: str, sep: str, source: str, n: int, line: str) -> tuple[int, ...]:
     cells = [c for c in (x.strip() for x in text.split(sep)) if c]
     if len(cells) != 16:
@@ -123,6 +137,7 @@ class _Node:
     lid: int
     switch: bool | None
     line: int
+    guid: str | None = None
     rows: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
 
@@ -195,6 +210,8 @@ def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int,
                 here = None
                 continue
             here = _node(nodes, lid, m.group(1) == "Switch", n, source, line)
+            if m.group(1) == "Switch":  # a switch's port 0 GUID is its node GUID (a CA's is its port's)
+                here.guid = here.guid or m.group(2).lower()
             continue
         if _OSM_COMMENT.match(line):
             continue
@@ -231,6 +248,7 @@ def parse_sl2vl(text: str, source: str = "<sl2vl>", *, port_counts: Mapping[int,
         np.array([k[3] for k in keys], np.uint8).reshape(-1, 16),
         frozenset(x.lid for x in nodes.values() if x.switch),
         frozenset(x.lid for x in nodes.values() if x.switch is False),
+        {x.lid: x.guid for x in nodes.values() if x.guid is not None},
     )
 
 
@@ -361,7 +379,9 @@ class PathSls:
 
 
 _PR_START = "PathRecord dump:"
-_PR_FIELD = re.compile(r"^\s+(\w+)\.{2,}(\S+)\s*$")
+_PR_FIELD = re.compile(
+    r"^\s+(\w+)\.{2,}([^.\s]\S*)\s*$"
+)  # a value never starts with a dot (a line cut in its dots)
 
 
 _PR_LINES = 17  # "PathRecord dump:" and its 16 fields, as saquery prints every record
@@ -385,6 +405,8 @@ def parse_path_records(text: str | bytes | Iterable[str], source: str = "<path r
     sl: list[int] = []
     block: dict[str, tuple[str, int]] | None = None
     block_at = 0
+    first_fields = 0  # the fields of the first record: saquery prints every record alike
+    last = len(lines) if isinstance(lines, list) else -1
 
     def close() -> None:
         if block is None:
@@ -420,14 +442,26 @@ def parse_path_records(text: str | bytes | Iterable[str], source: str = "<path r
             continue
         if line.strip() == _PR_START:
             close()
+            if block is not None and not first_fields:
+                first_fields = len(block)
             block, block_at = {}, n
             continue
         m = _PR_FIELD.match(line)
         if m and block is not None:
             block.setdefault(m.group(1), (m.group(2), n))
             continue
+        if block is not None and n == last:  # the file ends inside a field
+            raise ParseError(PATH_TOOL, source, n, line, "a path record's last line cut short")
         raise ParseError(PATH_TOOL, source, n, line, "not part of a path record (saquery -p output)")
     close()
+    if block is not None and first_fields and len(block) < first_fields:  # the file ends inside a record
+        raise ParseError(
+            PATH_TOOL,
+            source,
+            block_at,
+            "",
+            f"the last path record has {len(block)} fields where the first has {first_fields}: cut short?",
+        )
     if not slid:
         raise ParseError(PATH_TOOL, source, 0, "", "no path record found")
     return PathSls(

@@ -94,7 +94,7 @@ def routes_group(
             raise click.UsageError("give the options after the subcommand: ibfab routes check --lab NAME ...")
         return
     from fabric.app.routes import lanes_summary, read_lanes, save_routes, tables_summary
-    from fabric.present.routes import render_tables
+    from fabric.present.routes import render_tables, stored_line
 
     session, d, read = _read(opts, tables)
     lanes = None
@@ -105,9 +105,7 @@ def routes_group(
     if save:
         sid = save_routes(d, read, session.store, label, lanes)
         summary["snapshot_id"] = sid
-        click.echo(
-            f"stored the tables{' and their lanes' if lanes else ''} with topology snapshot {sid}", err=True
-        )
+        click.echo(stored_line(sid, with_lanes=lanes is not None), err=True)
     if as_json:
         write_json(summary)
         return

@@ -100,7 +100,7 @@ def triage_group(
         raise UsageError("choose one of --lab NAME, --inventory FILE (SSH) or --slurm")
     from fabric.app.triage import run
     from fabric.app.triage.records import triage_to_dict
-    from fabric.present.triage_rounds import render_triage
+    from fabric.present.triage_rounds import render_triage, uncleared_line
 
     if lab:
         report = run.triage_lab(hosts_range, lab_session(lab, db), gpus_per_node=gpus_per_node)
@@ -132,16 +132,9 @@ def triage_group(
         write_json(triage_to_dict(report))
     else:
         click.echo(render_triage(report))
-    if report.culprit is not None:
-        raise CulpritFound(f"triage named a culprit: {report.culprit.kind} {', '.join(report.culprit.hosts)}")
-    if report.lost:
-        raise CulpritFound(
-            f"triage lost node(s): {', '.join(x.host for x in report.lost)} (drain and check them)"
-        )
-    if report.undecided is not None:
-        raise CulpritFound(f"triage could not decide ({report.undecided}): nothing is blamed")
-    if report.not_judged:
-        raise CulpritFound(f"triage could not judge {len(report.not_judged)} test(s): nothing is blamed")
+    uncleared = uncleared_line(report)
+    if uncleared is not None:
+        raise CulpritFound(uncleared)
 
 
 @triage_group.command("plant")
@@ -153,25 +146,26 @@ def triage_group(
     required=True,
     help="Slow GPUs, a slow GPU-to-HCA path, or a node that stops answering.",
 )
-@click.option("--factor", default=0.5, show_default=True, type=float, help="The share of its healthy rate.")
+@click.option("--factor", type=float, help="--kind gpu or pcie: the share of its healthy rate (default 0.5).")
 @click.option(
     "--round",
     "from_round",
-    default=1,
-    show_default=True,
     type=int,
-    help="--kind lost: lost from this round on.",
+    help="--kind lost: lost from this round on (default 1).",
 )
-def plant_cmd(lab_name: str, host: str, kind: str, factor: float, from_round: int) -> None:
+def plant_cmd(lab_name: str, host: str, kind: str, factor: float | None, from_round: int | None) -> None:
     """Plant a simulated slow node in a lab (its GPUs, or its GPU-to-HCA path), or a lost one."""
+    from fabric.app.triage.plant import plant_lab_node
     from fabric.present.triage_rounds import planted_line
 
-    node = lab_session(lab_name).driver.plant_node(host, kind, factor, from_round)
+    node = plant_lab_node(lab_session(lab_name), host, kind, factor, from_round)
     click.echo(planted_line(lab_name, node))
 
 
 @triage_group.command("clear")
 @click.option("--lab", "lab_name", required=True, metavar="NAME", help="The lab.")
 def clear_cmd(lab_name: str) -> None:
-    """Remove the simulated slow nodes planted in a lab."""
-    click.echo(f"lab {lab_name}: {lab_session(lab_name).driver.clear_nodes()} planted slow node(s) removed")
+    """Remove the simulated slow and lost nodes planted in a lab."""
+    from fabric.present.triage_rounds import cleared_line
+
+    click.echo(cleared_line(lab_name, lab_session(lab_name).driver.clear_nodes()))

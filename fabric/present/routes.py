@@ -66,6 +66,11 @@ def render_tables(summary: Mapping[str, Any], limit: int | None = 40) -> str:
     return "\n".join(lines)
 
 
+def stored_line(snapshot_id: int, *, with_lanes: bool) -> str:
+    """What ``ibfab routes --save`` says it stored (stderr)."""
+    return f"stored the tables{' and their lanes' if with_lanes else ''} with topology snapshot {snapshot_id}"
+
+
 def lanes_read_lines(lanes: Mapping[str, Any] | None) -> list[str]:
     """The lanes read beside the tables (``ibfab routes --sl2vl/--path-records/--lanes``)."""
     if lanes is None:
@@ -186,8 +191,8 @@ def sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
     if f.kind == FORWARDING_LOOP:
         loop = " -> ".join(name_of(names, g) for g in d.get("loop", ()))
         return f"forwarding loop for {lid} between {loop}: {hit} go round for ever"
-    if f.kind == CREDIT_LOOP and d.get("vls"):
-        lanes = sorted(set(d["vls"]))
+    if f.kind == CREDIT_LOOP and d.get("cycle_vls"):
+        lanes = sorted(set(d["cycle_vls"]))
         on = f"on VL {lanes[0]}" if len(lanes) == 1 else f"on VLs {', '.join(str(x) for x in lanes)}"
         return (
             f"credit loop {on}: {d.get('cycle_links')} links wait on each other in a ring "
@@ -258,8 +263,8 @@ def evidence(f: RouteFinding, names: Mapping[str, str]) -> list[str]:
         out.append(start + path_text(f.path, names))
     if f.lids and len(f.lids) > 1 and f.kind not in (CREDIT_LOOP,):
         out.append(f"LIDs: {_lids(f)}")
-    if f.kind == CREDIT_LOOP and f.detail.get("vls"):
-        out.append(f"VL of each link: {', '.join(str(x) for x in f.detail['vls'])}")
+    if f.kind == CREDIT_LOOP and f.detail.get("cycle_vls"):
+        out.append(f"VL of each link: {', '.join(str(x) for x in f.detail['cycle_vls'])}")
     if f.kind == CREDIT_LOOP and f.lids:
         out.append(f"routes making the waits: LIDs {', '.join(str(x) for x in f.lids)}")
         out.append(f"lanes: {f.detail.get('lanes')}")

@@ -114,6 +114,24 @@ def culprit_lines(c: Culprit) -> list[str]:
     return lines
 
 
+def uncleared_line(report: TriageReport) -> str | None:
+    """The one error line of a triage that did not clear the fabric (None: it did)."""
+    if report.culprit is not None:
+        return f"triage named a culprit: {report.culprit.kind} {', '.join(report.culprit.hosts)}"
+    if report.lost:
+        return f"triage lost node(s): {', '.join(x.host for x in report.lost)} (drain and check them)"
+    if report.undecided is not None:
+        return f"triage could not decide ({report.undecided}): nothing is blamed"
+    if report.not_judged:
+        return f"triage could not judge {len(report.not_judged)} test(s): nothing is blamed"
+    return None
+
+
+def cleared_line(lab: str, count: int) -> str:
+    """What ``triage clear`` removed: slow and lost plants alike."""
+    return f"lab {lab}: {count} planted node(s) removed (slow or lost)"
+
+
 def planted_line(lab: str, node: PlantedNode) -> str:
     if node.kind == "lost":
         return f"lab {lab}: {node.host} planted lost from round {node.from_round} of a triage (simulated)"
@@ -191,4 +209,11 @@ def render_triage(report: TriageReport, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["culprit_lines", "lost_lines", "planted_line", "render_triage", "undecided_lines"]
+__all__ = [
+    "culprit_lines",
+    "lost_lines",
+    "planted_line",
+    "render_triage",
+    "uncleared_line",
+    "undecided_lines",
+]

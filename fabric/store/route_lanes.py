@@ -83,6 +83,8 @@ def decode_lanes(meta_text: str, data: bytes, where: str) -> Lanes:
     from topology.sl2vl import PathSls, Sl2Vl
 
     meta = json.loads(meta_text)
+    if not isinstance(meta, dict):  # a damaged meta can still be JSON
+        raise ValueError(f"lanes described by a JSON {type(meta).__name__}, not an object")
     if meta.get("version") != LANES_VERSION:
         raise ValueError(f"lanes of version {meta.get('version')!r}, not {LANES_VERSION}")
     raw = zlib.decompress(data)
@@ -123,4 +125,9 @@ def decode_lanes(meta_text: str, data: bytes, where: str) -> Lanes:
         paths = PathSls(str(m["source"]), c["slid"], c["dlid"], c["sl"], int(m["records"]))
     if at != len(raw):
         raise ValueError(f"{len(raw) - at} bytes beyond the arrays")
+    # the per-VL check indexes by VL and SL: a value out of range read back is damage, not a lane
+    if tables is not None and len(tables.vls) and int(tables.vls.max()) > 15:
+        raise ValueError(f"a VL of {int(tables.vls.max())} (above 15) in the SL2VL tables")
+    if paths is not None and len(paths.sl) and int(paths.sl.max()) > 15:
+        raise ValueError(f"an SL of {int(paths.sl.max())} (above 15) in the path records")
     return Lanes(tables, paths)

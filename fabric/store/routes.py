@@ -131,7 +131,7 @@ class RouteTables(CaptureTables):
             raise StoreDamaged(f"{where} are damaged (checksum mismatch)")
         try:
             return decode_lanes(meta, data, where)
-        except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+        except (zlib.error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise StoreDamaged(f"{where} do not read back ({exc})") from exc
 
     def load_routes(self, snapshot_id: int) -> Lfts | None:
@@ -168,5 +168,5 @@ class RouteTables(CaptureTables):
                 dests,
                 tuple(meta.get("notes", ())),
             )
-        except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
+        except (zlib.error, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise StoreDamaged(f"{where} do not read back ({exc})") from exc

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,52 @@ def test_damaged_lanes_are_refused_not_read(tmp_path: Path) -> None:
         pytest.raises(StoreDamaged, match=r"lanes of the routes.*checksum mismatch"),
     ):
         store.load_route_lanes(sid)
+
+
+@pytest.mark.parametrize(
+    ("table", "meta", "said"),
+    [
+        ("route_lanes", "[1]", "a JSON list, not an object"),
+        ("route_lanes", '{"version": 1, "sl2vl": 3, "paths": null}', "not subscriptable"),
+        ("route_lanes", '{"version": 2, "sl2vl": null, "paths": null}', "version 2"),
+        ("route_lanes", "not json", "Expecting value"),
+        ("route_tables", "[1]", "has no attribute"),
+    ],
+)
+def test_damaged_meta_of_stored_routes_is_one_line_from_the_cli(
+    tmp_path: Path, table: str, meta: str, said: str
+) -> None:
+    """The blob is CRC-checked, its JSON description is not: damage there (still JSON, or not) is
+    one line naming the store and the snapshot, never a traceback."""
+    path = tmp_path / "s.db"
+    stored(path, "dfsssp", lanes_of("dfsssp"))
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE {table} SET meta = ?", (meta,))
+    code, out, err = run_cli("routes", "check", "--snapshot", "latest", "--db", str(path))
+    assert code != 0 and out == ""
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("ibfab: error: ") and "topology snapshot 1 do not read back" in line
+    assert said in line
+
+
+def test_lanes_out_of_range_read_back_are_damage(tmp_path: Path) -> None:
+    """A VL or SL above 15 would index past the check's 16 lanes: refused as damage on reading."""
+    path = tmp_path / "s.db"
+    sid = stored(path, "dfsssp", lanes_of("dfsssp"))
+    with Store.open(path) as store:
+        good = store.load_route_lanes(sid)
+    assert good is not None and good.tables is not None and good.paths is not None
+    for bad, said in (
+        (Lanes(replace(good.tables, vls=good.tables.vls + 16), good.paths), "a VL of"),
+        (Lanes(good.tables, replace(good.paths, sl=good.paths.sl + 16)), "an SL of"),
+    ):
+        meta, data = route_lanes.encode_lanes(bad, "test")
+        with pytest.raises(ValueError, match=said):
+            route_lanes.decode_lanes(meta, data, "test")
+    meta, data = route_lanes.encode_lanes(good, "test")
+    again = route_lanes.decode_lanes(meta, data, "test")
+    assert again.tables is not None and (again.tables.vls == good.tables.vls).all()
 
 
 def test_store_check_finds_damaged_lanes_and_repair_sets_only_them_aside(tmp_path: Path) -> None:

@@ -232,7 +232,7 @@ def test_minhop_lanes_show_the_loop_on_vl0_link_by_link() -> None:
     assert (c["found"], c["lanes_known"], c["cycle_vls"], c["vls_used"]) == (True, True, [0] * 5, [0])
     assert c["lanes"].startswith("per VL: SL2VL tables from ")
     f = next(f for f in json.loads(out)["findings"] if f["kind"] == "credit_loop")
-    assert f["detail"]["vls"] == [0] * 5
+    assert f["detail"]["cycle_vls"] == [0] * 5
 
 
 def test_opensm_sl2vl_dump_is_read_as_well() -> None:

@@ -118,6 +118,16 @@ def test_the_report_says_lost_drain_and_never_cable() -> None:
     assert mine and all(t["not_judged"]["reason"] == "node_lost" and not t["slow"] for t in mine)
 
 
+def test_the_whole_set_run_without_a_lost_node_names_the_gap() -> None:
+    """After dgx-0006 is lost the whole set runs on 7 hosts: its label must not read as the 8
+    (first .. last), but as the hosts that ran."""
+    report = run_triage("rail-small", 8, planted=lost_at("dgx-0006", 2))
+    [whole] = [r for rnd in report.rounds if rnd.kind == "whole set" for r in rnd.runs]
+    assert "dgx-0006" not in whole.hosts and len(whole.hosts) == 7
+    assert whole.label == "dgx-[0001-0005,0007-0008] (7 hosts)"
+    assert "dgx-[0001-0005,0007-0008] (7 hosts): " in render_triage(report)
+
+
 class UnknownFailure:
     """The lab backend, but from round 3 on every collective fails to start for a reason that names
     no node (srun's words as a real Slurm printed them)."""

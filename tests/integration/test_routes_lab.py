@@ -88,6 +88,26 @@ def test_a_fallback_is_an_error_naming_both_engines() -> None:
     )
 
 
+def test_an_engine_opensm_does_not_have_is_refused_not_routed_by_minhop() -> None:
+    """OpenSM comes up on minhop after 'cannot find or setup routing engine': a lab said to run
+    another engine would be judged as if it did. The up is refused (exit 2) and nothing is left."""
+    from click.testing import CliRunner
+
+    from fabric.cli.main import main
+
+    res = CliRunner().invoke(
+        main, ["lab", "up", "--fabric", "fattree-small", "--name", "rt-noeng", "--routing", "nosuch,minhop"]
+    )
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.strip() == (
+        "ibfab: error: OpenSM has no routing engine 'nosuch' (its log: cannot find or setup routing "
+        "engine); give engines it has, such as minhop, updn, ftree, dfsssp, lash"
+    )
+    assert "rt-noeng" not in [s.name for s in lab.list_labs()]
+    with running("fattree-small", "rt-noeng", routing="updn,minhop") as name:  # known names: up
+        assert lab.status(name).sm_options == ("-R", "updn,minhop")
+
+
 # -- planted through OpenSM's file engine -----------------------------------------------------
 @dataclass(frozen=True)
 class Clean:

@@ -136,3 +136,24 @@ def test_without_qos_the_ports_keep_ibsims_tables_and_a_restart_keeps_qos() -> N
         code, out, err = run("lab", "restart", "--name", name)
         assert code == 0, out + err
         assert status(name).sm_options == ("-R", "dfsssp", "-Q") and qos_tables_set(name, 2, 1)
+
+
+def test_one_switch_has_no_table_to_query_and_no_credit_loop(tmp_path: Path) -> None:
+    """The ring capture cut to one switch and its two hosts: no switch-to-switch cable, so --lanes
+    queries no SL2VL table (it said 'no SL2VL table found', exit 3, before) and finds nothing."""
+    blocks = []
+    for b in RING.read_text().split("\n\n"):
+        if "switchguid=0xc42a10300b00000" in b:
+            blocks.append("\n".join(ln for ln in b.splitlines() if not ln.startswith(("[7]", "[8]"))))
+        elif (
+            b.startswith("#")
+            or "caguid=0x1070fd0300b00000\n" in b + "\n"
+            or "caguid=0x1070fd0300b00010\n" in b + "\n"
+        ):
+            blocks.append(b)
+    topo = tmp_path / "one.topo"
+    topo.write_text("\n\n".join(blocks) + "\n")
+    with lab("lanesone", "--from", str(topo)) as name:
+        code, c = credit(name, "--lanes")
+    assert code == 0 and c["lanes_known"] and not c["found"] and c["dependencies"] == 0
+    assert "no switch-to-switch cable to query" in c["lanes"]

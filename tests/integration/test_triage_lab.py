@@ -93,6 +93,39 @@ def test_clean_then_each_planted_node(clean_lab: str) -> None:
     assert res.exit_code == 9 and "dgx-0005" in res.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["nosuch", "--kind", "lost"], "nosuch is not a host of lab triage (its hosts: dgx-[0001-0008])"),
+        (["dgx-09", "--kind", "gpu"], "dgx-09 is not a host of lab triage"),
+        (["dgx-0001", "--kind", "lost", "--factor", "0.2"], "--factor is the share of a slow node's rate"),
+        (["dgx-0001", "--kind", "gpu", "--round", "2"], "--round is when a lost node stops answering"),
+        (["dgx-0001", "--kind", "lost", "--round", "0"], "lost from round 1 or later, not 0"),
+    ],
+)
+def test_a_plant_that_would_do_nothing_is_refused(clean_lab: str, args: list[str], said: str) -> None:
+    """A host the lab's fabric lacks, or an option the kind ignores: one line, exit 2, nothing planted."""
+    res = CliRunner().invoke(main, ["triage", "plant", "--lab", clean_lab, *args])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert (
+        res.stderr.startswith("ibfab: error: ") and said in res.stderr and len(res.stderr.splitlines()) == 1
+    )
+    assert Session(Source.lab(clean_lab)).driver.planted_nodes() == {}
+
+
+def test_a_second_plant_of_another_kind_is_refused_not_swapped(clean_lab: str) -> None:
+    plant = ["triage", "plant", "--lab", clean_lab, "dgx-0004"]
+    assert CliRunner().invoke(main, [*plant, "--kind", "pcie"]).exit_code == 0
+    res = CliRunner().invoke(main, [*plant, "--kind", "lost", "--round", "2"])
+    assert res.exit_code == 2 and "dgx-0004 is already planted slow (pcie) in lab triage" in res.stderr
+    res = CliRunner().invoke(main, [*plant, "--kind", "pcie", "--factor", "0.3"])  # the same kind: replanted
+    assert res.exit_code == 0
+    planted = Session(Source.lab(clean_lab)).driver.planted_nodes()
+    assert [(p.host, p.kind, p.factor) for p in planted.values()] == [("dgx-0004", "pcie", 0.3)]
+    res = CliRunner().invoke(main, ["triage", "clear", "--lab", clean_lab])
+    assert res.stdout == f"lab {clean_lab}: 1 planted node(s) removed (slow or lost)\n"
+
+
 def test_a_slow_host_cable_with_opensm_routes(cable_lab: str) -> None:
     code, report, _ = triage("--hosts", HOSTS, "--lab", cable_lab)
     c = report["culprit"]

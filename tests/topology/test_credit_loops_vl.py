@@ -113,7 +113,7 @@ def test_minhop_routes_all_on_sl0_hold_the_loop_on_vl0_alone() -> None:
     assert c.vls == (0, 0, 0, 0, 0) and c.vls_used == (0,)
     assert [f.kind for f in r.findings if f.severity is Severity.ERROR] == [CREDIT_LOOP]
     f = next(f for f in r.findings if f.kind == CREDIT_LOOP)
-    assert f.detail["vls"] == [0, 0, 0, 0, 0]
+    assert f.detail["cycle_vls"] == [0, 0, 0, 0, 0]
     names = {n.guid: n.description for n in ring().nodes.values()}
     ring_sw = [names[h.switch] for h in c.cycle]
     assert sorted(ring_sw) == [f"ring-sw0{i}" for i in range(1, 6)]

@@ -122,6 +122,23 @@ def test_a_path_record_cut_short() -> None:
         parse_path_records(bad, "p.txt")
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_file_cut_after_the_last_records_sl_is_cut_short(as_bytes: bool) -> None:
+    """A capture cut inside its last record, past its sl: that record's SL reads, but the file is
+    not whole (records after it are lost), so it is refused rather than read as fewer routes."""
+    body = text("saquery-p-ring5-minhop.txt")
+    at = body.index("\t\tpreference", body.index("PathRecord dump:", 1))  # in the 2nd record
+    cases = (
+        (body[: at + len("\t\tpreference....")], "p.txt:33: .*a path record's last line cut short"),
+        (body[:at], "p.txt:18: .*the last path record has 14 fields where the first has 16: cut short?"),
+    )
+    for cut, said in cases:
+        with pytest.raises(ParseError, match=said):
+            parse_path_records(cut.encode() if as_bytes else cut, "p.txt")
+    whole = body[: body.index("PathRecord dump:", at)]  # two whole records
+    assert parse_path_records(whole.encode() if as_bytes else whole, "p.txt").records == 2
+
+
 @pytest.mark.parametrize(
     "name", ["saquery-p-ring5-dfsssp.txt", "saquery-p-ring5-dfsssp-qos.txt", "saquery-p-ring5-minhop.txt"]
 )

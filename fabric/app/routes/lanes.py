@@ -30,7 +30,8 @@ from fabric.app.session import Session
 from topology.classify import Role
 from topology.credit_loops_vl import Lanes
 from topology.errors import UsageError
-from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
+from topology.sl2vl import PathSls, Sl2Vl, no_tables, parse_path_records, parse_sl2vl
+from topology.sl2vl_fabric import check_tables_fabric
 from topology.textfile import decode_input, read_input_bytes, read_input_text
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def read_lanes(
     paths: PathSls | None = None
     if sl2vl:
         tables = parse_sl2vl(read_input_text(sl2vl, "SL2VL tables"), sl2vl, port_counts=port_counts_by_lid(d))
+        check_tables_fabric(tables, d.fabric)  # a saved file may be another fabric's
     if path_records:
         data = read_input_bytes(path_records, "path records")
         if b"\0" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # binary, or UTF-16: refused or decoded
@@ -143,8 +145,10 @@ def live_tables(session: Session, d: Discovery) -> Sl2Vl:
             if far.guid in switches and port > 0:
                 queries.append(["smpquery", "sl2vl", str(n.lid), str(port)])
     _refuse_many(len(queries), "switch ports", "--sl2vl FILE")
-    text = "".join(session.driver.run_tool(q, QUERY_TIMEOUT).stdout for q in queries)
     where = f"smpquery sl2vl on {session.source.label}"
+    if not queries:  # one switch, or none cabled to another: no cable a route could wait on
+        return no_tables(f"{where} (no switch-to-switch cable to query)")
+    text = "".join(session.driver.run_tool(q, QUERY_TIMEOUT).stdout for q in queries)
     return parse_sl2vl(text or "", where, port_counts=port_counts_by_lid(d))
 
 

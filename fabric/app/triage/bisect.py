@@ -38,6 +38,7 @@ from typing import Protocol
 
 from fabric.app.triage.lost import LostNode, Unjudged
 from probes.expect import SLOW_RATIO
+from probes.inventory import fold_names
 from probes.labtraffic import PERFTEST_EFFICIENCY
 from probes.nccl_model import LARGE_BYTES, LOW, BusbwVerdict, FabricFacts, judge_busbw
 from probes.nccl_parse import NcclTestResult
@@ -393,7 +394,7 @@ def _collective_runs(st: _State, outcomes: Sequence[RunOutcome], suspects: set[s
         label = (
             ", ".join(o.hosts)
             if len(o.hosts) <= 4
-            else f"{o.hosts[0]} .. {o.hosts[-1]} ({len(o.hosts)} hosts)"
+            else f"{fold_names(o.hosts)} ({len(o.hosts)} hosts)"  # a lost host's gap shows
         )
         if joined:
             label += f" (with cleared {', '.join(joined)})"

@@ -179,6 +179,7 @@ def bring_up(paths: LabPaths, name: str, sim: SimFabric, routing: tuple[str, ...
         except LabError as exc:
             detail = _tail(paths.osm_log, 4) or _tail(opensm_out) or _tail(paths.ibsim_err)
             raise LabError(f"{exc}: {detail}") from None
+        _refuse_unknown_engines(paths.osm_log, routing)
     except BaseException:
         for pid, program in ((opensm_pid, "opensm"), (ibsim_pid, "ibsim")):
             with contextlib.suppress(LabError):
@@ -220,6 +221,28 @@ def teardown(paths: LabPaths, state: LabState) -> None:
     paths.fifo.unlink(missing_ok=True)
     clean_litter(paths.scratch, only_dead=False)
     paths.state.unlink(missing_ok=True)
+
+
+# OpenSM's words for an -R name it has no engine of (osm_opensm.c); it then routes with minhop
+_NO_ENGINE = re.compile(r"cannot find or setup routing engine '([^']*)'")
+
+
+def _refuse_unknown_engines(osm_log: Path, routing: tuple[str, ...]) -> None:
+    """UsageError when OpenSM says it has no engine of a name given with -R: it comes up anyway
+    (on minhop), and a lab believed to run another engine would mislead every routes check."""
+    if "-R" not in routing:
+        return
+    try:
+        text = osm_log.read_text(errors="replace")
+    except OSError:
+        return
+    missing = list(dict.fromkeys(_NO_ENGINE.findall(text)))
+    if missing:
+        names = ", ".join(repr(m) for m in missing)
+        raise UsageError(
+            f"OpenSM has no routing engine {names} (its log: cannot find or setup routing engine); "
+            "give engines it has, such as minhop, updn, ftree, dfsssp, lash"
+        )
 
 
 def _tail(path: Path, lines: int = 8) -> str:
