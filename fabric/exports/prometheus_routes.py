@@ -9,8 +9,9 @@ tables stored with it (``ibfab routes --save``): pure functions of a RouteReport
         ``leaf -> spine``, ...)
     ibfab_route_credit_loop_channels     channels on credit-loop cycles (0: none); (channel, VL)
                                          nodes where the lanes are stored with the tables
-    ibfab_route_credit_loop_lanes_known{lanes}  1: credit loops judged per VL, 0: in one lane
-                                         (``lanes``: where the lanes came from, or why unknown)
+    ibfab_route_credit_loop_lanes_known  1: credit loops judged per VL, 0: in one lane (why, and
+                                         where the lanes came from: ``ibfab routes check``; not a
+                                         label, whose text names a snapshot: a new series each time)
     ibfab_route_findings{kind, severity} findings of ``ibfab routes check`` by kind (present kinds only)
     ibfab_route_errors                   error-level findings (0: none)
 
@@ -67,10 +68,9 @@ def route_families(report: RouteReport, names: Mapping[str, str]) -> tuple[Metri
     lanes = GaugeMetricFamily(
         "ibfab_route_credit_loop_lanes_known",
         "1: credit loops judged per virtual lane (SL2VL tables and route SLs stored with the tables); "
-        "0: in one lane (the label says why)",
-        labels=("lanes",),
+        "0: in one lane (ibfab routes check says why)",
     )
-    lanes.add_metric([report.credit.lanes], 1.0 if report.credit.lanes_known else 0.0)
+    lanes.add_metric([], 1.0 if report.credit.lanes_known else 0.0)
     findings = GaugeMetricFamily(
         "ibfab_route_findings", "Findings of 'ibfab routes check' by kind", labels=("kind", "severity")
     )
