@@ -137,13 +137,23 @@ def _witness(w: Walk, c1: int, c2: int) -> int:
     return int(b.dest_lids[cols[0]]) if len(cols) else 0
 
 
-def credit_loop_finding(loops: CreditLoops) -> RouteFinding | None:
+# OpenSM's engines that give routes SLs, hence VLs, precisely to break the cycles a one-lane
+# graph of their tables shows (dfsssp and nue: virtual layers; lash: layers by SL; torus-2QoS:
+# dateline SLs). Their tables alone always look like a credit loop on a ring or torus.
+VL_ENGINES = frozenset({"dfsssp", "lash", "nue", "torus-2qos"})
+
+
+def credit_loop_finding(loops: CreditLoops, sm_engine: str | None = None) -> RouteFinding | None:
+    """The credit loop found, an error; a warning when it was judged in one lane while the SM
+    says it routes with ``sm_engine``, one of :data:`VL_ENGINES` (the lanes would tell; an error
+    on its word alone would be a false alarm on every dfsssp fabric with a ring in it)."""
     if not loops.found:
         return None
     first = loops.cycle[0]
+    spread_by = sm_engine if not loops.lanes_known and (sm_engine or "").lower() in VL_ENGINES else None
     return RouteFinding(
         CREDIT_LOOP,
-        Severity.ERROR,
+        Severity.WARNING if spread_by else Severity.ERROR,
         lid=loops.witnesses[0] or None,
         switch=first.switch,
         port=first.port,
@@ -155,5 +165,6 @@ def credit_loop_finding(loops: CreditLoops) -> RouteFinding | None:
             "cycle_links": len(loops.cycle),
             "lanes": loops.lanes,
             **({"cycle_vls": list(loops.vls)} if loops.lanes_known else {}),
+            **({"sm_engine_spreads_vls": spread_by} if spread_by else {}),
         },
     )

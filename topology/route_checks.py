@@ -128,7 +128,7 @@ def check_routes(
     findings += _longer(w)
     findings += _down_up(w)
     credit = credit_loops(w) if lanes is None else lane_credit_loops(w, lanes)
-    cl = credit_loop_finding(credit)
+    cl = credit_loop_finding(credit, sm.engine if sm is not None else None)
     if cl is not None:
         findings.append(cl)
     bal = balance(w, cls)

@@ -198,6 +198,13 @@ def sentence(f: RouteFinding, names: Mapping[str, str]) -> str:
             f"credit loop {on}: {d.get('cycle_links')} links wait on each other in a ring "
             f"({d.get('channels_in_cycles')} (channel, VL) nodes on cycles); a full set of buffers deadlocks them"
         )
+    if f.kind == CREDIT_LOOP and d.get("sm_engine_spreads_vls"):
+        return (
+            f"a cycle in one lane: {d.get('cycle_links')} links would wait on each other in a ring "
+            f"({d.get('channels_in_cycles')} channels on cycles) if their routes shared a VL; the SM "
+            f"runs {d['sm_engine_spreads_vls']}, which gives routes SLs to break such cycles: judge it "
+            "per VL with the lanes (--lanes, or --sl2vl and --path-records)"
+        )
     if f.kind == CREDIT_LOOP:
         return (
             f"credit loop: {d.get('cycle_links')} links wait on each other in a ring "

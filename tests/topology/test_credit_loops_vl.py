@@ -20,6 +20,7 @@ from topology.ibnetdiscover import parse_ibnetdiscover_text
 from topology.lft import parse_lfts
 from topology.model import Fabric
 from topology.route_checks import RouteReport, check_routes
+from topology.route_engine import SmRouting
 from topology.route_findings import CREDIT_LOOP
 from topology.sl2vl import PathSls, Sl2Vl, parse_path_records, parse_sl2vl
 
@@ -191,3 +192,50 @@ def test_a_clean_fat_tree_with_lanes_reports_nothing() -> None:
     r = check_routes(topo, classify(topo), lfts, lanes=Lanes(parse_sl2vl("\n".join(rows), "zero.txt")))
     assert not r.credit.found and r.credit.lanes_known and r.credit.vls_used == (0,)
     assert [f for f in r.findings if f.severity in (Severity.ERROR, Severity.WARNING)] == []
+
+
+def judge_with_sm(run: str, engine: str, failed: tuple[str, ...] = ()) -> RouteReport:
+    fts = RUNS[run][0]
+    sm = SmRouting(engine=engine, failed=failed, source="opensm.log")
+    return check_routes(ring(), classify(ring()), parse_lfts((DATA / fts).read_text(), fts), sm=sm)
+
+
+@pytest.mark.parametrize(("run", "engine"), [("dfsssp", "dfsssp"), ("lash", "lash")])
+def test_one_lane_cycle_under_an_engine_that_spreads_vls_is_a_warning_saying_so(
+    run: str, engine: str
+) -> None:
+    # the SM's log says it routes with an engine that gives routes SLs to break such cycles:
+    # without the lanes the cycle is not known to deadlock, so no error (exit 10) on its word
+    r = judge_with_sm(run, engine)
+    loops = [f for f in r.findings if f.kind == CREDIT_LOOP]
+    assert len(loops) == 1 and loops[0].severity is Severity.WARNING
+    assert loops[0].detail["sm_engine_spreads_vls"] == engine
+    assert [f for f in r.findings if f.severity is Severity.ERROR] == []
+    assert r.credit.found and not r.credit.lanes_known  # the cycle is still shown link by link
+
+
+@pytest.mark.parametrize(("engine", "failed"), [("minhop", ()), ("updn", ()), ("minhop", ("dfsssp",))])
+def test_one_lane_cycle_under_an_engine_on_one_sl_stays_an_error(
+    engine: str, failed: tuple[str, ...]
+) -> None:
+    # minhop and updn route every host on SL 0; a dfsssp that failed and fell back to minhop
+    # gave no SLs either
+    r = judge_with_sm("minhop", engine, failed)
+    loops = [f for f in r.findings if f.kind == CREDIT_LOOP]
+    assert len(loops) == 1 and loops[0].severity is Severity.ERROR
+    assert "sm_engine_spreads_vls" not in loops[0].detail
+
+
+def test_the_lanes_decide_whatever_the_sm_says() -> None:
+    # with the lanes read, the per-VL verdict stands: minhop's loop on VL 0 is an error even if
+    # a log claimed dfsssp
+    fts = RUNS["minhop"][0]
+    r = check_routes(
+        ring(),
+        classify(ring()),
+        parse_lfts((DATA / fts).read_text(), fts),
+        sm=SmRouting(engine="dfsssp", source="opensm.log"),
+        lanes=lanes_of("minhop"),
+    )
+    loops = [f for f in r.findings if f.kind == CREDIT_LOOP]
+    assert len(loops) == 1 and loops[0].severity is Severity.ERROR and loops[0].detail["cycle_vls"] == [0] * 5
