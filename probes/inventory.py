@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from probes.hostfold import fold_one_number
 from topology.errors import InputError, UsageError, excerpt
 from topology.nameformats import HOST_NAME_RE
 
@@ -168,6 +169,10 @@ def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
     names = list(names)
     hosts = [n for n in names if HOST_NAME_RE.fullmatch(n)]
     others = [repr(n) for n in dict.fromkeys(n for n in names if not HOST_NAME_RE.fullmatch(n))]
+    # At most one number a name: one axis, the same fold whichever axis is folded.
+    folded = fold_one_number(hosts) if hosts else None
+    if folded is not None:
+        return ",".join([folded, *others])
     if not last_number_only:
         ns = host_nodeset(hosts)
     else:
