@@ -30,11 +30,16 @@ reach a command line). Settings missing here are filled from ``~/.ssh/config`` b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+# The host-range fold lives in probes.hostfold (discover folds names without this module); its
+# names stay importable from here.
+from probes.hostfold import fold_names as fold_names
+from probes.hostfold import host_nodeset as host_nodeset
+from probes.hostfold import host_sort_key as host_sort_key
 from topology.errors import InputError, UsageError, excerpt
 from topology.nameformats import HOST_NAME_RE
 
@@ -45,7 +50,6 @@ MAX_INVENTORY_BYTES = 16 << 20  # one name or one bracketed name pattern (a DNS 
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
 _FIELDS = ("name", "address", "user", "port", "key_file", "jump")
-_NUMBER_RUN = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +90,6 @@ class Inventory:
         if missing:
             raise UsageError(f"{self.source}: not in the inventory: {fold_names(missing)}")
         return Inventory(self.source, tuple(known[n] for n in sorted(wanted, key=host_sort_key)))
-
-
-def host_sort_key(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Natural order: ``dgx-2`` before ``dgx-10``, ``127.0.0.9`` before ``127.0.0.10``."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _NUMBER_RUN.split(name) if part)
 
 
 def range_size(pattern: str, source: str = "host range") -> int:
@@ -156,57 +155,6 @@ def expand_hosts(pattern: str, source: str = "host range") -> list[str]:
     if not names:
         raise UsageError(f"{source}: empty host range {shown}")
     return sorted(names, key=host_sort_key)
-
-
-def fold_names(names: Iterable[str], *, last_number_only: bool = False) -> str:
-    """``['dgx-01', 'dgx-02', 'dgx-04']`` -> ``dgx-[01-02,04]``: the one host-range fold.
-
-    ``last_number_only`` folds ranges on the last number of a name only (``su1-dgx-[01-04]``),
-    as Slurm's hostlist expressions read them. A name that is no host name (a NodeDescription's
-    ``dgx-[0001-0999]``, ``a[b``) is never read as a range: it follows, quoted, as it is.
-    """
-    names = list(names)
-    hosts = [n for n in names if HOST_NAME_RE.fullmatch(n)]
-    others = [repr(n) for n in dict.fromkeys(n for n in names if not HOST_NAME_RE.fullmatch(n))]
-    if not last_number_only:
-        ns = host_nodeset(hosts)
-    else:
-        ns = host_nodeset(sorted(set(hosts), key=host_sort_key))
-        ns.fold_axis = (-1,)
-    return ",".join(([str(ns)] if hosts else []) + others)
-
-
-# A host name with one run of digits: ClusterShell reads it as pattern ``prefix%ssuffix`` and
-# the index ``digits`` (kept as that very text: a RangeSet holds ``"%0*d" % (pad, n)``, with the
-# run's own length as pad when it has leading zeros). Runs longer than its limit (1e100) are
-# left to it, and so is every other name (none or several numbers: a multi-axis set).
-_ONE_NUMBER = re.compile(r"([^0-9]*)([0-9]{1,100})([^0-9]*)")
-
-
-def host_nodeset(hosts: Iterable[str]) -> Any:
-    """``NodeSet.fromlist(hosts)`` for host names (HOST_NAME_RE: no brackets, operators or
-    groups), the same set built without ClusterShell parsing each name: the names with one
-    number are gathered by pattern and each pattern's indexes added at once (a tenth of the
-    time at a thousand hosts, where every ``discover`` folds its compute hosts)."""
-    from ClusterShell.NodeSet import NodeSet, NodeSetBase
-    from ClusterShell.RangeSet import RangeSet
-
-    ns = NodeSet()
-    indexes: dict[tuple[str, str], list[str]] = {}
-    rest: list[str] = []
-    for name in hosts:
-        m = _ONE_NUMBER.fullmatch(name)
-        if m is None:
-            rest.append(name)
-            continue
-        prefix, digits, suffix = m.groups()
-        indexes.setdefault((prefix, suffix), []).append(digits)
-    for (prefix, suffix), digits in indexes.items():
-        rs = RangeSet()
-        rs.update(digits)
-        ns.update(NodeSetBase(f"{prefix}%s{suffix}", rs, copy_rangeset=False))
-    ns.updaten(rest)
-    return ns
 
 
 def parse_inventory(text: str, source: str = "<inventory>", fmt: str | None = None) -> Inventory:

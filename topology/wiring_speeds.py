@@ -9,6 +9,7 @@ import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import count
 from operator import itemgetter
 
 from topology.anomaly import Anomaly, Severity
@@ -97,15 +98,25 @@ def links_below_peers(fabric: Fabric, cls: Classification) -> list[BelowPeers]:
     # second pass, and a faulty one revisits only to name the cables (in fabric order).
     combos = _cable_classes(fabric.links, token, classes)
     by_tiers: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
-    by_speed_key: dict[tuple[object, ...], Counter[int]] = defaultdict(Counter)
+    by_speed_key: dict[tuple[object, ...], dict[int, int]] = {}
     for (tp, key, width, speed), n in combos.items():
         if width:  # 0: the tool could not read it
             by_tiers[tp][width] += n
         rank = SPEED_RANK.get(speed)
         if rank is not None:
-            by_speed_key[key][rank] += n
+            ranks = by_speed_key.get(key)
+            if ranks is None:
+                by_speed_key[key] = {rank: n}
+            else:
+                ranks[rank] = ranks.get(rank, 0) + n
     width_mode = {tp: _mode(ws) for tp, ws in by_tiers.items() if ws.total() >= 2}
-    speed_mode = {key: _mode(ranks) for key, ranks in by_speed_key.items() if ranks.total() >= 3}
+    # A key whose cables all run one speed has none below its mode: it needs no mode (a speed key
+    # per multi-HCA host, a thousand of them at 8k HCAs, nearly all of one speed).
+    speed_mode = {
+        key: _mode(Counter(ranks))
+        for key, ranks in by_speed_key.items()
+        if len(ranks) > 1 and sum(ranks.values()) >= 3
+    }
     suspect = set()
     for tp, key, width, speed in combos:
         wm, sm, rank = width_mode.get(tp), speed_mode.get(key), SPEED_RANK.get(speed)
@@ -178,14 +189,19 @@ def _cable_classes(
     C-level map and Counter (49k cables at 16k HCAs), and each distinct pair becomes its class
     once. The rest (an end whose token depends on the cable) go through ``classes`` one by one."""
     ga, gb = list(map(_GUID_OF, map(_A_END, links))), list(map(_GUID_OF, map(_B_END, links)))
-    ta, tb = list(map(token.get, ga)), list(map(token.get, gb))
+    # Tokens numbered (equal tokens, one number): the cables are counted by small integers, not
+    # by nested tuples hashed and compared once per cable.
+    ids: dict[_Token, int] = {}
+    number = dict(zip(token, map(ids.setdefault, token.values(), count()), strict=True))
+    token_by_id = {i: t for t, i in ids.items()}
+    ta, tb = list(map(number.get, ga)), list(map(number.get, gb))
     fast = None not in ta and None not in tb and not any(map(operator.eq, ga, gb))
     out: Counter[_Class] = Counter()
     if not fast:
         for lk, a, b, ka, kb in zip(links, ga, gb, ta, tb, strict=True):
             if a != b and (ka is None or kb is None):
                 out[(*classes(lk), lk.width, lk.speed)] += 1
-    counted: Counter[tuple[_Token | None, _Token | None, int, str]] = Counter(
+    counted: Counter[tuple[int | None, int | None, int, str]] = Counter(
         zip(ta, tb, map(_WIDTH, links), map(_SPEED, links), strict=True)
         if fast
         else (
@@ -196,5 +212,5 @@ def _cable_classes(
     )
     for (ka, kb, width, speed), n in counted.items():
         assert ka is not None and kb is not None
-        out[(*_class(ka, kb), width, speed)] += n
+        out[(*_class(token_by_id[ka], token_by_id[kb]), width, speed)] += n
     return out

@@ -51,30 +51,38 @@ def usual_uplinks(cls: Classification) -> dict[_PeerKey, int]:
     Groups with fewer than 3 such switches are left out: too few peers to tell a fault from a
     design. A switch of a listed group with fewer uplinks is short of cables (``missing_link``).
     """
+    return _usual_of(cls, _cabled_up_by_tier(cls))
+
+
+def _usual_of(cls: Classification, by_tier: dict[_PeerKey, list[Guid]]) -> dict[_PeerKey, int]:
+    """usual_uplinks over the peer groups ``by_tier`` (_cabled_up_by_tier) already made."""
     return {
         key: _mode([cls.uplinks[g] for g in switches])
-        for key, switches in _cabled_up_by_tier(cls).items()
+        for key, switches in by_tier.items()
         if len(switches) >= 3
     }
 
 
 def uplink_anomalies(fabric: Fabric, cls: Classification) -> list[Anomaly]:
     out: list[Anomaly] = []
-    usual = usual_uplinks(cls)
-    for key, switches in sorted(_cabled_up_by_tier(cls).items()):
+    by_tier = _cabled_up_by_tier(cls)  # one pass over the nodes serves both
+    usual = _usual_of(cls, by_tier)
+    for key, switches in sorted(by_tier.items()):
         if key not in usual:
             continue  # too few peers to tell a fault from a design
         expected = usual[key]
         section, tier, _, _ = key
         assert tier is not None
         above = _higher_tier(cls, section, tier)
-        usual_ports = _usual_uplink_ports(fabric, switches, above)
+        usual_ports: set[int] | None = None  # made for the first switch short of uplinks
         upper_counts = {g: _upper_counts(fabric, g, above) for g in switches}
         peers_even = _peers_even(upper_counts)
         for g in sorted(switches, key=lambda g: _label(cls, g)):
             n = cls.uplinks[g]
             uppers = upper_counts[g]
             if n < expected:
+                if usual_ports is None:
+                    usual_ports = _usual_uplink_ports(fabric, switches, above)
                 linked = {p for p, _, _ in fabric.neighbours(g)}
                 free = sorted(p for p in usual_ports if p not in linked)
                 usual_per_upper = _usual_per_upper(g, upper_counts)

@@ -13,8 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from probes.inventory import HostEntry, parse_host_spec, read_inventory
+if TYPE_CHECKING:  # the inventory is read only for SSH: a file's discovery never imports it
+    from probes.inventory import HostEntry
+
 
 # The options that choose a source, as the command line spells them (one error names them all).
 SOURCE_OPTIONS = ("--input", "--ssh", "--lab", "--ibdiagnet", "--snapshot")
@@ -105,6 +108,8 @@ class SshOptions:
 def host_entry(spec: str, opts: SshOptions) -> HostEntry:
     """``[user@]host[:port]`` or a name from the inventory (which can carry user, port, key and
     jump host; ``~/.ssh/config`` applies as well)."""
+    from probes.inventory import parse_host_spec, read_inventory
+
     entry: HostEntry | None = None
     if opts.inventory:
         inv = read_inventory(opts.inventory)
@@ -119,4 +124,6 @@ def with_identity(entry: HostEntry, identity: str | None) -> HostEntry:
     """``entry`` with the private key given by ``--identity`` (it overrides the inventory's)."""
     if not identity:
         return entry
+    from probes.inventory import HostEntry
+
     return HostEntry(entry.name, entry.address, entry.user, entry.port, str(Path(identity)), entry.jump)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from fabric.app.discovery.discover import Discovery, summary
 from fabric.present.table import ellipsis, table
-from probes.inventory import fold_names
+from probes.hostfold import fold_names
 from topology.chassis import Chassis
 from topology.classify import GroupKind, Pod
 from topology.model import Link

@@ -1,6 +1,6 @@
 """What the ``ibfab`` program imports: ``--version`` and ``--help`` nothing heavy (textual,
 paramiko, pandas, numpy, the store), a command only what it uses (``discover --input FILE``
-without ``--save`` neither numpy nor pandas nor the store), and ``--help`` still lists every
+without ``--save`` neither numpy nor pandas nor the store, nor ClusterShell or the inventory), and ``--help`` still lists every
 command of the registry."""
 
 from __future__ import annotations
@@ -18,7 +18,18 @@ from fabric.cli.lazy import load
 from fabric.cli.main import COMMANDS, JOINS, main
 from topology.generate import generate, to_ibnetdiscover
 
-HEAVY = ("textual", "paramiko", "pandas", "numpy", "fabric.store", "sqlite3")
+# ClusterShell and the inventory: a report folds its one-number host names without them
+# (probes.hostfold); they are for SSH sources and multi-number names.
+HEAVY = (
+    "textual",
+    "paramiko",
+    "pandas",
+    "numpy",
+    "fabric.store",
+    "sqlite3",
+    "ClusterShell",
+    "probes.inventory",
+)
 
 
 def loaded_after(*argv: str, succeeds: bool = True) -> list[str]:
