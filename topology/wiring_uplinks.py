@@ -18,7 +18,7 @@ from topology.wiring_peers import _label, _mode, _PeerKey
 def _higher_tier(cls: Classification, section: int, tier: int) -> set[Guid]:
     """The far ends that make a port of a switch of ``section`` and ``tier`` an uplink: switches
     of its section above ``tier``, and for a side group, the switches of other sections (its
-    way out; see topology.classify.count_uplinks)."""
+    way out; see topology.tiers.count_uplinks)."""
     side = cls.sections[section].kind == "side" if cls.sections else False
     return {
         g
