@@ -93,12 +93,16 @@ def _classify(fabric: Fabric) -> Classification:
         if role is Role.COMPUTE and host is not None:
             hosts[host].append(g)
 
+    placed, above, leaf_hosts = _on_leaves(roles, tiers, hca_leaf, hosts)
     # Rails are the compute fabric's: a side group's service hosts never decide them.
-    compute_tiers = {g: t for g, t in tiers.items() if section_of[g] == 0} if len(kinds) > 1 else tiers
-    rail_indexes, leaf_rail = find_rails(fabric, roles, compute_tiers, hca_leaf, hosts)
-    groups, leaf_group, pods, group_kind = find_groups(fabric, roles, tiers, hca_leaf, hosts, leaf_rail)
+    if len(kinds) > 1:
+        compute_placed = {h: [(i, lf) for i, lf in mine if section_of[lf] == 0] for h, mine in placed.items()}
+        rail_indexes, leaf_rail = find_rails(compute_placed)
+    else:
+        rail_indexes, leaf_rail = find_rails(placed)
+    groups, leaf_group, pods, group_kind = find_groups(fabric, tiers, leaf_hosts, leaf_rail)
     index_rail = {idx: r for r, idx in enumerate(rail_indexes)}
-    host_roles, svc_leaves = _host_roles(roles, tiers, hca_leaf, hosts, leaf_rail, index_rail)
+    host_roles, svc_leaves = _host_roles(roles, hosts, placed, above, leaf_hosts, leaf_rail, index_rail)
 
     uplinks: dict[Guid, int] = {}
     tier_of = tiers.get
@@ -175,25 +179,24 @@ def _classify(fabric: Fabric) -> Classification:
     )
 
 
-def _host_roles(
-    roles: dict[Guid, tuple[Role, str | None, str | None, int | None]],
+def _on_leaves(
+    roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
     tiers: Mapping[Guid, int],
     hca_leaf: Mapping[Guid, Guid],
     hosts: Mapping[str, list[Guid]],
-    leaf_rail: Mapping[Guid, int],
-    index_rail: Mapping[int, int],
-) -> tuple[dict[str, HostRole], frozenset[Guid]]:
-    """Each host's role (topology.hostroles); the HCAs of service hosts become Role.SERVICE in
-    ``roles``. Returns the roles and the service leaves."""
+) -> tuple[dict[str, list[tuple[int | None, Guid]]], frozenset[str], dict[Guid, set[str]]]:
+    """Where the named hosts are cabled, read in one pass over their HCAs (rails, units and host
+    roles all start from it): each host's HCAs on leaves as (HCA index, leaf); the hosts cabled
+    only above the leaves; and every leaf, in GUID order, with its hosts."""
     placed: dict[str, list[tuple[int | None, Guid]]] = {}
-    leaf_hosts: dict[Guid, set[str]] = defaultdict(set)
+    leaf_hosts: dict[Guid, set[str]] = {leaf: set() for leaf in sorted(g for g, t in tiers.items() if t == 1)}
     above: set[str] = set()
-    tier_of = tiers.get
+    tier_of, leaf_of = tiers.get, hca_leaf.get
     for host, host_hcas in hosts.items():
         mine = []
         up = False
         for g in host_hcas:
-            leaf = hca_leaf.get(g)
+            leaf = leaf_of(g)
             if leaf is None:
                 continue
             t = tier_of(leaf)
@@ -205,7 +208,21 @@ def _host_roles(
         placed[host] = mine
         if up and not mine:
             above.add(host)
-    decided = decide_roles(placed, leaf_rail, index_rail, frozenset(above))
+    return placed, frozenset(above), leaf_hosts
+
+
+def _host_roles(
+    roles: dict[Guid, tuple[Role, str | None, str | None, int | None]],
+    hosts: Mapping[str, list[Guid]],
+    placed: Mapping[str, list[tuple[int | None, Guid]]],
+    above: frozenset[str],
+    leaf_hosts: Mapping[Guid, set[str]],
+    leaf_rail: Mapping[Guid, int],
+    index_rail: Mapping[int, int],
+) -> tuple[dict[str, HostRole], frozenset[Guid]]:
+    """Each host's role (topology.hostroles); the HCAs of service hosts become Role.SERVICE in
+    ``roles``. Returns the roles and the service leaves."""
+    decided = decide_roles(placed, leaf_rail, index_rail, above)
     for host, r in decided.items():
         if r.service:
             for g in hosts[host]:

@@ -4,35 +4,23 @@ index each rail leaf carries."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from topology.classification import Role
-from topology.model import Fabric, Guid
+from topology.model import Guid
 
 
 def find_rails(
-    fabric: Fabric,
-    roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
-    tiers: Mapping[Guid, int],
-    hca_leaf: Mapping[Guid, Guid],
-    hosts: Mapping[str, list[Guid]],
+    on_leaves_by_host: Mapping[str, Sequence[tuple[int | None, Guid]]],
 ) -> tuple[tuple[int, ...], dict[Guid, int]]:
     """Rail-optimized when most multi-HCA hosts spread their HCAs over leaves by index: most
     leaves carry one HCA index of those hosts, most multi-HCA hosts follow those rails, and
     they hold a fair share of the fabric's host HCAs (two service hosts with HCA-1 and HCA-2 on
     two leaves do not make a fabric of single-HCA nodes rail-optimized). A host with all its
-    HCAs on one leaf is not spread and counts against."""
-    placed: dict[str, list[tuple[int | None, Guid]]] = {}
-    on_leaves = 0
-    for host, host_hcas in hosts.items():
-        mine = [
-            (roles[g][3], leaf)
-            for g in host_hcas
-            if (leaf := hca_leaf.get(g)) is not None and tiers.get(leaf) == 1
-        ]
-        on_leaves += len(mine)
-        if len(mine) >= 2:
-            placed[host] = mine
+    HCAs on one leaf is not spread and counts against.
+
+    ``on_leaves_by_host``: every named host's HCAs on leaves, (HCA index, leaf) each."""
+    on_leaves = sum(map(len, on_leaves_by_host.values()))
+    placed = {host: mine for host, mine in on_leaves_by_host.items() if len(mine) >= 2}
     spread = {h: mine for h, mine in placed.items() if len({leaf for _, leaf in mine}) >= 2}
     per_leaf: dict[Guid, Counter[int]] = defaultdict(Counter)
     for mine in spread.values():

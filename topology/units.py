@@ -7,28 +7,21 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from itertools import combinations
 
-from topology.classification import Group, Role
+from topology.classification import Group
 from topology.model import Fabric, Guid
 from topology.pods import GroupKind, Pod, find_pods, group_sort_key, most_in, pods_are_groups
 
 
 def find_groups(
     fabric: Fabric,
-    roles: Mapping[Guid, tuple[Role, str | None, str | None, int | None]],
     tiers: Mapping[Guid, int],
-    hca_leaf: Mapping[Guid, Guid],
-    hosts: Mapping[str, list[Guid]],
+    leaf_hosts: Mapping[Guid, set[str]],
     leaf_rail: Mapping[Guid, int],
 ) -> tuple[tuple[Group, ...], dict[Guid, int], tuple[Pod, ...], GroupKind]:
     """(groups, group per leaf, pods, what the groups are): units where most leaves share
-    hosts, else the pods (topology.pods)."""
-    leaves = sorted(g for g, t in tiers.items() if t == 1)
-    leaf_hosts: dict[Guid, set[str]] = {leaf: set() for leaf in leaves}
-    for host, hcas in hosts.items():
-        for g in hcas:
-            leaf = hca_leaf.get(g)
-            if leaf in leaf_hosts:
-                leaf_hosts[leaf].add(host)
+    hosts, else the pods (topology.pods). ``leaf_hosts``: every leaf (tier 1), in GUID order,
+    and the named hosts cabled to it."""
+    leaves = list(leaf_hosts)
     parent = {leaf: leaf for leaf in leaves}
 
     def find(x: Guid) -> Guid:
