@@ -67,13 +67,17 @@ def classify(fabric: Fabric) -> Classification:
 
 
 def _classify(fabric: Fabric) -> Classification:
+    # Enum members read once, not per node: each read of Role.X or NodeKind.X goes through the
+    # enum class's attribute lookup (over 100 ns; this runs over every node, several times).
+    switch_kind, compute = NodeKind.SWITCH, Role.COMPUTE
+    switch_role: tuple[Role, str | None, str | None, int | None] = (Role.SWITCH, None, None, None)
     roles: dict[Guid, tuple[Role, str | None, str | None, int | None]] = {}
     for n in fabric.nodes.values():
-        roles[n.guid] = (Role.SWITCH, None, None, None) if n.kind is NodeKind.SWITCH else hca_role(n)
+        roles[n.guid] = switch_role if n.kind is switch_kind else hca_role(n)
     name_hosts(roles)
 
     # Far-end GUIDs per switch port, read once: tiers, uplinks and groups all count over them.
-    switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is NodeKind.SWITCH}
+    switch_far = {g: far_guids(fabric, g) for g, n in fabric.nodes.items() if n.kind is switch_kind}
     hcas_on: dict[Guid, int] = {}
     boards = chassis_boards(fabric)
     whole = find_tiers(switch_far, roles, hcas_on, boards)
@@ -90,7 +94,7 @@ def _classify(fabric: Fabric) -> Classification:
 
     hosts: dict[str, list[Guid]] = defaultdict(list)
     for g, (role, host, _, _) in roles.items():
-        if role is Role.COMPUTE and host is not None:
+        if role is compute and host is not None:
             hosts[host].append(g)
 
     placed, above, leaf_hosts = _on_leaves(roles, tiers, hca_leaf, hosts)
@@ -125,14 +129,14 @@ def _classify(fabric: Fabric) -> Classification:
         for name, k in Counter(switch_name(fabric.nodes[g].description) for g in switch_far).items()
         if k > 1
     }
-    compute = Role.COMPUTE
+    switch = Role.SWITCH
     names = {(k, t): tier_name(k, t) for k in set(kinds) for t in {*tiers.values(), None}}
     section_get, multi = section_of.get, len(kinds) > 1
     for g, n in fabric.nodes.items():
         role, host, adapter, index = roles[g]
         # Positional arguments (field order): guid, name, role, tier, host, adapter, hca_index,
         # rail, group, leaf; this loop runs once per node.
-        if role is Role.SWITCH:
+        if role is switch:
             nodes[g] = NodeClass(
                 g,
                 switch_display_name(n, switch_name(n.description) in shared_names),
