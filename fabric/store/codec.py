@@ -6,16 +6,16 @@ Apart from the store classes so that a schema migration can convert old rows wit
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
+from fabric.core.warnlog import logger
 from fabric.store import blocks
 from fabric.store.blocks import KEY_EVERY, PortSet, Values
 
-log = logging.getLogger("fabric.store")
+log = logger("fabric.store")
 
 # Decoded snapshots kept per store (the base of the next save, the last of the previous piece):
 # each is ~9 MB at 50,000 ports.

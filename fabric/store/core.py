@@ -12,7 +12,6 @@ to the fabric must not vanish after it was reported as recorded.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sqlite3
 import zlib
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Self
 
 from fabric.core.paths import store_path
+from fabric.core.warnlog import logger
 from fabric.store import schema
 from fabric.store.salvage import (
     HEADER_BYTES,
@@ -35,7 +35,7 @@ from fabric.store.salvage import (
 )
 from topology.errors import StoreError
 
-log = logging.getLogger("fabric.store")
+log = logger("fabric.store")
 
 BUSY_TIMEOUT_SECONDS = 30.0
 # Level 1: tool output is repetitive text, so even the fastest level shrinks it several times,

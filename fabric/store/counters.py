@@ -15,7 +15,6 @@ next snapshot saved starts a new key block: a damaged snapshot never stops colle
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from fabric.core.fields import COUNTER_NAMES, FRAME_COLUMNS
+from fabric.core.warnlog import logger
 from fabric.store import blocks
 from fabric.store.blocks import PortSet, Values
 from fabric.store.captures import CaptureTables, CompressAhead
@@ -34,7 +34,7 @@ from topology.errors import StoreError
 if TYPE_CHECKING:
     import pandas as pd
 
-log = logging.getLogger("fabric.store")
+log = logger("fabric.store")
 
 _INT64_MAX = (1 << 63) - 1
 _Piece = TypeVar("_Piece")

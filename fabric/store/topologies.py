@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import zlib
 from collections.abc import Sequence
 
+from fabric.core.warnlog import logger
 from fabric.store.captures import REPAIR_HINT, CaptureTables
 from fabric.store.core import StoreDamaged, compress, decompress
 from fabric.store.records import RawCapture, StoredTopology, TopologySummary
@@ -15,7 +15,7 @@ from topology.model import Fabric, NodeKind
 from topology.serialize import fabric_from_json, fabric_to_json
 
 _SUMMARY_COLUMNS = "id, capture_id, taken_at, source, label, nodes, switches, hcas, links"
-log = logging.getLogger("fabric.store")
+log = logger("fabric.store")
 
 
 class TopologyTables(CaptureTables):

@@ -201,10 +201,11 @@ def summary(d: Discovery) -> dict[str, Any]:
     cls = d.classification
     # Roles compared and counted as members (a member's .value is a Python-level property: this
     # runs over every node of the fabric, and each command that shows the summary pays it).
+    switch = Role.SWITCH  # read once: an enum member's lookup costs over 100 ns
     tiers = Counter(
         (c.section, c.tier if c.tier is not None else 99, c.tier_name)
         for c in cls.nodes.values()
-        if c.role is Role.SWITCH
+        if c.role is switch
     )
     roles = {role.value: n for role, n in Counter(map(_ROLE, cls.nodes.values())).items()}
     return {

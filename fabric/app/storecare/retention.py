@@ -4,16 +4,16 @@ after each collection (a few seconds at most, so the next collection is never la
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 from fabric.app.session import StoreAccess
+from fabric.core.warnlog import logger
 from fabric.store import CompactResult, Retention, Store
 from fabric.store.records import StoreInfo
 from topology.errors import StoreError
 
 # The daemon compacts after a collection for at most this long; what is left waits for the next.
 AFTER_COLLECTION_BUDGET_S = 5.0
-log = logging.getLogger("fabric.store")
+log = logger("fabric.store")
 
 
 def compact_store(
