@@ -223,19 +223,27 @@ class Traffic:
     groups: int
 
 
+def traffic_group(cls: Classification, hca: Guid) -> int | None:
+    """The group whose all-to-all HCA ``hca`` takes part in: its rail on a rail-optimized fabric,
+    else 0; None when it takes none (no compute host's, or on no rail of a rail fabric)."""
+    c = cls.nodes.get(hca)
+    if c is None or c.role is not Role.COMPUTE:
+        return None
+    if cls.rail_optimized:
+        return c.rail
+    return 0
+
+
 def compute_traffic(bound: Bound, cls: Classification) -> Traffic:
     H = len(bound.hcas)
     group = np.full(H, -1, np.int32)
     rail = cls.rail_optimized
     for h, g in enumerate(bound.hcas):
-        c = cls.nodes.get(g)
-        if c is None or c.role is not Role.COMPUTE or bound.hca_switch[h] < 0:
+        if bound.hca_switch[h] < 0:
             continue
-        if rail:
-            if c.rail is not None:
-                group[h] = c.rail
-        else:
-            group[h] = 0
+        t = traffic_group(cls, g)
+        if t is not None:
+            group[h] = t
     groups = int(group.max()) + 1 if len(group) and group.max() >= 0 else 0
     return Traffic("rail all-to-all" if rail else "all-to-all", group, groups)
 

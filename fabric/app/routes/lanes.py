@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 from fabric.app.discovery.discover import Discovery
 from fabric.app.routes.tables import TablesRead
 from fabric.app.session import Session
-from topology.classify import Role
 from topology.credit_loops_vl import Lanes
 from topology.errors import UsageError
+from topology.route_walk import traffic_group
 from topology.sl2vl import PathSls, Sl2Vl, no_tables, parse_path_records, parse_sl2vl
 from topology.sl2vl_fabric import check_tables_fabric
 from topology.textfile import decode_input, read_input_bytes, read_input_text
@@ -120,18 +120,15 @@ def lanes_summary(lanes: Lanes | None) -> dict[str, object] | None:
     }
 
 
-def _host_lids(d: Discovery) -> list[tuple[int, int | None]]:
-    """(LID, rail) of the compute hosts' HCAs, as the routes check judges their traffic."""
+def _host_lids(d: Discovery) -> list[tuple[int, int]]:
+    """(LID, traffic group) of the HCAs whose routes the check judges (the rule is
+    :func:`topology.route_walk.traffic_group`'s)."""
     cls = d.classification
-    rail = cls.rail_optimized
-    out: list[tuple[int, int | None]] = []
+    out: list[tuple[int, int]] = []
     for n in d.fabric.hcas():
-        c = cls.nodes.get(n.guid)
-        if n.lid is None or c is None or c.role is not Role.COMPUTE:
-            continue
-        if rail and c.rail is None:
-            continue
-        out.append((n.lid, c.rail if rail else None))
+        group = traffic_group(cls, n.guid)
+        if n.lid is not None and group is not None:
+            out.append((n.lid, group))
     return out
 
 
