@@ -54,25 +54,24 @@ def lane_credit_loops(w: Walk, lanes: Lanes) -> CreditLoops:
     one-lane check with a ``lanes`` statement of what was missing."""
     t = lanes.tables
     if t is None and lanes.paths is None and lanes.unknown:
-        return replace(credit_loops(w), lanes=f"one lane: {lanes.unknown}")
+        return _one_lane(w, lanes.unknown)
     if t is None:
         said = "the SL2VL tables are not known"
         if lanes.paths is not None:
             said = f"path records from {lanes.paths.source}, but {said}"
-        return replace(credit_loops(w), lanes=f"one lane: {said}")
+        return _one_lane(w, said)
     where = f"SL2VL tables from {t.source} ({t.format})"
     keys, rows = _table_arrays(w, t)
     h, d, sl, why = _routes(w, lanes, rows)
     if why:
-        return replace(credit_loops(w), lanes=f"one lane: {where}, but {why}")
+        return _one_lane(w, f"{where}, but {why}")
     if len(h) > MAX_ROUTES:
-        return replace(
-            credit_loops(w),
-            lanes=f"one lane: {where}, but {len(h)} host routes are more than the {MAX_ROUTES} traced per lane",
+        return _one_lane(
+            w, f"{where}, but {len(h)} host routes are more than the {MAX_ROUTES} traced per lane"
         )
     traced = _trace(w, keys, rows, h, d, sl)
     if isinstance(traced, str):
-        return replace(credit_loops(w), lanes=f"one lane: {where}, but {traced}")
+        return _one_lane(w, f"{where}, but {traced}")
     u, v, witness, used = traced
     if lanes.paths is not None:
         said = f"per VL: {where}; the SL of every host route from {lanes.paths.source} (path records)"
@@ -89,6 +88,11 @@ def lane_credit_loops(w: Walk, lanes: Lanes) -> CreditLoops:
     hops = channel_hops(w, [n // 16 for n in ring])
     lids = tuple(int(w.bound.dest_lids[edge[(ring[i], ring[(i + 1) % len(ring)])]]) for i in range(len(ring)))
     return CreditLoops(count, len(u), left, hops, lids, said, True, tuple(n % 16 for n in ring), used)
+
+
+def _one_lane(w: Walk, why: str) -> CreditLoops:
+    """The one-lane check, its ``lanes`` saying why the VLs are not known."""
+    return replace(credit_loops(w), lanes=f"one lane: {why}")
 
 
 def _table_arrays(w: Walk, t: Sl2Vl) -> tuple[Array, Array]:
