@@ -60,8 +60,9 @@ class OverviewScreen(DataScreen):
     def draw(self) -> None:
         app = self.data
         table = self.query_one("#ov-worst", DataTable)
-        table.clear(columns=True)
-        table.add_columns("STATUS", "SCORE", "CABLE", "WHY")
+        table.clear()
+        if not table.columns:
+            table.add_columns("STATUS", "SCORE", "CABLE", "WHY")
         if app.state is None:
             self.query_one("#ov-fabric", Static).update("reading the store…")
             return
@@ -100,8 +101,9 @@ class OverviewScreen(DataScreen):
         """ibfab status on the view and health on screen, computed as they were loaded."""
         app = self.data
         table = self.query_one("#ov-status", DataTable)
-        table.clear(columns=True)
-        table.add_columns("SEVERITY", "WHAT", "ELEMENT", "EVIDENCE FROM", "ACTION")
+        table.clear()
+        if not table.columns:
+            table.add_columns("SEVERITY", "WHAT", "ELEMENT", "EVIDENCE FROM", "ACTION")
         title = self.query_one("#ov-status-title", Static)
         got = app.status_report
         self.report = got if isinstance(got, StatusReport) else None
